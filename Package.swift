@@ -1,0 +1,36 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layout (see ../shared/STYLE.md):
+//   C modules   CFFmpeg, CZip, CDNNL  — system libraries from Debian, each with a shim header
+//   MediaIO     demux/decode/encode/mux, y4m and raw frame streams, frames and pixel formats
+//   Vivify      the library face: Configuration + the job runner wiring the stages
+//   vivify      the thin command-line tool
+let package = Package(
+    name: "Vivify",
+    products: [
+        .library(name: "Vivify", targets: ["Vivify"]),
+        .executable(name: "vivify", targets: ["vivify"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CFFmpeg",
+            pkgConfig: "libavformat libavcodec libswscale libavutil",
+            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]
+        ),
+        .systemLibrary(name: "CZip", pkgConfig: "libzip", providers: [.apt(["libzip-dev"])]),
+        .systemLibrary(name: "CDNNL", providers: [.apt(["libdnnl-dev"])]),
+        .target(name: "MediaIO", dependencies: ["CFFmpeg"]),
+        .target(name: "Vivify", dependencies: ["MediaIO"]),
+        .executableTarget(
+            name: "vivify",
+            dependencies: ["Vivify", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .testTarget(name: "MediaIOTests", dependencies: ["MediaIO"]),
+        .testTarget(name: "SystemLibrariesTests", dependencies: ["CZip", "CDNNL", "CFFmpeg"]),
+        .testTarget(name: "VivifyCLITests", dependencies: ["Vivify", "MediaIO"]),
+    ]
+)

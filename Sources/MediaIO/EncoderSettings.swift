@@ -1,0 +1,33 @@
+/// How the video is encoded: codec, quality, speed and pixel format.
+public struct EncoderSettings: Sendable, Equatable {
+    /// FFmpeg encoder name or one of the aliases `h264`, `x264`, `hevc`, `h265`, `x265`, `vp9`, `av1`.
+    public var codec: String
+    /// Constant-rate-factor quality (lower is better); for mpeg4 it is the quantiser 1–31.
+    public var crf: Double?
+    /// Encoder speed preset ("ultrafast" … "veryslow" for x264/x265, 0–13 for SVT-AV1, 0–8 for VP9).
+    public var preset: String?
+    /// Output pixel format name ("yuv420p", "yuv444p", …); nil picks the codec's usual one.
+    public var pixelFormat: String?
+
+    /// The default: libx264, its own default quality and preset.
+    public init(codec: String = "libx264", crf: Double? = nil, preset: String? = nil, pixelFormat: String? = nil) {
+        self.codec = codec
+        self.crf = crf
+        self.preset = preset
+        self.pixelFormat = pixelFormat
+    }
+
+    /// Encoders Vivify documents and tests.
+    public static let supportedEncoders = ["libx264", "libx265", "libvpx-vp9", "libsvtav1", "ffv1", "mpeg4"]
+
+    /// The FFmpeg encoder name the codec option stands for.
+    public var encoderName: String {
+        switch codec.lowercased() {
+        case "h264", "x264", "avc": return "libx264"
+        case "hevc", "h265", "x265": return "libx265"
+        case "vp9": return "libvpx-vp9"
+        case "av1", "svtav1", "svt-av1": return "libsvtav1"
+        default: return codec
+        }
+    }
+}

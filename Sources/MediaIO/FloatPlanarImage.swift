@@ -1,0 +1,58 @@
+/// A float image in planar CHW layout, the form the inference engine consumes: channel after
+/// channel, each `height` rows of `width` values. RGB values are in [0, 1].
+public struct FloatPlanarImage: Sendable, Equatable {
+    /// Number of channels (3 for RGB, 1 for grey).
+    public var channels: Int
+    /// Width in pixels.
+    public var width: Int
+    /// Height in pixels.
+    public var height: Int
+    /// `channels * height * width` values.
+    public var data: [Float]
+
+    /// Makes a zero-filled image.
+    public init(channels: Int, width: Int, height: Int) {
+        self.channels = channels
+        self.width = width
+        self.height = height
+        self.data = [Float](repeating: 0, count: channels * width * height)
+    }
+
+    /// Fills this image from an `rgb24` or `gray` frame, dividing by 255, reusing storage.
+    public mutating func load(from frame: VideoFrame) {
+        precondition(frame.format == .rgb24 || frame.format == .gray, "load(from:) takes rgb24 or gray frames")
+        let c = frame.format == .rgb24 ? 3 : 1
+        let n = frame.width * frame.height
+        if channels != c || width != frame.width || height != frame.height {
+            channels = c; width = frame.width; height = frame.height
+            data = [Float](repeating: 0, count: c * n)
+        }
+        let scale: Float = 1.0 / 255.0
+        frame.planes[0].withUnsafeBufferPointer { src in
+            data.withUnsafeMutableBufferPointer { dst in
+                for i in 0..<n {
+                    for ch in 0..<c { dst[ch * n + i] = Float(src[i * c + ch]) * scale }
+                }
+            }
+        }
+    }
+
+    /// Writes this image into `frame` (resized to fit) as `rgb24` or `gray`, scaling by 255,
+    /// rounding to nearest and clamping to [0, 255].
+    public func store(into frame: inout VideoFrame) {
+        precondition(channels == 3 || channels == 1, "store(into:) needs 1 or 3 channels")
+        frame.reshape(format: channels == 3 ? .rgb24 : .gray, width: width, height: height)
+        let n = width * height
+        let c = channels
+        data.withUnsafeBufferPointer { src in
+            frame.planes[0].withUnsafeMutableBufferPointer { dst in
+                for i in 0..<n {
+                    for ch in 0..<c {
+                        let v = (src[ch * n + i] * 255).rounded()
+                        dst[i * c + ch] = UInt8(min(max(v, 0), 255))
+                    }
+                }
+            }
+        }
+    }
+}

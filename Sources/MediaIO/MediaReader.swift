@@ -1,0 +1,391 @@
+import Foundation
+import CFFmpeg
+
+/// A compressed packet of a non-video stream, passed from reader to writer untouched.
+public final class MediaPacket {
+    let packet: UnsafeMutablePointer<AVPacket>
+    /// Index of the input stream it belongs to.
+    public var streamIndex: Int { Int(packet.pointee.stream_index) }
+
+    init(moving source: UnsafeMutablePointer<AVPacket>) {
+        packet = av_packet_alloc()
+        av_packet_move_ref(packet, source)
+    }
+
+    deinit {
+        var p: UnsafeMutablePointer<AVPacket>? = packet
+        av_packet_free(&p)
+    }
+}
+
+/// An input stream (audio, subtitles) whose packets can be copied into the output.
+public final class CopyableStream: @unchecked Sendable {
+    let parameters: UnsafeMutablePointer<AVCodecParameters>
+    let timeBase: AVRational
+    let disposition: Int32
+    let language: String?
+    /// Index in the input.
+    public let index: Int
+    /// "audio" or "subtitle".
+    public let kind: String
+    /// Codec name.
+    public let codecName: String
+
+    init(stream: UnsafeMutablePointer<AVStream>, kind: String) {
+        parameters = avcodec_parameters_alloc()
+        avcodec_parameters_copy(parameters, stream.pointee.codecpar)
+        timeBase = stream.pointee.time_base
+        disposition = stream.pointee.disposition
+        index = Int(stream.pointee.index)
+        self.kind = kind
+        codecName = String(cString: avcodec_get_name(stream.pointee.codecpar.pointee.codec_id))
+        if let entry = av_dict_get(stream.pointee.metadata, "language", nil, 0) {
+            language = String(cString: entry.pointee.value)
+        } else {
+            language = nil
+        }
+    }
+
+    deinit {
+        var p: UnsafeMutablePointer<AVCodecParameters>? = parameters
+        avcodec_parameters_free(&p)
+    }
+}
+
+/// Demuxes and decodes a media file with libavformat/libavcodec.
+///
+/// The frame loop drains the decoder until it asks for more input, reads the next packet, and
+/// at end of file flushes the decoder so every frame comes out. Frames keep their timestamps in
+/// the stream's time base.
+public final class MediaReader: FrameSource {
+    private var format: UnsafeMutablePointer<AVFormatContext>?
+    private var decoder: UnsafeMutablePointer<AVCodecContext>?
+    private var packet: UnsafeMutablePointer<AVPacket>? = av_packet_alloc()
+    private var decoded: UnsafeMutablePointer<AVFrame>? = av_frame_alloc()
+    private let videoIndex: Int32
+    private let scaler = SwsScaler()
+    private let path: String
+    private let strict: Bool
+    private var demuxerDone = false
+    private var flushSent = false
+    private var copyIndices: Set<Int32> = []
+    private var warnedUnsupportedSize = false
+
+    /// What the file holds.
+    public let info: MediaInfo
+    /// Audio and subtitle streams whose packets `read` hands out.
+    public private(set) var copyableStreams: [CopyableStream] = []
+    /// Damaged packets skipped and damaged frames seen so far.
+    public private(set) var corruptCount = 0
+    /// Format frames come out in; nil keeps the stream's own 8-bit layout.
+    public let outputFormat: PixelFormat?
+    /// Colour description used to convert YUV to RGB (tags, with explicit assumptions filled).
+    public let resolvedColor: ColorInfo
+    /// What had to be assumed about the colour description (empty when the file says it all).
+    public let colorAssumptions: [String]
+    /// Called with a warning sentence when damaged data is skipped.
+    public var onWarning: ((String) -> Void)?
+
+    /// Opens `path` and its video decoder.
+    /// - Parameters:
+    ///   - outputFormat: convert every frame to this format (`.rgb24` for the models); nil
+    ///     keeps the source's own layout (mapped onto the nearest 8-bit format).
+    ///   - copyStreams: hand out audio and subtitle packets for copying.
+    ///   - strict: make damaged packets an error instead of skipping them.
+    ///   - matrixOverride: the YUV matrix to use instead of the file's tag or the size rule.
+    public init(path: String, outputFormat: PixelFormat? = nil, copyStreams: Bool = true, strict: Bool = false,
+                matrixOverride: Int32? = nil) throws {
+        self.path = path
+        self.strict = strict
+        self.outputFormat = outputFormat
+        var ctx: UnsafeMutablePointer<AVFormatContext>?
+        let openCode = avformat_open_input(&ctx, path, nil, nil)
+        if openCode < 0 {
+            let reason = avErrorString(openCode)
+            if openCode == AVCode.invalidData {
+                throw MediaError(.inputUnreadable, "Cannot read '\(path)': \(reason) — it is not a media file FFmpeg recognises. Pass a video file, or use --input-format for raw frames.")
+            }
+            throw MediaError(.inputUnreadable, "Cannot open '\(path)': \(reason). Check the path and its permissions.")
+        }
+        format = ctx
+        try avCheck(avformat_find_stream_info(ctx, nil), .inputUnreadable, "Cannot read stream information from '\(path)'")
+
+        var codec: UnsafePointer<AVCodec>?
+        let best = av_find_best_stream(ctx, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0)
+        if best == vivify_averror_decoder_not_found() || (best >= 0 && codec == nil) {
+            let id = best >= 0 ? ctx!.pointee.streams[Int(best)]!.pointee.codecpar.pointee.codec_id : AV_CODEC_ID_NONE
+            let name = best >= 0 ? String(cString: avcodec_get_name(id)) : "its codec"
+            throw MediaError(.unsupported, "Cannot decode '\(path)': this FFmpeg has no decoder for \(name). Convert it with a codec FFmpeg can decode, or install an FFmpeg build with that decoder.")
+        }
+        if best < 0 {
+            throw MediaError(.noVideoStream, "Cannot open '\(path)': no video stream found. Pass a file with a video stream, or use --input-format rgb24|gray|y4m for raw frames.")
+        }
+        videoIndex = best
+        let stream = ctx!.pointee.streams[Int(best)]!
+        let dec = avcodec_alloc_context3(codec)
+        decoder = dec
+        try avCheck(avcodec_parameters_to_context(dec, stream.pointee.codecpar), .internalFailure, "Cannot set up the decoder for '\(path)'")
+        dec!.pointee.pkt_timebase = stream.pointee.time_base
+        dec!.pointee.thread_count = 0
+        dec!.pointee.thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE
+        dec!.pointee.err_recognition |= AV_EF_CRCCHECK | AV_EF_BITSTREAM
+        if strict { dec!.pointee.err_recognition |= AV_EF_EXPLODE }
+        let codecName = String(cString: codec!.pointee.name)
+        try avCheck(avcodec_open2(dec, codec, nil), .unsupported, "Cannot open the \(codecName) decoder for '\(path)'")
+
+        // Describe the file.
+        let par = stream.pointee.codecpar.pointee
+        let sourceFormat = AVPixelFormat(par.format)
+        let tb = Rational(stream.pointee.time_base)
+        var rate = Rational(stream.pointee.avg_frame_rate)
+        let baseRate = Rational(stream.pointee.r_frame_rate)
+        if !rate.isValid { rate = baseRate }
+        if !rate.isValid { rate = Rational(25, 1) }
+        let isVFR = baseRate.isValid && rate.isValid && av_cmp_q(baseRate.av, rate.av) != 0
+        var duration: Double?
+        if stream.pointee.duration != AVCode.noPTS && stream.pointee.duration > 0 {
+            duration = Double(stream.pointee.duration) * tb.doubleValue
+        } else if ctx!.pointee.duration > 0 {
+            duration = Double(ctx!.pointee.duration) / Double(AV_TIME_BASE)
+        }
+        var sar = Rational(par.sample_aspect_ratio)
+        if !sar.isValid { sar = Rational(stream.pointee.sample_aspect_ratio) }
+        if !sar.isValid { sar = Rational(1, 1) }
+        var color = ColorInfo(primaries: Int32(par.color_primaries.rawValue), transfer: Int32(par.color_trc.rawValue),
+                              matrix: Int32(par.color_space.rawValue), range: Int32(par.color_range.rawValue))
+        if !color.hasRange && (sourceFormat == AV_PIX_FMT_YUVJ420P || sourceFormat == AV_PIX_FMT_YUVJ422P || sourceFormat == AV_PIX_FMT_YUVJ444P) {
+            color.range = 2
+        }
+        var rotation = 0.0
+        var matrix: [Int32]?
+        var sideSize: Int = 0
+        if let side = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, &sideSize), sideSize >= 36 {
+            side.withMemoryRebound(to: Int32.self, capacity: 9) { m in
+                matrix = Array(UnsafeBufferPointer(start: m, count: 9))
+                let r = av_display_rotation_get(m)
+                rotation = r.isNaN ? 0 : (r == 0 ? 0 : r)
+            }
+        }
+        let nativeFormat = PixelFormat(av: sourceFormat) ?? Self.nearest8Bit(sourceFormat)
+        let video = VideoStreamInfo(
+            width: Int(par.width), height: Int(par.height), pixelFormat: nativeFormat,
+            sourcePixelFormatName: avPixelFormatName(sourceFormat), codecName: String(cString: avcodec_get_name(par.codec_id)),
+            timeBase: tb, frameRate: rate, isVariableFrameRate: isVFR,
+            frameCount: stream.pointee.nb_frames > 0 ? Int(stream.pointee.nb_frames) : nil,
+            duration: duration, color: color, sampleAspectRatio: sar, rotation: rotation, displayMatrix: matrix)
+
+        var summaries: [StreamSummary] = []
+        for i in 0..<Int(ctx!.pointee.nb_streams) {
+            let st = ctx!.pointee.streams[i]!
+            let cp = st.pointee.codecpar.pointee
+            let kind: String
+            switch cp.codec_type {
+            case AVMEDIA_TYPE_VIDEO: kind = "video"
+            case AVMEDIA_TYPE_AUDIO: kind = "audio"
+            case AVMEDIA_TYPE_SUBTITLE: kind = "subtitle"
+            case AVMEDIA_TYPE_ATTACHMENT: kind = "attachment"
+            default: kind = "data"
+            }
+            var details: [String] = []
+            if kind == "audio" {
+                details.append("\(cp.sample_rate) Hz")
+                details.append("\(cp.ch_layout.nb_channels) channels")
+            } else if kind == "video" {
+                details.append("\(cp.width)x\(cp.height)")
+            }
+            if let lang = av_dict_get(st.pointee.metadata, "language", nil, 0) {
+                details.append("language \(String(cString: lang.pointee.value))")
+            }
+            var d: Double?
+            if st.pointee.duration != AVCode.noPTS && st.pointee.duration > 0 {
+                d = Double(st.pointee.duration) * Rational(st.pointee.time_base).doubleValue
+            }
+            summaries.append(StreamSummary(index: i, kind: kind, codecName: String(cString: avcodec_get_name(cp.codec_id)),
+                                           duration: d, details: details.joined(separator: ", ")))
+            if copyStreams && (kind == "audio" || kind == "subtitle") {
+                copyableStreams.append(CopyableStream(stream: st, kind: kind))
+                copyIndices.insert(Int32(i))
+            }
+        }
+        // Skip every stream we do not use so the demuxer does not hand them over.
+        for i in 0..<Int(ctx!.pointee.nb_streams) where Int32(i) != best && !copyIndices.contains(Int32(i)) {
+            ctx!.pointee.streams[i]!.pointee.discard = AVDISCARD_ALL
+        }
+        info = MediaInfo(container: String(cString: ctx!.pointee.iformat.pointee.name),
+                         duration: ctx!.pointee.duration > 0 ? Double(ctx!.pointee.duration) / Double(AV_TIME_BASE) : duration,
+                         streams: summaries, video: video)
+        var resolved = color.resolved(height: video.height)
+        if let m = matrixOverride {
+            resolved.info.matrix = m
+            resolved.assumptions.removeAll { $0.hasPrefix("matrix") }
+        }
+        // Assumptions only matter where YUV is turned into RGB.
+        let needsMatrix = outputFormat == .rgb24 && nativeFormat.isYUV
+        resolvedColor = resolved.info
+        colorAssumptions = needsMatrix ? resolved.assumptions : []
+    }
+
+    deinit {
+        avcodec_free_context(&decoder)
+        avformat_close_input(&format)
+        av_packet_free(&packet)
+        av_frame_free(&decoded)
+    }
+
+    /// The 8-bit layout closest to an FFmpeg format we do not map directly (10-bit, NV12, …).
+    static func nearest8Bit(_ f: AVPixelFormat) -> PixelFormat {
+        guard let d = av_pix_fmt_desc_get(f)?.pointee else { return .yuv420p }
+        if d.flags & UInt64(AV_PIX_FMT_FLAG_RGB) != 0 { return .rgb24 }
+        if d.nb_components <= 2 { return .gray }
+        switch (d.log2_chroma_w, d.log2_chroma_h) {
+        case (1, 1): return .yuv420p
+        case (1, 0): return .yuv422p
+        default: return .yuv444p
+        }
+    }
+
+    public func read(into frame: inout VideoFrame) throws -> SourceEvent {
+        while true {
+            let got = avcodec_receive_frame(decoder, decoded)
+            if got == 0 {
+                defer { av_frame_unref(decoded) }
+                let f = decoded!.pointee
+                if f.decode_error_flags != 0 || (f.flags & AV_FRAME_FLAG_CORRUPT) != 0 {
+                    corruptCount += 1
+                    if strict {
+                        throw MediaError(.corruptInput, "'\(path)' has a damaged frame near \(describe(pts: f.best_effort_timestamp)). Repair or re-encode the input, or drop --strict to skip damaged data.")
+                    }
+                    onWarning?("'\(path)': damaged frame near \(describe(pts: f.best_effort_timestamp)) decoded with errors concealed.")
+                }
+                try store(decoded!, into: &frame)
+                return .frame
+            }
+            if got == AVCode.eof { return .end }
+            if got != AVCode.again {
+                try damaged(got, what: "decoding")
+                continue
+            }
+            if demuxerDone {
+                if flushSent { return .end }
+                flushSent = true
+                _ = avcodec_send_packet(decoder, nil)
+                continue
+            }
+            let r = av_read_frame(format, packet)
+            if r == AVCode.eof {
+                demuxerDone = true
+                continue
+            }
+            if r < 0 {
+                if r == AVCode.invalidData {
+                    try damaged(r, what: "reading")
+                    continue
+                }
+                // An I/O error or truncation ends the stream; what was read still comes out.
+                onWarning?("'\(path)': reading stopped early (\(avErrorString(r))); the frames read so far are kept.")
+                if strict {
+                    throw MediaError(.corruptInput, "'\(path)' could not be read to the end: \(avErrorString(r)). Repair the file, or drop --strict to keep what can be read.")
+                }
+                demuxerDone = true
+                continue
+            }
+            let index = packet!.pointee.stream_index
+            if index == videoIndex {
+                let sent = avcodec_send_packet(decoder, packet)
+                av_packet_unref(packet)
+                if sent < 0 && sent != AVCode.again {
+                    try damaged(sent, what: "decoding")
+                }
+                continue
+            }
+            if copyIndices.contains(index) {
+                return .packet(MediaPacket(moving: packet!))
+            }
+            av_packet_unref(packet)
+        }
+    }
+
+    private func damaged(_ code: Int32, what: String) throws {
+        corruptCount += 1
+        if strict {
+            throw MediaError(.corruptInput, "'\(path)' has damaged data (\(what): \(avErrorString(code))). Repair or re-encode the input, or drop --strict to skip damaged packets.")
+        }
+        onWarning?("'\(path)': skipped a damaged packet (\(what): \(avErrorString(code))).")
+    }
+
+    private func describe(pts: Int64) -> String {
+        if pts == AVCode.noPTS { return "an unknown time" }
+        return String(format: "%.3f s", Double(pts) * info.video.timeBase.doubleValue)
+    }
+
+    private func store(_ av: UnsafeMutablePointer<AVFrame>, into frame: inout VideoFrame) throws {
+        let f = av.pointee
+        let srcFormat = AVPixelFormat(f.format)
+        let width = Int(f.width), height = Int(f.height)
+        let target = outputFormat ?? PixelFormat(av: srcFormat) ?? Self.nearest8Bit(srcFormat)
+        frame.reshape(format: target, width: width, height: height)
+        frame.timeBase = info.video.timeBase
+        let ts = f.best_effort_timestamp != AVCode.noPTS ? f.best_effort_timestamp : f.pts
+        frame.pts = ts == AVCode.noPTS ? nil : ts
+        frame.duration = f.pkt_duration > 0 ? f.pkt_duration : nil
+        var sar = Rational(f.sample_aspect_ratio)
+        if !sar.isValid { sar = info.video.sampleAspectRatio }
+        frame.sampleAspectRatio = sar
+        var color = resolvedColor
+        if f.color_range.rawValue != 0 { color.range = Int32(f.color_range.rawValue) }
+        if srcFormat == AV_PIX_FMT_YUVJ420P || srcFormat == AV_PIX_FMT_YUVJ422P || srcFormat == AV_PIX_FMT_YUVJ444P { color.range = 2 }
+        if PixelFormat(av: srcFormat) == target {
+            // Same layout: copy rows, dropping FFmpeg's line padding.
+            frame.color = color
+            for p in 0..<target.planeCount {
+                let rowBytes = target.rowBytes(plane: p, width: width)
+                let rows = target.rows(plane: p, height: height)
+                let stride = Int(withUnsafePointer(to: f.linesize) { $0.withMemoryRebound(to: Int32.self, capacity: 8) { $0[p] } })
+                let src = withUnsafePointer(to: f.data) { $0.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { $0[p]! } }
+                frame.planes[p].withUnsafeMutableBufferPointer { dst in
+                    for y in 0..<rows {
+                        (dst.baseAddress! + y * rowBytes).update(from: src + y * stride, count: rowBytes)
+                    }
+                }
+            }
+            return
+        }
+        var src = PlaneRefs()
+        withUnsafePointer(to: f.data) { dp in
+            dp.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { d in
+                withUnsafePointer(to: f.linesize) { lp in
+                    lp.withMemoryRebound(to: Int32.self, capacity: 8) { l in
+                        for i in 0..<4 { src.set(i, d[i], Int(l[i])) }
+                    }
+                }
+            }
+        }
+        var dstColor = color
+        if target == .rgb24 { dstColor.range = 2 }
+        try frame.withMutablePlaneRefs { dst in
+            try scaler.scale(srcFormat: srcFormat, srcWidth: width, srcHeight: height, srcColor: color, src: src,
+                             dstFormat: target.av, dstWidth: width, dstHeight: height, dstColor: dstColor, dst: dst,
+                             filter: .bicubic)
+        }
+        frame.color = dstColor
+    }
+
+    /// Counts the video packets by demuxing the whole file (no decoding), for inputs whose
+    /// container does not store a frame count.
+    public static func countVideoPackets(path: String) throws -> Int {
+        var ctx: UnsafeMutablePointer<AVFormatContext>?
+        try avCheck(avformat_open_input(&ctx, path, nil, nil), .inputUnreadable, "Cannot open '\(path)'")
+        defer { avformat_close_input(&ctx) }
+        try avCheck(avformat_find_stream_info(ctx, nil), .inputUnreadable, "Cannot read stream information from '\(path)'")
+        let best = av_find_best_stream(ctx, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
+        guard best >= 0 else { return 0 }
+        var pkt = av_packet_alloc()
+        defer { av_packet_free(&pkt) }
+        var count = 0
+        while av_read_frame(ctx, pkt) >= 0 {
+            if pkt!.pointee.stream_index == best { count += 1 }
+            av_packet_unref(pkt)
+        }
+        return count
+    }
+}

@@ -1,0 +1,358 @@
+import CFFmpeg
+import Foundation
+
+/// What the encoder is told about the video it receives.
+public struct OutputVideoDescription: Sendable {
+    /// Layout of the frames that will be written.
+    public var pixelFormat: PixelFormat
+    /// Width of the frames that will be written.
+    public var width: Int
+    /// Height of the frames that will be written.
+    public var height: Int
+    /// Average frame rate of the source.
+    public var frameRate: Rational
+    /// Time base of the frames' timestamps.
+    public var timeBase: Rational
+    /// Pixel shape.
+    public var sampleAspectRatio: Rational
+    /// Colour description to write (resolved: nothing unspecified that a conversion used).
+    public var color: ColorInfo
+    /// Display matrix to copy onto the output stream (rotation metadata).
+    public var displayMatrix: [Int32]?
+
+    /// Makes a description.
+    public init(pixelFormat: PixelFormat, width: Int, height: Int, frameRate: Rational, timeBase: Rational, sampleAspectRatio: Rational,
+                color: ColorInfo, displayMatrix: [Int32]? = nil) {
+        self.pixelFormat = pixelFormat
+        self.width = width
+        self.height = height
+        self.frameRate = frameRate
+        self.timeBase = timeBase
+        self.sampleAspectRatio = sampleAspectRatio
+        self.color = color
+        self.displayMatrix = displayMatrix
+    }
+}
+
+/// Encodes frames with libavcodec and muxes them, with copied audio and subtitle packets,
+/// into a container chosen from the output file name.
+public final class MediaWriter {
+    private var format: UnsafeMutablePointer<AVFormatContext>?
+    private var encoder: UnsafeMutablePointer<AVCodecContext>?
+    private var videoStream: UnsafeMutablePointer<AVStream>
+    private var avFrame: UnsafeMutablePointer<AVFrame>? = av_frame_alloc()
+    private var packet: UnsafeMutablePointer<AVPacket>? = av_packet_alloc()
+    private let scaler = SwsScaler()
+    private var streamMap: [Int: (out: Int32, inTB: AVRational, outTB: AVRational)] = [:]
+    private var lastPTS: Int64 = Int64.min
+    private var nextPTS: Int64 = 0
+    private let frameDuration: Int64
+    private let targetName: String
+    private var headerWritten = false
+    private var finished = false
+    private let description: OutputVideoDescription
+    private let encoderPixelFormat: AVPixelFormat
+
+    /// Warnings about what could not be carried over (streams dropped, options ignored).
+    public private(set) var warnings: [String] = []
+    /// Frames handed to the encoder.
+    public private(set) var framesWritten = 0
+
+    /// Opens `path` for writing in the container that `targetName`'s extension names (the
+    /// real file may be a temporary one beside the target).
+    public init(path: String, targetName: String, video: OutputVideoDescription, settings: EncoderSettings,
+                copyStreams: [CopyableStream]) throws {
+        self.targetName = targetName
+        self.description = video
+        var ctx: UnsafeMutablePointer<AVFormatContext>?
+        let oformat = av_guess_format(nil, targetName, nil)
+        guard oformat != nil else {
+            throw MediaError(.invalidOptions, "Cannot tell which container to write for '\(targetName)'. Use an extension such as .mp4, .mkv, .webm, .mov or .avi (or .y4m for raw YUV).")
+        }
+        try avCheck(avformat_alloc_output_context2(&ctx, oformat, nil, path), .outputUnwritable, "Cannot set up the output '\(targetName)'")
+        format = ctx
+
+        let encoderName = settings.encoderName
+        guard let codec = avcodec_find_encoder_by_name(encoderName), av_codec_is_encoder(codec) != 0,
+              codec.pointee.type == AVMEDIA_TYPE_VIDEO else {
+            avformat_free_context(ctx)
+            format = nil
+            throw MediaError(.unsupported, "Unknown video encoder '\(settings.codec)'. Use one of: \(EncoderSettings.supportedEncoders.joined(separator: ", ")).")
+        }
+        if avformat_query_codec(oformat, codec.pointee.id, FF_COMPLIANCE_NORMAL) == 0 {
+            avformat_free_context(ctx)
+            format = nil
+            let ext = (targetName as NSString).pathExtension
+            throw MediaError(.invalidOptions, "The .\(ext) container cannot hold \(encoderName) video. Choose another --codec or output extension (.mkv holds them all).")
+        }
+        guard let stream = avformat_new_stream(ctx, nil) else {
+            throw MediaError(.internalFailure, "Cannot add a video stream to '\(targetName)'.")
+        }
+        videoStream = stream
+        let enc = avcodec_alloc_context3(codec)!
+        encoder = enc
+
+        // Pixel format: asked for, else the codec's usual 4:2:0, else its first supported one.
+        var pixfmt: AVPixelFormat
+        if let name = settings.pixelFormat {
+            pixfmt = av_get_pix_fmt(name)
+            if pixfmt == AV_PIX_FMT_NONE {
+                throw MediaError(.invalidOptions, "Unknown pixel format '\(name)'. Use an FFmpeg name such as yuv420p, yuv422p, yuv444p or gray.")
+            }
+        } else {
+            pixfmt = encoderName == "ffv1" ? Self.losslessFormat(for: video) : AV_PIX_FMT_YUV420P
+        }
+        let supported = Self.supportedFormats(codec)
+        if !supported.isEmpty && !supported.contains(pixfmt) {
+            if settings.pixelFormat != nil {
+                let names = supported.map(avPixelFormatName).joined(separator: ", ")
+                throw MediaError(.invalidOptions, "Encoder \(encoderName) cannot take pixel format '\(settings.pixelFormat!)'. Use one of: \(names).")
+            }
+            pixfmt = supported[0]
+        }
+        // 4:2:0 needs even sizes in most encoders; keep the exact size by switching to 4:4:4.
+        let odd = video.width % 2 == 1 || video.height % 2 == 1
+        if odd, settings.pixelFormat == nil, let d = av_pix_fmt_desc_get(pixfmt)?.pointee,
+           d.log2_chroma_w > 0 || d.log2_chroma_h > 0, encoderName != "ffv1", encoderName != "libvpx-vp9" {
+            if supported.isEmpty || supported.contains(AV_PIX_FMT_YUV444P) {
+                warnings.append("\(video.width)x\(video.height) has an odd side, which 4:2:0 \(encoderName) cannot encode; writing yuv444p instead (pass --pix-fmt to choose).")
+                pixfmt = AV_PIX_FMT_YUV444P
+            }
+        }
+        encoderPixelFormat = pixfmt
+
+        enc.pointee.width = Int32(video.width)
+        enc.pointee.height = Int32(video.height)
+        enc.pointee.pix_fmt = pixfmt
+        enc.pointee.sample_aspect_ratio = video.sampleAspectRatio.av
+        enc.pointee.framerate = video.frameRate.av
+        // Keep the source time base so timestamps pass through exactly; MPEG-4 part 2 limits
+        // the denominator to 16 bits, so it gets the frame period instead.
+        var tb = video.timeBase
+        if encoderName == "mpeg4" && (tb.den > 65535 || tb.num > 65535) { tb = video.frameRate.inverted }
+        enc.pointee.time_base = tb.av
+        enc.pointee.color_primaries = AVColorPrimaries(UInt32(video.color.primaries))
+        enc.pointee.color_trc = AVColorTransferCharacteristic(UInt32(video.color.transfer))
+        enc.pointee.colorspace = AVColorSpace(UInt32(video.color.matrix))
+        enc.pointee.color_range = AVColorRange(UInt32(video.color.range))
+        enc.pointee.thread_count = 0
+        if oformat!.pointee.flags & AVFMT_GLOBALHEADER != 0 {
+            enc.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
+        }
+        frameDuration = max(1, av_rescale_q(1, av_inv_q(video.frameRate.av), tb.av))
+
+        try Self.applyQuality(settings, encoderName: encoderName, to: enc, warnings: &warnings)
+        try avCheck(avcodec_open2(enc, codec, nil), .invalidOptions,
+                    "Cannot open encoder \(encoderName) for \(video.width)x\(video.height) \(avPixelFormatName(pixfmt)) (check --crf, --preset and --pix-fmt)")
+        try avCheck(avcodec_parameters_from_context(stream.pointee.codecpar, enc), .internalFailure, "Cannot describe the video stream")
+        stream.pointee.time_base = tb.av
+        stream.pointee.avg_frame_rate = video.frameRate.av
+        stream.pointee.sample_aspect_ratio = video.sampleAspectRatio.av
+        if let matrix = video.displayMatrix, let side = av_stream_new_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, 36) {
+            side.withMemoryRebound(to: Int32.self, capacity: 9) { m in
+                for i in 0..<9 { m[i] = matrix[i] }
+            }
+        }
+
+        for input in copyStreams {
+            let id = input.parameters.pointee.codec_id
+            let ok = avformat_query_codec(oformat, id, FF_COMPLIANCE_NORMAL)
+            if ok == 0 {
+                let ext = (targetName as NSString).pathExtension
+                warnings.append("Dropped \(input.kind) stream #\(input.index) (\(input.codecName)): the .\(ext) container cannot hold it without re-encoding. Use .mkv to keep it.")
+                continue
+            }
+            guard let out = avformat_new_stream(ctx, nil) else { continue }
+            avcodec_parameters_copy(out.pointee.codecpar, input.parameters)
+            out.pointee.codecpar.pointee.codec_tag = 0
+            out.pointee.time_base = input.timeBase
+            out.pointee.disposition = input.disposition
+            if let lang = input.language { av_dict_set(&out.pointee.metadata, "language", lang, 0) }
+            streamMap[input.index] = (out.pointee.index, input.timeBase, input.timeBase)
+        }
+
+        if oformat!.pointee.flags & AVFMT_NOFILE == 0 {
+            let r = avio_open(&ctx!.pointee.pb, path, AVIO_FLAG_WRITE)
+            if r < 0 {
+                throw MediaError(.outputUnwritable, "Cannot create '\(targetName)': \(avErrorString(r)). Choose a writable location.")
+            }
+        }
+        let r = avformat_write_header(ctx, nil)
+        if r < 0 {
+            throw MediaError(.outputUnwritable, "Cannot start writing '\(targetName)': \(avErrorString(r)).")
+        }
+        headerWritten = true
+        // The muxer may have changed the stream time bases; remember the final ones.
+        for (k, v) in streamMap { streamMap[k] = (v.out, v.inTB, ctx!.pointee.streams[Int(v.out)]!.pointee.time_base) }
+
+        let frame = avFrame!
+        frame.pointee.format = pixfmt.rawValue
+        frame.pointee.width = Int32(video.width)
+        frame.pointee.height = Int32(video.height)
+        try avCheck(av_frame_get_buffer(frame, 0), .internalFailure, "Cannot allocate an encoder frame")
+    }
+
+    deinit {
+        if !finished, headerWritten { try? finish() }
+        avcodec_free_context(&encoder)
+        if let ctx = format {
+            if ctx.pointee.oformat.pointee.flags & AVFMT_NOFILE == 0 { avio_closep(&ctx.pointee.pb) }
+            avformat_free_context(ctx)
+        }
+        av_frame_free(&avFrame)
+        av_packet_free(&packet)
+    }
+
+    /// Name of the pixel format the encoder receives.
+    public var pixelFormatName: String { avPixelFormatName(encoderPixelFormat) }
+
+    private static func supportedFormats(_ codec: UnsafePointer<AVCodec>) -> [AVPixelFormat] {
+        guard var p = codec.pointee.pix_fmts else { return [] }
+        var out: [AVPixelFormat] = []
+        while p.pointee != AV_PIX_FMT_NONE {
+            out.append(p.pointee)
+            p += 1
+        }
+        return out
+    }
+
+    /// FFV1 is lossless: keep the frames' own layout, and RGB as planar RGB.
+    private static func losslessFormat(for video: OutputVideoDescription) -> AVPixelFormat {
+        video.pixelFormat == .rgb24 ? AV_PIX_FMT_GBRP : video.pixelFormat.av
+    }
+
+    private static func applyQuality(_ s: EncoderSettings, encoderName: String, to enc: UnsafeMutablePointer<AVCodecContext>,
+                                     warnings: inout [String]) throws {
+        let priv = enc.pointee.priv_data
+        func set(_ key: String, _ value: String, what: String) throws {
+            let r = av_opt_set(priv, key, value, 0)
+            if r < 0 {
+                throw MediaError(.invalidOptions, "Encoder \(encoderName) does not accept \(what) '\(value)' (\(avErrorString(r))). Check the value for this encoder.")
+            }
+        }
+        switch encoderName {
+        case "libx264", "libx265":
+            if let crf = s.crf { try set("crf", String(crf), what: "--crf") }
+            if let preset = s.preset { try set("preset", preset, what: "--preset") }
+        case "libvpx-vp9":
+            if let crf = s.crf {
+                try set("crf", String(Int(crf.rounded())), what: "--crf")
+                enc.pointee.bit_rate = 0
+            }
+            if let preset = s.preset { try set("cpu-used", preset, what: "--preset (cpu-used 0–8)") }
+            try set("row-mt", "1", what: "row-mt")
+        case "libsvtav1":
+            if let crf = s.crf { try set("crf", String(Int(crf.rounded())), what: "--crf") }
+            if let preset = s.preset { try set("preset", preset, what: "--preset (0–13)") }
+        case "mpeg4":
+            let q = Int32(min(max((s.crf ?? 4).rounded(), 1), 31))
+            enc.pointee.flags |= AV_CODEC_FLAG_QSCALE
+            enc.pointee.global_quality = q * vivify_ff_qp2lambda()
+            if s.preset != nil { warnings.append("mpeg4 has no presets; --preset is ignored.") }
+        case "ffv1":
+            if s.crf != nil { warnings.append("ffv1 is lossless; --crf is ignored.") }
+            if s.preset != nil { warnings.append("ffv1 has no presets; --preset is ignored.") }
+            try set("slicecrc", "1", what: "slicecrc")
+            enc.pointee.level = 3
+        default:
+            if let crf = s.crf { try set("crf", String(crf), what: "--crf") }
+            if let preset = s.preset { try set("preset", preset, what: "--preset") }
+        }
+    }
+
+    /// Encodes one frame. Frames must come in presentation order; a timestamp that does not
+    /// increase is moved just past the previous one.
+    public func write(_ frame: VideoFrame) throws {
+        let av = avFrame!
+        try avCheck(av_frame_make_writable(av), .internalFailure, "Cannot reuse the encoder frame")
+        if frame.width != description.width || frame.height != description.height {
+            throw MediaError(.internalFailure, "Frame size \(frame.width)x\(frame.height) changed mid-stream (expected \(description.width)x\(description.height)).")
+        }
+        var dst = PlaneRefs()
+        withUnsafePointer(to: av.pointee.data) { dp in
+            dp.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { d in
+                withUnsafePointer(to: av.pointee.linesize) { lp in
+                    lp.withMemoryRebound(to: Int32.self, capacity: 8) { l in
+                        for i in 0..<4 { dst.set(i, d[i], Int(l[i])) }
+                    }
+                }
+            }
+        }
+        if frame.format.av == encoderPixelFormat {
+            for p in 0..<frame.format.planeCount {
+                let rowBytes = frame.format.rowBytes(plane: p, width: frame.width)
+                let rows = frame.format.rows(plane: p, height: frame.height)
+                let (ptr, stride): (UnsafeMutablePointer<UInt8>?, Int32) = p == 0 ? (dst.data.0, dst.stride.0) : p == 1 ? (dst.data.1, dst.stride.1) : (dst.data.2, dst.stride.2)
+                frame.planes[p].withUnsafeBufferPointer { src in
+                    for y in 0..<rows {
+                        (ptr! + y * Int(stride)).update(from: src.baseAddress! + y * rowBytes, count: rowBytes)
+                    }
+                }
+            }
+        } else {
+            try frame.withPlaneRefs { src in
+                try scaler.scale(srcFormat: frame.format.av, srcWidth: frame.width, srcHeight: frame.height, srcColor: frame.color, src: src,
+                                 dstFormat: encoderPixelFormat, dstWidth: frame.width, dstHeight: frame.height,
+                                 dstColor: description.color, dst: dst, filter: .bicubic)
+            }
+        }
+        let tb = encoder!.pointee.time_base
+        var pts = frame.pts.map { av_rescale_q($0, frame.timeBase.av, tb) } ?? nextPTS
+        if pts <= lastPTS { pts = lastPTS + 1 }
+        lastPTS = pts
+        nextPTS = pts + frameDuration
+        av.pointee.pts = pts
+        av.pointee.pkt_duration = frame.duration.map { av_rescale_q($0, frame.timeBase.av, tb) } ?? frameDuration
+        av.pointee.sample_aspect_ratio = description.sampleAspectRatio.av
+        try send(av)
+        framesWritten += 1
+    }
+
+    /// Writes a copied packet of an input stream the output kept; others are ignored.
+    public func copy(_ input: MediaPacket) throws {
+        guard let map = streamMap[input.streamIndex] else { return }
+        let pkt = input.packet
+        av_packet_rescale_ts(pkt, map.inTB, map.outTB)
+        pkt.pointee.stream_index = map.out
+        pkt.pointee.pos = -1
+        let r = av_interleaved_write_frame(format, pkt)
+        if r < 0 {
+            throw MediaError(.outputUnwritable, "Cannot write to '\(targetName)': \(avErrorString(r)).")
+        }
+    }
+
+    private func send(_ frame: UnsafeMutablePointer<AVFrame>?) throws {
+        let r = avcodec_send_frame(encoder, frame)
+        if r < 0 && r != AVCode.eof {
+            throw MediaError(.internalFailure, "Encoding failed for '\(targetName)': \(avErrorString(r)).")
+        }
+        while true {
+            let g = avcodec_receive_packet(encoder, packet)
+            if g == AVCode.again || g == AVCode.eof { return }
+            try avCheck(g, .internalFailure, "Encoding failed for '\(targetName)'")
+            let pkt = packet!
+            if pkt.pointee.duration == 0 { pkt.pointee.duration = frameDuration }
+            av_packet_rescale_ts(pkt, encoder!.pointee.time_base, videoStream.pointee.time_base)
+            pkt.pointee.stream_index = videoStream.pointee.index
+            let w = av_interleaved_write_frame(format, pkt)
+            if w < 0 {
+                throw MediaError(.outputUnwritable, "Cannot write to '\(targetName)': \(avErrorString(w)).")
+            }
+        }
+    }
+
+    /// Flushes the encoder and writes the container trailer; the file is then complete.
+    public func finish() throws {
+        if finished { return }
+        finished = true
+        try send(nil)
+        let r = av_write_trailer(format)
+        if r < 0 {
+            throw MediaError(.outputUnwritable, "Cannot finish '\(targetName)': \(avErrorString(r)).")
+        }
+        if let ctx = format, ctx.pointee.oformat.pointee.flags & AVFMT_NOFILE == 0 {
+            let c = avio_closep(&ctx.pointee.pb)
+            if c < 0 { throw MediaError(.outputUnwritable, "Cannot close '\(targetName)': \(avErrorString(c)).") }
+        }
+    }
+}

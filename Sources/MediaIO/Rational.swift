@@ -1,0 +1,49 @@
+import CFFmpeg
+
+/// An exact fraction, as FFmpeg uses for time bases, frame rates and aspect ratios.
+public struct Rational: Sendable, Hashable, CustomStringConvertible {
+    /// The numerator.
+    public var num: Int
+    /// The denominator; zero means "unknown".
+    public var den: Int
+
+    /// Makes `num/den`.
+    public init(_ num: Int, _ den: Int) {
+        self.num = num
+        self.den = den
+    }
+
+    /// Whether the value is known (non-zero denominator and numerator).
+    public var isValid: Bool { num != 0 && den != 0 }
+
+    /// The value as a floating-point number (0 when unknown).
+    public var doubleValue: Double { den == 0 ? 0 : Double(num) / Double(den) }
+
+    /// The reciprocal.
+    public var inverted: Rational { Rational(den, num) }
+
+    /// Parses "30", "29.97", "30000/1001" or "30000:1001".
+    public init?(parsing text: String) {
+        let parts = text.split(whereSeparator: { $0 == "/" || $0 == ":" })
+        if parts.count == 2, let n = Int(parts[0]), let d = Int(parts[1]), n > 0, d > 0 {
+            self.init(n, d)
+        } else if parts.count == 1, let n = Int(parts[0]), n > 0 {
+            self.init(n, 1)
+        } else if parts.count == 1, let value = Double(parts[0]), value > 0, value.isFinite {
+            let q = av_d2q(value, 1_000_000)
+            self.init(Int(q.num), Int(q.den))
+        } else {
+            return nil
+        }
+    }
+
+    public var description: String { den == 1 ? "\(num)" : "\(num)/\(den)" }
+
+    var av: AVRational { AVRational(num: Int32(num), den: Int32(den)) }
+    init(_ av: AVRational) { self.init(Int(av.num), Int(av.den)) }
+
+    /// Converts `value` expressed in `self` units into `other` units, rounding to nearest.
+    public func rescale(_ value: Int64, to other: Rational) -> Int64 {
+        av_rescale_q(value, av, other.av)
+    }
+}

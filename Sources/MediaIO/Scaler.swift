@@ -1,0 +1,180 @@
+import CFFmpeg
+
+/// Resampling filter used when sizes change.
+public enum ResizeFilter: String, Sendable, CaseIterable {
+    /// Lanczos (3 lobes): sharp, the high-quality default.
+    case lanczos
+    /// Bicubic.
+    case bicubic
+    /// Bilinear.
+    case bilinear
+
+    var swsFlag: Int32 {
+        switch self {
+        case .lanczos: return SWS_LANCZOS
+        case .bicubic: return SWS_BICUBIC
+        case .bilinear: return SWS_BILINEAR
+        }
+    }
+}
+
+/// Plane pointers and strides of one picture, as swscale wants them.
+struct PlaneRefs {
+    var data: (UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt8>?) = (nil, nil, nil, nil)
+    var stride: (Int32, Int32, Int32, Int32) = (0, 0, 0, 0)
+
+    mutating func set(_ i: Int, _ p: UnsafeMutablePointer<UInt8>?, _ s: Int) {
+        switch i {
+        case 0: data.0 = p; stride.0 = Int32(s)
+        case 1: data.1 = p; stride.1 = Int32(s)
+        case 2: data.2 = p; stride.2 = Int32(s)
+        default: data.3 = p; stride.3 = Int32(s)
+        }
+    }
+}
+
+/// One swscale context, reused across frames and rebuilt only when the geometry or format
+/// changes (no allocation per frame). Colour matrices and ranges are always set explicitly.
+final class SwsScaler {
+    private var context: OpaquePointer?
+    private var key: [Int32] = []
+
+    deinit { sws_freeContext(context) }
+
+    /// Converts `src` planes into `dst` planes.
+    func scale(srcFormat: AVPixelFormat, srcWidth: Int, srcHeight: Int, srcColor: ColorInfo, src: PlaneRefs,
+               dstFormat: AVPixelFormat, dstWidth: Int, dstHeight: Int, dstColor: ColorInfo, dst: PlaneRefs,
+               filter: ResizeFilter) throws {
+        let flags = filter.swsFlag | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT | SWS_FULL_CHR_H_INP
+        let newKey: [Int32] = [Int32(srcFormat.rawValue), Int32(srcWidth), Int32(srcHeight), Int32(dstFormat.rawValue),
+                               Int32(dstWidth), Int32(dstHeight), flags, srcColor.matrix, srcColor.range,
+                               dstColor.matrix, dstColor.range]
+        if newKey != key {
+            context = sws_getCachedContext(context, Int32(srcWidth), Int32(srcHeight), srcFormat,
+                                           Int32(dstWidth), Int32(dstHeight), dstFormat, flags, nil, nil, nil)
+            guard context != nil else {
+                throw MediaError(.internalFailure, "Cannot convert \(avPixelFormatName(srcFormat)) \(srcWidth)x\(srcHeight) to \(avPixelFormatName(dstFormat)) \(dstWidth)x\(dstHeight): swscale refused the conversion.")
+            }
+            // Matrices only matter where YUV meets RGB; ranges matter for YUV and grey.
+            let srcCoefficients = sws_getCoefficients(srcColor.hasMatrix ? srcColor.matrix : 5)
+            let dstCoefficients = sws_getCoefficients(dstColor.hasMatrix ? dstColor.matrix : 5)
+            let srcFull: Int32 = Self.isFullRange(srcFormat, srcColor) ? 1 : 0
+            let dstFull: Int32 = Self.isFullRange(dstFormat, dstColor) ? 1 : 0
+            _ = sws_setColorspaceDetails(context, srcCoefficients, srcFull, dstCoefficients, dstFull, 0, 1 << 16, 1 << 16)
+            key = newKey
+        }
+        var s = src
+        var d = dst
+        let rows = withUnsafePointer(to: &s.data) { sp in
+            withUnsafePointer(to: &s.stride) { ss in
+                withUnsafePointer(to: &d.data) { dp in
+                    withUnsafePointer(to: &d.stride) { ds in
+                        sp.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 4) { spp in
+                            ss.withMemoryRebound(to: Int32.self, capacity: 4) { ssp in
+                                dp.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 4) { dpp in
+                                    ds.withMemoryRebound(to: Int32.self, capacity: 4) { dsp in
+                                        sws_scale(context, spp, ssp, 0, Int32(srcHeight), dpp, dsp)
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if rows <= 0 {
+            throw MediaError(.internalFailure, "swscale failed converting \(avPixelFormatName(srcFormat)) to \(avPixelFormatName(dstFormat)).")
+        }
+    }
+
+    /// RGB is always full range; grey is full range unless tagged limited; YUV is limited
+    /// unless tagged full (or a JPEG "J" format).
+    private static func isFullRange(_ format: AVPixelFormat, _ color: ColorInfo) -> Bool {
+        guard let desc = av_pix_fmt_desc_get(format) else { return false }
+        if desc.pointee.flags & UInt64(AV_PIX_FMT_FLAG_RGB) != 0 { return true }
+        if format == AV_PIX_FMT_YUVJ420P || format == AV_PIX_FMT_YUVJ422P || format == AV_PIX_FMT_YUVJ444P { return true }
+        if desc.pointee.nb_components <= 2 { return color.range != 1 }
+        return color.isFullRange
+    }
+}
+
+/// Converts frames between pixel formats and sizes through one reused swscale context.
+public final class FrameConverter {
+    private let scaler = SwsScaler()
+    /// Filter used when the size changes.
+    public var filter: ResizeFilter
+
+    /// Makes a converter that resizes with `filter`.
+    public init(filter: ResizeFilter = .lanczos) { self.filter = filter }
+
+    /// Converts `source` into `destination`, whose format and size say what is wanted. Same
+    /// format and size is a plain copy, so pass-through stays bit-exact. `destination` takes
+    /// the source's timing; its colour is the source's with `matrix`/`range` as it already had
+    /// them when it goes to or from RGB.
+    public func convert(_ source: VideoFrame, into destination: inout VideoFrame) throws {
+        destination.pts = source.pts
+        destination.duration = source.duration
+        destination.timeBase = source.timeBase
+        destination.sampleAspectRatio = source.sampleAspectRatio
+        if source.format == destination.format && source.width == destination.width && source.height == destination.height {
+            destination.planes = source.planes
+            destination.color = source.color
+            return
+        }
+        // RGB is full range by definition; YUV and grey take the matrix and range the caller put
+        // on `destination`, else the source's (RGB sources fall back to limited-range YUV).
+        var dstColor = source.color
+        if destination.format == .rgb24 {
+            dstColor.range = 2
+        } else {
+            if destination.color.hasMatrix { dstColor.matrix = destination.color.matrix }
+            if destination.color.hasRange { dstColor.range = destination.color.range }
+            else if source.format == .rgb24 { dstColor.range = 1 }
+        }
+        let (dstFormat, dstWidth, dstHeight) = (destination.format, destination.width, destination.height)
+        try source.withPlaneRefs { src in
+            try destination.withMutablePlaneRefs { dst in
+                try scaler.scale(srcFormat: source.format.av, srcWidth: source.width, srcHeight: source.height,
+                                 srcColor: source.color, src: src,
+                                 dstFormat: dstFormat.av, dstWidth: dstWidth, dstHeight: dstHeight,
+                                 dstColor: dstColor, dst: dst, filter: filter)
+            }
+        }
+        destination.color = dstColor
+    }
+}
+
+extension VideoFrame {
+    /// Runs `body` with swscale-style pointers to the planes (read-only use; no copy is made).
+    func withPlaneRefs<R>(_ body: (PlaneRefs) throws -> R) rethrows -> R {
+        try Self.bindReadOnly(planes, 0, PlaneRefs(), format, width, body)
+    }
+
+    private static func bindReadOnly<R>(_ planes: [[UInt8]], _ i: Int, _ refs: PlaneRefs,
+                                        _ format: PixelFormat, _ width: Int, _ body: (PlaneRefs) throws -> R) rethrows -> R {
+        if i == planes.count { return try body(refs) }
+        return try planes[i].withUnsafeBufferPointer { plane in
+            var next = refs
+            next.set(i, plane.baseAddress.map { UnsafeMutablePointer(mutating: $0) }, format.rowBytes(plane: i, width: width))
+            return try bindReadOnly(planes, i + 1, next, format, width, body)
+        }
+    }
+
+    /// Runs `body` with swscale-style pointers to the planes, for writing.
+    mutating func withMutablePlaneRefs<R>(_ body: (PlaneRefs) throws -> R) rethrows -> R {
+        let format = self.format, width = self.width
+        return try planes.withUnsafeMutableBufferPointer { outer in
+            try Self.bind(outer, 0, PlaneRefs(), format, width, body)
+        }
+    }
+
+    private static func bind<R>(_ outer: UnsafeMutableBufferPointer<[UInt8]>, _ i: Int, _ refs: PlaneRefs,
+                                _ format: PixelFormat, _ width: Int, _ body: (PlaneRefs) throws -> R) rethrows -> R {
+        if i == outer.count { return try body(refs) }
+        return try outer[i].withUnsafeMutableBufferPointer { plane in
+            var next = refs
+            next.set(i, plane.baseAddress, format.rowBytes(plane: i, width: width))
+            return try bind(outer, i + 1, next, format, width, body)
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import MediaIO
+
+/// A frame size in pixels, written `WxH` on the command line.
+public struct FrameSize: Sendable, Equatable, CustomStringConvertible {
+    /// Width in pixels.
+    public var width: Int
+    /// Height in pixels.
+    public var height: Int
+
+    /// Makes a size.
+    public init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+    }
+
+    /// Parses "640x360"; nil unless both sides are positive integers.
+    public init?(parsing text: String) {
+        let parts = text.lowercased().split(separator: "x")
+        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), w > 0, h > 0, w <= 16384, h <= 16384 else { return nil }
+        self.init(width: w, height: h)
+    }
+
+    public var description: String { "\(width)x\(height)" }
+}
+
+/// How frames are laid out in a stream that is not a media container.
+public enum StreamFormat: String, Sendable, CaseIterable {
+    /// YUV4MPEG2: a header with size, rate and colour space, then frames. The default on pipes.
+    case y4m
+    /// Headerless packed RGB frames; needs --size and --rate on input.
+    case rgb24
+    /// Headerless 8-bit grey frames; needs --size and --rate on input.
+    case gray
+}
+
+/// Everything `vivify run` needs to know. The CLI maps its flags onto this and nothing else.
+public struct RunConfiguration: Sendable {
+    /// Input path, or "-" for standard input.
+    public var input: String
+    /// Output path, or "-" for standard output.
+    public var output: String
+    /// Frame layout of the input when it is not a media file; nil decides from the name
+    /// ("-" and ".y4m" are y4m, everything else goes to FFmpeg).
+    public var inputFormat: StreamFormat?
+    /// Frame layout of the output when it is not a media file; nil decides from the name
+    /// ("-" and ".y4m" are y4m, everything else is encoded into the container the extension names).
+    public var outputFormat: StreamFormat?
+    /// Frame size of raw input.
+    public var rawSize: FrameSize?
+    /// Frame rate of raw input.
+    public var rawRate: Rational?
+    /// Resize every frame to this size (lanczos).
+    public var resize: FrameSize?
+    /// Encoder settings for media outputs.
+    public var encoder: EncoderSettings
+    /// Copy audio and subtitle streams (when the container can hold them).
+    public var copyAudioAndSubtitles: Bool
+    /// Make damaged input data fatal instead of skipping it.
+    public var strict: Bool
+    /// YUV matrix to assume instead of the input's tag or the size rule (FFmpeg name).
+    public var assumeMatrix: String?
+
+    /// A configuration with defaults: auto formats, libx264, audio copied, lenient.
+    public init(input: String, output: String) {
+        self.input = input
+        self.output = output
+        inputFormat = nil
+        outputFormat = nil
+        rawSize = nil
+        rawRate = nil
+        resize = nil
+        encoder = EncoderSettings()
+        copyAudioAndSubtitles = true
+        strict = false
+        assumeMatrix = nil
+    }
+
+    /// The input layout after applying the naming rule.
+    public var effectiveInputFormat: StreamFormat? {
+        if let inputFormat { return inputFormat }
+        if input == "-" || input.lowercased().hasSuffix(".y4m") { return .y4m }
+        return nil
+    }
+
+    /// The output layout after applying the naming rule (nil: encoded media file).
+    public var effectiveOutputFormat: StreamFormat? {
+        if let outputFormat { return outputFormat }
+        if output == "-" || output.lowercased().hasSuffix(".y4m") { return .y4m }
+        return nil
+    }
+}

@@ -1,0 +1,29 @@
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Turns SIGINT and SIGTERM into a flag the frame loop checks, so a job can flush its encoder
+/// and write the trailer before exiting. A second signal ends the process at once.
+public final class InterruptMonitor: Sendable {
+    private let flag = Atomic<Int32>(0)
+    private nonisolated(unsafe) var sources: [DispatchSourceSignal] = []
+
+    /// Starts listening for SIGINT and SIGTERM.
+    public init() {
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { [self] in
+                self.flag.store(sig, ordering: .sequentiallyConsistent)
+                signal(sig, SIG_DFL)
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    /// Whether a signal arrived.
+    public var isInterrupted: Bool { flag.load(ordering: .relaxed) != 0 }
+}

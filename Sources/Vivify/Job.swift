@@ -1,0 +1,248 @@
+import Foundation
+import MediaIO
+
+/// What a finished (or interrupted) job did.
+public struct JobResult: Sendable {
+    /// Frames read from the input.
+    public var framesIn: Int
+    /// Frames written to the output.
+    public var framesOut: Int
+    /// Damaged packets or frames skipped.
+    public var corrupt: Int
+    /// Whether SIGINT/SIGTERM stopped it early (the output holds the frames done so far).
+    public var interrupted: Bool
+    /// Warnings collected along the way.
+    public var warnings: [String]
+}
+
+/// An error that happened after some frames were already saved: the output was finalised with
+/// them and renamed into place, and the job still failed.
+public struct PartialOutputError: Error, CustomStringConvertible {
+    /// The underlying failure.
+    public let underlying: MediaError
+    /// Frames saved in the output.
+    public let framesWritten: Int
+    /// Where they are.
+    public let output: String
+
+    public var description: String {
+        "\(underlying.message) The \(framesWritten) frames before it were saved to \(output)."
+    }
+}
+
+/// Runs one `vivify run` job: open the input, apply the stages, write the output.
+///
+///     source ──▶ [resize] ──▶ [convert to the sink's layout] ──▶ sink
+///        └──────── audio / subtitle packets, copied ───────────────▲
+///
+/// The output goes to a temporary file beside the target and is renamed at the end, also
+/// after an interruption (then holding the frames done so far), so the target is never a
+/// half-written file. A failure before any frame is saved removes the temporary file.
+public final class Job {
+    /// The configuration the job runs.
+    public let configuration: RunConfiguration
+    /// Receives warnings (one sentence each) as they happen.
+    public var onWarning: (String) -> Void = { _ in }
+    /// Receives the count of frames done after each frame, and the total when known (at start).
+    public var onProgress: (Int) -> Void = { _ in }
+    /// Told the expected frame count (nil when unknown) once the input is open.
+    public var onStart: (Int?) -> Void = { _ in }
+    /// Asked after each frame whether to stop early.
+    public var shouldStop: () -> Bool = { false }
+
+    /// Prepares a job; nothing is opened until `run()`.
+    public init(configuration: RunConfiguration) {
+        self.configuration = configuration
+    }
+
+    /// Opens the input described by `configuration`.
+    public static func openSource(_ c: RunConfiguration, decodeTo: PixelFormat? = nil) throws -> FrameSource {
+        if c.input != "-" && !FileManager.default.fileExists(atPath: c.input) {
+            throw MediaError(.inputUnreadable, "Cannot open '\(c.input)': no such file. Check the path.")
+        }
+        switch c.effectiveInputFormat {
+        case .y4m:
+            return try Y4MReader(path: c.input)
+        case .rgb24, .gray:
+            guard let size = c.rawSize else {
+                throw MediaError(.invalidOptions, "Raw \(c.effectiveInputFormat!.rawValue) input needs its frame size. Pass --size WxH (e.g. --size 640x360).")
+            }
+            guard let rate = c.rawRate else {
+                throw MediaError(.invalidOptions, "Raw \(c.effectiveInputFormat!.rawValue) input needs its frame rate. Pass --rate R (e.g. --rate 30 or --rate 30000/1001).")
+            }
+            return try RawVideoReader(path: c.input, format: c.effectiveInputFormat == .rgb24 ? .rgb24 : .gray,
+                                      width: size.width, height: size.height, rate: rate)
+        case nil:
+            var matrix: Int32?
+            if let name = c.assumeMatrix {
+                guard let code = ColorInfo.matrixCode(named: name) else {
+                    throw MediaError(.invalidOptions, "Unknown colour matrix '\(name)'. Use bt709, smpte170m (BT.601), bt470bg or bt2020nc.")
+                }
+                matrix = code
+            }
+            return try MediaReader(path: c.input, outputFormat: decodeTo, copyStreams: c.copyAudioAndSubtitles,
+                                   strict: c.strict, matrixOverride: matrix)
+        }
+    }
+
+    /// Runs the job to the end (or until `shouldStop`) and returns what it did.
+    public func run() throws -> JobResult {
+        let c = configuration
+        if c.output != "-" {
+            let target = URL(fileURLWithPath: c.output).standardizedFileURL.path
+            if c.input != "-" && URL(fileURLWithPath: c.input).standardizedFileURL.path == target {
+                throw MediaError(.invalidOptions, "The output '\(c.output)' is the input file. Choose a different output path.")
+            }
+        }
+        if c.output == "-" && c.effectiveOutputFormat == nil {
+            throw MediaError(.invalidOptions, "Standard output takes y4m or raw frames only. Pass --output-format y4m|rgb24|gray, or write to a file.")
+        }
+        var warnings: [String] = []
+        let warn: (String) -> Void = { [onWarning] in warnings.append($0); onWarning($0) }
+
+        let source = try Self.openSource(c)
+        if let reader = source as? MediaReader {
+            reader.onWarning = warn
+        }
+        if let y4m = source as? Y4MReader {
+            for a in y4m.assumptions { warn("\(c.input == "-" ? "standard input" : "'\(c.input)'"): assuming \(a).") }
+        }
+        let video = source.info.video
+        let outSize = c.resize ?? FrameSize(width: video.width, height: video.height)
+        let resolved = video.color.resolved(height: video.height)
+
+        // Temporary file beside the target, renamed at the end.
+        let temp: String
+        if c.output == "-" {
+            temp = "-"
+        } else {
+            let url = URL(fileURLWithPath: c.output)
+            let dir = url.deletingLastPathComponent().path
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
+                throw MediaError(.outputUnwritable, "Cannot write '\(c.output)': the directory '\(dir)' does not exist. Create it first or choose another output path.")
+            }
+            guard FileManager.default.isWritableFile(atPath: dir) else {
+                throw MediaError(.outputUnwritable, "Cannot write '\(c.output)': the directory '\(dir)' is not writable. Choose a writable location.")
+            }
+            temp = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).vivify-\(getpid()).partial").path
+        }
+
+        let sink: FrameSink
+        do {
+            sink = try makeSink(c, path: temp, source: source, size: outSize, resolvedColor: resolved, warn: warn)
+        } catch {
+            if temp != "-" { unlink(temp) }
+            throw error
+        }
+        if let writer = sink as? MediaWriter { writer.warnings.forEach(warn) }
+        if !resolved.assumptions.isEmpty, sink.requiredFormat == .rgb24, video.pixelFormat.isYUV {
+            warn("\(c.input == "-" ? "standard input" : "'\(c.input)'") has no colour tags; converting to RGB assuming \(resolved.assumptions.joined(separator: ", ")). Pass --assume-matrix to choose.")
+        }
+        onStart(video.frameCount)
+        var frame = VideoFrame(format: video.pixelFormat, width: video.width, height: video.height)
+        var resized = VideoFrame(format: video.pixelFormat, width: outSize.width, height: outSize.height)
+        var converted = VideoFrame(format: sink.requiredFormat ?? video.pixelFormat, width: outSize.width, height: outSize.height)
+        let resizer = FrameConverter(filter: .lanczos)
+        let converter = FrameConverter(filter: .bicubic)
+        var framesIn = 0, framesOut = 0
+        var interrupted = false
+
+        func finalize() throws {
+            try sink.finish()
+            if temp != "-" {
+                if rename(temp, c.output) != 0 {
+                    let reason = String(cString: strerror(errno))
+                    throw MediaError(.outputUnwritable, "Cannot move the finished output into place as '\(c.output)': \(reason). It is still at '\(temp)'.")
+                }
+            }
+        }
+
+        do {
+            loop: while true {
+                if shouldStop() { interrupted = true; break }
+                switch try source.read(into: &frame) {
+                case .end:
+                    break loop
+                case .packet(let packet):
+                    try sink.copy(packet)
+                case .frame:
+                    framesIn += 1
+                    if frame.color.matrix == ColorInfo.unspecified.matrix || !frame.color.hasRange {
+                        // Fill what the source left open with the explicit rule.
+                        var col = frame.color
+                        if !col.hasMatrix { col.matrix = resolved.info.matrix }
+                        if !col.hasRange { col.range = resolved.info.range }
+                        if col.primaries == 2 { col.primaries = resolved.info.primaries }
+                        if col.transfer == 2 { col.transfer = resolved.info.transfer }
+                        frame.color = col
+                    }
+                    var current = frame
+                    if outSize.width != frame.width || outSize.height != frame.height {
+                        resized.reshape(format: frame.format, width: outSize.width, height: outSize.height)
+                        resized.color = frame.color
+                        try resizer.convert(frame, into: &resized)
+                        current = resized
+                    }
+                    if let need = sink.requiredFormat, need != current.format {
+                        converted.reshape(format: need, width: outSize.width, height: outSize.height)
+                        converted.color = current.color
+                        try converter.convert(current, into: &converted)
+                        current = converted
+                    }
+                    try sink.write(current)
+                    framesOut += 1
+                    onProgress(framesOut)
+                }
+            }
+        } catch let error as MediaError where error.kind == .corruptInput && framesOut > 0 {
+            try finalize()
+            throw PartialOutputError(underlying: error, framesWritten: framesOut, output: c.output)
+        } catch {
+            if temp != "-" { unlink(temp) }
+            throw error
+        }
+        do {
+            try finalize()
+        } catch {
+            if temp != "-" { unlink(temp) }
+            throw error
+        }
+        return JobResult(framesIn: framesIn, framesOut: framesOut, corrupt: source.corruptCount, interrupted: interrupted,
+                         warnings: warnings)
+    }
+
+    private func makeSink(_ c: RunConfiguration, path: String, source: FrameSource, size: FrameSize,
+                          resolvedColor: (info: ColorInfo, assumptions: [String]), warn: (String) -> Void) throws -> FrameSink {
+        let video = source.info.video
+        switch c.effectiveOutputFormat {
+        case .y4m:
+            var header: Y4MHeader
+            if let y4m = source as? Y4MReader {
+                header = y4m.header
+                header.set("W", String(size.width))
+                header.set("H", String(size.height))
+            } else {
+                let format = video.pixelFormat == .rgb24 ? PixelFormat.yuv444p : video.pixelFormat
+                header = Y4MHeader(width: size.width, height: size.height, rate: video.frameRate,
+                                   aspect: video.sampleAspectRatio, colorTag: Y4MHeader.colorTag(for: format)!,
+                                   fullRange: video.color.hasRange ? video.color.isFullRange : nil)
+                if video.isVariableFrameRate {
+                    warn("y4m has a constant frame rate; the variable timestamps of '\(c.input)' are not kept (frames are written in order at \(video.frameRate) fps).")
+                }
+            }
+            return try Y4MWriter(path: path, header: header)
+        case .rgb24:
+            return try RawVideoWriter(path: path, format: .rgb24)
+        case .gray:
+            return try RawVideoWriter(path: path, format: .gray)
+        case nil:
+            let out = OutputVideoDescription(pixelFormat: video.pixelFormat, width: size.width, height: size.height,
+                                             frameRate: video.frameRate, timeBase: video.timeBase,
+                                             sampleAspectRatio: video.sampleAspectRatio, color: resolvedColor.info,
+                                             displayMatrix: video.displayMatrix)
+            return try MediaWriter(path: path, targetName: c.output, video: out, settings: c.encoder,
+                                   copyStreams: c.copyAudioAndSubtitles ? source.copyableStreams : [])
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import MediaIO
+
+/// `vivify probe`: what an input holds, as text or JSON.
+public enum Probe {
+    /// Describes the input of `configuration` (only its input fields matter). With
+    /// `countFrames`, a file whose container stores no frame count is demuxed to count them.
+    public static func describe(_ configuration: RunConfiguration, countFrames: Bool) throws -> MediaInfo {
+        var c = configuration
+        c.copyAudioAndSubtitles = true
+        let source = try Job.openSource(c)
+        var info = source.info
+        if countFrames, info.video.frameCount == nil, source is MediaReader {
+            info.video.frameCount = try MediaReader.countVideoPackets(path: c.input)
+        }
+        return info
+    }
+
+    /// A human-readable report.
+    public static func text(_ info: MediaInfo, name: String) -> String {
+        let v = info.video
+        var lines: [String] = []
+        lines.append("input: \(name)")
+        lines.append("container: \(info.container)")
+        if let d = info.duration { lines.append(String(format: "duration: %.3f s", d)) }
+        lines.append("video: \(v.codecName) \(v.width)x\(v.height) \(v.sourcePixelFormatName)")
+        let rate = String(format: "%.3f", v.frameRate.doubleValue)
+        lines.append("frame rate: \(v.frameRate) (\(rate) fps)\(v.isVariableFrameRate ? ", variable" : ", constant")")
+        lines.append("time base: \(v.timeBase)")
+        lines.append("frames: \(v.frameCount.map(String.init) ?? "unknown (use --count-frames)")")
+        lines.append("sample aspect ratio: \(v.sampleAspectRatio.num):\(v.sampleAspectRatio.den)")
+        lines.append("colour: \(v.color)")
+        if v.rotation != 0 { lines.append(String(format: "rotation: %.0f degrees", v.rotation)) }
+        for s in info.streams {
+            var line = "stream #\(s.index): \(s.kind) \(s.codecName)"
+            if !s.details.isEmpty { line += " (\(s.details))" }
+            if let d = s.duration { line += String(format: ", %.3f s", d) }
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A JSON report with stable keys (documented in the README).
+    public static func json(_ info: MediaInfo, name: String) -> String {
+        let v = info.video
+        var video: [String: Any] = [
+            "codec": v.codecName, "width": v.width, "height": v.height, "pixel_format": v.sourcePixelFormatName,
+            "frame_rate": "\(v.frameRate.num)/\(v.frameRate.den)", "variable_frame_rate": v.isVariableFrameRate,
+            "time_base": "\(v.timeBase.num)/\(v.timeBase.den)",
+            "sample_aspect_ratio": "\(v.sampleAspectRatio.num):\(v.sampleAspectRatio.den)",
+            "color_matrix": v.color.matrixName, "color_primaries": v.color.primariesName,
+            "color_transfer": v.color.transferName, "color_range": v.color.rangeName, "rotation": v.rotation,
+        ]
+        video["frames"] = v.frameCount ?? NSNull()
+        video["duration"] = v.duration ?? NSNull()
+        let streams: [[String: Any]] = info.streams.map {
+            ["index": $0.index, "kind": $0.kind, "codec": $0.codecName, "details": $0.details, "duration": $0.duration ?? NSNull()]
+        }
+        let root: [String: Any] = ["input": name, "container": info.container, "duration": info.duration ?? NSNull(),
+                                   "video": video, "streams": streams]
+        let data = (try? JSONSerialization.data(withJSONObject: root, options: [.prettyPrinted, .sortedKeys])) ?? Data()
+        return String(decoding: data, as: UTF8.self) + "\n"
+    }
+}

@@ -1,0 +1,92 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// Draws the progress line of a file job on standard error: frames done/total, fps, elapsed
+/// time and ETA. On a terminal it is redrawn in place; otherwise one line every few seconds.
+public final class ProgressReporter {
+    private let total: Int?
+    private let interactive: Bool
+    private let interval: Double
+    private let start: Double
+    private var lastDraw: Double
+    private let clock: () -> Double
+    private let emit: (String) -> Void
+    private var drewInPlace = false
+
+    /// Makes a reporter. `clock` returns seconds; `emit` receives each finished line (with
+    /// "\r" prefixed and no newline when redrawing in place).
+    public init(total: Int?, interactive: Bool, interval: Double = 5, clock: @escaping () -> Double = ProgressReporter.now,
+                emit: @escaping (String) -> Void = ProgressReporter.writeStderr) {
+        self.total = total
+        self.interactive = interactive
+        self.interval = interactive ? 0.25 : interval
+        self.clock = clock
+        self.emit = emit
+        start = clock()
+        lastDraw = start
+    }
+
+    /// Seconds on a monotonic clock.
+    public static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// Writes text to standard error unbuffered.
+    public static func writeStderr(_ text: String) {
+        var t = text
+        t.withUTF8 { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+    }
+
+    /// Whether standard error is a terminal.
+    public static var stderrIsTerminal: Bool { isatty(2) == 1 }
+
+    /// Called after each frame; draws when the interval has passed.
+    public func update(framesDone: Int) {
+        let t = clock()
+        if t - lastDraw < interval { return }
+        lastDraw = t
+        draw(framesDone: framesDone, now: t)
+    }
+
+    /// Draws the final state and ends the line.
+    public func finish(framesDone: Int) {
+        draw(framesDone: framesDone, now: clock())
+        if drewInPlace { emit("\n") }
+    }
+
+    /// The progress text for `framesDone` frames at time `now`.
+    public func line(framesDone: Int, now: Double) -> String {
+        let elapsed = max(now - start, 1e-9)
+        let fps = Double(framesDone) / elapsed
+        var text = "frame \(framesDone)"
+        if let total, total > 0 {
+            let pct = min(100.0, 100.0 * Double(framesDone) / Double(total))
+            text += "/\(total) (\(String(format: "%.0f", pct))%)"
+        }
+        text += String(format: "  %.1f fps  elapsed %@", fps, Self.clockText(elapsed))
+        if let total, total > 0, fps > 0 {
+            let remaining = max(0, Double(total - framesDone) / fps)
+            text += "  ETA \(Self.clockText(remaining))"
+        }
+        return text
+    }
+
+    private func draw(framesDone: Int, now: Double) {
+        let text = line(framesDone: framesDone, now: now)
+        if interactive {
+            emit("\r\u{1B}[K" + text)
+            drewInPlace = true
+        } else {
+            emit(text + "\n")
+        }
+    }
+
+    static func clockText(_ seconds: Double) -> String {
+        let s = Int(seconds.rounded())
+        return String(format: "%d:%02d:%02d", s / 3600, (s / 60) % 60, s % 60)
+    }
+}

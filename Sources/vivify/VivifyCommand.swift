@@ -1,0 +1,172 @@
+import ArgumentParser
+import Foundation
+import Vivify
+
+@main
+struct VivifyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "vivify",
+        abstract: "Colorize and upscale video and frame streams with neural networks.",
+        discussion: "Exit codes: 0 success, 64 bad options, 65 damaged input, 66 input missing or unreadable, 69 unsupported input or encoder, 70 internal error, 73 output not writable, 130 interrupted (output kept, playable).",
+        subcommands: [Run.self, ProbeCommand.self],
+        defaultSubcommand: nil
+    )
+}
+
+/// Options shared by commands that read raw or y4m frames.
+struct InputFormatOptions: ParsableArguments {
+    @Option(help: "Input frame layout when it is not a media file: y4m, rgb24 or gray (default: y4m for '-' and .y4m).")
+    var inputFormat: StreamFormat?
+
+    @Option(help: "Frame size of raw input, as WxH (e.g. 640x360).")
+    var size: String?
+
+    @Option(help: "Frame rate of raw input, as 30, 29.97 or 30000/1001.")
+    var rate: String?
+
+    @Option(help: "YUV matrix to assume for untagged input: bt709, smpte170m (BT.601), bt470bg or bt2020nc.")
+    var assumeMatrix: String?
+
+    func validate() throws {
+        if let size, FrameSize(parsing: size) == nil {
+            throw ValidationError("'--size \(size)' is not a frame size. Write it as WxH with positive integers, e.g. --size 640x360.")
+        }
+        if let rate, Rational(parsing: rate) == nil {
+            throw ValidationError("'--rate \(rate)' is not a frame rate. Write it as 30, 29.97 or 30000/1001.")
+        }
+    }
+
+    func apply(to c: inout RunConfiguration) {
+        c.inputFormat = inputFormat
+        c.rawSize = size.flatMap(FrameSize.init(parsing:))
+        c.rawRate = rate.flatMap(Rational.init(parsing:))
+        c.assumeMatrix = assumeMatrix
+    }
+}
+
+extension StreamFormat: ExpressibleByArgument {}
+
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Decode INPUT, apply the stages, encode OUTPUT.",
+        discussion: "Use '-' for standard input or output (y4m by default). The output container follows OUTPUT's extension (.mp4, .mkv, .webm, .mov, .avi; .y4m writes raw YUV). Audio and subtitles are copied when the container can hold them.")
+
+    @Argument(help: "Input video file, or '-' for standard input.")
+    var input: String
+
+    @Argument(help: "Output file, or '-' for standard output.")
+    var output: String
+
+    @Option(help: "Resize every frame to WxH with a lanczos filter.")
+    var resize: String?
+
+    @Option(help: "Video encoder: libx264 (default), libx265, libvpx-vp9, libsvtav1, ffv1 or mpeg4.")
+    var codec: String = "libx264"
+
+    @Option(help: "Quality as a constant rate factor (lower is better; for mpeg4 the quantiser 1-31).")
+    var crf: Double?
+
+    @Option(help: "Encoder speed preset (x264/x265: ultrafast…veryslow; SVT-AV1: 0-13; VP9: cpu-used 0-8).")
+    var preset: String?
+
+    @Option(help: "Output pixel format, e.g. yuv420p, yuv444p (default: yuv420p; ffv1 keeps the source's).")
+    var pixFmt: String?
+
+    @Option(help: "Output frame layout when it is not a media file: y4m, rgb24 or gray (default: y4m for '-' and .y4m).")
+    var outputFormat: StreamFormat?
+
+    @Flag(help: "Drop audio and subtitle streams.")
+    var noAudio = false
+
+    @Flag(help: "Treat damaged input packets as an error instead of skipping them.")
+    var strict = false
+
+    @Flag(help: "Print no progress line and no warnings.")
+    var quiet = false
+
+    @Flag(help: "Show FFmpeg's own log messages.")
+    var verbose = false
+
+    @OptionGroup var inputOptions: InputFormatOptions
+
+    func validate() throws {
+        if let resize, FrameSize(parsing: resize) == nil {
+            throw ValidationError("'--resize \(resize)' is not a frame size. Write it as WxH with positive integers, e.g. --resize 1280x720.")
+        }
+        if let crf, crf < 0 || crf > 63 {
+            throw ValidationError("'--crf \(crf)' is out of range. Use a value from 0 to 63 (x264 default 23).")
+        }
+    }
+
+    func run() throws {
+        FFmpegLog.configure(verbose: verbose)
+        var c = RunConfiguration(input: input, output: output)
+        inputOptions.apply(to: &c)
+        c.outputFormat = outputFormat
+        c.resize = resize.flatMap(FrameSize.init(parsing:))
+        c.encoder = EncoderSettings(codec: codec, crf: crf, preset: preset, pixelFormat: pixFmt)
+        c.copyAudioAndSubtitles = !noAudio
+        c.strict = strict
+
+        let interrupts = InterruptMonitor()
+        let job = Job(configuration: c)
+        let quiet = self.quiet
+        job.onWarning = { if !quiet { ProgressReporter.writeStderr("vivify: warning: \($0)\n") } }
+        var reporter: ProgressReporter?
+        // Progress is for file jobs; on a pipe the consumer sets the pace and stderr stays clean.
+        let showProgress = !quiet && output != "-"
+        job.onStart = { total in
+            if showProgress { reporter = ProgressReporter(total: total, interactive: ProgressReporter.stderrIsTerminal) }
+        }
+        job.onProgress = { reporter?.update(framesDone: $0) }
+        job.shouldStop = { interrupts.isInterrupted }
+        do {
+            let result = try job.run()
+            reporter?.finish(framesDone: result.framesOut)
+            if result.corrupt > 0 && !quiet {
+                ProgressReporter.writeStderr("vivify: warning: skipped \(result.corrupt) damaged packets or frames in '\(input)'.\n")
+            }
+            if result.interrupted {
+                ProgressReporter.writeStderr("vivify: interrupted: \(result.framesOut) frames saved to \(output).\n")
+                throw ExitCode(VivifyExitCode.interrupted.rawValue)
+            }
+        } catch let error as MediaError {
+            reporter?.finish(framesDone: 0)
+            ProgressReporter.writeStderr("vivify: error: \(error.message)\n")
+            throw ExitCode(VivifyExitCode(error.kind).rawValue)
+        } catch let error as PartialOutputError {
+            ProgressReporter.writeStderr("vivify: error: \(error.description)\n")
+            throw ExitCode(VivifyExitCode(error.underlying.kind).rawValue)
+        }
+    }
+}
+
+struct ProbeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "probe",
+        abstract: "Show INPUT's streams, codec, size, rate, frame count, duration and colour tags.")
+
+    @Argument(help: "Input video file, or '-' for standard input (y4m by default).")
+    var input: String
+
+    @Flag(help: "Print JSON instead of text.")
+    var json = false
+
+    @Flag(help: "Count frames by reading the whole file when the container does not store the count.")
+    var countFrames = false
+
+    @OptionGroup var inputOptions: InputFormatOptions
+
+    func run() throws {
+        FFmpegLog.configure(verbose: false)
+        var c = RunConfiguration(input: input, output: "-")
+        inputOptions.apply(to: &c)
+        do {
+            let info = try Probe.describe(c, countFrames: countFrames)
+            print(json ? Probe.json(info, name: input) : Probe.text(info, name: input), terminator: "")
+        } catch let error as MediaError {
+            ProgressReporter.writeStderr("vivify: error: \(error.message)\n")
+            throw ExitCode(VivifyExitCode(error.kind).rawValue)
+        }
+    }
+}
