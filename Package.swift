@@ -29,8 +29,8 @@ let package = Package(
             name: "vivify",
             dependencies: ["Vivify", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .testTarget(name: "MediaIOTests", dependencies: ["MediaIO"]),
+        .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "Vivify"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["CZip", "CDNNL", "CFFmpeg"]),
-        .testTarget(name: "VivifyCLITests", dependencies: ["Vivify", "MediaIO"]),
+        .testTarget(name: "VivifyCLITests", dependencies: ["Vivify", "vivify"]),
     ]
 )

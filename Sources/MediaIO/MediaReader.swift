@@ -129,7 +129,6 @@ public final class MediaReader: FrameSource {
         dec!.pointee.thread_count = 0
         dec!.pointee.thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE
         dec!.pointee.err_recognition |= AV_EF_CRCCHECK | AV_EF_BITSTREAM
-        if strict { dec!.pointee.err_recognition |= AV_EF_EXPLODE }
         let codecName = String(cString: codec!.pointee.name)
         try avCheck(avcodec_open2(dec, codec, nil), .unsupported, "Cannot open the \(codecName) decoder for '\(path)'")
 
@@ -370,22 +369,44 @@ public final class MediaReader: FrameSource {
         frame.color = dstColor
     }
 
-    /// Counts the video packets by demuxing the whole file (no decoding), for inputs whose
-    /// container does not store a frame count.
-    public static func countVideoPackets(path: String) throws -> Int {
+    /// What a demux-only scan of the video stream found.
+    public struct PacketScan: Sendable {
+        /// Number of video packets (one per frame for the codecs we read).
+        public var count: Int
+        /// Whether the gaps between consecutive timestamps differ by more than one tick.
+        public var isVariableFrameRate: Bool
+        /// Frames per second over the whole stream (count / time span), when it can be told.
+        public var averageRate: Double?
+    }
+
+    /// Demuxes the whole file (no decoding) to count the video packets and see whether their
+    /// timestamps are evenly spaced, for containers that store neither.
+    public static func scanVideoPackets(path: String) throws -> PacketScan {
         var ctx: UnsafeMutablePointer<AVFormatContext>?
         try avCheck(avformat_open_input(&ctx, path, nil, nil), .inputUnreadable, "Cannot open '\(path)'")
         defer { avformat_close_input(&ctx) }
         try avCheck(avformat_find_stream_info(ctx, nil), .inputUnreadable, "Cannot read stream information from '\(path)'")
         let best = av_find_best_stream(ctx, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
-        guard best >= 0 else { return 0 }
+        guard best >= 0 else { return PacketScan(count: 0, isVariableFrameRate: false, averageRate: nil) }
         var pkt = av_packet_alloc()
         defer { av_packet_free(&pkt) }
+        var stamps: [Int64] = []
         var count = 0
         while av_read_frame(ctx, pkt) >= 0 {
-            if pkt!.pointee.stream_index == best { count += 1 }
+            if pkt!.pointee.stream_index == best {
+                count += 1
+                if pkt!.pointee.pts != AVCode.noPTS { stamps.append(pkt!.pointee.pts) }
+            }
             av_packet_unref(pkt)
         }
-        return count
+        stamps.sort()
+        let gaps = zip(stamps.dropFirst(), stamps).map { $0 - $1 }
+        let vfr = (gaps.max() ?? 0) - (gaps.min() ?? 0) > 1
+        var rate: Double?
+        if let first = stamps.first, let last = stamps.last, last > first, stamps.count > 1 {
+            let tb = Rational(ctx!.pointee.streams[Int(best)]!.pointee.time_base)
+            rate = Double(stamps.count - 1) / (Double(last - first) * tb.doubleValue)
+        }
+        return PacketScan(count: count, isVariableFrameRate: vfr, averageRate: rate)
     }
 }

@@ -4,14 +4,16 @@ import MediaIO
 /// `vivify probe`: what an input holds, as text or JSON.
 public enum Probe {
     /// Describes the input of `configuration` (only its input fields matter). With
-    /// `countFrames`, a file whose container stores no frame count is demuxed to count them.
+    /// `countFrames`, a media file is demuxed to count its frames and tell whether the rate varies.
     public static func describe(_ configuration: RunConfiguration, countFrames: Bool) throws -> MediaInfo {
         var c = configuration
         c.copyAudioAndSubtitles = true
         let source = try Job.openSource(c)
         var info = source.info
-        if countFrames, info.video.frameCount == nil, source is MediaReader {
-            info.video.frameCount = try MediaReader.countVideoPackets(path: c.input)
+        if countFrames, source is MediaReader {
+            let scan = try MediaReader.scanVideoPackets(path: c.input)
+            info.video.frameCount = scan.count
+            info.video.isVariableFrameRate = scan.isVariableFrameRate
         }
         return info
     }
@@ -58,7 +60,7 @@ public enum Probe {
         }
         let root: [String: Any] = ["input": name, "container": info.container, "duration": info.duration ?? NSNull(),
                                    "video": video, "streams": streams]
-        let data = (try? JSONSerialization.data(withJSONObject: root, options: [.prettyPrinted, .sortedKeys])) ?? Data()
+        let data = (try? JSONSerialization.data(withJSONObject: root, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data()
         return String(decoding: data, as: UTF8.self) + "\n"
     }
 }
