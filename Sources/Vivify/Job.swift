@@ -88,6 +88,9 @@ public final class Job {
     /// Runs the job to the end (or until `shouldStop`) and returns what it did.
     public func run() throws -> JobResult {
         let c = configuration
+        if let name = c.assumeMatrix, ColorInfo.matrixCode(named: name) == nil {
+            throw MediaError(.invalidOptions, "Unknown colour matrix '\(name)'. Use bt709, smpte170m (BT.601), bt470bg or bt2020nc.")
+        }
         if c.output != "-" {
             let target = URL(fileURLWithPath: c.output).standardizedFileURL.path
             if c.input != "-" && URL(fileURLWithPath: c.input).standardizedFileURL.path == target {
@@ -109,7 +112,11 @@ public final class Job {
         }
         let video = source.info.video
         let outSize = c.resize ?? FrameSize(width: video.width, height: video.height)
-        let resolved = video.color.resolved(height: video.height)
+        var resolved = video.color.resolved(height: video.height)
+        if let name = c.assumeMatrix, let code = ColorInfo.matrixCode(named: name) {
+            resolved.info.matrix = code
+            resolved.assumptions.removeAll { $0.hasPrefix("matrix") }
+        }
 
         // Temporary file beside the target, renamed at the end.
         let temp: String
@@ -168,7 +175,8 @@ public final class Job {
                     try sink.copy(packet)
                 case .frame:
                     framesIn += 1
-                    if frame.color.matrix == ColorInfo.unspecified.matrix || !frame.color.hasRange {
+                    if c.assumeMatrix != nil { frame.color.matrix = resolved.info.matrix }
+                    if !frame.color.hasMatrix || !frame.color.hasRange {
                         // Fill what the source left open with the explicit rule.
                         var col = frame.color
                         if !col.hasMatrix { col.matrix = resolved.info.matrix }

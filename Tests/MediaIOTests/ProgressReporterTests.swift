@@ -1,0 +1,34 @@
+import Vivify
+import XCTest
+
+/// The progress line, driven by a manual clock (no sleeps).
+final class ProgressReporterTests: XCTestCase {
+    private final class Clock: @unchecked Sendable { var now = 100.0 }
+
+    func testLineEveryIntervalOffATerminal() {
+        let clock = Clock()
+        var lines: [String] = []
+        let p = ProgressReporter(total: 100, interactive: false, interval: 5, clock: { clock.now }, emit: { lines.append($0) })
+        for frame in 1...50 {
+            clock.now += 0.2 // 5 fps
+            p.update(framesDone: frame)
+        }
+        XCTAssertEqual(lines.count, 2, "one line per 5 s over 10 s: \(lines)")
+        XCTAssertEqual(lines[0], "frame 25/100 (25%)  5.0 fps  elapsed 0:00:05  ETA 0:00:15\n")
+        p.finish(framesDone: 50)
+        XCTAssertEqual(lines.last, "frame 50/100 (50%)  5.0 fps  elapsed 0:00:10  ETA 0:00:10\n")
+    }
+
+    func testRedrawsInPlaceOnATerminal() {
+        let clock = Clock()
+        var out: [String] = []
+        let p = ProgressReporter(total: nil, interactive: true, clock: { clock.now }, emit: { out.append($0) })
+        clock.now += 1
+        p.update(framesDone: 30)
+        p.finish(framesDone: 30)
+        XCTAssertTrue(out[0].hasPrefix("\r"))
+        XCTAssertTrue(out[0].contains("frame 30  30.0 fps"))
+        XCTAssertFalse(out[0].contains("ETA"), "no ETA without a total")
+        XCTAssertEqual(out.last, "\n")
+    }
+}

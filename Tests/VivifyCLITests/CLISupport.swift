@@ -1,0 +1,91 @@
+import Foundation
+import XCTest
+
+/// Runs the built `vivify` binary and external checkers (ffmpeg, ffprobe) for end-to-end tests.
+enum CLI {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let sharedVideos = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/media/videos")
+
+    /// The vivify executable built beside the test bundle.
+    static var binary: String {
+        var dir = Bundle.main.bundleURL
+        for _ in 0..<3 {
+            let candidate = dir.appendingPathComponent("vivify").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return packageRoot.appendingPathComponent(".build/debug/vivify").path
+    }
+
+    static func clip(_ name: String) -> String { packageRoot.appendingPathComponent("Media/\(name)").path }
+
+    struct Result {
+        var code: Int32
+        var stdout: Data
+        var stderr: String
+    }
+
+    /// Runs `executable` with `args`, stdin from a file (or nothing), stdout to a file.
+    @discardableResult
+    static func run(_ executable: String, _ args: [String], stdinFile: String? = nil) throws -> Result {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: executable)
+        p.arguments = args
+        let outPath = NSTemporaryDirectory() + "vivify-test-out-\(UUID().uuidString)"
+        FileManager.default.createFile(atPath: outPath, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: outPath) }
+        let out = FileHandle(forWritingAtPath: outPath)!
+        p.standardOutput = out
+        let err = Pipe()
+        p.standardError = err
+        if let stdinFile { p.standardInput = FileHandle(forReadingAtPath: stdinFile)! } else { p.standardInput = FileHandle.nullDevice }
+        try p.run()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        try out.close()
+        let data = try Data(contentsOf: URL(fileURLWithPath: outPath))
+        return Result(code: p.terminationStatus, stdout: data, stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    /// Runs vivify.
+    @discardableResult
+    static func vivify(_ args: [String], stdinFile: String? = nil) throws -> Result {
+        try run(binary, args, stdinFile: stdinFile)
+    }
+
+    /// Runs the ffmpeg CLI (to make fixtures) and fails the test if it fails.
+    static func ffmpeg(_ args: [String]) throws {
+        let r = try run("/usr/bin/ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "error", "-y"] + args)
+        if r.code != 0 { throw NSError(domain: "ffmpeg", code: Int(r.code), userInfo: [NSLocalizedDescriptionKey: r.stderr]) }
+    }
+
+    /// ffprobe's JSON for a file, with frames counted by decoding.
+    static func probe(_ path: String, countFrames: Bool = true) throws -> [String: Any] {
+        var args = ["-v", "error", "-print_format", "json", "-show_format", "-show_streams"]
+        if countFrames { args.append("-count_frames") }
+        let r = try run("/usr/bin/ffprobe", args + [path])
+        return try JSONSerialization.jsonObject(with: r.stdout) as! [String: Any]
+    }
+
+    static func streams(_ probe: [String: Any], _ kind: String) -> [[String: Any]] {
+        (probe["streams"] as! [[String: Any]]).filter { $0["codec_type"] as? String == kind }
+    }
+
+    static func double(_ v: Any?) -> Double? { (v as? String).flatMap(Double.init) ?? (v as? Double) }
+    static func int(_ v: Any?) -> Int? { (v as? String).flatMap { Int($0) } ?? (v as? Int) }
+
+    /// Frames ffprobe decodes from the first video stream.
+    static func decodedFrames(_ probe: [String: Any]) -> Int? { int(streams(probe, "video").first?["nb_read_frames"]) }
+
+    /// A fresh temporary directory for one test.
+    static func tempDir() throws -> String {
+        let dir = NSTemporaryDirectory() + "vivify-e2e-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    /// Files left in `dir` whose names mark them as unfinished temporaries.
+    static func leftovers(_ dir: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.contains(".partial") }
+    }
+}
