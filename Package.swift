@@ -24,13 +24,19 @@ let package = Package(
         .systemLibrary(name: "CZip", pkgConfig: "libzip", providers: [.apt(["libzip-dev"])]),
         .systemLibrary(name: "CDNNL", providers: [.apt(["libdnnl-dev"])]),
         .target(name: "MediaIO", dependencies: ["CFFmpeg"]),
-        .target(name: "Vivify", dependencies: ["MediaIO"]),
+        // The engine's loops are the product: optimise them even in debug builds and tests.
+        .target(name: "Engine", dependencies: ["CDNNL"], swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
+        .target(name: "ModelFormats", dependencies: ["Engine", "CZip"]),
+        .target(name: "Vivify", dependencies: ["MediaIO", "Engine", "ModelFormats"]),
+        .target(name: "ModelCatalog"),
         .executableTarget(
             name: "vivify",
             dependencies: ["Vivify", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "Vivify"]),
+        .testTarget(name: "EngineTests", dependencies: ["Engine", "ModelFormats"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["CZip", "CDNNL", "CFFmpeg"]),
         .testTarget(name: "VivifyCLITests", dependencies: ["Vivify", "vivify"]),
+        .testTarget(name: "ModelCatalogTests", dependencies: ["ModelCatalog"]),
     ]
 )

@@ -1,0 +1,31 @@
+/// Something that can run graphs: the plain Swift reference or the oneDNN backend.
+public protocol InferenceBackend: Sendable {
+    /// A short name ("reference", "onednn").
+    var name: String { get }
+    /// Prepares `graph` for inputs of `inputShape` (weights laid out, buffers allocated,
+    /// primitives created). Errors name the layer the backend cannot run.
+    func prepare(_ graph: Graph, input inputShape: Shape) throws -> PreparedGraph
+}
+
+/// A graph ready to run on one input shape. Not thread-safe: one run at a time.
+public protocol PreparedGraph: AnyObject {
+    /// The input shape it was prepared for.
+    var inputShape: Shape { get }
+    /// The shape of its result.
+    var outputShape: Shape { get }
+    /// Runs the graph on `input` (`inputShape.count` values, CHW) and writes the result into
+    /// `output` (`outputShape.count` values).
+    func run(input: UnsafeBufferPointer<Float>, output: UnsafeMutableBufferPointer<Float>) throws
+}
+
+extension PreparedGraph {
+    /// Runs on a tensor and returns a new tensor (allocates; for tests and one-off use).
+    public func run(_ input: Tensor) throws -> Tensor {
+        precondition(input.shape == inputShape, "prepared for \(inputShape), got \(input.shape)")
+        var out = Tensor(shape: outputShape)
+        try input.data.withUnsafeBufferPointer { i in
+            try out.data.withUnsafeMutableBufferPointer { o in try run(input: i, output: o) }
+        }
+        return out
+    }
+}

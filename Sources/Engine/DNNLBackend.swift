@@ -1,0 +1,499 @@
+import CDNNL
+
+/// The fast CPU backend on oneDNN (C API 2.6). Convolutions, transposed convolutions, fully
+/// connected layers, pooling, element-wise and binary operations run as oneDNN primitives in
+/// the blocked layouts oneDNN prefers; activations are fused as post-ops. Operations oneDNN
+/// lacks (pixel shuffle, bicubic resize, padding, softmax, slicing) run as plain loops on
+/// NCHW, with reorders inserted only where layouts change. Everything is created once per
+/// input shape in `prepare`: weights reordered, primitives built, buffers allocated. A run
+/// allocates nothing. oneDNN's OpenMP runtime uses all available cores.
+public final class DNNLBackend: InferenceBackend, @unchecked Sendable {
+    public var name: String { "onednn" }
+    let engine: dnnl_engine_t
+    let stream: dnnl_stream_t
+
+    /// Creates the CPU engine and its stream.
+    public init() throws {
+        var e: dnnl_engine_t?
+        try dnnlCheck(dnnl_engine_create(&e, dnnl_cpu, 0), "create the oneDNN CPU engine")
+        engine = e!
+        var s: dnnl_stream_t?
+        try dnnlCheck(dnnl_stream_create(&s, engine, dnnl_stream_default_flags.rawValue), "create a oneDNN stream")
+        stream = s!
+    }
+
+    deinit {
+        dnnl_stream_destroy(stream)
+        dnnl_engine_destroy(engine)
+    }
+
+    public func prepare(_ graph: Graph, input inputShape: Shape) throws -> PreparedGraph {
+        try DNNLPrepared(backend: self, graph: graph, input: inputShape)
+    }
+}
+
+func dnnlCheck(_ status: dnnl_status_t, _ what: @autoclosure () -> String) throws {
+    if status != dnnl_success {
+        throw EngineError("oneDNN could not \(what()) (status \(status.rawValue)).")
+    }
+}
+
+/// One oneDNN memory object with its descriptor; frees it when released.
+final class DNNLMemory {
+    let memory: dnnl_memory_t
+    var md: dnnl_memory_desc_t
+    /// Whether the layout is plain NCHW (so Swift loops can read it).
+    let isPlain: Bool
+
+    init(md: dnnl_memory_desc_t, engine: dnnl_engine_t, isPlain: Bool, handle: UnsafeMutableRawPointer? = nil) throws {
+        var m: dnnl_memory_t?
+        var d = md
+        try dnnlCheck(dnnl_memory_create(&m, &d, engine, handle ?? vivify_dnnl_memory_allocate()), "allocate a buffer")
+        memory = m!
+        self.md = md
+        self.isPlain = isPlain
+    }
+
+    deinit { dnnl_memory_destroy(memory) }
+
+    var pointer: UnsafeMutablePointer<Float> {
+        var p: UnsafeMutableRawPointer?
+        dnnl_memory_get_data_handle(memory, &p)
+        return p!.assumingMemoryBound(to: Float.self)
+    }
+
+    func sameLayout(as other: dnnl_memory_desc_t) -> Bool {
+        var a = md, b = other
+        return dnnl_memory_desc_equal(&a, &b) != 0
+    }
+}
+
+/// A oneDNN primitive with its argument list, executed as one step.
+final class DNNLStep {
+    let primitive: dnnl_primitive_t
+    var args: [dnnl_exec_arg_t]
+    let keep: [AnyObject]
+
+    init(pd: dnnl_primitive_desc_t, args: [(Int32, DNNLMemory)], keep: [AnyObject] = []) throws {
+        var p: dnnl_primitive_t?
+        try dnnlCheck(dnnl_primitive_create(&p, pd), "create a primitive")
+        primitive = p!
+        self.args = args.map { dnnl_exec_arg_t(arg: $0.0, memory: $0.1.memory) }
+        self.keep = args.map { $0.1 } + keep
+    }
+
+    deinit { dnnl_primitive_destroy(primitive) }
+
+    func execute(_ stream: dnnl_stream_t) throws {
+        let n = Int32(args.count)
+        let status = args.withUnsafeBufferPointer { dnnl_primitive_execute(primitive, stream, n, $0.baseAddress) }
+        try dnnlCheck(status, "execute a primitive")
+    }
+}
+
+/// Owns an attribute object with post-ops for fused activations.
+final class DNNLAttr {
+    var attr: dnnl_primitive_attr_t?
+    init(activation: Activation) throws {
+        try dnnlCheck(dnnl_primitive_attr_create(&attr), "create attributes")
+        guard let (alg, alpha, beta) = eltwiseAlgorithm(activation) else { return }
+        var po: dnnl_post_ops_t?
+        try dnnlCheck(dnnl_post_ops_create(&po), "create post-ops")
+        defer { dnnl_post_ops_destroy(po) }
+        try dnnlCheck(dnnl_post_ops_append_eltwise(po, 1, alg, alpha, beta), "add an activation post-op")
+        try dnnlCheck(dnnl_primitive_attr_set_post_ops(attr, po), "set post-ops")
+    }
+    deinit { dnnl_primitive_attr_destroy(attr) }
+}
+
+/// oneDNN's eltwise algorithm for an activation (nil for identity and PReLU).
+func eltwiseAlgorithm(_ a: Activation) -> (dnnl_alg_kind_t, Float, Float)? {
+    switch a {
+    case .identity, .prelu: return nil
+    case .relu: return (dnnl_eltwise_relu, 0, 0)
+    case .leakyRelu(let s): return (dnnl_eltwise_relu, s, 0)
+    case .silu: return (dnnl_eltwise_swish, 1, 0)
+    case .sigmoid: return (dnnl_eltwise_logistic, 0, 0)
+    case .tanh: return (dnnl_eltwise_tanh, 0, 0)
+    case .clip(let lo, let hi): return (dnnl_eltwise_clip, lo, hi)
+    }
+}
+
+final class DNNLPrepared: PreparedGraph {
+    let backend: DNNLBackend
+    let graph: Graph
+    let shapes: [Shape]
+    let inputShape: Shape
+    let outputShape: Shape
+    private var steps: [() throws -> Void] = []
+    private var current: [Int: DNNLMemory] = [:]
+    private var plainCopies: [Int: DNNLMemory] = [:]
+    private let inputMemory: DNNLMemory
+    private var engine: dnnl_engine_t { backend.engine }
+    private var stream: dnnl_stream_t { backend.stream }
+
+    init(backend: DNNLBackend, graph: Graph, input: Shape) throws {
+        self.backend = backend
+        self.graph = graph
+        let inferred = try graph.inferShapes(input: input)
+        shapes = inferred.map { $0 ?? Shape(c: 0, h: 0, w: 0) }
+        inputShape = input
+        guard let out = inferred[graph.output] else { throw EngineError("\(graph.source): the output is never produced.") }
+        outputShape = out
+        inputMemory = try DNNLMemory(md: Self.plainMD(input), engine: backend.engine, isPlain: true)
+        current[graph.input] = inputMemory
+        plainCopies[graph.input] = inputMemory
+        for node in graph.nodes {
+            do {
+                try compile(node)
+            } catch let e as EngineError {
+                throw EngineError("Layer '\(node.name)' (\(node.op.kindName)) in \(graph.source): \(e.message)")
+            }
+        }
+        _ = try plain(graph.output)
+    }
+
+    func run(input: UnsafeBufferPointer<Float>, output: UnsafeMutableBufferPointer<Float>) throws {
+        inputMemory.pointer.update(from: input.baseAddress!, count: inputShape.count)
+        for step in steps { try step() }
+        try dnnlCheck(dnnl_stream_wait(stream), "finish the run")
+        let result = plainCopies[graph.output]!
+        output.baseAddress!.update(from: result.pointer, count: outputShape.count)
+    }
+
+    // MARK: descriptors
+
+    static func plainMD(_ s: Shape) -> dnnl_memory_desc_t {
+        var md = dnnl_memory_desc_t()
+        var dims: [Int64] = [1, Int64(s.c), Int64(s.h), Int64(s.w)]
+        _ = dnnl_memory_desc_init_by_tag(&md, 4, &dims, dnnl_f32, dnnl_nchw)
+        return md
+    }
+
+    static func anyMD(_ dims: [Int64]) -> dnnl_memory_desc_t {
+        var md = dnnl_memory_desc_t()
+        var d = dims
+        _ = dnnl_memory_desc_init_by_tag(&md, Int32(dims.count), &d, dnnl_f32, dnnl_format_tag_any)
+        return md
+    }
+
+    static func taggedMD(_ dims: [Int64], _ tag: dnnl_format_tag_t) -> dnnl_memory_desc_t {
+        var md = dnnl_memory_desc_t()
+        var d = dims
+        _ = dnnl_memory_desc_init_by_tag(&md, Int32(dims.count), &d, dnnl_f32, tag)
+        return md
+    }
+
+    private func query(_ pd: dnnl_primitive_desc_t, _ what: dnnl_query_t) -> dnnl_memory_desc_t {
+        dnnl_primitive_desc_query_md(pd, what, 0)!.pointee
+    }
+
+    // MARK: layouts
+
+    /// A memory with `md` holding `value`, reordering once per run when the layout differs.
+    private func value(_ v: Int, as md: dnnl_memory_desc_t) throws -> DNNLMemory {
+        let mem = current[v]!
+        if mem.sameLayout(as: md) { return mem }
+        if let p = plainCopies[v], p.sameLayout(as: md) { return p }
+        let dst = try DNNLMemory(md: md, engine: engine, isPlain: false)
+        try addReorder(from: mem, to: dst)
+        return dst
+    }
+
+    /// The value in plain NCHW for Swift loops (one shared copy per value).
+    private func plain(_ v: Int) throws -> DNNLMemory {
+        if let p = plainCopies[v] { return p }
+        let mem = current[v]!
+        let md = Self.plainMD(shapes[v])
+        if mem.sameLayout(as: md) { plainCopies[v] = mem; return mem }
+        let dst = try DNNLMemory(md: md, engine: engine, isPlain: true)
+        try addReorder(from: mem, to: dst)
+        plainCopies[v] = dst
+        return dst
+    }
+
+    private func addReorder(from src: DNNLMemory, to dst: DNNLMemory) throws {
+        var pd: dnnl_primitive_desc_t?
+        var s = src.md, d = dst.md
+        try dnnlCheck(dnnl_reorder_primitive_desc_create(&pd, &s, engine, &d, engine, nil), "reorder between layouts")
+        defer { dnnl_primitive_desc_destroy(pd) }
+        let step = try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, src), (DNNL_ARG_TO, dst)])
+        let stream = self.stream
+        steps.append { try step.execute(stream) }
+    }
+
+    /// Reorders constant data (weights) once, now.
+    private func constant(_ values: [Float], user: dnnl_memory_desc_t, into md: dnnl_memory_desc_t) throws -> DNNLMemory {
+        let src = try DNNLMemory(md: user, engine: engine, isPlain: true)
+        src.pointer.update(from: values, count: values.count)
+        if src.sameLayout(as: md) { return src }
+        let dst = try DNNLMemory(md: md, engine: engine, isPlain: false)
+        var pd: dnnl_primitive_desc_t?
+        var s = user, d = md
+        try dnnlCheck(dnnl_reorder_primitive_desc_create(&pd, &s, engine, &d, engine, nil), "reorder weights")
+        defer { dnnl_primitive_desc_destroy(pd) }
+        let step = try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, src), (DNNL_ARG_TO, dst)])
+        try step.execute(stream)
+        try dnnlCheck(dnnl_stream_wait(stream), "reorder weights")
+        return dst
+    }
+
+    // MARK: compiling nodes
+
+    private func compile(_ node: Node) throws {
+        let out = shapes[node.output]
+        switch node.op {
+        case .convolution(let p):
+            try convolution(node, p, transposed: false)
+        case .deconvolution(let p):
+            if p.outputPadH != 0 || p.outputPadW != 0 || p.groups != 1 {
+                try plainOp(node)
+            } else {
+                try convolution(node, p, transposed: true)
+            }
+        case .activation(let a):
+            if case .prelu(let slopes) = a {
+                try prelu(node.inputs[0], slopes, output: node.output)
+            } else if let (alg, alpha, beta) = eltwiseAlgorithm(a) {
+                let src = current[node.inputs[0]]!
+                var desc = dnnl_eltwise_desc_t()
+                var md = src.md
+                try dnnlCheck(dnnl_eltwise_forward_desc_init(&desc, dnnl_forward_inference, alg, &md, alpha, beta), "describe an activation")
+                let pd = try createPD(&desc, attr: nil)
+                defer { dnnl_primitive_desc_destroy(pd) }
+                let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
+                try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_DST, dst)])
+                current[node.output] = dst
+            } else {
+                current[node.output] = current[node.inputs[0]]
+            }
+        case .binary(let kind, let coefficients):
+            try binary(node, kind, coefficients, out)
+        case .globalAveragePool:
+            let src = current[node.inputs[0]]!
+            let s = shapes[node.inputs[0]]
+            var desc = dnnl_pooling_desc_t()
+            var smd = src.md
+            var dmd = Self.anyMD([1, Int64(s.c), 1, 1])
+            var strides: [Int64] = [1, 1], kernel: [Int64] = [Int64(s.h), Int64(s.w)], pad: [Int64] = [0, 0]
+            try dnnlCheck(dnnl_pooling_forward_desc_init(&desc, dnnl_forward_inference, dnnl_pooling_avg_exclude_padding, &smd, &dmd,
+                                                         &strides, &kernel, &pad, &pad), "describe global average pooling")
+            let pd = try createPD(&desc, attr: nil)
+            defer { dnnl_primitive_desc_destroy(pd) }
+            let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
+            try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_DST, dst)])
+            current[node.output] = dst
+        case .fullyConnected(let outFeatures, let weights, let bias, let activation):
+            try fullyConnected(node, outFeatures, weights, bias, activation)
+        case .crop(let t, let l, _, _), .cropLike(let t, let l):
+            try window(node.inputs[0], top: t, left: l, channel: 0, out: out, output: node.output)
+        case .sliceChannels(let start, _):
+            try window(node.inputs[0], top: 0, left: 0, channel: start, out: out, output: node.output)
+        case .scalar, .channelAffine, .softmaxChannels, .pixelShuffle, .resize, .pad, .concatChannels:
+            try plainOp(node)
+        }
+    }
+
+    private func createPD(_ desc: UnsafeMutableRawPointer, attr: dnnl_primitive_attr_t?) throws -> dnnl_primitive_desc_t {
+        var pd: dnnl_primitive_desc_t?
+        try dnnlCheck(dnnl_primitive_desc_create(&pd, UnsafeRawPointer(desc), attr, engine, nil), "find an implementation")
+        return pd!
+    }
+
+    private func createPD<T>(_ desc: inout T, attr: dnnl_primitive_attr_t?) throws -> dnnl_primitive_desc_t {
+        try withUnsafeMutablePointer(to: &desc) { try createPD(UnsafeMutableRawPointer($0), attr: attr) }
+    }
+
+    private func add(_ pd: dnnl_primitive_desc_t, _ args: [(Int32, DNNLMemory)], keep: [AnyObject] = []) throws {
+        let step = try DNNLStep(pd: pd, args: args, keep: keep)
+        let stream = self.stream
+        steps.append { try step.execute(stream) }
+    }
+
+    private func convolution(_ node: Node, _ p: ConvolutionParameters, transposed: Bool) throws {
+        let s = shapes[node.inputs[0]], o = shapes[node.output]
+        var srcAny = Self.anyMD([1, Int64(s.c), Int64(s.h), Int64(s.w)])
+        var dstAny = Self.anyMD([1, Int64(o.c), Int64(o.h), Int64(o.w)])
+        let g = Int64(p.groups)
+        let wdims: [Int64] = p.groups == 1
+            ? [Int64(p.outChannels), Int64(p.inChannels), Int64(p.kernelH), Int64(p.kernelW)]
+            : [g, Int64(p.outChannels) / g, Int64(p.inChannels) / g, Int64(p.kernelH), Int64(p.kernelW)]
+        var wAny = Self.anyMD(wdims)
+        var bmd = Self.taggedMD([Int64(p.outChannels)], dnnl_a)
+        var strides: [Int64] = [Int64(p.strideH), Int64(p.strideW)]
+        var dil: [Int64] = [Int64(p.dilationH - 1), Int64(p.dilationW - 1)]
+        var padL: [Int64] = [Int64(p.padTop), Int64(p.padLeft)]
+        var padR: [Int64] = [Int64(p.padBottom), Int64(p.padRight)]
+        let attr = try DNNLAttr(activation: p.activation)
+        let pd: dnnl_primitive_desc_t
+        if transposed {
+            var desc = dnnl_deconvolution_desc_t()
+            try dnnlCheck(dnnl_dilated_deconvolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_deconvolution_direct, &srcAny, &wAny,
+                                                                       &bmd, &dstAny, &strides, &dil, &padL, &padR), "describe the transposed convolution")
+            pd = try createPD(&desc, attr: attr.attr)
+        } else {
+            var desc = dnnl_convolution_desc_t()
+            try dnnlCheck(dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &srcAny, &wAny,
+                                                                     &bmd, &dstAny, &strides, &dil, &padL, &padR), "describe the convolution")
+            pd = try createPD(&desc, attr: attr.attr)
+        }
+        defer { dnnl_primitive_desc_destroy(pd) }
+        let src = try value(node.inputs[0], as: query(pd, dnnl_query_src_md))
+        // Our transposed weights are [in][out][kh][kw]: oneDNN's "iohw" for logical (O, I, H, W).
+        let userTag: dnnl_format_tag_t = p.groups == 1 ? (transposed ? dnnl_iohw : dnnl_oihw) : dnnl_goihw
+        let weights = try constant(p.weights, user: Self.taggedMD(wdims, userTag), into: query(pd, dnnl_query_weights_md))
+        let bias = try constant(p.bias.isEmpty ? [Float](repeating: 0, count: p.outChannels) : p.bias, user: bmd, into: bmd)
+        let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
+        try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_WEIGHTS, weights), (DNNL_ARG_BIAS, bias), (DNNL_ARG_DST, dst)], keep: [attr])
+        current[node.output] = dst
+        if case .prelu(let slopes) = p.activation {
+            try prelu(node.output, slopes, output: node.output)
+        }
+    }
+
+    private func prelu(_ input: Int, _ slopes: [Float], output: Int) throws {
+        let src = current[input]!
+        let s = shapes[input]
+        var desc = dnnl_prelu_desc_t()
+        var md = src.md
+        var wAny = Self.anyMD([1, Int64(s.c), 1, 1])
+        try dnnlCheck(dnnl_prelu_forward_desc_init(&desc, dnnl_forward_inference, &md, &wAny), "describe PReLU")
+        let pd = try createPD(&desc, attr: nil)
+        defer { dnnl_primitive_desc_destroy(pd) }
+        let full = slopes.count == 1 ? [Float](repeating: slopes[0], count: s.c) : slopes
+        let weights = try constant(full, user: Self.taggedMD([1, Int64(s.c), 1, 1], dnnl_nchw), into: query(pd, dnnl_query_weights_md))
+        let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
+        try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_WEIGHTS, weights), (DNNL_ARG_DST, dst)])
+        current[output] = dst
+        plainCopies[output] = nil
+    }
+
+    private func binary(_ node: Node, _ kind: BinaryKind, _ coefficients: [Float]?, _ out: Shape) throws {
+        var a = node.inputs[0], b = node.inputs[1]
+        let commutative = kind == .add || kind == .mul || kind == .max || kind == .min
+        if shapes[a] != out, commutative { swap(&a, &b) }
+        let plainCoefficients = coefficients == nil || coefficients! == [1, 1]
+        guard shapes[a] == out, plainCoefficients else { return try plainOp(node) }
+        let alg: dnnl_alg_kind_t
+        switch kind {
+        case .add: alg = dnnl_binary_add
+        case .sub: alg = dnnl_binary_sub
+        case .mul: alg = dnnl_binary_mul
+        case .div: alg = dnnl_binary_div
+        case .max: alg = dnnl_binary_max
+        case .min: alg = dnnl_binary_min
+        }
+        let src0 = current[a]!
+        // Same-shape operands share src0's layout; a broadcast operand goes in plain form.
+        let src1 = shapes[b] == out ? try value(b, as: src0.md) : try plain(b)
+        var md0 = src0.md, md1 = src1.md
+        var dmd = src0.md
+        var desc = dnnl_binary_desc_t()
+        try dnnlCheck(dnnl_binary_desc_init(&desc, alg, &md0, &md1, &dmd), "describe the element-wise operation")
+        let pd = try createPD(&desc, attr: nil)
+        defer { dnnl_primitive_desc_destroy(pd) }
+        let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
+        try add(pd, [(DNNL_ARG_SRC_0, src0), (DNNL_ARG_SRC_1, src1), (DNNL_ARG_DST, dst)])
+        current[node.output] = dst
+    }
+
+    private func fullyConnected(_ node: Node, _ outFeatures: Int, _ weights: [Float], _ bias: [Float], _ activation: Activation) throws {
+        let s = shapes[node.inputs[0]]
+        var srcAny = Self.anyMD([1, Int64(s.c), Int64(s.h), Int64(s.w)])
+        let wdims: [Int64] = [Int64(outFeatures), Int64(s.c), Int64(s.h), Int64(s.w)]
+        var wAny = Self.anyMD(wdims)
+        var bmd = Self.taggedMD([Int64(outFeatures)], dnnl_a)
+        var dmd = Self.taggedMD([1, Int64(outFeatures)], dnnl_ab)
+        var desc = dnnl_inner_product_desc_t()
+        try dnnlCheck(dnnl_inner_product_forward_desc_init(&desc, dnnl_forward_inference, &srcAny, &wAny, &bmd, &dmd), "describe the fully connected layer")
+        let attr = try DNNLAttr(activation: activation)
+        let pd = try createPD(&desc, attr: attr.attr)
+        defer { dnnl_primitive_desc_destroy(pd) }
+        let src = try value(node.inputs[0], as: query(pd, dnnl_query_src_md))
+        let w = try constant(weights, user: Self.taggedMD(wdims, dnnl_oihw), into: query(pd, dnnl_query_weights_md))
+        let b = try constant(bias.isEmpty ? [Float](repeating: 0, count: outFeatures) : bias, user: bmd, into: bmd)
+        let dst = try DNNLMemory(md: dmd, engine: engine, isPlain: true)
+        try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_WEIGHTS, w), (DNNL_ARG_BIAS, b), (DNNL_ARG_DST, dst)], keep: [attr])
+        // The 2-D result is bit for bit a plain 1×O×1×1 tensor: view it as one.
+        let view = try DNNLMemory(md: Self.plainMD(shapes[node.output]), engine: engine, isPlain: true, handle: UnsafeMutableRawPointer(dst.pointer))
+        viewsKeptAlive.append(dst)
+        current[node.output] = view
+        if case .prelu(let slopes) = activation { try prelu(node.output, slopes, output: node.output) }
+    }
+
+    private var viewsKeptAlive: [DNNLMemory] = []
+
+    /// Crop and channel slice: a reorder from a sub-memory view (works on blocked layouts).
+    private func window(_ input: Int, top: Int, left: Int, channel: Int, out: Shape, output: Int) throws {
+        let src = current[input]!
+        var sub = dnnl_memory_desc_t()
+        var md = src.md
+        var dims: [Int64] = [1, Int64(out.c), Int64(out.h), Int64(out.w)]
+        var offsets: [Int64] = [0, Int64(channel), Int64(top), Int64(left)]
+        if dnnl_memory_desc_init_submemory(&sub, &md, &dims, &offsets) != dnnl_success {
+            let p = try plain(input)
+            md = p.md
+            try dnnlCheck(dnnl_memory_desc_init_submemory(&sub, &md, &dims, &offsets), "describe a crop")
+            return try reorderWindow(p, sub, out, output)
+        }
+        try reorderWindow(src, sub, out, output)
+    }
+
+    private func reorderWindow(_ src: DNNLMemory, _ sub: dnnl_memory_desc_t, _ out: Shape, _ output: Int) throws {
+        let dst = try DNNLMemory(md: Self.plainMD(out), engine: engine, isPlain: true)
+        var pd: dnnl_primitive_desc_t?
+        var s = sub, d = dst.md
+        try dnnlCheck(dnnl_reorder_primitive_desc_create(&pd, &s, engine, &d, engine, nil), "crop")
+        defer { dnnl_primitive_desc_destroy(pd) }
+        let step = try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, src), (DNNL_ARG_TO, dst)])
+        let stream = self.stream
+        steps.append { try step.execute(stream) }
+        current[output] = dst
+        plainCopies[output] = dst
+    }
+
+    /// An operation oneDNN does not have: plain loops on NCHW copies.
+    private func plainOp(_ node: Node) throws {
+        let ins = try node.inputs.map { try plain($0) }
+        let inShapes = node.inputs.map { shapes[$0] }
+        let o = shapes[node.output]
+        let dst = try DNNLMemory(md: Self.plainMD(o), engine: engine, isPlain: true)
+        let op = node.op
+        let stream = self.stream
+        let inputs = ins.map { UnsafeBufferPointer(start: UnsafePointer($0.pointer), count: shapesCount($0)) }
+        let y = UnsafeMutableBufferPointer(start: dst.pointer, count: o.count)
+        let keep = ins + [dst]
+        steps.append {
+            _ = keep
+            // oneDNN work queued before must be done before Swift reads its output.
+            try dnnlCheck(dnnl_stream_wait(stream), "synchronise")
+            let x = inputs[0], s0 = inShapes[0]
+            switch op {
+            case .convolution(let p): Kernels.convolution(p, x, s0, y, o)
+            case .deconvolution(let p): Kernels.deconvolution(p, x, s0, y, o)
+            case .activation(let a): Kernels.activation(a, x, s0, y)
+            case .binary(let k, let c): Kernels.binary(k, c, x, s0, inputs[1], inShapes[1], y, o)
+            case .scalar(let k, let v, let first): Kernels.scalar(k, v, first, x, y)
+            case .channelAffine(let scale, let bias): Kernels.channelAffine(scale, bias, x, s0, y)
+            case .softmaxChannels: Kernels.softmaxChannels(x, s0, y)
+            case .pixelShuffle(let r, let order): Kernels.pixelShuffle(r, order, x, s0, y, o)
+            case .resize(let mode, _, _, _, _, let align): Kernels.resize(mode, align, x, s0, y, o)
+            case .pad(let t, let l, _, _, let mode): Kernels.pad(t, l, mode, x, s0, y, o)
+            case .crop(let t, let l, _, _), .cropLike(let t, let l): Kernels.window(t, l, 0, x, s0, y, o)
+            case .sliceChannels(let start, _): Kernels.window(0, 0, start, x, s0, y, o)
+            case .concatChannels:
+                var offset = 0
+                for src in inputs { for k in 0..<src.count { y[offset + k] = src[k] }; offset += src.count }
+            case .globalAveragePool: Kernels.globalAveragePool(x, s0, y)
+            case .fullyConnected(let out, let w, let b, let a): Kernels.fullyConnected(out, w, b, a, x, y)
+            }
+        }
+        current[node.output] = dst
+        plainCopies[node.output] = dst
+    }
+
+    private func shapesCount(_ m: DNNLMemory) -> Int {
+        var md = m.md
+        return dnnl_memory_desc_get_size(&md) / MemoryLayout<Float>.size
+    }
+}

@@ -1,0 +1,239 @@
+/// The shape of one image-like tensor: batch 1, `c` channels, `h` rows, `w` columns (NCHW).
+/// Vectors (fully connected layers, pooled values) are `c × 1 × 1`.
+public struct Shape: Hashable, Sendable, CustomStringConvertible {
+    /// Channels.
+    public var c: Int
+    /// Height.
+    public var h: Int
+    /// Width.
+    public var w: Int
+
+    /// Makes a shape.
+    public init(c: Int, h: Int, w: Int) {
+        self.c = c
+        self.h = h
+        self.w = w
+    }
+
+    /// Number of elements.
+    public var count: Int { c * h * w }
+    public var description: String { "1x\(c)x\(h)x\(w)" }
+}
+
+/// A float32 NCHW tensor with batch 1.
+public struct Tensor: Sendable, Equatable {
+    /// Its shape.
+    public var shape: Shape
+    /// `shape.count` values, channel after channel, row after row.
+    public var data: [Float]
+
+    /// Makes a zero tensor.
+    public init(shape: Shape) {
+        self.shape = shape
+        data = [Float](repeating: 0, count: shape.count)
+    }
+
+    /// Wraps existing values (count must match).
+    public init(shape: Shape, data: [Float]) {
+        precondition(data.count == shape.count, "tensor data has \(data.count) values, shape \(shape) needs \(shape.count)")
+        self.shape = shape
+        self.data = data
+    }
+}
+
+/// An activation applied element-wise (alone, or fused after a layer).
+public enum Activation: Sendable, Equatable {
+    case identity
+    case relu
+    /// max(x, 0) + slope · min(x, 0).
+    case leakyRelu(slope: Float)
+    /// Per-channel slopes (one value broadcasts to all channels).
+    case prelu(slopes: [Float])
+    /// x · sigmoid(x).
+    case silu
+    case sigmoid
+    case tanh
+    case clip(min: Float, max: Float)
+}
+
+/// Element-wise operations on two tensors.
+public enum BinaryKind: String, Sendable, Equatable {
+    case add, sub, mul, div, max, min
+}
+
+/// How a padding op fills the border.
+public enum PaddingMode: Sendable, Equatable {
+    case constant(Float)
+    case replicate
+    case reflect
+}
+
+/// Resampling kinds for resize.
+public enum ResizeMode: String, Sendable, Equatable {
+    case nearest, bilinear, bicubic
+}
+
+/// Channel order of pixel shuffle / depth-to-space.
+public enum ShuffleOrder: String, Sendable, Equatable {
+    /// PyTorch PixelShuffle and ONNX DepthToSpace mode CRD: channel c·r² + dy·r + dx.
+    case crd
+    /// ONNX/TensorFlow DepthToSpace mode DCR: channel (dy·r + dx)·C + c.
+    case dcr
+}
+
+/// A convolution (also used for transposed convolution).
+public struct ConvolutionParameters: Sendable, Equatable {
+    /// Output channels.
+    public var outChannels: Int
+    /// Input channels.
+    public var inChannels: Int
+    /// Kernel height and width.
+    public var kernelH: Int, kernelW: Int
+    /// Stride.
+    public var strideH: Int, strideW: Int
+    /// Dilation.
+    public var dilationH: Int, dilationW: Int
+    /// Padding on each side (top, left, bottom, right). For transposed convolution it is the
+    /// amount cropped from the full output.
+    public var padTop: Int, padLeft: Int, padBottom: Int, padRight: Int
+    /// Extra rows/columns added at the bottom/right of a transposed convolution's output.
+    public var outputPadH: Int, outputPadW: Int
+    /// Groups (1 = dense; inChannels = depthwise).
+    public var groups: Int
+    /// Weights. Convolution: [out][in/groups][kh][kw]. Transposed convolution:
+    /// [in][out/groups][kh][kw] (scatter-add of each input pixel, no kernel flip).
+    public var weights: [Float]
+    /// One bias per output channel, or empty.
+    public var bias: [Float]
+    /// Activation fused after the layer.
+    public var activation: Activation
+
+    /// Makes parameters; everything but channels, kernel and weights has the usual default.
+    public init(outChannels: Int, inChannels: Int, kernelH: Int, kernelW: Int, strideH: Int = 1, strideW: Int = 1,
+                dilationH: Int = 1, dilationW: Int = 1, padTop: Int = 0, padLeft: Int = 0, padBottom: Int = 0, padRight: Int = 0,
+                outputPadH: Int = 0, outputPadW: Int = 0, groups: Int = 1, weights: [Float], bias: [Float] = [],
+                activation: Activation = .identity) {
+        self.outChannels = outChannels
+        self.inChannels = inChannels
+        self.kernelH = kernelH
+        self.kernelW = kernelW
+        self.strideH = strideH
+        self.strideW = strideW
+        self.dilationH = dilationH
+        self.dilationW = dilationW
+        self.padTop = padTop
+        self.padLeft = padLeft
+        self.padBottom = padBottom
+        self.padRight = padRight
+        self.outputPadH = outputPadH
+        self.outputPadW = outputPadW
+        self.groups = groups
+        self.weights = weights
+        self.bias = bias
+        self.activation = activation
+    }
+
+    /// Multiply-adds per output pixel.
+    public var macsPerOutputPixel: Int { outChannels * (inChannels / groups) * kernelH * kernelW }
+}
+
+/// What a node computes.
+public enum Operation: Sendable, Equatable {
+    /// Convolution with stride, dilation, groups and asymmetric padding.
+    case convolution(ConvolutionParameters)
+    /// Transposed convolution.
+    case deconvolution(ConvolutionParameters)
+    /// Element-wise activation.
+    case activation(Activation)
+    /// Two inputs, NumPy-style broadcasting of size-1 dims; optional coefficients scale each
+    /// input first (ncnn Eltwise).
+    case binary(BinaryKind, coefficients: [Float]?)
+    /// An input and a constant scalar; `scalarFirst` computes `scalar ∘ x` (rsub, rdiv).
+    case scalar(BinaryKind, Float, scalarFirst: Bool)
+    /// Per-channel `x · scale + bias` (inference batch norm; folded into a preceding convolution).
+    case channelAffine(scale: [Float], bias: [Float])
+    /// Softmax over channels at each pixel.
+    case softmaxChannels
+    /// Rearranges `C·r²` channels into an `r×` larger picture.
+    case pixelShuffle(factor: Int, order: ShuffleOrder)
+    /// Resize by scale factors or to a size (outH/outW non-zero win).
+    case resize(ResizeMode, scaleH: Float, scaleW: Float, outH: Int, outW: Int, alignCorners: Bool)
+    /// Padding of each side.
+    case pad(top: Int, left: Int, bottom: Int, right: Int, mode: PaddingMode)
+    /// Removes rows/columns from each side (negative values are not allowed).
+    case crop(top: Int, left: Int, bottom: Int, right: Int)
+    /// Crops the first input to the height and width of the second, starting at (top, left).
+    case cropLike(top: Int, left: Int)
+    /// Channel slice [start, end).
+    case sliceChannels(start: Int, end: Int)
+    /// Concatenation along channels.
+    case concatChannels
+    /// Mean over each channel's pixels → C×1×1.
+    case globalAveragePool
+    /// Fully connected: weights [out][in] over the flattened input; bias per output.
+    case fullyConnected(outFeatures: Int, weights: [Float], bias: [Float], activation: Activation)
+}
+
+/// One step of the graph: an operation reading values and producing one value.
+public struct Node: Sendable {
+    /// Layer name from the model file (for messages).
+    public var name: String
+    /// What it computes.
+    public var op: Operation
+    /// Indices of the values it reads.
+    public var inputs: [Int]
+    /// Index of the value it writes.
+    public var output: Int
+
+    /// Makes a node.
+    public init(name: String, op: Operation, inputs: [Int], output: Int) {
+        self.name = name
+        self.op = op
+        self.inputs = inputs
+        self.output = output
+    }
+}
+
+/// The engine's one graph IR. Every importer (ncnn, Core ML, …) produces one of these; every
+/// backend runs one. Nodes are in execution order; value 0 … `valueNames.count - 1`.
+public struct Graph: Sendable {
+    /// Names of the values (blobs), for messages.
+    public var valueNames: [String]
+    /// Nodes in an order where every input is produced before it is read.
+    public var nodes: [Node]
+    /// The value fed with the input image.
+    public var input: Int
+    /// The value read as the result.
+    public var output: Int
+    /// Where the graph came from (file path), for messages.
+    public var source: String
+
+    /// Makes a graph.
+    public init(valueNames: [String], nodes: [Node], input: Int, output: Int, source: String) {
+        self.valueNames = valueNames
+        self.nodes = nodes
+        self.input = input
+        self.output = output
+        self.source = source
+    }
+
+    /// Input channel count the first layer expects, when it can be told.
+    public var inputChannels: Int? {
+        for node in nodes where node.inputs.contains(input) {
+            switch node.op {
+            case .convolution(let p): return p.inChannels
+            default: continue
+            }
+        }
+        return nil
+    }
+}
+
+/// A model the engine cannot run or whose shapes do not fit: names the layer and the file.
+public struct EngineError: Error, Sendable, CustomStringConvertible {
+    /// The full message.
+    public let message: String
+    /// Makes an error.
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

@@ -1,0 +1,268 @@
+import Foundation
+
+// Plain implementations of every operation on CHW float buffers. The reference backend runs
+// everything through these; the oneDNN backend uses them only for operations oneDNN lacks
+// (pixel shuffle, bicubic resize, padding, softmax, slicing), and the op tests say which.
+
+enum Kernels {
+    @inline(__always)
+    static func activate(_ x: Float, _ a: Activation, channel: Int) -> Float {
+        switch a {
+        case .identity: return x
+        case .relu: return max(x, 0)
+        case .leakyRelu(let s): return x > 0 ? x : x * s
+        case .prelu(let slopes): return x > 0 ? x : x * (slopes.count == 1 ? slopes[0] : slopes[channel])
+        case .silu: return x / (1 + exp(-x))
+        case .sigmoid: return 1 / (1 + exp(-x))
+        case .tanh: return Foundation.tanh(x)
+        case .clip(let lo, let hi): return min(max(x, lo), hi)
+        }
+    }
+
+    static func activation(_ a: Activation, _ x: UnsafeBufferPointer<Float>, _ s: Shape, _ y: UnsafeMutableBufferPointer<Float>) {
+        let plane = s.h * s.w
+        for c in 0..<s.c {
+            for i in 0..<plane { y[c * plane + i] = activate(x[c * plane + i], a, channel: c) }
+        }
+    }
+
+    static func convolution(_ p: ConvolutionParameters, _ x: UnsafeBufferPointer<Float>, _ s: Shape,
+                            _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
+        let icg = p.inChannels / p.groups, ocg = p.outChannels / p.groups
+        p.weights.withUnsafeBufferPointer { w in
+            for oc in 0..<p.outChannels {
+                let g = oc / ocg
+                let b = p.bias.isEmpty ? 0 : p.bias[oc]
+                for oy in 0..<o.h {
+                    for ox in 0..<o.w {
+                        var sum = b
+                        for ic in 0..<icg {
+                            let cin = g * icg + ic
+                            for ky in 0..<p.kernelH {
+                                let iy = oy * p.strideH - p.padTop + ky * p.dilationH
+                                if iy < 0 || iy >= s.h { continue }
+                                for kx in 0..<p.kernelW {
+                                    let ix = ox * p.strideW - p.padLeft + kx * p.dilationW
+                                    if ix < 0 || ix >= s.w { continue }
+                                    sum += x[(cin * s.h + iy) * s.w + ix] * w[((oc * icg + ic) * p.kernelH + ky) * p.kernelW + kx]
+                                }
+                            }
+                        }
+                        y[(oc * o.h + oy) * o.w + ox] = activate(sum, p.activation, channel: oc)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Transposed convolution as a scatter-add of every input pixel (no kernel flip).
+    static func deconvolution(_ p: ConvolutionParameters, _ x: UnsafeBufferPointer<Float>, _ s: Shape,
+                              _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
+        let icg = p.inChannels / p.groups, ocg = p.outChannels / p.groups
+        for oc in 0..<p.outChannels {
+            let b = p.bias.isEmpty ? 0 : p.bias[oc]
+            for i in 0..<(o.h * o.w) { y[oc * o.h * o.w + i] = b }
+        }
+        p.weights.withUnsafeBufferPointer { w in
+            for ic in 0..<p.inChannels {
+                let g = ic / icg
+                for iy in 0..<s.h {
+                    for ix in 0..<s.w {
+                        let v = x[(ic * s.h + iy) * s.w + ix]
+                        for ocl in 0..<ocg {
+                            let oc = g * ocg + ocl
+                            for ky in 0..<p.kernelH {
+                                let oy = iy * p.strideH + ky * p.dilationH - p.padTop
+                                if oy < 0 || oy >= o.h { continue }
+                                for kx in 0..<p.kernelW {
+                                    let ox = ix * p.strideW + kx * p.dilationW - p.padLeft
+                                    if ox < 0 || ox >= o.w { continue }
+                                    y[(oc * o.h + oy) * o.w + ox] += v * w[((ic * ocg + ocl) * p.kernelH + ky) * p.kernelW + kx]
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if p.activation != .identity {
+            for oc in 0..<p.outChannels {
+                for i in 0..<(o.h * o.w) { y[oc * o.h * o.w + i] = activate(y[oc * o.h * o.w + i], p.activation, channel: oc) }
+            }
+        }
+    }
+
+    @inline(__always)
+    static func apply(_ k: BinaryKind, _ a: Float, _ b: Float) -> Float {
+        switch k {
+        case .add: return a + b
+        case .sub: return a - b
+        case .mul: return a * b
+        case .div: return a / b
+        case .max: return max(a, b)
+        case .min: return min(a, b)
+        }
+    }
+
+    static func binary(_ k: BinaryKind, _ coefficients: [Float]?, _ a: UnsafeBufferPointer<Float>, _ sa: Shape,
+                       _ b: UnsafeBufferPointer<Float>, _ sb: Shape, _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
+        let ca = coefficients?[0] ?? 1, cb = coefficients?[1] ?? 1
+        for c in 0..<o.c {
+            let ac = sa.c == 1 ? 0 : c, bc = sb.c == 1 ? 0 : c
+            for yy in 0..<o.h {
+                let ay = sa.h == 1 ? 0 : yy, by = sb.h == 1 ? 0 : yy
+                for xx in 0..<o.w {
+                    let ax = sa.w == 1 ? 0 : xx, bx = sb.w == 1 ? 0 : xx
+                    let va = a[(ac * sa.h + ay) * sa.w + ax] * ca
+                    let vb = b[(bc * sb.h + by) * sb.w + bx] * cb
+                    y[(c * o.h + yy) * o.w + xx] = apply(k, va, vb)
+                }
+            }
+        }
+    }
+
+    static func scalar(_ k: BinaryKind, _ v: Float, _ first: Bool, _ x: UnsafeBufferPointer<Float>, _ y: UnsafeMutableBufferPointer<Float>) {
+        for i in 0..<x.count { y[i] = first ? apply(k, v, x[i]) : apply(k, x[i], v) }
+    }
+
+    static func channelAffine(_ scale: [Float], _ bias: [Float], _ x: UnsafeBufferPointer<Float>, _ s: Shape, _ y: UnsafeMutableBufferPointer<Float>) {
+        let plane = s.h * s.w
+        for c in 0..<s.c { for i in 0..<plane { y[c * plane + i] = x[c * plane + i] * scale[c] + bias[c] } }
+    }
+
+    static func softmaxChannels(_ x: UnsafeBufferPointer<Float>, _ s: Shape, _ y: UnsafeMutableBufferPointer<Float>) {
+        let plane = s.h * s.w
+        for i in 0..<plane {
+            var m = -Float.infinity
+            for c in 0..<s.c { m = max(m, x[c * plane + i]) }
+            var sum: Float = 0
+            for c in 0..<s.c { let e = exp(x[c * plane + i] - m); y[c * plane + i] = e; sum += e }
+            for c in 0..<s.c { y[c * plane + i] /= sum }
+        }
+    }
+
+    static func pixelShuffle(_ r: Int, _ order: ShuffleOrder, _ x: UnsafeBufferPointer<Float>, _ s: Shape,
+                             _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
+        for c in 0..<o.c {
+            for dy in 0..<r {
+                for dx in 0..<r {
+                    let ic = order == .crd ? c * r * r + dy * r + dx : (dy * r + dx) * o.c + c
+                    for iy in 0..<s.h {
+                        for ix in 0..<s.w {
+                            y[(c * o.h + iy * r + dy) * o.w + ix * r + dx] = x[(ic * s.h + iy) * s.w + ix]
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Cubic convolution weights (Keys, A = −0.75, as PyTorch, OpenCV and ncnn use).
+    @inline(__always)
+    static func cubicWeights(_ t: Float) -> (Float, Float, Float, Float) {
+        let a: Float = -0.75
+        func near(_ d: Float) -> Float { ((a + 2) * d - (a + 3)) * d * d + 1 }
+        func far(_ d: Float) -> Float { ((a * d - 5 * a) * d + 8 * a) * d - 4 * a }
+        return (far(t + 1), near(t), near(1 - t), far(2 - t))
+    }
+
+    static func resize(_ mode: ResizeMode, _ alignCorners: Bool, _ x: UnsafeBufferPointer<Float>, _ s: Shape,
+                       _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
+        func source(_ d: Int, _ inSize: Int, _ outSize: Int) -> Float {
+            if alignCorners { return outSize > 1 ? Float(d) * Float(inSize - 1) / Float(outSize - 1) : 0 }
+            return (Float(d) + 0.5) * Float(inSize) / Float(outSize) - 0.5
+        }
+        for c in 0..<s.c {
+            let base = c * s.h * s.w
+            @inline(__always) func px(_ yy: Int, _ xx: Int) -> Float {
+                x[base + min(max(yy, 0), s.h - 1) * s.w + min(max(xx, 0), s.w - 1)]
+            }
+            for oy in 0..<o.h {
+                for ox in 0..<o.w {
+                    let v: Float
+                    switch mode {
+                    case .nearest:
+                        // Floor of the scaled coordinate (PyTorch "nearest", ncnn Interp type 1).
+                        let sy = min(Int(Float(oy) * Float(s.h) / Float(o.h)), s.h - 1)
+                        let sx = min(Int(Float(ox) * Float(s.w) / Float(o.w)), s.w - 1)
+                        v = px(sy, sx)
+                    case .bilinear:
+                        let fy = max(source(oy, s.h, o.h), 0), fx = max(source(ox, s.w, o.w), 0)
+                        let y0 = Int(fy), x0 = Int(fx)
+                        let ty = fy - Float(y0), tx = fx - Float(x0)
+                        let top = px(y0, x0) * (1 - tx) + px(y0, x0 + 1) * tx
+                        let bottom = px(y0 + 1, x0) * (1 - tx) + px(y0 + 1, x0 + 1) * tx
+                        v = top * (1 - ty) + bottom * ty
+                    case .bicubic:
+                        let fy = source(oy, s.h, o.h), fx = source(ox, s.w, o.w)
+                        let y0 = Int(fy.rounded(.down)), x0 = Int(fx.rounded(.down))
+                        let wy = cubicWeights(fy - Float(y0)), wx = cubicWeights(fx - Float(x0))
+                        func row(_ yy: Int) -> Float {
+                            px(yy, x0 - 1) * wx.0 + px(yy, x0) * wx.1 + px(yy, x0 + 1) * wx.2 + px(yy, x0 + 2) * wx.3
+                        }
+                        v = row(y0 - 1) * wy.0 + row(y0) * wy.1 + row(y0 + 1) * wy.2 + row(y0 + 2) * wy.3
+                    }
+                    y[(c * o.h + oy) * o.w + ox] = v
+                }
+            }
+        }
+    }
+
+    static func pad(_ t: Int, _ l: Int, _ mode: PaddingMode, _ x: UnsafeBufferPointer<Float>, _ s: Shape,
+                    _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
+        @inline(__always) func map(_ i: Int, _ n: Int) -> Int? {
+            if i >= 0 && i < n { return i }
+            switch mode {
+            case .constant: return nil
+            case .replicate: return min(max(i, 0), n - 1)
+            case .reflect: return i < 0 ? -i : 2 * (n - 1) - i
+            }
+        }
+        let fill: Float
+        if case .constant(let v) = mode { fill = v } else { fill = 0 }
+        for c in 0..<s.c {
+            for oy in 0..<o.h {
+                let sy = map(oy - t, s.h)
+                for ox in 0..<o.w {
+                    let sx = map(ox - l, s.w)
+                    if let sy, let sx {
+                        y[(c * o.h + oy) * o.w + ox] = x[(c * s.h + sy) * s.w + sx]
+                    } else {
+                        y[(c * o.h + oy) * o.w + ox] = fill
+                    }
+                }
+            }
+        }
+    }
+
+    /// Copies the window starting at (top, left) of size `o` from `x`, channels from `c0`.
+    static func window(_ top: Int, _ left: Int, _ c0: Int, _ x: UnsafeBufferPointer<Float>, _ s: Shape,
+                       _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
+        for c in 0..<o.c {
+            for oy in 0..<o.h {
+                for ox in 0..<o.w {
+                    y[(c * o.h + oy) * o.w + ox] = x[((c + c0) * s.h + oy + top) * s.w + ox + left]
+                }
+            }
+        }
+    }
+
+    static func globalAveragePool(_ x: UnsafeBufferPointer<Float>, _ s: Shape, _ y: UnsafeMutableBufferPointer<Float>) {
+        let plane = s.h * s.w
+        for c in 0..<s.c {
+            var sum: Float = 0
+            for i in 0..<plane { sum += x[c * plane + i] }
+            y[c] = sum / Float(plane)
+        }
+    }
+
+    static func fullyConnected(_ out: Int, _ w: [Float], _ b: [Float], _ a: Activation, _ x: UnsafeBufferPointer<Float>,
+                               _ y: UnsafeMutableBufferPointer<Float>) {
+        let n = x.count
+        for o in 0..<out {
+            var sum = b.isEmpty ? 0 : b[o]
+            for i in 0..<n { sum += w[o * n + i] * x[i] }
+            y[o] = activate(sum, a, channel: o)
+        }
+    }
+}

@@ -1,0 +1,167 @@
+extension Graph {
+    /// The shape of every value for an input of `inputShape`, checking that each layer fits
+    /// its inputs. Errors name the layer, its operation and the model file.
+    public func inferShapes(input inputShape: Shape) throws -> [Shape?] {
+        var shapes = [Shape?](repeating: nil, count: valueNames.count)
+        shapes[input] = inputShape
+        for node in nodes {
+            let ins: [Shape] = try node.inputs.map { i in
+                guard let s = shapes[i] else {
+                    throw EngineError("Layer '\(node.name)' in \(source) reads '\(valueNames[i])' before any layer produces it.")
+                }
+                return s
+            }
+            shapes[node.output] = try node.outputShape(ins, source: source)
+        }
+        return shapes
+    }
+
+    /// Multiply-adds of one run at `inputShape` (convolutions, transposed convolutions, fully
+    /// connected layers), for FLOP reports (1 MAC = 2 FLOPs).
+    public func multiplyAdds(input inputShape: Shape) throws -> Int {
+        let shapes = try inferShapes(input: inputShape)
+        var total = 0
+        for node in nodes {
+            switch node.op {
+            case .convolution(let p):
+                let o = shapes[node.output]!
+                total += o.h * o.w * p.macsPerOutputPixel
+            case .deconvolution(let p):
+                let i = shapes[node.inputs[0]]!
+                total += i.h * i.w * p.inChannels * (p.outChannels / p.groups) * p.kernelH * p.kernelW
+            case .fullyConnected(_, let weights, _, _):
+                total += weights.count
+            default:
+                break
+            }
+        }
+        return total
+    }
+}
+
+extension Node {
+    func fail(_ why: String, _ source: String) -> EngineError {
+        EngineError("Layer '\(name)' (\(op.kindName)) in \(source): \(why).")
+    }
+
+    /// Output shape for these input shapes.
+    func outputShape(_ ins: [Shape], source: String) throws -> Shape {
+        let expectedInputs: Int
+        switch op {
+        case .binary, .cropLike: expectedInputs = 2
+        case .concatChannels: expectedInputs = max(ins.count, 1)
+        default: expectedInputs = 1
+        }
+        guard ins.count == expectedInputs else { throw fail("expects \(expectedInputs) inputs, has \(ins.count)", source) }
+        let x = ins[0]
+        switch op {
+        case .convolution(let p):
+            guard x.c == p.inChannels else { throw fail("expects \(p.inChannels) input channels, gets \(x.c)", source) }
+            guard p.groups > 0, p.inChannels % p.groups == 0, p.outChannels % p.groups == 0 else {
+                throw fail("groups \(p.groups) do not divide channels \(p.inChannels)→\(p.outChannels)", source)
+            }
+            guard p.weights.count == p.outChannels * (p.inChannels / p.groups) * p.kernelH * p.kernelW else {
+                throw fail("has \(p.weights.count) weights, expected \(p.outChannels * (p.inChannels / p.groups) * p.kernelH * p.kernelW)", source)
+            }
+            let ekh = p.dilationH * (p.kernelH - 1) + 1, ekw = p.dilationW * (p.kernelW - 1) + 1
+            let h = (x.h + p.padTop + p.padBottom - ekh) / p.strideH + 1
+            let w = (x.w + p.padLeft + p.padRight - ekw) / p.strideW + 1
+            guard x.h + p.padTop + p.padBottom >= ekh, x.w + p.padLeft + p.padRight >= ekw, h > 0, w > 0 else {
+                throw fail("input \(x.h)x\(x.w) is smaller than the \(ekh)x\(ekw) kernel", source)
+            }
+            return Shape(c: p.outChannels, h: h, w: w)
+        case .deconvolution(let p):
+            guard x.c == p.inChannels else { throw fail("expects \(p.inChannels) input channels, gets \(x.c)", source) }
+            guard p.weights.count == p.inChannels * (p.outChannels / p.groups) * p.kernelH * p.kernelW else {
+                throw fail("has \(p.weights.count) weights, expected \(p.inChannels * (p.outChannels / p.groups) * p.kernelH * p.kernelW)", source)
+            }
+            let h = (x.h - 1) * p.strideH + p.dilationH * (p.kernelH - 1) + 1 - p.padTop - p.padBottom + p.outputPadH
+            let w = (x.w - 1) * p.strideW + p.dilationW * (p.kernelW - 1) + 1 - p.padLeft - p.padRight + p.outputPadW
+            guard h > 0, w > 0 else { throw fail("input \(x.h)x\(x.w) gives an empty output", source) }
+            return Shape(c: p.outChannels, h: h, w: w)
+        case .activation(let a):
+            if case .prelu(let s) = a, s.count != 1, s.count != x.c {
+                throw fail("has \(s.count) slopes for \(x.c) channels", source)
+            }
+            return x
+        case .scalar, .softmaxChannels:
+            return x
+        case .channelAffine(let scale, let bias):
+            guard scale.count == x.c, bias.count == x.c else { throw fail("has \(scale.count) scales for \(x.c) channels", source) }
+            return x
+        case .binary:
+            let y = ins[1]
+            func dim(_ a: Int, _ b: Int, _ what: String) throws -> Int {
+                if a == b || b == 1 { return a }
+                if a == 1 { return b }
+                throw fail("cannot broadcast \(what) \(a) with \(b) (shapes \(x) and \(y))", source)
+            }
+            return Shape(c: try dim(x.c, y.c, "channels"), h: try dim(x.h, y.h, "height"), w: try dim(x.w, y.w, "width"))
+        case .pixelShuffle(let r, _):
+            guard r > 0, x.c % (r * r) == 0 else { throw fail("\(x.c) channels are not divisible by \(r)²", source) }
+            return Shape(c: x.c / (r * r), h: x.h * r, w: x.w * r)
+        case .resize(_, let sh, let sw, let oh, let ow, _):
+            let h = oh > 0 ? oh : Int(Float(x.h) * sh)
+            let w = ow > 0 ? ow : Int(Float(x.w) * sw)
+            guard h > 0, w > 0 else { throw fail("resizes \(x.h)x\(x.w) to nothing", source) }
+            return Shape(c: x.c, h: h, w: w)
+        case .pad(let t, let l, let b, let r, let mode):
+            guard t >= 0, l >= 0, b >= 0, r >= 0 else { throw fail("negative padding", source) }
+            if mode == .reflect, t >= x.h || b >= x.h || l >= x.w || r >= x.w {
+                throw fail("reflect padding \(max(t, b, l, r)) needs an input larger than \(x.h)x\(x.w)", source)
+            }
+            return Shape(c: x.c, h: x.h + t + b, w: x.w + l + r)
+        case .crop(let t, let l, let b, let r):
+            guard t >= 0, l >= 0, b >= 0, r >= 0, x.h - t - b > 0, x.w - l - r > 0 else {
+                throw fail("crop \(t),\(l),\(b),\(r) does not fit \(x.h)x\(x.w)", source)
+            }
+            return Shape(c: x.c, h: x.h - t - b, w: x.w - l - r)
+        case .cropLike(let t, let l):
+            let y = ins[1]
+            guard t >= 0, l >= 0, t + y.h <= x.h, l + y.w <= x.w else {
+                throw fail("cannot crop \(y.h)x\(y.w) at \(t),\(l) out of \(x.h)x\(x.w)", source)
+            }
+            return Shape(c: x.c, h: y.h, w: y.w)
+        case .sliceChannels(let s, let e):
+            guard s >= 0, e <= x.c, s < e else { throw fail("channel slice \(s)..<\(e) does not fit \(x.c) channels", source) }
+            return Shape(c: e - s, h: x.h, w: x.w)
+        case .concatChannels:
+            for y in ins where y.h != x.h || y.w != x.w {
+                throw fail("concatenates \(x.h)x\(x.w) with \(y.h)x\(y.w)", source)
+            }
+            return Shape(c: ins.reduce(0) { $0 + $1.c }, h: x.h, w: x.w)
+        case .globalAveragePool:
+            return Shape(c: x.c, h: 1, w: 1)
+        case .fullyConnected(let out, let weights, let bias, _):
+            guard out > 0, weights.count == out * x.count else {
+                throw fail("has \(weights.count) weights for \(x.count) inputs × \(out) outputs", source)
+            }
+            guard bias.isEmpty || bias.count == out else { throw fail("has \(bias.count) biases for \(out) outputs", source) }
+            return Shape(c: out, h: 1, w: 1)
+        }
+    }
+}
+
+extension Operation {
+    /// A short name of the operation kind.
+    public var kindName: String {
+        switch self {
+        case .convolution: return "convolution"
+        case .deconvolution: return "transposed convolution"
+        case .activation: return "activation"
+        case .binary(let k, _): return "binary \(k.rawValue)"
+        case .scalar(let k, _, _): return "scalar \(k.rawValue)"
+        case .channelAffine: return "batch norm"
+        case .softmaxChannels: return "softmax"
+        case .pixelShuffle: return "pixel shuffle"
+        case .resize(let m, _, _, _, _, _): return "resize \(m.rawValue)"
+        case .pad: return "pad"
+        case .crop: return "crop"
+        case .cropLike: return "crop"
+        case .sliceChannels: return "slice"
+        case .concatChannels: return "concat"
+        case .globalAveragePool: return "global average pooling"
+        case .fullyConnected: return "fully connected"
+        }
+    }
+}
