@@ -1,0 +1,189 @@
+/// How a model is run over a picture of any size: its scale, how much border each tile needs,
+/// how that border is filled at the picture's edges, and what sizes its tiles must have.
+public struct TilingSpec: Sendable, Equatable {
+    /// Integer output scale.
+    public var scale: Int
+    /// Input pixels added on each side of a tile (the model's border loss, or the overlap a
+    /// "same"-padded model needs to hide its zero padding): `shrinkSize` in the .wifm spec.
+    public var padding: Int
+    /// How pixels beyond the picture's edge are made.
+    public var border: PaddingMode
+    /// Tile interiors are rounded up to a multiple of this (U-Nets with strided layers).
+    public var multiple: Int
+    /// Add a nearest-neighbour `scale×` copy of the input to the output (Real-CUGAN 4×).
+    public var addNearestInput: Bool
+
+    /// Makes a spec.
+    public init(scale: Int, padding: Int, border: PaddingMode, multiple: Int = 1, addNearestInput: Bool = false) {
+        self.scale = scale
+        self.padding = padding
+        self.border = border
+        self.multiple = max(1, multiple)
+        self.addNearestInput = addNearestInput
+    }
+}
+
+/// Runs a model over pictures of any size in tiles.
+///
+/// Each tile's interior (`tile × tile` input pixels, the last row and column shifted flush to
+/// the picture's edge) is fed with `padding` extra pixels on every side — real neighbours
+/// inside the picture, the border rule outside it — and its output interior is copied into
+/// place. Tiles overlap only in their borders, which are discarded, so nothing is blended and
+/// a model without global operations gives exactly the whole-frame result. Graphs are
+/// prepared once per tile shape and reused for every frame.
+public final class TiledRunner {
+    /// The graph being run.
+    public let graph: Graph
+    /// The model's tiling rules.
+    public let spec: TilingSpec
+    /// Interior tile side in input pixels.
+    public let tileSize: Int
+    private let backend: InferenceBackend
+    private var prepared: [Shape: PreparedGraph] = [:]
+    private var tileInput: [Float] = []
+    private var tileOutput: [Float] = []
+    /// Input border each side that the graph itself consumes (valid convolutions); the rest of
+    /// `padding` is cropped from the output.
+    private var consumed: [Shape: Int] = [:]
+
+    /// Makes a runner. `tileSize` nil picks one from `memoryBudget` bytes.
+    public init(graph: Graph, spec: TilingSpec, backend: InferenceBackend, tileSize: Int? = nil,
+                memoryBudget: Int = 1 << 30) throws {
+        self.graph = graph
+        self.spec = spec
+        self.backend = backend
+        if let tileSize {
+            guard tileSize >= spec.multiple, tileSize >= 8 else {
+                throw EngineError("Tile size \(tileSize) is too small for \(graph.source); use at least \(max(8, spec.multiple)).")
+            }
+            self.tileSize = tileSize / spec.multiple * spec.multiple
+        } else {
+            self.tileSize = try Self.automaticTileSize(graph: graph, spec: spec, budget: memoryBudget)
+        }
+    }
+
+    /// The largest tile whose intermediate tensors fit in `budget` bytes.
+    public static func automaticTileSize(graph: Graph, spec: TilingSpec, budget: Int) throws -> Int {
+        let probe = 64
+        let side = probe + 2 * spec.padding
+        let channels = graph.inputChannels ?? 3
+        let shapes = try graph.inferShapes(input: Shape(c: channels, h: side, w: side))
+        let bytes = shapes.compactMap { $0 }.reduce(0) { $0 + $1.count * 4 }
+        let perPixel = Double(bytes) / Double(side * side)
+        var t = Int((Double(budget) / perPixel).squareRoot()) - 2 * spec.padding
+        t = min(max(t, 32), 1024)
+        return max(spec.multiple, t / spec.multiple * spec.multiple)
+    }
+
+    private func roundUp(_ v: Int) -> Int { (v + spec.multiple - 1) / spec.multiple * spec.multiple }
+
+    /// Tile origins along one axis: every `tile`, the last flush to the end.
+    public static func origins(length: Int, tile: Int) -> [Int] {
+        if length <= tile { return [0] }
+        var out = Array(stride(from: 0, to: length - tile, by: tile))
+        out.append(length - tile)
+        return out
+    }
+
+    /// Runs the model on `input` (`channels × height × width`, CHW) into `output`
+    /// (`channels × height·scale × width·scale`).
+    public func run(input: UnsafeBufferPointer<Float>, channels: Int, height: Int, width: Int,
+                    output: UnsafeMutableBufferPointer<Float>) throws {
+        let s = spec.scale, p = spec.padding
+        let th = roundUp(min(tileSize, height)), tw = roundUp(min(tileSize, width))
+        let inShape = Shape(c: channels, h: th + 2 * p, w: tw + 2 * p)
+        let graphRun = try preparedGraph(inShape)
+        let crop = consumed[inShape]!
+        let outH = graphRun.outputShape.h, outW = graphRun.outputShape.w
+        let oh = height * s, ow = width * s
+        if tileInput.count != inShape.count { tileInput = [Float](repeating: 0, count: inShape.count) }
+        if tileOutput.count != graphRun.outputShape.count { tileOutput = [Float](repeating: 0, count: graphRun.outputShape.count) }
+        for y0 in Self.origins(length: height, tile: th) {
+            for x0 in Self.origins(length: width, tile: tw) {
+                fillTile(input, channels, height, width, y0 - p, x0 - p, inShape)
+                try tileInput.withUnsafeBufferPointer { i in
+                    try tileOutput.withUnsafeMutableBufferPointer { o in try graphRun.run(input: i, output: o) }
+                }
+                // Copy the interior of this tile's output into place (crop = border left in the output).
+                let rows = min(th, height - y0) * s, cols = min(tw, width - x0) * s
+                tileOutput.withUnsafeBufferPointer { t in
+                    for c in 0..<channels {
+                        for r in 0..<rows {
+                            let src = (c * outH + r + crop) * outW + crop
+                            let dst = (c * oh + y0 * s + r) * ow + x0 * s
+                            (output.baseAddress! + dst).update(from: t.baseAddress! + src, count: cols)
+                        }
+                    }
+                }
+            }
+        }
+        if spec.addNearestInput {
+            for c in 0..<channels {
+                for y in 0..<oh {
+                    for x in 0..<ow {
+                        output[(c * oh + y) * ow + x] += input[(c * height + y / s) * width + x / s]
+                    }
+                }
+            }
+        }
+    }
+
+    private func preparedGraph(_ shape: Shape) throws -> PreparedGraph {
+        if let g = prepared[shape] { return g }
+        let g = try backend.prepare(graph, input: shape)
+        let s = spec.scale
+        // Output rows beyond scale × interior are border: the graph consumed `b` input pixels
+        // per side, the remaining (padding − b) are cropped here.
+        let extra = g.outputShape.h - s * (shape.h - 2 * spec.padding)
+        guard extra >= 0, extra % 2 == 0, g.outputShape.w - s * (shape.w - 2 * spec.padding) == extra else {
+            throw EngineError("\(graph.source): output \(g.outputShape) for input \(shape) does not fit scale \(s) with padding \(spec.padding).")
+        }
+        consumed[shape] = extra / 2
+        prepared[shape] = g
+        return g
+    }
+
+    /// Copies the window starting at (top, left) of size `shape`, mapping outside pixels by
+    /// the border rule.
+    private func fillTile(_ input: UnsafeBufferPointer<Float>, _ channels: Int, _ height: Int, _ width: Int,
+                          _ top: Int, _ left: Int, _ shape: Shape) {
+        @inline(__always) func map(_ i: Int, _ n: Int) -> Int {
+            if i >= 0 && i < n { return i }
+            switch spec.border {
+            case .reflect:
+                var j = i
+                // Mirror without repeating the edge; fold again for borders wider than the picture.
+                while j < 0 || j >= n { j = j < 0 ? -j : 2 * (n - 1) - j; if n == 1 { return 0 } }
+                return j
+            default:
+                return min(max(i, 0), n - 1)
+            }
+        }
+        var constant: Float?
+        if case .constant(let v) = spec.border { constant = v }
+        tileInput.withUnsafeMutableBufferPointer { t in
+            for c in 0..<channels {
+                for r in 0..<shape.h {
+                    let y = top + r
+                    let inside = y >= 0 && y < height
+                    let sy = map(y, height)
+                    let rowBase = (c * height + sy) * width
+                    let outBase = (c * shape.h + r) * shape.w
+                    // The interior of the row is one contiguous copy.
+                    let x0 = max(0, -left), x1 = min(shape.w, width - left)
+                    if let constant, !inside {
+                        for k in 0..<shape.w { t[outBase + k] = constant }
+                        continue
+                    }
+                    if x1 > x0 {
+                        (t.baseAddress! + outBase + x0).update(from: input.baseAddress! + rowBase + left + x0, count: x1 - x0)
+                    }
+                    for k in 0..<x0 { t[outBase + k] = constant ?? input[rowBase + map(left + k, width)] }
+                    if x1 < shape.w {
+                        for k in max(x1, 0)..<shape.w { t[outBase + k] = constant ?? input[rowBase + map(left + k, width)] }
+                    }
+                }
+            }
+        }
+    }
+}
