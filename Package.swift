@@ -27,11 +27,11 @@ let package = Package(
         // The engine's loops are the product: optimise them even in debug builds and tests.
         .target(name: "Engine", dependencies: ["CDNNL"], swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
         .target(name: "ModelFormats", dependencies: ["Engine", "CZip"]),
-        .target(name: "Vivify", dependencies: ["MediaIO", "Engine", "ModelFormats"]),
+        .target(name: "Vivify", dependencies: ["MediaIO", "Engine", "ModelFormats", "ModelCatalog"]),
         .target(name: "ModelCatalog"),
         .executableTarget(
             name: "vivify",
-            dependencies: ["Vivify", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Vivify", "ModelCatalog", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "Vivify"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "ModelFormats"]),

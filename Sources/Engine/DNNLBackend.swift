@@ -1,4 +1,7 @@
 import CDNNL
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The fast CPU backend on oneDNN (C API 2.6). Convolutions, transposed convolutions, fully
 /// connected layers, pooling, element-wise and binary operations run as oneDNN primitives in
@@ -62,8 +65,12 @@ final class DNNLMemory {
         return p!.assumingMemoryBound(to: Float.self)
     }
 
-    func sameLayout(as other: dnnl_memory_desc_t) -> Bool {
-        var a = md, b = other
+    func sameLayout(as other: dnnl_memory_desc_t) -> Bool { md.isEqual(to: other) }
+}
+
+extension dnnl_memory_desc_t {
+    func isEqual(to other: dnnl_memory_desc_t) -> Bool {
+        var a = self, b = other
         return dnnl_memory_desc_equal(&a, &b) != 0
     }
 }
@@ -120,6 +127,8 @@ func eltwiseAlgorithm(_ a: Activation) -> (dnnl_alg_kind_t, Float, Float)? {
 }
 
 final class DNNLPrepared: PreparedGraph {
+    /// Winograd for eligible 3×3 layers (VIVIFY_WINOGRAD=0 turns it off, for comparisons).
+    static let useWinograd: Bool = getenv("VIVIFY_WINOGRAD").map { String(cString: $0) != "0" } ?? true
     let backend: DNNLBackend
     let graph: Graph
     let shapes: [Shape]
@@ -192,7 +201,7 @@ final class DNNLPrepared: PreparedGraph {
 
     /// A memory with `md` holding `value`, reordering once per run when the layout differs.
     private func value(_ v: Int, as md: dnnl_memory_desc_t) throws -> DNNLMemory {
-        let mem = current[v]!
+        let mem = try materialized(v)
         if mem.sameLayout(as: md) { return mem }
         if let p = plainCopies[v], p.sameLayout(as: md) { return p }
         let dst = try DNNLMemory(md: md, engine: engine, isPlain: false)
@@ -200,10 +209,49 @@ final class DNNLPrepared: PreparedGraph {
         return dst
     }
 
+    /// Values stored with a border of garbage pixels on every side (see `convolution`).
+    private var margins: [Int: Int] = [:]
+
+    /// The value without any stored margin: crops it out (once) into a dense memory of the
+    /// same layout.
+    private func materialized(_ v: Int) throws -> DNNLMemory {
+        let mem = current[v]!
+        let m = margins[v] ?? 0
+        if m == 0 { return mem }
+        let s = shapes[v]
+        var sub = dnnl_memory_desc_t()
+        var md = mem.md
+        var dims: [Int64] = [1, Int64(s.c), Int64(s.h), Int64(s.w)]
+        var offsets: [Int64] = [0, 0, Int64(m), Int64(m)]
+        try dnnlCheck(dnnl_memory_desc_init_submemory(&sub, &md, &dims, &offsets), "describe a margin crop")
+        let target = Self.sameFormat(as: mem.md, dims: dims) ?? Self.plainMD(s)
+        let dst = try DNNLMemory(md: target, engine: engine, isPlain: Self.plainMD(s).isEqual(to: target))
+        var pd: dnnl_primitive_desc_t?
+        var a = sub, b = target
+        try dnnlCheck(dnnl_reorder_primitive_desc_create(&pd, &a, engine, &b, engine, nil), "crop a margin")
+        defer { dnnl_primitive_desc_destroy(pd) }
+        let step = try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, mem), (DNNL_ARG_TO, dst)])
+        let stream = self.stream
+        steps.append { try step.execute(stream) }
+        current[v] = dst
+        margins[v] = 0
+        return dst
+    }
+
+    /// A dense descriptor for `dims` in the same format tag as `md`, when it is a common one.
+    static func sameFormat(as md: dnnl_memory_desc_t, dims: [Int64]) -> dnnl_memory_desc_t? {
+        let original = (0..<4).map { i in withUnsafeBytes(of: md.dims) { $0.load(fromByteOffset: i * 8, as: Int64.self) } }
+        for tag in [dnnl_nChw16c, dnnl_nChw8c, dnnl_nhwc, dnnl_nchw, dnnl_nChw4c] {
+            let probe = taggedMD(original, tag)
+            if probe.isEqual(to: md) { return taggedMD(dims, tag) }
+        }
+        return nil
+    }
+
     /// The value in plain NCHW for Swift loops (one shared copy per value).
     private func plain(_ v: Int) throws -> DNNLMemory {
         if let p = plainCopies[v] { return p }
-        let mem = current[v]!
+        let mem = try materialized(v)
         let md = Self.plainMD(shapes[v])
         if mem.sameLayout(as: md) { plainCopies[v] = mem; return mem }
         let dst = try DNNLMemory(md: md, engine: engine, isPlain: true)
@@ -255,7 +303,7 @@ final class DNNLPrepared: PreparedGraph {
             if case .prelu(let slopes) = a {
                 try prelu(node.inputs[0], slopes, output: node.output)
             } else if let (alg, alpha, beta) = eltwiseAlgorithm(a) {
-                let src = current[node.inputs[0]]!
+                let src = try materialized(node.inputs[0])
                 var desc = dnnl_eltwise_desc_t()
                 var md = src.md
                 try dnnlCheck(dnnl_eltwise_forward_desc_init(&desc, dnnl_forward_inference, alg, &md, alpha, beta), "describe an activation")
@@ -265,12 +313,12 @@ final class DNNLPrepared: PreparedGraph {
                 try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_DST, dst)])
                 current[node.output] = dst
             } else {
-                current[node.output] = current[node.inputs[0]]
+                current[node.output] = try materialized(node.inputs[0])
             }
         case .binary(let kind, let coefficients):
             try binary(node, kind, coefficients, out)
         case .globalAveragePool:
-            let src = current[node.inputs[0]]!
+            let src = try materialized(node.inputs[0])
             let s = shapes[node.inputs[0]]
             var desc = dnnl_pooling_desc_t()
             var smd = src.md
@@ -310,8 +358,23 @@ final class DNNLPrepared: PreparedGraph {
         steps.append { try step.execute(stream) }
     }
 
-    private func convolution(_ node: Node, _ p: ConvolutionParameters, transposed: Bool) throws {
-        let s = shapes[node.inputs[0]], o = shapes[node.output]
+    private func convolution(_ node: Node, _ original: ConvolutionParameters, transposed: Bool) throws {
+        var p = original
+        var s = shapes[node.inputs[0]], o = shapes[node.output]
+        // A valid (unpadded) 3×3 stride-1 layer equals a 1-padded one with its outer ring
+        // dropped. Running it padded keeps oneDNN on Winograd, and the ring is not cropped
+        // now: the value carries a growing margin of garbage pixels through a chain of such
+        // layers and is cropped once, where something else reads it.
+        var outMargin = 0
+        if !transposed, Self.useWinograd, p.kernelH == 3, p.kernelW == 3, p.strideH == 1, p.strideW == 1,
+           p.dilationH == 1, p.dilationW == 1, p.padTop == 0, p.padLeft == 0, p.padBottom == 0, p.padRight == 0,
+           p.groups == 1, p.inChannels >= 16, p.outChannels >= 16 {
+            let m = margins[node.inputs[0]] ?? 0
+            s = Shape(c: s.c, h: s.h + 2 * m, w: s.w + 2 * m)
+            o = Shape(c: o.c, h: s.h, w: s.w)
+            p.padTop = 1; p.padLeft = 1; p.padBottom = 1; p.padRight = 1
+            outMargin = m + 1
+        }
         var srcAny = Self.anyMD([1, Int64(s.c), Int64(s.h), Int64(s.w)])
         var dstAny = Self.anyMD([1, Int64(o.c), Int64(o.h), Int64(o.w)])
         let g = Int64(p.groups)
@@ -333,12 +396,38 @@ final class DNNLPrepared: PreparedGraph {
             pd = try createPD(&desc, attr: attr.attr)
         } else {
             var desc = dnnl_convolution_desc_t()
-            try dnnlCheck(dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &srcAny, &wAny,
-                                                                     &bmd, &dstAny, &strides, &dil, &padL, &padR), "describe the convolution")
-            pd = try createPD(&desc, attr: attr.attr)
+            // Winograd F(4,3) does 3×3 stride-1 layers with about a third of the multiplies;
+            // oneDNN has it for wide enough layers on AVX-512. Fall back to direct otherwise.
+            var winogradPD: dnnl_primitive_desc_t?
+            if Self.useWinograd, p.kernelH == 3, p.kernelW == 3, p.strideH == 1, p.strideW == 1, p.dilationH == 1, p.dilationW == 1,
+               p.groups == 1, p.inChannels >= 16, p.outChannels >= 16,
+               dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_winograd, &srcAny, &wAny,
+                                                          &bmd, &dstAny, &strides, &dil, &padL, &padR) == dnnl_success {
+                winogradPD = try? createPD(&desc, attr: attr.attr)
+            }
+            if let winogradPD {
+                pd = winogradPD
+            } else {
+                try dnnlCheck(dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &srcAny, &wAny,
+                                                                         &bmd, &dstAny, &strides, &dil, &padL, &padR), "describe the convolution")
+                pd = try createPD(&desc, attr: attr.attr)
+            }
         }
         defer { dnnl_primitive_desc_destroy(pd) }
-        let src = try value(node.inputs[0], as: query(pd, dnnl_query_src_md))
+        let srcMD = query(pd, dnnl_query_src_md)
+        let src: DNNLMemory
+        if outMargin > 0 {
+            // Read the stored (margin-carrying) tensor as it is, reordering only its layout.
+            let stored = current[node.inputs[0]]!
+            if stored.sameLayout(as: srcMD) {
+                src = stored
+            } else {
+                src = try DNNLMemory(md: srcMD, engine: engine, isPlain: false)
+                try addReorder(from: stored, to: src)
+            }
+        } else {
+            src = try value(node.inputs[0], as: srcMD)
+        }
         // Our transposed weights are [in][out][kh][kw]: oneDNN's "iohw" for logical (O, I, H, W).
         let userTag: dnnl_format_tag_t = p.groups == 1 ? (transposed ? dnnl_iohw : dnnl_oihw) : dnnl_goihw
         let weights = try constant(p.weights, user: Self.taggedMD(wdims, userTag), into: query(pd, dnnl_query_weights_md))
@@ -346,13 +435,14 @@ final class DNNLPrepared: PreparedGraph {
         let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
         try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_WEIGHTS, weights), (DNNL_ARG_BIAS, bias), (DNNL_ARG_DST, dst)], keep: [attr])
         current[node.output] = dst
+        margins[node.output] = outMargin
         if case .prelu(let slopes) = p.activation {
             try prelu(node.output, slopes, output: node.output)
         }
     }
 
     private func prelu(_ input: Int, _ slopes: [Float], output: Int) throws {
-        let src = current[input]!
+        let src = try materialized(input)
         let s = shapes[input]
         var desc = dnnl_prelu_desc_t()
         var md = src.md
@@ -383,7 +473,7 @@ final class DNNLPrepared: PreparedGraph {
         case .max: alg = dnnl_binary_max
         case .min: alg = dnnl_binary_min
         }
-        let src0 = current[a]!
+        let src0 = try materialized(a)
         // Same-shape operands share src0's layout; a broadcast operand goes in plain form.
         let src1 = shapes[b] == out ? try value(b, as: src0.md) : try plain(b)
         var md0 = src0.md, md1 = src1.md
@@ -425,7 +515,7 @@ final class DNNLPrepared: PreparedGraph {
 
     /// Crop and channel slice: a reorder from a sub-memory view (works on blocked layouts).
     private func window(_ input: Int, top: Int, left: Int, channel: Int, out: Shape, output: Int) throws {
-        let src = current[input]!
+        let src = try materialized(input)
         var sub = dnnl_memory_desc_t()
         var md = src.md
         var dims: [Int64] = [1, Int64(out.c), Int64(out.h), Int64(out.w)]

@@ -304,6 +304,8 @@ public final class MediaWriter {
         av.pointee.pts = pts
         av.pointee.pkt_duration = frame.duration.map { av_rescale_q($0, frame.timeBase.av, tb) } ?? frameDuration
         av.pointee.sample_aspect_ratio = description.sampleAspectRatio.av
+        // Fixed-quantiser encoders (mpeg4) read the quality from each frame, not the context.
+        if encoder!.pointee.flags & AV_CODEC_FLAG_QSCALE != 0 { av.pointee.quality = encoder!.pointee.global_quality }
         try send(av)
         framesWritten += 1
     }

@@ -1,0 +1,202 @@
+import ArgumentParser
+import Foundation
+import ModelCatalog
+
+/// `vivify models`: list, fetch and describe the built-in models. Thin: everything it prints
+/// comes from `Catalog` and `ModelStore` in the ModelCatalog library.
+struct ModelsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "models",
+        abstract: "List, fetch and describe the built-in models.",
+        discussion: """
+            Models are installed in $VIVIFY_MODELS, else $XDG_DATA_HOME/vivify/models, else \
+            ~/.local/share/vivify/models, one folder per model. Set VIVIFY_MODEL_MIRROR to a folder \
+            holding ncnn/<family>/<file> to copy from it instead of downloading; every file's SHA-256 \
+            is checked either way. Exit codes: 64 unknown model name, 65 a file has the wrong SHA-256, \
+            66 a model or mirror file is missing, 74 download or disk error.
+            """,
+        subcommands: [List.self, Fetch.self, Info.self]
+    )
+
+    /// `vivify models list`.
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show every model with its scale, family, whether it is installed, and its licence.")
+
+        func run() throws {
+            let store = ModelStore()
+            let listings = store.list()
+            var rows = [["NAME", "SCALE", "FAMILY", "INSTALLED", "LICENCE"]]
+            for l in listings {
+                let installed: String
+                switch l.state {
+                case .installed: installed = "yes"
+                case .notInstalled: installed = "no"
+                case .incomplete: installed = "partial"
+                }
+                rows.append([l.entry.name, "\(l.entry.scale)x", l.entry.family.rawValue, installed, l.entry.licence.id])
+            }
+            print(table(rows), terminator: "")
+            let count = listings.filter(\.isInstalled).count
+            print("\(listings.count) models, \(count) installed in \(store.directory.path).")
+            if listings.contains(where: { if case .incomplete = $0.state { return true } else { return false } }) {
+                print("'partial' models are missing files or have damaged ones: run `vivify models fetch NAME` to repair them.")
+            }
+        }
+    }
+
+    /// `vivify models fetch`.
+    struct Fetch: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Install models by name: copy from VIVIFY_MODEL_MIRROR or download, then verify each file's SHA-256.")
+
+        @Argument(help: "Names of the models to install (see `vivify models list`).")
+        var names: [String] = []
+
+        @Flag(help: "Install every model in the catalog.")
+        var all = false
+
+        @Flag(help: "Copy or download again even when a file is already installed with the right SHA-256.")
+        var force = false
+
+        func validate() throws {
+            if all && !names.isEmpty {
+                throw ValidationError("Pass model names or --all, not both.")
+            }
+            if !all && names.isEmpty {
+                throw ValidationError("Name at least one model to fetch (see `vivify models list`), or pass --all.")
+            }
+        }
+
+        func run() throws {
+            let store = ModelStore()
+            let entries: [ModelEntry]
+            do {
+                // Every name is checked before anything is fetched, so a typo costs no download.
+                entries = all ? store.catalog.entries : try names.map { try store.catalog.lookup($0) }
+            } catch let error as CatalogError {
+                throw fail(error)
+            }
+            if let mirror = store.mirror {
+                print("Copying from the mirror \(mirror.path) into \(store.directory.path).")
+            } else {
+                print("Downloading into \(store.directory.path).")
+            }
+            var firstFailure: CatalogError?
+            var failures = 0
+            for entry in entries {
+                do {
+                    let report = try store.fetch(entry, force: force)
+                    for r in report.files {
+                        switch r.action {
+                        case .copied(let source):
+                            print("\(entry.name): copied \(r.file.name) from \(source.path) (\(r.file.size) bytes, SHA-256 verified)")
+                        case .downloaded(let url):
+                            print("\(entry.name): downloaded \(r.file.name) from \(url.absoluteString) (\(r.file.size) bytes, SHA-256 verified)")
+                        case .alreadyInstalled:
+                            print("\(entry.name): \(r.file.name) already installed (SHA-256 verified)")
+                        case .skipped(let reason):
+                            print("\(entry.name): skipped \(r.file.name): \(reason)")
+                        }
+                    }
+                    print("\(entry.name): installed in \(store.modelDirectory(for: entry).path)")
+                } catch let error as CatalogError {
+                    // Go on with the other models: one bad file should not cost the rest.
+                    writeStderr("vivify: error: \(error.message)\n")
+                    firstFailure = firstFailure ?? error
+                    failures += 1
+                }
+            }
+            if let firstFailure {
+                if entries.count > 1 {
+                    writeStderr("vivify: \(failures) of \(entries.count) models were not installed.\n")
+                }
+                throw ExitCode(firstFailure.kind.exitCode)
+            }
+        }
+    }
+
+    /// `vivify models info`.
+    struct Info: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Describe a model: files with sizes and SHA-256, blob names, scale, border, tiling, licence and upstream URLs.")
+
+        @Argument(help: "The model's name (see `vivify models list`).")
+        var name: String
+
+        func run() throws {
+            let store = ModelStore()
+            let e: ModelEntry
+            do {
+                e = try store.catalog.lookup(name)
+            } catch let error as CatalogError {
+                throw fail(error)
+            }
+            let installed: String
+            switch store.state(of: e) {
+            case .installed: installed = "yes, in \(store.modelDirectory(for: e).path)"
+            case .notInstalled: installed = "no (run `vivify models fetch \(e.name)`)"
+            case .incomplete(let problems): installed = "partial: \(problems.joined(separator: "; ")) (run `vivify models fetch \(e.name)`)"
+            }
+            let border: String
+            switch e.border {
+            case .none: border = "none (the network pads by itself; no border pixels lost)"
+            case .replicate, .reflect: border = "\(e.border.rawValue), \(e.padding) px per side"
+            }
+            var facts: [[String]] = [
+                ["name", e.name],
+                ["description", e.description],
+                ["family", e.family.rawValue],
+                ["source", e.source],
+                ["task", e.task.rawValue + (e.denoiseLevel.map { " (JPEG denoise level \($0))" } ?? "")],
+                ["scale", "\(e.scale)x"],
+                ["format", e.format.rawValue],
+                ["input blob", e.inputBlob],
+                ["output blob", e.outputBlob],
+                ["border", border],
+                ["tile multiple", "\(e.tileMultiple) (padded tile width and height)"],
+                ["tile overlap", "\(e.tileOverlap) px per side"],
+                ["global pooling", e.hasGlobalPooling ? "yes (tiles change the result slightly; prefer large tiles)" : "no"],
+            ]
+            if e.outputIsResidualOverNearest {
+                facts.append(["output", "a residual, added to a nearest-neighbour \(e.scale)x copy of the input"])
+            }
+            facts.append(["licence", "\(e.licence.id) (\(e.licence.files.map(\.name).joined(separator: ", ")))"])
+            facts.append(["installed", installed])
+            print(table(facts.map { [$0[0] + ":", $0[1]] }), terminator: "")
+            print("files:")
+            for f in e.allFiles {
+                print("  \(f.name)  \(f.role.rawValue)  \(f.size) bytes  sha256 \(f.sha256)")
+                print("    upstream: \(f.upstreamURL?.absoluteString ?? "none pinned (mirror only)")")
+                print("    mirror:   \(f.mirrorPath)")
+            }
+        }
+    }
+}
+
+/// Prints `error` and returns the exit code for its kind.
+private func fail(_ error: CatalogError) -> ExitCode {
+    writeStderr("vivify: error: \(error.message)\n")
+    return ExitCode(error.kind.exitCode)
+}
+
+private func writeStderr(_ text: String) {
+    FileHandle.standardError.write(Data(text.utf8))
+}
+
+/// `rows` as left-aligned columns two spaces apart, one line per row.
+private func table(_ rows: [[String]]) -> String {
+    let columns = rows.map(\.count).max() ?? 0
+    var widths = [Int](repeating: 0, count: columns)
+    for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+    var out = ""
+    for row in rows {
+        var line = ""
+        for (i, cell) in row.enumerated() {
+            line += cell
+            if i < row.count - 1 { line += String(repeating: " ", count: widths[i] - cell.count + 2) }
+        }
+        out += line + "\n"
+    }
+    return out
+}
