@@ -200,4 +200,12 @@ public struct ResolvedModel: Sendable, Equatable {
     public let paramURL: URL
     /// The ncnn `.bin` weights.
     public let binURL: URL
+
+    /// Makes a resolution (for callers that identify a path as a catalog model by its hash).
+    public init(name: String, entry: ModelEntry?, paramURL: URL, binURL: URL) {
+        self.name = name
+        self.entry = entry
+        self.paramURL = paramURL
+        self.binURL = binURL
+    }
 }

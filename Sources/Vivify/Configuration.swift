@@ -59,6 +59,12 @@ public struct RunConfiguration: Sendable {
     public var strict: Bool
     /// YUV matrix to assume instead of the input's tag or the size rule (FFmpeg name).
     public var assumeMatrix: String?
+    /// Upscaling model: a catalog name or a path to an ncnn `.param`; nil for none.
+    public var upscale: String?
+    /// Interior tile size for the model; nil chooses from a memory budget.
+    public var tile: Int?
+    /// Backend running the models.
+    public var backend: BackendChoice
 
     /// A configuration with defaults: auto formats, libx264, audio copied, lenient.
     public init(input: String, output: String) {
@@ -73,6 +79,9 @@ public struct RunConfiguration: Sendable {
         copyAudioAndSubtitles = true
         strict = false
         assumeMatrix = nil
+        upscale = nil
+        tile = nil
+        backend = .onednn
     }
 
     /// The input layout after applying the naming rule.

@@ -1,1 +1,3 @@
 @_exported import MediaIO
+@_exported import struct Engine.EngineError
+@_exported import struct Engine.TilingSpec

@@ -32,7 +32,7 @@ public struct PartialOutputError: Error, CustomStringConvertible {
 
 /// Runs one `vivify run` job: open the input, apply the stages, write the output.
 ///
-///     source ──▶ [resize] ──▶ [convert to the sink's layout] ──▶ sink
+///     source ──▶ [to RGB] ──▶ [upscale model] ──▶ [resize] ──▶ [convert to the sink's layout] ──▶ sink
 ///        └──────── audio / subtitle packets, copied ───────────────▲
 ///
 /// The output goes to a temporary file beside the target and is renamed at the end, also
@@ -103,15 +103,19 @@ public final class Job {
         var warnings: [String] = []
         let warn: (String) -> Void = { [onWarning] in warnings.append($0); onWarning($0) }
 
-        let source = try Self.openSource(c)
+        // Models load before anything is opened for writing, so a bad model name costs nothing.
+        let upscaler = try c.upscale.map { try Upscaler(model: $0, tile: c.tile, backend: c.backend, log: onWarning) }
+        let source = try Self.openSource(c, decodeTo: upscaler == nil ? nil : .rgb24)
         if let reader = source as? MediaReader {
             reader.onWarning = warn
         }
         if let y4m = source as? Y4MReader {
             for a in y4m.assumptions { warn("\(c.input == "-" ? "standard input" : "'\(c.input)'"): assuming \(a).") }
         }
-        let video = source.info.video
-        let outSize = c.resize ?? FrameSize(width: video.width, height: video.height)
+        var video = source.info.video
+        let scale = upscaler?.scale ?? 1
+        if upscaler != nil { video.pixelFormat = .rgb24 }
+        let outSize = c.resize ?? FrameSize(width: video.width * scale, height: video.height * scale)
         var resolved = video.color.resolved(height: video.height)
         if let name = c.assumeMatrix, let code = ColorInfo.matrixCode(named: name) {
             resolved.info.matrix = code
@@ -137,7 +141,7 @@ public final class Job {
 
         let sink: FrameSink
         do {
-            sink = try makeSink(c, path: temp, source: source, size: outSize, resolvedColor: resolved, warn: warn)
+            sink = try makeSink(c, path: temp, source: source, video: video, size: outSize, resolvedColor: resolved, warn: warn)
         } catch {
             if temp != "-" { unlink(temp) }
             throw error
@@ -150,6 +154,8 @@ public final class Job {
         var frame = VideoFrame(format: video.pixelFormat, width: video.width, height: video.height)
         var resized = VideoFrame(format: video.pixelFormat, width: outSize.width, height: outSize.height)
         var converted = VideoFrame(format: sink.requiredFormat ?? video.pixelFormat, width: outSize.width, height: outSize.height)
+        var rgb = VideoFrame(format: .rgb24, width: video.width, height: video.height)
+        var upscaled = VideoFrame(format: .rgb24, width: video.width * scale, height: video.height * scale)
         let resizer = FrameConverter(filter: .lanczos)
         let converter = FrameConverter(filter: .bicubic)
         var framesIn = 0, framesOut = 0
@@ -186,10 +192,19 @@ public final class Job {
                         frame.color = col
                     }
                     var current = frame
-                    if outSize.width != frame.width || outSize.height != frame.height {
-                        resized.reshape(format: frame.format, width: outSize.width, height: outSize.height)
-                        resized.color = frame.color
-                        try resizer.convert(frame, into: &resized)
+                    if let upscaler {
+                        if current.format != .rgb24 {
+                            rgb.reshape(format: .rgb24, width: current.width, height: current.height)
+                            try converter.convert(current, into: &rgb)
+                            current = rgb
+                        }
+                        try upscaler.upscale(current, into: &upscaled)
+                        current = upscaled
+                    }
+                    if outSize.width != current.width || outSize.height != current.height {
+                        resized.reshape(format: current.format, width: outSize.width, height: outSize.height)
+                        resized.color = current.color
+                        try resizer.convert(current, into: &resized)
                         current = resized
                     }
                     if let need = sink.requiredFormat, need != current.format {
@@ -220,13 +235,12 @@ public final class Job {
                          warnings: warnings)
     }
 
-    private func makeSink(_ c: RunConfiguration, path: String, source: FrameSource, size: FrameSize,
+    private func makeSink(_ c: RunConfiguration, path: String, source: FrameSource, video: VideoStreamInfo, size: FrameSize,
                           resolvedColor: (info: ColorInfo, assumptions: [String]), warn: (String) -> Void) throws -> FrameSink {
-        let video = source.info.video
         switch c.effectiveOutputFormat {
         case .y4m:
             var header: Y4MHeader
-            if let y4m = source as? Y4MReader {
+            if let y4m = source as? Y4MReader, video.pixelFormat == y4m.info.video.pixelFormat {
                 header = y4m.header
                 header.set("W", String(size.width))
                 header.set("H", String(size.height))

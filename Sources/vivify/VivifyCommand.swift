@@ -8,7 +8,7 @@ struct VivifyCommand: ParsableCommand {
         commandName: "vivify",
         abstract: "Colorize and upscale video and frame streams with neural networks.",
         discussion: "Exit codes: 0 success, 64 bad options, 65 damaged input, 66 input missing or unreadable, 69 unsupported input or encoder, 70 internal error, 73 output not writable, 130 interrupted (output kept, playable).",
-        subcommands: [Run.self, ProbeCommand.self],
+        subcommands: [Run.self, ImageCommand.self, ProbeCommand.self, ModelsCommand.self],
         defaultSubcommand: nil
     )
 }
@@ -45,6 +45,49 @@ struct InputFormatOptions: ParsableArguments {
 }
 
 extension StreamFormat: ExpressibleByArgument {}
+extension BackendChoice: ExpressibleByArgument {}
+
+/// Options of commands that run a model.
+struct ModelOptions: ParsableArguments {
+    @Option(help: "Upscale with MODEL: a catalog name (see `vivify models list`; fetched on first use) or a path to an ncnn .param file with its .bin beside it.")
+    var upscale: String?
+
+    @Option(help: "Tile size in input pixels for the model (default: chosen from a 1 GiB memory budget).")
+    var tile: Int?
+
+    @Option(help: "Backend running the models: onednn (default, fast) or reference (plain Swift, slow).")
+    var backend: BackendChoice = .onednn
+
+    func validate() throws {
+        if let tile, tile < 16 || tile > 4096 {
+            throw ValidationError("'--tile \(tile)' is out of range. Use a tile size from 16 to 4096 pixels.")
+        }
+    }
+
+    func apply(to c: inout RunConfiguration) {
+        c.upscale = upscale
+        c.tile = tile
+        c.backend = backend
+    }
+}
+
+/// Prints an error from any layer of the library and returns the exit code for it.
+func report(_ error: Error) -> ExitCode {
+    switch error {
+    case let e as MediaError:
+        ProgressReporter.writeStderr("vivify: error: \(e.message)\n")
+        return ExitCode(VivifyExitCode(e.kind).rawValue)
+    case let e as PartialOutputError:
+        ProgressReporter.writeStderr("vivify: error: \(e.description)\n")
+        return ExitCode(VivifyExitCode(e.underlying.kind).rawValue)
+    case let e as EngineError:
+        ProgressReporter.writeStderr("vivify: error: \(e.message)\n")
+        return ExitCode(VivifyExitCode.unsupported.rawValue)
+    default:
+        ProgressReporter.writeStderr("vivify: error: \(error)\n")
+        return ExitCode(VivifyExitCode.software.rawValue)
+    }
+}
 
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -88,6 +131,7 @@ struct Run: ParsableCommand {
     var verbose = false
 
     @OptionGroup var inputOptions: InputFormatOptions
+    @OptionGroup var modelOptions: ModelOptions
 
     func validate() throws {
         if let resize, FrameSize(parsing: resize) == nil {
@@ -102,6 +146,7 @@ struct Run: ParsableCommand {
         FFmpegLog.configure(verbose: verbose)
         var c = RunConfiguration(input: input, output: output)
         inputOptions.apply(to: &c)
+        modelOptions.apply(to: &c)
         c.outputFormat = outputFormat
         c.resize = resize.flatMap(FrameSize.init(parsing:))
         c.encoder = EncoderSettings(codec: codec, crf: crf, preset: preset, pixelFormat: pixFmt)
@@ -130,13 +175,41 @@ struct Run: ParsableCommand {
                 ProgressReporter.writeStderr("vivify: interrupted: \(result.framesOut) frames saved to \(output).\n")
                 throw ExitCode(VivifyExitCode.interrupted.rawValue)
             }
-        } catch let error as MediaError {
+        } catch let code as ExitCode {
+            throw code
+        } catch {
             reporter?.finish(framesDone: 0)
-            ProgressReporter.writeStderr("vivify: error: \(error.message)\n")
-            throw ExitCode(VivifyExitCode(error.kind).rawValue)
-        } catch let error as PartialOutputError {
-            ProgressReporter.writeStderr("vivify: error: \(error.description)\n")
-            throw ExitCode(VivifyExitCode(error.underlying.kind).rawValue)
+            throw report(error)
+        }
+    }
+}
+
+struct ImageCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "image",
+        abstract: "Process one still image (PNG or JPEG, 8- or 16-bit, grey or RGB, with alpha).",
+        discussion: "Alpha is upscaled with the same model on a 3-channel copy. The output format follows OUTPUT's extension (.png or .jpg); PNG keeps the input's bit depth.")
+
+    @Argument(help: "Input image (.png, .jpg).")
+    var input: String
+
+    @Argument(help: "Output image (.png, .jpg).")
+    var output: String
+
+    @OptionGroup var modelOptions: ModelOptions
+
+    @Flag(help: "Print nothing but errors.")
+    var quiet = false
+
+    func run() throws {
+        FFmpegLog.configure(verbose: false)
+        do {
+            let warnings = try ImageJob.run(input: input, output: output, upscale: modelOptions.upscale, tile: modelOptions.tile,
+                                            backend: modelOptions.backend,
+                                            log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } })
+            if !quiet { for w in warnings { ProgressReporter.writeStderr("vivify: warning: \(w)\n") } }
+        } catch {
+            throw report(error)
         }
     }
 }
@@ -164,9 +237,8 @@ struct ProbeCommand: ParsableCommand {
         do {
             let info = try Probe.describe(c, countFrames: countFrames)
             print(json ? Probe.json(info, name: input) : Probe.text(info, name: input), terminator: "")
-        } catch let error as MediaError {
-            ProgressReporter.writeStderr("vivify: error: \(error.message)\n")
-            throw ExitCode(VivifyExitCode(error.kind).rawValue)
+        } catch {
+            throw report(error)
         }
     }
 }

@@ -1,0 +1,171 @@
+import Engine
+import Foundation
+import MediaIO
+import ModelCatalog
+import ModelFormats
+
+/// Which backend runs the models.
+public enum BackendChoice: String, Sendable, CaseIterable {
+    /// oneDNN, the fast CPU path (default).
+    case onednn
+    /// The plain Swift reference loops (slow; for checking).
+    case reference
+
+    func make() throws -> InferenceBackend {
+        switch self {
+        case .onednn: return try DNNLBackend()
+        case .reference: return ReferenceBackend()
+        }
+    }
+}
+
+/// A loaded upscaling model: the graph, how to tile it, and a runner that keeps its prepared
+/// graphs and buffers across frames.
+public final class Upscaler {
+    /// Catalog name or the `.param` file name.
+    public let name: String
+    /// Output scale.
+    public let scale: Int
+    /// How the model is tiled.
+    public let spec: TilingSpec
+    /// The graph.
+    public let graph: Graph
+    private let runner: TiledRunner
+    private var planar = FloatPlanarImage(channels: 3, width: 1, height: 1)
+    private var result = FloatPlanarImage(channels: 3, width: 1, height: 1)
+
+    /// Loads `model` (a catalog name, fetched on first use, or a path to an ncnn `.param`).
+    /// - Parameters:
+    ///   - tile: interior tile size in input pixels; nil picks one from a 1 GiB budget.
+    ///   - log: receives one line when a model is fetched.
+    public init(model: String, tile: Int? = nil, backend: BackendChoice = .onednn, store: ModelStore = ModelStore(),
+                log: (String) -> Void = { _ in }) throws {
+        let resolved = try Self.resolve(model, store: store, log: log)
+        name = resolved.name
+        let loaded = try NCNNImporter.load(paramPath: resolved.paramURL.path, binPath: resolved.binURL.path,
+                                           inputName: resolved.entry?.inputBlob, outputName: resolved.entry?.outputBlob)
+        let tiling = try resolved.entry.map { try Self.spec(for: $0, graph: loaded) } ?? Self.inferSpec(loaded)
+        graph = loaded
+        spec = tiling
+        scale = tiling.scale
+        runner = try TiledRunner(graph: loaded, spec: tiling, backend: try backend.make(), tileSize: tile)
+    }
+
+    /// Interior tile side in input pixels.
+    public var tileSize: Int { runner.tileSize }
+
+    static func resolve(_ model: String, store: ModelStore, log: (String) -> Void) throws -> ResolvedModel {
+        do {
+            if let entry = store.catalog.entry(named: model), !store.isInstalled(entry) {
+                let report = try store.fetch(entry)
+                log("fetched model \(entry.name) into \(store.modelDirectory(for: entry).path) (\(report.files.count) files, SHA-256 verified)")
+            }
+            let r = try store.resolve(model)
+            if r.entry == nil, let entry = try Self.catalogEntry(matching: r.paramURL, store: store) {
+                return ResolvedModel(name: r.name, entry: entry, paramURL: r.paramURL, binURL: r.binURL)
+            }
+            return r
+        } catch let e as CatalogError {
+            throw MediaError(e.kind == .invalid ? .invalidOptions : e.kind == .notFound ? .inputUnreadable : .corruptInput, e.message)
+        }
+    }
+
+    /// A user's `.param` that is byte for byte a catalog model gets that model's tiling rules.
+    static func catalogEntry(matching param: URL, store: ModelStore) throws -> ModelEntry? {
+        guard let digest = try? SHA256.hash(fileAt: param).hex else { return nil }
+        return store.catalog.entries.first { $0.paramFile.sha256 == digest }
+    }
+
+    static func spec(for e: ModelEntry, graph: Graph) throws -> TilingSpec {
+        switch e.border {
+        case .none:
+            // "Same"-padded network: overlap tiles by its receptive field so tiles are exact.
+            return TilingSpec(scale: e.scale, padding: max(e.tileOverlap, graph.receptiveRadius()), border: .reflect,
+                              multiple: e.tileMultiple, addNearestInput: e.outputIsResidualOverNearest)
+        case .replicate:
+            return TilingSpec(scale: e.scale, padding: e.padding, border: .replicate, multiple: e.tileMultiple,
+                              addNearestInput: e.outputIsResidualOverNearest)
+        case .reflect:
+            return TilingSpec(scale: e.scale, padding: e.padding, border: .reflect, multiple: e.tileMultiple,
+                              addNearestInput: e.outputIsResidualOverNearest)
+        }
+    }
+
+    /// Learns scale and border loss of an unknown model from its shapes at two input sizes:
+    /// out = scale · (in − 2·loss).
+    static func inferSpec(_ graph: Graph) throws -> TilingSpec {
+        let c = graph.inputChannels ?? 3
+        var outs: [Int] = []
+        for n in [64, 96] {
+            let shapes = try graph.inferShapes(input: Shape(c: c, h: n, w: n))
+            guard let o = shapes[graph.output] else { throw EngineError("\(graph.source): the output is never produced.") }
+            outs.append(o.h)
+        }
+        let diff = outs[1] - outs[0]
+        guard diff > 0, diff % 32 == 0 else {
+            throw EngineError("\(graph.source): cannot tell the model's scale from its shapes (64 → \(outs[0]), 96 → \(outs[1])). Use a catalog model or a model with an integer scale.")
+        }
+        let s = diff / 32
+        let loss2 = 64 * s - outs[0]
+        guard loss2 >= 0, loss2 % (2 * s) == 0 else {
+            throw EngineError("\(graph.source): the output size does not fit scale \(s) with an even border.")
+        }
+        let loss = loss2 / (2 * s)
+        if loss == 0 {
+            return TilingSpec(scale: s, padding: graph.receptiveRadius(), border: .reflect, multiple: 4)
+        }
+        return TilingSpec(scale: s, padding: loss, border: .replicate, multiple: 4)
+    }
+
+    /// Upscales a float image (1 or 3 channels, [0, 1]); grey goes through the model as RGB.
+    public func upscale(_ image: FloatPlanarImage) throws -> FloatPlanarImage {
+        let c = image.channels
+        var input = image
+        if c == 1 {
+            input = FloatPlanarImage(channels: 3, width: image.width, height: image.height)
+            let n = image.width * image.height
+            for k in 0..<3 { input.data.replaceSubrange(k * n..<(k + 1) * n, with: image.data) }
+        }
+        var out = FloatPlanarImage(channels: 3, width: image.width * scale, height: image.height * scale)
+        try run(input, into: &out)
+        if c == 1 {
+            var grey = FloatPlanarImage(channels: 1, width: out.width, height: out.height)
+            let n = out.width * out.height
+            for i in 0..<n { grey.data[i] = (out.data[i] + out.data[n + i] + out.data[2 * n + i]) / 3 }
+            return grey
+        }
+        return out
+    }
+
+    private func run(_ input: FloatPlanarImage, into out: inout FloatPlanarImage) throws {
+        try input.data.withUnsafeBufferPointer { i in
+            try out.data.withUnsafeMutableBufferPointer { o in
+                try runner.run(input: i, channels: 3, height: input.height, width: input.width, output: o)
+            }
+        }
+    }
+
+    /// Upscales an `rgb24` frame into `output` (reshaped to `scale ×`), reusing buffers.
+    public func upscale(_ frame: VideoFrame, into output: inout VideoFrame) throws {
+        planar.load(from: frame)
+        if result.width != frame.width * scale || result.height != frame.height * scale {
+            result = FloatPlanarImage(channels: 3, width: frame.width * scale, height: frame.height * scale)
+        }
+        try run(planar, into: &result)
+        result.store(into: &output)
+        output.pts = frame.pts
+        output.duration = frame.duration
+        output.timeBase = frame.timeBase
+        output.color = frame.color
+        output.sampleAspectRatio = frame.sampleAspectRatio
+    }
+
+    /// Floating-point operations per output pixel (2 per multiply-add), measured on one tile.
+    public func flopsPerOutputPixel() throws -> Double {
+        let side = 64
+        let shape = Shape(c: graph.inputChannels ?? 3, h: side + 2 * spec.padding, w: side + 2 * spec.padding)
+        let macs = try graph.multiplyAdds(input: shape)
+        let out = try graph.inferShapes(input: shape)[graph.output]!
+        return 2 * Double(macs) / Double(out.h * out.w)
+    }
+}
