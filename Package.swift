@@ -35,6 +35,7 @@ let package = Package(
         ),
         .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "Vivify"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "ModelFormats"]),
+        .testTarget(name: "VivifyTests", dependencies: ["Vivify"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["CZip", "CDNNL", "CFFmpeg"]),
         .testTarget(name: "VivifyCLITests", dependencies: ["Vivify", "vivify"]),
         .testTarget(name: "ModelCatalogTests", dependencies: ["ModelCatalog"]),

@@ -1,3 +1,4 @@
 @_exported import MediaIO
 @_exported import struct Engine.EngineError
 @_exported import struct Engine.TilingSpec
+@_exported import ModelCatalog

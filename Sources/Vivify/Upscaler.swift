@@ -160,9 +160,10 @@ public final class Upscaler {
         output.sampleAspectRatio = frame.sampleAspectRatio
     }
 
-    /// Floating-point operations per output pixel (2 per multiply-add), measured on one tile.
+    /// Floating-point operations per output pixel (2 per multiply-add), measured on a 256-pixel
+    /// tile with its border (so tiling overhead is included, as it is paid in practice).
     public func flopsPerOutputPixel() throws -> Double {
-        let side = 64
+        let side = 256
         let shape = Shape(c: graph.inputChannels ?? 3, h: side + 2 * spec.padding, w: side + 2 * spec.padding)
         let macs = try graph.multiplyAdds(input: shape)
         let out = try graph.inferShapes(input: shape)[graph.output]!

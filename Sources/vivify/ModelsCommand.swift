@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ModelCatalog
+import Vivify
 
 /// `vivify models`: list, fetch and describe the built-in models. Thin: everything it prints
 /// comes from `Catalog` and `ModelStore` in the ModelCatalog library.
@@ -163,6 +164,15 @@ struct ModelsCommand: ParsableCommand {
             }
             facts.append(["licence", "\(e.licence.id) (\(e.licence.files.map(\.name).joined(separator: ", ")))"])
             facts.append(["installed", installed])
+            // FLOPs come from the graph itself: installed files, else the mirror's copy.
+            var param: URL? = store.state(of: e) == .installed ? store.paramPath(for: e) : store.mirrorURL(of: e.paramFile)
+            if let p = param, !FileManager.default.fileExists(atPath: p.path) { param = nil }
+            if let param, let upscaler = try? Upscaler(model: param.path, tile: 64, store: store),
+               let flops = try? upscaler.flopsPerOutputPixel() {
+                facts.append(["FLOPs per output pixel", String(format: "%.0f (%.1f GFLOP for a 1280x720 output)", flops, flops * 1280 * 720 / 1e9)])
+            } else {
+                facts.append(["FLOPs per output pixel", "known once installed (`vivify models fetch \(e.name)`)"])
+            }
             print(table(facts.map { [$0[0] + ":", $0[1]] }), terminator: "")
             print("files:")
             for f in e.allFiles {

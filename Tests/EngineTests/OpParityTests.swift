@@ -1,0 +1,141 @@
+import Engine
+import XCTest
+
+/// Every operation, run alone by the oneDNN backend and by the reference backend on the same
+/// seeded random input: max |a − b| ≤ 1e-4 · max(1, |b|) (ncnn's habit of per-op tests).
+final class OpParityTests: XCTestCase {
+    struct SplitMix {
+        var state: UInt64
+        mutating func next() -> Float {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            z ^= z >> 31
+            return Float(z >> 40) / Float(1 << 24) * 2 - 1
+        }
+        mutating func array(_ n: Int) -> [Float] { (0..<n).map { _ in next() } }
+    }
+
+    let fast = try! DNNLBackend()
+    var rng = SplitMix(state: 42)
+
+    /// Runs `op` on inputs of `shapes` (the first is the graph input; the others are made by
+    /// a constant-free trick: slices of a concatenated input would complicate things, so extra
+    /// inputs are produced from the first by a fixed convolution).
+    func check(_ name: String, _ op: Engine.Operation, input: Shape, second: Shape? = nil,
+               file: StaticString = #filePath, line: UInt = #line) throws {
+        var nodes: [Node] = []
+        var names = ["in"]
+        var inputs = [0]
+        if let second {
+            // Make the second operand from the input with a random 1×1 convolution + resize.
+            let w = rng.array(second.c * input.c)
+            names.append("b0")
+            nodes.append(Node(name: "make-b", op: .convolution(ConvolutionParameters(outChannels: second.c, inChannels: input.c, kernelH: 1, kernelW: 1, weights: w)), inputs: [0], output: 1))
+            var last = 1
+            if second.h != input.h || second.w != input.w {
+                names.append("b1")
+                nodes.append(Node(name: "shape-b", op: .resize(.nearest, scaleH: 0, scaleW: 0, outH: second.h, outW: second.w, alignCorners: false), inputs: [1], output: 2))
+                last = 2
+            }
+            inputs.append(last)
+        }
+        names.append("out")
+        nodes.append(Node(name: name, op: op, inputs: inputs, output: names.count - 1))
+        let graph = Graph(valueNames: names, nodes: nodes, input: 0, output: names.count - 1, source: "test:\(name)")
+        let x = Tensor(shape: input, data: rng.array(input.count))
+        let a = try fast.prepare(graph, input: input).run(x)
+        let b = try ReferenceBackend().prepare(graph, input: input).run(x)
+        XCTAssertEqual(a.shape, b.shape, name, file: file, line: line)
+        let worst = zip(a.data, b.data).map { abs($0 - $1) / max(1, abs($1)) }.max() ?? 0
+        XCTAssertLessThanOrEqual(worst, 1e-4, "\(name): relative difference \(worst)", file: file, line: line)
+    }
+
+    func conv(_ o: Int, _ i: Int, k: Int, stride: Int = 1, dilation: Int = 1, pads: (Int, Int, Int, Int) = (0, 0, 0, 0),
+              groups: Int = 1, act: Activation = .identity, transposed: Bool = false, outputPad: Int = 0) -> ConvolutionParameters {
+        let count = transposed ? i * (o / groups) * k * k : o * (i / groups) * k * k
+        return ConvolutionParameters(outChannels: o, inChannels: i, kernelH: k, kernelW: k, strideH: stride, strideW: stride,
+                                     dilationH: dilation, dilationW: dilation, padTop: pads.0, padLeft: pads.1, padBottom: pads.2, padRight: pads.3,
+                                     outputPadH: outputPad, outputPadW: outputPad, groups: groups,
+                                     weights: rng.array(count).map { $0 * 0.3 }, bias: rng.array(o), activation: act)
+    }
+
+    func testConvolutions() throws {
+        let s = Shape(c: 8, h: 19, w: 23)
+        try check("conv 3x3", .convolution(conv(16, 8, k: 3, pads: (1, 1, 1, 1))), input: s)
+        try check("conv valid 3x3 wide", .convolution(conv(32, 16, k: 3)), input: Shape(c: 16, h: 20, w: 21))
+        try check("conv stride 2", .convolution(conv(16, 8, k: 3, stride: 2, pads: (1, 1, 1, 1))), input: s)
+        try check("conv 2x2 stride 2", .convolution(conv(16, 8, k: 2, stride: 2)), input: s)
+        try check("conv dilation 2", .convolution(conv(8, 8, k: 3, dilation: 2, pads: (2, 2, 2, 2))), input: s)
+        try check("conv groups 2", .convolution(conv(8, 8, k: 3, pads: (1, 1, 1, 1), groups: 2)), input: s)
+        try check("conv depthwise", .convolution(conv(8, 8, k: 3, pads: (1, 1, 1, 1), groups: 8)), input: s)
+        try check("conv asymmetric pad", .convolution(conv(4, 8, k: 3, pads: (0, 2, 1, 0))), input: s)
+        try check("conv + relu", .convolution(conv(16, 8, k: 3, act: .relu)), input: s)
+        try check("conv + leaky", .convolution(conv(16, 8, k: 3, act: .leakyRelu(slope: 0.1))), input: s)
+        try check("conv + sigmoid", .convolution(conv(16, 8, k: 1, act: .sigmoid)), input: s)
+        try check("conv + silu", .convolution(conv(16, 8, k: 1, act: .silu)), input: s)
+        try check("conv + tanh", .convolution(conv(16, 8, k: 1, act: .tanh)), input: s)
+        try check("conv + clip", .convolution(conv(16, 8, k: 1, act: .clip(min: -0.2, max: 0.3))), input: s)
+        try check("conv + prelu", .convolution(conv(16, 8, k: 3, act: .prelu(slopes: rng.array(16)))), input: s)
+    }
+
+    func testTransposedConvolutions() throws {
+        let s = Shape(c: 8, h: 11, w: 13)
+        try check("deconv k4 s2 p3", .deconvolution(conv(3, 8, k: 4, stride: 2, pads: (3, 3, 3, 3), transposed: true)), input: s)
+        try check("deconv k2 s2", .deconvolution(conv(8, 8, k: 2, stride: 2, act: .leakyRelu(slope: 0.1), transposed: true)), input: s)
+        try check("deconv k5 s3 p2", .deconvolution(conv(3, 8, k: 5, stride: 3, pads: (2, 2, 2, 2), transposed: true)), input: s)
+        try check("deconv output padding", .deconvolution(conv(4, 8, k: 3, stride: 2, pads: (1, 1, 1, 1), transposed: true, outputPad: 1)), input: s)
+    }
+
+    func testActivationsAndElementwise() throws {
+        let s = Shape(c: 6, h: 9, w: 10)
+        for a: Activation in [.relu, .leakyRelu(slope: 0.2), .prelu(slopes: rng.array(6)), .prelu(slopes: [0.25]), .silu, .sigmoid, .tanh, .clip(min: -0.5, max: 0.5)] {
+            try check("activation \(a)", .activation(a), input: s)
+        }
+        for k: BinaryKind in [.add, .sub, .mul, .div, .max, .min] {
+            try check("binary \(k) same shape", .binary(k, coefficients: nil), input: s, second: s)
+            try check("binary \(k) per channel", .binary(k, coefficients: nil), input: s, second: Shape(c: 6, h: 1, w: 1))
+            try check("binary \(k) per pixel", .binary(k, coefficients: nil), input: s, second: Shape(c: 1, h: 9, w: 10))
+        }
+        try check("binary add broadcast first", .binary(.add, coefficients: nil), input: Shape(c: 6, h: 1, w: 1), second: s)
+        try check("eltwise with coefficients", .binary(.add, coefficients: [0.5, -2]), input: s, second: s)
+        try check("scalar sub", .scalar(.sub, 0.25, scalarFirst: false), input: s)
+        try check("scalar rdiv", .scalar(.div, 2, scalarFirst: true), input: s)
+        try check("batch norm", .channelAffine(scale: rng.array(6), bias: rng.array(6)), input: s)
+        try check("softmax", .softmaxChannels, input: s)
+    }
+
+    func testLayoutOperations() throws {
+        let s = Shape(c: 8, h: 7, w: 9)
+        try check("pixel shuffle crd", .pixelShuffle(factor: 2, order: .crd), input: s)
+        try check("depth to space dcr", .pixelShuffle(factor: 2, order: .dcr), input: s)
+        for align in [false, true] {
+            try check("bilinear ×2 align \(align)", .resize(.bilinear, scaleH: 2, scaleW: 2, outH: 0, outW: 0, alignCorners: align), input: s)
+            try check("bilinear to 5x4 align \(align)", .resize(.bilinear, scaleH: 0, scaleW: 0, outH: 5, outW: 4, alignCorners: align), input: s)
+        }
+        try check("nearest ×4", .resize(.nearest, scaleH: 4, scaleW: 4, outH: 0, outW: 0, alignCorners: false), input: s)
+        try check("bicubic ×0.5", .resize(.bicubic, scaleH: 0.5, scaleW: 0.5, outH: 0, outW: 0, alignCorners: false), input: Shape(c: 3, h: 16, w: 20))
+        try check("bicubic ×3", .resize(.bicubic, scaleH: 3, scaleW: 3, outH: 0, outW: 0, alignCorners: false), input: s)
+        try check("pad constant", .pad(top: 1, left: 2, bottom: 3, right: 0, mode: .constant(0.5)), input: s)
+        try check("pad replicate", .pad(top: 2, left: 2, bottom: 2, right: 2, mode: .replicate), input: s)
+        try check("pad reflect", .pad(top: 3, left: 1, bottom: 2, right: 4, mode: .reflect), input: s)
+        try check("crop", .crop(top: 1, left: 2, bottom: 2, right: 1), input: s)
+        try check("crop like", .cropLike(top: 1, left: 2), input: s, second: Shape(c: 2, h: 4, w: 5))
+        try check("slice channels", .sliceChannels(start: 2, end: 6), input: s)
+        try check("concat", .concatChannels, input: s, second: Shape(c: 3, h: 7, w: 9))
+        try check("global average pool", .globalAveragePool, input: s)
+        try check("fully connected", .fullyConnected(outFeatures: 5, weights: rng.array(5 * 8), bias: rng.array(5), activation: .sigmoid),
+                  input: Shape(c: 8, h: 1, w: 1))
+        try check("fully connected over a map", .fullyConnected(outFeatures: 4, weights: rng.array(4 * s.count), bias: [], activation: .relu), input: s)
+    }
+
+    func testShapeErrorsNameTheLayerAndFile() {
+        let g = Graph(valueNames: ["in", "out"], nodes: [Node(name: "conv9", op: .convolution(conv(4, 5, k: 3)), inputs: [0], output: 1)],
+                      input: 0, output: 1, source: "model.param")
+        XCTAssertThrowsError(try ReferenceBackend().prepare(g, input: Shape(c: 3, h: 8, w: 8))) { error in
+            let m = "\(error)"
+            XCTAssertTrue(m.contains("conv9") && m.contains("model.param") && m.contains("5 input channels"), m)
+        }
+    }
+}
