@@ -8,5 +8,6 @@ let package = Package(
     name: "VivifyBenchmarks",
     targets: [
         .executableTarget(name: "TranscodeRatio"),
+        .executableTarget(name: "EngineRatio"),
     ]
 )

@@ -8,7 +8,7 @@ struct VivifyCommand: ParsableCommand {
         commandName: "vivify",
         abstract: "Colorize and upscale video and frame streams with neural networks.",
         discussion: "Exit codes: 0 success, 64 bad options, 65 damaged input, 66 input missing or unreadable, 69 unsupported input or encoder, 70 internal error, 73 output not writable, 130 interrupted (output kept, playable).",
-        subcommands: [Run.self, ImageCommand.self, ProbeCommand.self, ModelsCommand.self],
+        subcommands: [Run.self, ImageCommand.self, ProbeCommand.self, ModelsCommand.self, BenchModelCommand.self],
         defaultSubcommand: nil
     )
 }
@@ -237,6 +237,47 @@ struct ProbeCommand: ParsableCommand {
         do {
             let info = try Probe.describe(c, countFrames: countFrames)
             print(json ? Probe.json(info, name: input) : Probe.text(info, name: input), terminator: "")
+        } catch {
+            throw report(error)
+        }
+    }
+}
+
+struct BenchModelCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench-model",
+        abstract: "Time one model's graph on one padded frame and measure the machine's sgemm peak (prints JSON).",
+        discussion: "The engine half of Benchmarks/run: the same input size as the ncnn peer, no tiling. Threads follow OMP_NUM_THREADS.")
+
+    @Option(help: "Catalog name or path to an ncnn .param file.")
+    var model: String
+
+    @Option(help: "Frame size before padding, WxH.")
+    var size: String = "640x360"
+
+    @Option(help: "Padding in pixels: left,top,right,bottom.")
+    var pad: String = "0,0,0,0"
+
+    @Option(help: "Timed runs after one warm-up.")
+    var runs: Int = 5
+
+    @Option(help: "Backend: onednn or reference.")
+    var backend: BackendChoice = .onednn
+
+    @Flag(help: "Also measure oneDNN sgemm GFLOP/s (2048³, median of 5).")
+    var gemmPeak = false
+
+    func run() throws {
+        guard let frame = FrameSize(parsing: size) else { throw ValidationError("'--size \(size)' is not WxH.") }
+        let pads = pad.split(separator: ",").compactMap { Int($0) }
+        guard pads.count == 4 else { throw ValidationError("'--pad \(pad)' needs four numbers: left,top,right,bottom.") }
+        do {
+            let r = try EngineBench.run(model: model, width: frame.width, height: frame.height, pad: pads, runs: runs, backend: backend)
+            var json: [String: Any] = ["model": r.model, "input_shape": r.inputShape, "output_shape": r.outputShape, "runs": r.runs,
+                                       "median_s": r.medianSeconds, "gflop": r.gflop, "achieved_gflops": r.achievedGFLOPS, "backend": r.backend]
+            if gemmPeak { json["sgemm_peak_gflops"] = try GEMMPeak.measure() }
+            let data = try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
         } catch {
             throw report(error)
         }

@@ -1,0 +1,61 @@
+// Engine throughput against ncnn's CPU path (PyPI `ncnn`), same model files, same padded
+// 640×360 input, 2 threads each, measured in one run: median of N timed runs per tool.
+// Also reports achieved GFLOP/s against oneDNN sgemm's measured peak on the same 2 threads.
+// Usage: EngineRatio [--vivify PATH] [--runs N] [--models DIR]
+import Foundation
+
+let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent()
+var vivify = root.appendingPathComponent(".build/release/vivify").path
+var models = root.deletingLastPathComponent().appendingPathComponent("shared/models/ncnn").path
+var runs = 5
+var args = CommandLine.arguments.dropFirst().makeIterator()
+while let a = args.next() {
+    switch a {
+    case "--vivify": vivify = args.next()!
+    case "--runs": runs = Int(args.next()!)!
+    case "--models": models = args.next()!
+    default: fatalError("unknown argument \(a)")
+    }
+}
+
+struct Case { var name: String; var file: String; var input: String; var output: String; var pad: String; var padMode: String }
+let cases = [
+    Case(name: "waifu2x-photo-2x", file: "waifu2x-upconv7-photo/scale2.0x_model", input: "Input1", output: "Eltwise4", pad: "7,7,7,7", padMode: "replicate"),
+    Case(name: "realesr-animevideov3-4x", file: "realesr-animevideov3/realesr-animevideov3-x4", input: "data", output: "output", pad: "0,0,0,0", padMode: "replicate"),
+]
+
+func runJSON(_ exe: String, _ argv: [String], env: [String: String] = [:]) -> [String: Any] {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: exe)
+    p.arguments = argv
+    var e = ProcessInfo.processInfo.environment
+    for (k, v) in env { e[k] = v }
+    p.environment = e
+    let out = Pipe()
+    p.standardOutput = out
+    try! p.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    precondition(p.terminationStatus == 0, "\(exe) \(argv.joined(separator: " ")) failed")
+    let line = String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? "{}"
+    return try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+}
+
+let threads = ["OMP_NUM_THREADS": "2"]
+var peak = 0.0
+for (k, c) in cases.enumerated() {
+    let ours = runJSON(vivify, ["bench-model", "--model", "\(models)/\(c.file).param", "--size", "640x360", "--pad", c.pad,
+                                "--runs", String(runs)] + (k == 0 ? ["--gemm-peak"] : []), env: threads)
+    let theirs = runJSON("/usr/bin/env", ["python3", root.appendingPathComponent("Benchmarks/ncnn_bench.py").path,
+                                         "--param", "\(models)/\(c.file).param", "--bin", "\(models)/\(c.file).bin",
+                                         "--input-blob", c.input, "--output-blob", c.output, "--size", "640x360", "--pad", c.pad,
+                                         "--pad-mode", c.padMode, "--threads", "2", "--runs", String(runs), "--fast"])
+    if let p = ours["sgemm_peak_gflops"] as? Double { peak = p }
+    let a = ours["median_s"] as! Double, b = theirs["median_s"] as! Double
+    let gflops = ours["achieved_gflops"] as! Double
+    print(c.name)
+    print(String(format: "  vivify (oneDNN): median %.3f s  %.0f GFLOP/s (%.0f%% of sgemm peak %.0f GFLOP/s)", a, gflops, 100 * gflops / max(peak, 1), peak))
+    print(String(format: "  ncnn CPU:        median %.3f s", b))
+    print(String(format: "  throughput ratio vivify/ncnn: %.2fx (target >= 1.0, stretch 1.3)", b / a))
+}

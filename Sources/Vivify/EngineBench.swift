@@ -1,0 +1,47 @@
+import Engine
+import Foundation
+import ModelFormats
+
+/// Times one model's graph on one padded frame, the way the ncnn peer benchmark does (same
+/// input size, no tiling, input copy and output copy included in each run).
+public enum EngineBench {
+    /// What a run measured.
+    public struct Result: Codable, Sendable {
+        public var model: String
+        public var inputShape: [Int]
+        public var outputShape: [Int]
+        public var runs: [Double]
+        public var medianSeconds: Double
+        public var gflop: Double
+        public var achievedGFLOPS: Double
+        public var backend: String
+    }
+
+    /// Runs `model` (catalog name or `.param` path) on a `width`×`height` frame padded by
+    /// `pad` (left, top, right, bottom) pixels.
+    public static func run(model: String, width: Int, height: Int, pad: [Int], runs: Int, backend: BackendChoice,
+                           store: ModelStore = ModelStore()) throws -> Result {
+        let upscaler = try Upscaler(model: model, tile: 64, backend: backend, store: store)
+        let shape = Shape(c: upscaler.graph.inputChannels ?? 3, h: height + pad[1] + pad[3], w: width + pad[0] + pad[2])
+        let prepared = try backend.make().prepare(upscaler.graph, input: shape)
+        var input = [Float](repeating: 0, count: shape.count)
+        var state: UInt64 = 7
+        for i in input.indices {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            input[i] = Float(state >> 40) / Float(1 << 24)
+        }
+        var output = [Float](repeating: 0, count: prepared.outputShape.count)
+        func once() throws -> Double {
+            let start = DispatchTime.now().uptimeNanoseconds
+            try input.withUnsafeBufferPointer { i in try output.withUnsafeMutableBufferPointer { try prepared.run(input: i, output: $0) } }
+            return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        }
+        _ = try once()
+        let times = try (0..<runs).map { _ in try once() }
+        let median = times.sorted()[times.count / 2]
+        let gflop = 2 * Double(try upscaler.graph.multiplyAdds(input: shape)) / 1e9
+        let o = prepared.outputShape
+        return Result(model: model, inputShape: [shape.c, shape.h, shape.w], outputShape: [o.c, o.h, o.w], runs: times,
+                      medianSeconds: median, gflop: gflop, achievedGFLOPS: gflop / median, backend: backend.rawValue)
+    }
+}
