@@ -389,6 +389,7 @@ final class DNNLPrepared: PreparedGraph {
         var padR: [Int64] = [Int64(p.padBottom), Int64(p.padRight)]
         let attr = try DNNLAttr(activation: p.activation)
         let pd: dnnl_primitive_desc_t
+        var separateActivation = false
         if transposed {
             var desc = dnnl_deconvolution_desc_t()
             try dnnlCheck(dnnl_dilated_deconvolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_deconvolution_direct, &srcAny, &wAny,
@@ -398,15 +399,20 @@ final class DNNLPrepared: PreparedGraph {
             var desc = dnnl_convolution_desc_t()
             // Winograd F(4,3) does 3×3 stride-1 layers with about a third of the multiplies;
             // oneDNN has it for wide enough layers on AVX-512. Fall back to direct otherwise.
+            // oneDNN's Winograd kernels take no activation post-op other than ReLU: others then
+            // run as a separate in-place step, which costs far less than losing Winograd.
             var winogradPD: dnnl_primitive_desc_t?
+            let fusable = p.activation == .identity || p.activation == .relu
+            let winogradAttr = fusable ? attr : try DNNLAttr(activation: .identity)
             if Self.useWinograd, p.kernelH == 3, p.kernelW == 3, p.strideH == 1, p.strideW == 1, p.dilationH == 1, p.dilationW == 1,
                p.groups == 1, p.inChannels >= 16, p.outChannels >= 16,
                dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_winograd, &srcAny, &wAny,
                                                           &bmd, &dstAny, &strides, &dil, &padL, &padR) == dnnl_success {
-                winogradPD = try? createPD(&desc, attr: attr.attr)
+                winogradPD = try? createPD(&desc, attr: winogradAttr.attr)
             }
             if let winogradPD {
                 pd = winogradPD
+                separateActivation = !fusable
             } else {
                 try dnnlCheck(dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &srcAny, &wAny,
                                                                          &bmd, &dstAny, &strides, &dil, &padL, &padR), "describe the convolution")
@@ -434,6 +440,14 @@ final class DNNLPrepared: PreparedGraph {
         let bias = try constant(p.bias.isEmpty ? [Float](repeating: 0, count: p.outChannels) : p.bias, user: bmd, into: bmd)
         let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
         try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_WEIGHTS, weights), (DNNL_ARG_BIAS, bias), (DNNL_ARG_DST, dst)], keep: [attr])
+        if separateActivation, let (alg, alpha, beta) = eltwiseAlgorithm(p.activation) {
+            var desc = dnnl_eltwise_desc_t()
+            var md = dst.md
+            try dnnlCheck(dnnl_eltwise_forward_desc_init(&desc, dnnl_forward_inference, alg, &md, alpha, beta), "describe an activation")
+            let epd = try createPD(&desc, attr: nil)
+            defer { dnnl_primitive_desc_destroy(epd) }
+            try add(epd, [(DNNL_ARG_SRC, dst), (DNNL_ARG_DST, dst)])
+        }
         current[node.output] = dst
         margins[node.output] = outMargin
         if case .prelu(let slopes) = p.activation {
