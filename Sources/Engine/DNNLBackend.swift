@@ -144,7 +144,8 @@ final class DNNLPrepared: PreparedGraph {
     init(backend: DNNLBackend, graph: Graph, input: Shape) throws {
         self.backend = backend
         // Strided transposed convolutions run as sub-pixel convolutions (same result, faster).
-        let graph = graph.withSubpixelDeconvolutions()
+        // Batch norms fold into the convolution before them.
+        let graph = graph.withFoldedChannelAffine().withSubpixelDeconvolutions()
         self.graph = graph
         let inferred = try graph.inferShapes(input: input)
         shapes = inferred.map { $0 ?? Shape(c: 0, h: 0, w: 0) }
@@ -433,6 +434,23 @@ final class DNNLPrepared: PreparedGraph {
                 src = try DNNLMemory(md: srcMD, engine: engine, isPlain: false)
                 try addReorder(from: stored, to: src)
             }
+        } else if let m = margins[node.inputs[0]], m > 0, plainCopies[node.inputs[0]] == nil {
+            // Crop the margin and change layout in one reorder, straight into what this layer reads.
+            let stored = current[node.inputs[0]]!
+            let real = shapes[node.inputs[0]]
+            var sub = dnnl_memory_desc_t()
+            var md = stored.md
+            var dims: [Int64] = [1, Int64(real.c), Int64(real.h), Int64(real.w)]
+            var offsets: [Int64] = [0, 0, Int64(m), Int64(m)]
+            try dnnlCheck(dnnl_memory_desc_init_submemory(&sub, &md, &dims, &offsets), "describe a margin crop")
+            src = try DNNLMemory(md: srcMD, engine: engine, isPlain: false)
+            var rpd: dnnl_primitive_desc_t?
+            var a = sub, b = srcMD
+            try dnnlCheck(dnnl_reorder_primitive_desc_create(&rpd, &a, engine, &b, engine, nil), "crop a margin")
+            defer { dnnl_primitive_desc_destroy(rpd) }
+            let step = try DNNLStep(pd: rpd!, args: [(DNNL_ARG_FROM, stored), (DNNL_ARG_TO, src)])
+            let stream = self.stream
+            steps.append { try step.execute(stream) }
         } else {
             src = try value(node.inputs[0], as: srcMD)
         }

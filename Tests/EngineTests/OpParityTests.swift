@@ -139,3 +139,19 @@ final class OpParityTests: XCTestCase {
         }
     }
 }
+
+extension OpParityTests {
+    /// Convolution then batch norm: the oneDNN backend folds the norm into the convolution.
+    func testBatchNormFoldsIntoConvolution() throws {
+        let s = Shape(c: 4, h: 10, w: 12)
+        let p = conv(6, 4, k: 3, pads: (1, 1, 1, 1))
+        let g = Graph(valueNames: ["in", "conv", "bn", "act"], nodes: [
+            Node(name: "conv", op: .convolution(p), inputs: [0], output: 1),
+            Node(name: "bn", op: .channelAffine(scale: rng.array(6), bias: rng.array(6)), inputs: [1], output: 2),
+            Node(name: "relu", op: .activation(.relu), inputs: [2], output: 3),
+        ], input: 0, output: 3, source: "test:conv+bn")
+        let x = Tensor(shape: s, data: rng.array(s.count))
+        let a = try fast.prepare(g, input: s).run(x), b = try ReferenceBackend().prepare(g, input: s).run(x)
+        XCTAssertLessThanOrEqual(zip(a.data, b.data).map { abs($0 - $1) }.max()!, 1e-4)
+    }
+}

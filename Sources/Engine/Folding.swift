@@ -1,0 +1,31 @@
+extension Graph {
+    /// The same graph with every per-channel affine (inference batch norm) that directly
+    /// follows a convolution without activation folded into that convolution's weights and
+    /// bias, when nothing else reads the convolution's output.
+    func withFoldedChannelAffine() -> Graph {
+        var readers = [Int](repeating: 0, count: valueNames.count)
+        for node in nodes { for i in node.inputs { readers[i] += 1 } }
+        readers[output] += 1
+        var producer: [Int: Int] = [:]
+        var out: [Node] = []
+        for node in nodes {
+            if case .channelAffine(let scale, let bias) = node.op, let k = producer[node.inputs[0]],
+               readers[node.inputs[0]] == 1, case .convolution(var p) = out[k].op, p.activation == .identity {
+                let perOut = p.weights.count / p.outChannels
+                for o in 0..<p.outChannels {
+                    for j in 0..<perOut { p.weights[o * perOut + j] *= scale[o] }
+                }
+                p.bias = (0..<p.outChannels).map { (p.bias.isEmpty ? 0 : p.bias[$0]) * scale[$0] + bias[$0] }
+                out[k].op = .convolution(p)
+                out[k].output = node.output
+                producer[node.output] = k
+                continue
+            }
+            producer[node.output] = out.count
+            out.append(node)
+        }
+        var g = self
+        g.nodes = out
+        return g
+    }
+}
