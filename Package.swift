@@ -27,7 +27,9 @@ let package = Package(
         // The engine's loops are the product: optimise them even in debug builds and tests.
         .target(name: "Engine", dependencies: ["CDNNL"], swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
         .target(name: "ModelFormats", dependencies: ["Engine", "CZip"]),
-        .target(name: "Vivify", dependencies: ["MediaIO", "Engine", "ModelFormats", "ModelCatalog"]),
+        .target(name: "Pipeline"),
+        .target(name: "Tracing"),
+        .target(name: "Vivify", dependencies: ["MediaIO", "Engine", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing"]),
         .target(name: "ModelCatalog"),
         .executableTarget(
             name: "vivify",
@@ -36,6 +38,8 @@ let package = Package(
         .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "Vivify"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "ModelFormats"]),
         .testTarget(name: "VivifyTests", dependencies: ["Vivify"]),
+        .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
+        .testTarget(name: "TracingTests", dependencies: ["Tracing"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["CZip", "CDNNL", "CFFmpeg"]),
         .testTarget(name: "VivifyCLITests", dependencies: ["Vivify", "vivify"]),
         .testTarget(name: "ModelCatalogTests", dependencies: ["ModelCatalog"]),

@@ -65,6 +65,14 @@ public struct RunConfiguration: Sendable {
     public var tile: Int?
     /// Backend running the models.
     public var backend: BackendChoice
+    /// Offline (nothing dropped) or live (stale frames dropped before the model).
+    public var mode: RunMode
+    /// In live mode: emit only processed frames, or repeat the last one to keep the rate.
+    public var liveOutput: LiveOutput
+    /// Pace a file at its native frame rate, as if it were arriving live.
+    public var realtime: Bool
+    /// The frame rate the budget is computed from.
+    public var targetFPS: Double
 
     /// A configuration with defaults: auto formats, libx264, audio copied, lenient.
     public init(input: String, output: String) {
@@ -82,6 +90,10 @@ public struct RunConfiguration: Sendable {
         upscale = nil
         tile = nil
         backend = .onednn
+        mode = .offline
+        liveOutput = .vfr
+        realtime = false
+        targetFPS = 30
     }
 
     /// The input layout after applying the naming rule.
@@ -97,4 +109,20 @@ public struct RunConfiguration: Sendable {
         if output == "-" || output.lowercased().hasSuffix(".y4m") { return .y4m }
         return nil
     }
+}
+
+/// How the pipeline treats frames that arrive faster than the model can take them.
+public enum RunMode: String, Sendable, CaseIterable {
+    /// Every frame is processed (backpressure slows the source). The default.
+    case offline
+    /// The queue before the first model stage keeps only the newest frame; stale ones are dropped.
+    case live
+}
+
+/// What a live run writes.
+public enum LiveOutput: String, Sendable, CaseIterable {
+    /// Only processed frames, at their source timestamps (variable frame rate).
+    case vfr
+    /// Every source timestamp: dropped frames are replaced by the last processed frame.
+    case hold
 }

@@ -1,5 +1,7 @@
 import Foundation
 import MediaIO
+import Pipeline
+import Tracing
 
 /// What a finished (or interrupted) job did.
 public struct JobResult: Sendable {
@@ -13,6 +15,10 @@ public struct JobResult: Sendable {
     public var interrupted: Bool
     /// Warnings collected along the way.
     public var warnings: [String]
+    /// Frames dropped in live mode.
+    public var dropped: Int
+    /// The frame-timing summary.
+    public var report: TraceReport
 }
 
 /// An error that happened after some frames were already saved: the output was finalised with
@@ -47,8 +53,13 @@ public final class Job {
     public var onProgress: (Int) -> Void = { _ in }
     /// Told the expected frame count (nil when unknown) once the input is open.
     public var onStart: (Int?) -> Void = { _ in }
-    /// Asked after each frame whether to stop early.
+    /// Asked before each frame is read whether to stop early.
     public var shouldStop: () -> Bool = { false }
+    /// Run every stage on one thread, one frame at a time (the plain loop the threaded
+    /// pipeline is benchmarked against).
+    public var sequential = false
+    /// The tracer of the last run (its trace and plot can be exported).
+    public private(set) var lastTracer: FrameTracer?
 
     /// Prepares a job; nothing is opened until `run()`.
     public init(configuration: RunConfiguration) {
@@ -105,7 +116,7 @@ public final class Job {
 
         // Models load before anything is opened for writing, so a bad model name costs nothing.
         let upscaler = try c.upscale.map { try Upscaler(model: $0, tile: c.tile, backend: c.backend, log: onWarning) }
-        let source = try Self.openSource(c, decodeTo: upscaler == nil ? nil : .rgb24)
+        let source = try Self.openSource(c)
         if let reader = source as? MediaReader {
             reader.onWarning = warn
         }
@@ -151,17 +162,127 @@ public final class Job {
             warn("\(c.input == "-" ? "standard input" : "'\(c.input)'") has no colour tags; converting to RGB assuming \(resolved.assumptions.joined(separator: ", ")). Pass --assume-matrix to choose.")
         }
         onStart(video.frameCount)
+        let live = c.mode == .live
+        var stageList: [Stage<JobItem>] = []
+        let offlineQueue = QueuePolicy.backpressure(capacity: 3)
+
+        // decode: the source, paced at its native rate with --realtime.
         var frame = VideoFrame(format: video.pixelFormat, width: video.width, height: video.height)
-        var resized = VideoFrame(format: video.pixelFormat, width: outSize.width, height: outSize.height)
-        var converted = VideoFrame(format: sink.requiredFormat ?? video.pixelFormat, width: outSize.width, height: outSize.height)
-        var rgb = VideoFrame(format: .rgb24, width: video.width, height: video.height)
-        var upscaled = VideoFrame(format: .rgb24, width: video.width * scale, height: video.height * scale)
-        let resizer = FrameConverter(filter: .lanczos)
-        let converter = FrameConverter(filter: .bicubic)
-        var framesIn = 0, framesOut = 0
-        var interrupted = false
+        var nextID = 0
+        let timestamps = TimestampLog()
+        let tracerBox = TracerBox()
+        let pacer = c.realtime ? Pacer(clock: FrameTracer.monotonic) : nil
+        let shouldStop = self.shouldStop
+        let resolvedInfo = resolved.info
+        let assumeMatrix = c.assumeMatrix != nil
+        let readNext: () throws -> JobItem? = {
+            if shouldStop() { return nil }
+            let tracer = tracerBox.tracer!
+            while true {
+                var start = tracer.now()
+                let event = try source.read(into: &frame)
+                switch event {
+                case .end:
+                    return nil
+                case .packet(let packet):
+                    return .packet(packet)
+                case .frame:
+                    if let pacer, let seconds = frame.seconds {
+                        // Hold the frame until its presentation time: it "arrives" then.
+                        pacer.wait(until: seconds, shouldStop: shouldStop)
+                        start = tracer.now()
+                    }
+                    if assumeMatrix { frame.color.matrix = resolvedInfo.matrix }
+                    if !frame.color.hasMatrix || !frame.color.hasRange {
+                        // Fill what the source left open with the explicit rule.
+                        var col = frame.color
+                        if !col.hasMatrix { col.matrix = resolvedInfo.matrix }
+                        if !col.hasRange { col.range = resolvedInfo.range }
+                        if col.primaries == 2 { col.primaries = resolvedInfo.primaries }
+                        if col.transfer == 2 { col.transfer = resolvedInfo.transfer }
+                        frame.color = col
+                    }
+                    let id = nextID
+                    nextID += 1
+                    timestamps.append(pts: frame.pts, duration: frame.duration)
+                    tracer.span(stage: 0, id: id, thread: "decode", start: start, end: tracer.now())
+                    return .frame(FrameEnvelope(id: id, frame: frame))
+                }
+            }
+        }
+
+        // convert: to RGB for the models.
+        if let upscaler {
+            if source.info.video.pixelFormat != .rgb24 {
+                let converter = FrameConverter(filter: .bicubic)
+                var rgb = VideoFrame(format: .rgb24, width: video.width, height: video.height)
+                stageList.append(Stage(name: "convert", inputPolicy: offlineQueue) { item in
+                    guard case .frame(var env) = item else { return [item] }
+                    rgb.reshape(format: .rgb24, width: env.frame.width, height: env.frame.height)
+                    try converter.convert(env.frame, into: &rgb)
+                    env.frame = rgb
+                    return [.frame(env)]
+                })
+            }
+            // upscale: the model. Live mode keeps only the newest frame in front of it.
+            var upscaled = VideoFrame(format: .rgb24, width: video.width * scale, height: video.height * scale)
+            stageList.append(Stage(name: "upscale", inputPolicy: live ? .newestOnly : offlineQueue) { item in
+                guard case .frame(var env) = item else { return [item] }
+                try upscaler.upscale(env.frame, into: &upscaled)
+                env.frame = upscaled
+                return [.frame(env)]
+            })
+        }
+        // finish: resize and convert to the layout the output takes.
+        let produced = upscaler == nil ? video.pixelFormat : .rgb24
+        let producedSize = FrameSize(width: video.width * scale, height: video.height * scale)
+        let needsResize = producedSize != outSize
+        let needsConvert = sink.requiredFormat.map { $0 != produced } ?? false
+        if needsResize || needsConvert || upscaler == nil && source.info.video.pixelFormat != produced {
+            let resizer = FrameConverter(filter: .lanczos)
+            let converter = FrameConverter(filter: .bicubic)
+            var resized = VideoFrame(format: produced, width: outSize.width, height: outSize.height)
+            var converted = VideoFrame(format: sink.requiredFormat ?? produced, width: outSize.width, height: outSize.height)
+            let required = sink.requiredFormat
+            stageList.append(Stage(name: "finish", inputPolicy: offlineQueue) { item in
+                guard case .frame(var env) = item else { return [item] }
+                if outSize.width != env.frame.width || outSize.height != env.frame.height {
+                    resized.reshape(format: env.frame.format, width: outSize.width, height: outSize.height)
+                    resized.color = env.frame.color
+                    try resizer.convert(env.frame, into: &resized)
+                    env.frame = resized
+                }
+                if let required, required != env.frame.format {
+                    converted.reshape(format: required, width: outSize.width, height: outSize.height)
+                    converted.color = env.frame.color
+                    try converter.convert(env.frame, into: &converted)
+                    env.frame = converted
+                }
+                return [.frame(env)]
+            })
+        }
+        // encode: the sink; with --live-output hold, dropped frames are replaced by the last
+        // processed one at their own timestamps, so the output keeps the source's rate.
+        let hold = live && c.liveOutput == .hold
+        let writer = HoldingWriter(sink: sink, timestamps: timestamps, hold: hold)
+        let progress = onProgress
+        stageList.append(Stage(name: "encode", inputPolicy: offlineQueue) { item in
+            switch item {
+            case .packet(let p): try sink.copy(p)
+            case .frame(let env):
+                try writer.write(env)
+                progress(writer.framesWritten)
+            }
+            return []
+        })
+
+        let tracer = FrameTracer(stageNames: ["decode"] + stageList.map(\.name), targetFPS: c.targetFPS)
+        tracerBox.tracer = tracer
+        let pipeline = Pipeline(source: readNext, stages: stageList, observer: tracer)
+        lastTracer = tracer
 
         func finalize() throws {
+            if hold { try writer.holdUntil(timestamps.count) }
             try sink.finish()
             if temp != "-" {
                 if rename(temp, c.output) != 0 {
@@ -172,55 +293,10 @@ public final class Job {
         }
 
         do {
-            loop: while true {
-                if shouldStop() { interrupted = true; break }
-                switch try source.read(into: &frame) {
-                case .end:
-                    break loop
-                case .packet(let packet):
-                    try sink.copy(packet)
-                case .frame:
-                    framesIn += 1
-                    if c.assumeMatrix != nil { frame.color.matrix = resolved.info.matrix }
-                    if !frame.color.hasMatrix || !frame.color.hasRange {
-                        // Fill what the source left open with the explicit rule.
-                        var col = frame.color
-                        if !col.hasMatrix { col.matrix = resolved.info.matrix }
-                        if !col.hasRange { col.range = resolved.info.range }
-                        if col.primaries == 2 { col.primaries = resolved.info.primaries }
-                        if col.transfer == 2 { col.transfer = resolved.info.transfer }
-                        frame.color = col
-                    }
-                    var current = frame
-                    if let upscaler {
-                        if current.format != .rgb24 {
-                            rgb.reshape(format: .rgb24, width: current.width, height: current.height)
-                            try converter.convert(current, into: &rgb)
-                            current = rgb
-                        }
-                        try upscaler.upscale(current, into: &upscaled)
-                        current = upscaled
-                    }
-                    if outSize.width != current.width || outSize.height != current.height {
-                        resized.reshape(format: current.format, width: outSize.width, height: outSize.height)
-                        resized.color = current.color
-                        try resizer.convert(current, into: &resized)
-                        current = resized
-                    }
-                    if let need = sink.requiredFormat, need != current.format {
-                        converted.reshape(format: need, width: outSize.width, height: outSize.height)
-                        converted.color = current.color
-                        try converter.convert(current, into: &converted)
-                        current = converted
-                    }
-                    try sink.write(current)
-                    framesOut += 1
-                    onProgress(framesOut)
-                }
-            }
-        } catch let error as MediaError where error.kind == .corruptInput && framesOut > 0 {
+            if sequential { try pipeline.runSequentially() } else { try pipeline.run() }
+        } catch let error as MediaError where error.kind == .corruptInput && writer.framesWritten > 0 {
             try finalize()
-            throw PartialOutputError(underlying: error, framesWritten: framesOut, output: c.output)
+            throw PartialOutputError(underlying: error, framesWritten: writer.framesWritten, output: c.output)
         } catch {
             if temp != "-" { unlink(temp) }
             throw error
@@ -231,8 +307,9 @@ public final class Job {
             if temp != "-" { unlink(temp) }
             throw error
         }
-        return JobResult(framesIn: framesIn, framesOut: framesOut, corrupt: source.corruptCount, interrupted: interrupted,
-                         warnings: warnings)
+        let report = tracer.report()
+        return JobResult(framesIn: timestamps.count, framesOut: writer.framesWritten, corrupt: source.corruptCount,
+                         interrupted: shouldStop(), warnings: warnings, dropped: report.frames_dropped, report: report)
     }
 
     private func makeSink(_ c: RunConfiguration, path: String, source: FrameSource, video: VideoStreamInfo, size: FrameSize,

@@ -1,0 +1,100 @@
+import Foundation
+import MediaIO
+import Pipeline
+import Tracing
+
+/// A frame with its sequence number, as it travels through the pipeline.
+struct FrameEnvelope {
+    var id: Int
+    var frame: VideoFrame
+}
+
+/// What flows between the stages of a job: frames, and packets copied through untouched.
+enum JobItem: PipelineItem {
+    case frame(FrameEnvelope)
+    case packet(MediaPacket)
+
+    var traceID: Int? {
+        if case .frame(let e) = self { return e.id }
+        return nil
+    }
+}
+
+extension FrameTracer: PipelineObserver {}
+
+/// Lets the source closure reach the tracer, which is made after the stages are known.
+final class TracerBox: @unchecked Sendable {
+    var tracer: FrameTracer?
+}
+
+/// Timestamps of every source frame, by sequence number (for `--live-output hold`).
+final class TimestampLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [(pts: Int64?, duration: Int64?)] = []
+
+    func append(pts: Int64?, duration: Int64?) {
+        lock.lock(); values.append((pts, duration)); lock.unlock()
+    }
+
+    var count: Int { lock.lock(); defer { lock.unlock() }; return values.count }
+
+    subscript(i: Int) -> (pts: Int64?, duration: Int64?) {
+        lock.lock(); defer { lock.unlock() }; return values[i]
+    }
+}
+
+/// Holds frames back until their presentation time (for `--realtime`).
+final class Pacer {
+    private let clock: () -> Double
+    private var origin: (wall: Double, media: Double)?
+
+    init(clock: @escaping () -> Double) { self.clock = clock }
+
+    func wait(until mediaSeconds: Double, shouldStop: () -> Bool) {
+        let now = clock()
+        guard let o = origin else { origin = (now, mediaSeconds); return }
+        let due = o.wall + (mediaSeconds - o.media)
+        while clock() < due && !shouldStop() {
+            let left = min(due - clock(), 0.05)
+            if left > 0 { usleep(UInt32(left * 1e6)) }
+        }
+    }
+}
+
+/// The sink side of a job: writes processed frames and, when holding, repeats the last one
+/// at the timestamps of frames dropped before the model.
+final class HoldingWriter {
+    private let sink: FrameSink
+    private let timestamps: TimestampLog
+    private let hold: Bool
+    private var last: VideoFrame?
+    private var next = 0
+    private(set) var framesWritten = 0
+
+    init(sink: FrameSink, timestamps: TimestampLog, hold: Bool) {
+        self.sink = sink
+        self.timestamps = timestamps
+        self.hold = hold
+    }
+
+    func write(_ env: FrameEnvelope) throws {
+        if hold { try holdUntil(env.id) }
+        try sink.write(env.frame)
+        framesWritten += 1
+        last = env.frame
+        next = env.id + 1
+    }
+
+    /// Repeats the last written frame for every source frame before `id` not yet written.
+    func holdUntil(_ id: Int) throws {
+        guard var held = last else { next = max(next, id); return }
+        while next < id {
+            let t = timestamps[next]
+            held.pts = t.pts
+            held.duration = t.duration
+            try sink.write(held)
+            framesWritten += 1
+            next += 1
+        }
+    }
+}
