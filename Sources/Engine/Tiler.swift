@@ -48,7 +48,7 @@ public final class TiledRunner {
 
     /// Makes a runner. `tileSize` nil picks one from `memoryBudget` bytes.
     public init(graph: Graph, spec: TilingSpec, backend: InferenceBackend, tileSize: Int? = nil,
-                memoryBudget: Int = 1 << 30) throws {
+                memoryBudget: Int = 3 << 30) throws {
         self.graph = graph
         self.spec = spec
         self.backend = backend
@@ -185,5 +185,17 @@ public final class TiledRunner {
                 }
             }
         }
+    }
+}
+
+extension TiledRunner {
+    /// Multiply-adds to run the model over a `height`×`width` picture in this runner's tiles
+    /// (borders and the flush last row/column included, as they are really computed).
+    public func multiplyAdds(channels: Int, height: Int, width: Int) throws -> Int {
+        let th = (min(tileSize, height) + spec.multiple - 1) / spec.multiple * spec.multiple
+        let tw = (min(tileSize, width) + spec.multiple - 1) / spec.multiple * spec.multiple
+        let tiles = Self.origins(length: height, tile: th).count * Self.origins(length: width, tile: tw).count
+        let shape = Shape(c: channels, h: th + 2 * spec.padding, w: tw + 2 * spec.padding)
+        return tiles * (try graph.multiplyAdds(input: shape))
     }
 }

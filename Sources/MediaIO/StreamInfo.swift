@@ -63,6 +63,15 @@ public struct StreamSummary: Sendable {
     public var duration: Double?
     /// Human-readable details (sample rate and channels for audio, language, …).
     public var details: String
+
+    /// Makes a summary.
+    public init(index: Int, kind: String, codecName: String, duration: Double?, details: String) {
+        self.index = index
+        self.kind = kind
+        self.codecName = codecName
+        self.duration = duration
+        self.details = details
+    }
 }
 
 /// Everything `vivify probe` reports about an input.
@@ -75,4 +84,12 @@ public struct MediaInfo: Sendable {
     public var streams: [StreamSummary]
     /// The video stream Vivify processes.
     public var video: VideoStreamInfo
+
+    /// Makes a description.
+    public init(container: String, duration: Double?, streams: [StreamSummary], video: VideoStreamInfo) {
+        self.container = container
+        self.duration = duration
+        self.streams = streams
+        self.video = video
+    }
 }

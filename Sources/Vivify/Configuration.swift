@@ -73,6 +73,10 @@ public struct RunConfiguration: Sendable {
     public var realtime: Bool
     /// The frame rate the budget is computed from.
     public var targetFPS: Double
+    /// Generate this many frames of this size instead of reading `input` (`vivify bench`).
+    public var synthetic: (size: FrameSize, frames: Int)?
+    /// Throw the frames away instead of writing `output` (`vivify bench`).
+    public var discardOutput: Bool
 
     /// A configuration with defaults: auto formats, libx264, audio copied, lenient.
     public init(input: String, output: String) {
@@ -94,6 +98,8 @@ public struct RunConfiguration: Sendable {
         liveOutput = .vfr
         realtime = false
         targetFPS = 30
+        synthetic = nil
+        discardOutput = false
     }
 
     /// The input layout after applying the naming rule.

@@ -68,6 +68,7 @@ public final class Job {
 
     /// Opens the input described by `configuration`.
     public static func openSource(_ c: RunConfiguration, decodeTo: PixelFormat? = nil) throws -> FrameSource {
+        if let synthetic = c.synthetic { return SyntheticSource(size: synthetic.size, frames: synthetic.frames) }
         if c.input != "-" && !FileManager.default.fileExists(atPath: c.input) {
             throw MediaError(.inputUnreadable, "Cannot open '\(c.input)': no such file. Check the path.")
         }
@@ -102,7 +103,7 @@ public final class Job {
         if let name = c.assumeMatrix, ColorInfo.matrixCode(named: name) == nil {
             throw MediaError(.invalidOptions, "Unknown colour matrix '\(name)'. Use bt709, smpte170m (BT.601), bt470bg or bt2020nc.")
         }
-        if c.output != "-" {
+        if c.output != "-" && !c.discardOutput {
             let target = URL(fileURLWithPath: c.output).standardizedFileURL.path
             if c.input != "-" && URL(fileURLWithPath: c.input).standardizedFileURL.path == target {
                 throw MediaError(.invalidOptions, "The output '\(c.output)' is the input file. Choose a different output path.")
@@ -135,7 +136,7 @@ public final class Job {
 
         // Temporary file beside the target, renamed at the end.
         let temp: String
-        if c.output == "-" {
+        if c.output == "-" || c.discardOutput {
             temp = "-"
         } else {
             let url = URL(fileURLWithPath: c.output)
@@ -314,6 +315,7 @@ public final class Job {
 
     private func makeSink(_ c: RunConfiguration, path: String, source: FrameSource, video: VideoStreamInfo, size: FrameSize,
                           resolvedColor: (info: ColorInfo, assumptions: [String]), warn: (String) -> Void) throws -> FrameSink {
+        if c.discardOutput { return NullSink() }
         switch c.effectiveOutputFormat {
         case .y4m:
             var header: Y4MHeader

@@ -36,7 +36,7 @@ public final class Upscaler {
 
     /// Loads `model` (a catalog name, fetched on first use, or a path to an ncnn `.param`).
     /// - Parameters:
-    ///   - tile: interior tile size in input pixels; nil picks one from a 1 GiB budget.
+    ///   - tile: interior tile size in input pixels; nil picks one from a 3 GiB budget.
     ///   - log: receives one line when a model is fetched.
     public init(model: String, tile: Int? = nil, backend: BackendChoice = .onednn, store: ModelStore = ModelStore(),
                 log: (String) -> Void = { _ in }) throws {
@@ -158,6 +158,11 @@ public final class Upscaler {
         output.timeBase = frame.timeBase
         output.color = frame.color
         output.sampleAspectRatio = frame.sampleAspectRatio
+    }
+
+    /// Floating-point operations (2 per multiply-add) to upscale one `width`×`height` frame.
+    public func flopsPerFrame(width: Int, height: Int) throws -> Double {
+        2 * Double(try runner.multiplyAdds(channels: 3, height: height, width: width))
     }
 
     /// Floating-point operations per output pixel (2 per multiply-add), measured on a 256-pixel

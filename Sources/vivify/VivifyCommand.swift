@@ -8,7 +8,7 @@ struct VivifyCommand: ParsableCommand {
         commandName: "vivify",
         abstract: "Colorize and upscale video and frame streams with neural networks.",
         discussion: "Exit codes: 0 success, 64 bad options, 65 damaged input, 66 input missing or unreadable, 69 unsupported input or encoder, 70 internal error, 73 output not writable, 130 interrupted (output kept, playable).",
-        subcommands: [Run.self, ImageCommand.self, ProbeCommand.self, ModelsCommand.self, BenchModelCommand.self],
+        subcommands: [Run.self, ImageCommand.self, ProbeCommand.self, ModelsCommand.self, BenchCommand.self, BenchModelCommand.self],
         defaultSubcommand: nil
     )
 }
@@ -46,13 +46,41 @@ struct InputFormatOptions: ParsableArguments {
 
 extension StreamFormat: ExpressibleByArgument {}
 extension BackendChoice: ExpressibleByArgument {}
+extension RunMode: ExpressibleByArgument {}
+extension LiveOutput: ExpressibleByArgument {}
+
+/// Options of the frame-timing tracer.
+struct TimingOptions: ParsableArguments {
+    @Option(help: "Frame rate the budget is computed from (budget = 1000/target ms).")
+    var targetFps: Double = 30
+
+    @Option(help: "Write the frame-timing statistics as JSON to FILE (schema in the README).")
+    var stats: String?
+
+    @Option(help: "Write a Chrome trace-event file (opens in Perfetto or chrome://tracing).")
+    var trace: String?
+
+    @Option(help: "Write an SVG plot of per-frame end-to-end latency against the budget.")
+    var plot: String?
+
+    @Flag(help: "Print the frame-timing summary on stderr (always printed in live mode unless --quiet).")
+    var summary = false
+
+    func validate() throws {
+        if targetFps <= 0 || targetFps > 1000 {
+            throw ValidationError("'--target-fps \(targetFps)' is out of range. Use a rate above 0 and up to 1000.")
+        }
+    }
+
+    var outputs: TraceOutputs { TraceOutputs(stats: stats, trace: trace, plot: plot) }
+}
 
 /// Options of commands that run a model.
 struct ModelOptions: ParsableArguments {
     @Option(help: "Upscale with MODEL: a catalog name (see `vivify models list`; fetched on first use) or a path to an ncnn .param file with its .bin beside it.")
     var upscale: String?
 
-    @Option(help: "Tile size in input pixels for the model (default: chosen from a 1 GiB memory budget).")
+    @Option(help: "Tile size in input pixels for the model (default: chosen from a 3 GiB memory budget).")
     var tile: Int?
 
     @Option(help: "Backend running the models: onednn (default, fast) or reference (plain Swift, slow).")
@@ -130,8 +158,21 @@ struct Run: ParsableCommand {
     @Flag(help: "Show FFmpeg's own log messages.")
     var verbose = false
 
+    @Option(help: "offline (default: every frame processed) or live (frames that go stale before the model are dropped).")
+    var mode: RunMode = .offline
+
+    @Option(help: "In live mode: vfr (only processed frames, variable rate) or hold (repeat the last processed frame to keep the source rate).")
+    var liveOutput: LiveOutput = .vfr
+
+    @Flag(help: "Pace a file at its native frame rate, as if it were arriving live.")
+    var realtime = false
+
+    @Flag(help: .hidden)
+    var sequential = false
+
     @OptionGroup var inputOptions: InputFormatOptions
     @OptionGroup var modelOptions: ModelOptions
+    @OptionGroup var timing: TimingOptions
 
     func validate() throws {
         if let resize, FrameSize(parsing: resize) == nil {
@@ -152,6 +193,10 @@ struct Run: ParsableCommand {
         c.encoder = EncoderSettings(codec: codec, crf: crf, preset: preset, pixelFormat: pixFmt)
         c.copyAudioAndSubtitles = !noAudio
         c.strict = strict
+        c.mode = mode
+        c.liveOutput = liveOutput
+        c.realtime = realtime
+        c.targetFPS = timing.targetFps
 
         let interrupts = InterruptMonitor()
         let job = Job(configuration: c)
@@ -165,9 +210,12 @@ struct Run: ParsableCommand {
         }
         job.onProgress = { reporter?.update(framesDone: $0) }
         job.shouldStop = { interrupts.isInterrupted }
+        job.sequential = sequential
         do {
             let result = try job.run()
             reporter?.finish(framesDone: result.framesOut)
+            if let tracer = job.lastTracer { try timing.outputs.write(tracer, report: result.report) }
+            if !quiet && (timing.summary || mode == .live) { ProgressReporter.writeStderr(result.report.text) }
             if result.corrupt > 0 && !quiet {
                 ProgressReporter.writeStderr("vivify: warning: skipped \(result.corrupt) damaged packets or frames in '\(input)'.\n")
             }
@@ -278,6 +326,49 @@ struct BenchModelCommand: ParsableCommand {
             if gemmPeak { json["sgemm_peak_gflops"] = try GEMMPeak.measure() }
             let data = try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])
             print(String(decoding: data, as: UTF8.self))
+        } catch {
+            throw report(error)
+        }
+    }
+}
+
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Run generated frames through the real pipeline and report against the target frame rate.",
+        discussion: "Prints the per-stage frame-timing summary, whether the target rate is met, the limiting stage, FLOPs per frame and the achieved GFLOP/s of each model stage.")
+
+    @Option(help: "Upscale with MODEL (catalog name or .param path).")
+    var upscale: String?
+
+    @Option(help: "Frame size, WxH.")
+    var size: String
+
+    @Option(help: "Number of generated frames.")
+    var frames: Int = 60
+
+    @Option(help: "Tile size in input pixels for the model.")
+    var tile: Int?
+
+    @Option(help: "Backend: onednn or reference.")
+    var backend: BackendChoice = .onednn
+
+    @OptionGroup var timing: TimingOptions
+
+    func validate() throws {
+        guard FrameSize(parsing: size) != nil else {
+            throw ValidationError("'--size \(size)' is not a frame size. Write it as WxH, e.g. --size 640x360.")
+        }
+        if frames < 1 { throw ValidationError("'--frames \(frames)' must be at least 1.") }
+    }
+
+    func run() throws {
+        FFmpegLog.configure(verbose: false)
+        do {
+            let result = try Bench.run(size: FrameSize(parsing: size)!, frames: frames, upscale: upscale, tile: tile, backend: backend,
+                                       targetFPS: timing.targetFps, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
+            print(result.text, terminator: "")
+            if let tracer = result.tracer { try timing.outputs.write(tracer, report: result.report) }
         } catch {
             throw report(error)
         }

@@ -1,0 +1,53 @@
+import Foundation
+
+/// `vivify bench`: generated frames through the real pipeline (offline, nothing dropped,
+/// output discarded), reported against the target frame rate.
+public enum Bench {
+    /// What a bench run found.
+    public struct Result: Sendable {
+        /// The frame-timing summary.
+        public var report: TraceReport
+        /// Floating-point operations per frame of each model stage, by stage name.
+        public var flopsPerFrame: [String: Double]
+        /// Achieved GFLOP/s of each model stage (FLOPs per frame / median stage time).
+        public var gflops: [String: Double]
+        /// The tracer, for trace and plot export.
+        public var tracer: FrameTracer?
+
+        /// The lines `vivify bench` prints.
+        public var text: String {
+            var lines = [report.text.trimmingCharacters(in: .newlines)]
+            for (name, flops) in flopsPerFrame.sorted(by: { $0.key < $1.key }) {
+                lines.append(String(format: "  %@: %.1f GFLOP per frame, %.0f GFLOP/s achieved", name, flops / 1e9, gflops[name] ?? 0))
+            }
+            let met = report.achieved_fps >= report.target_fps
+            lines.append("result: \(met ? "meets" : "does NOT meet") \(String(format: "%.0f", report.target_fps)) fps (achieved \(String(format: "%.1f", report.achieved_fps)) fps); limiting stage: \(report.bottleneck_stage)")
+            return lines.joined(separator: "\n") + "\n"
+        }
+    }
+
+    /// Runs `frames` generated `size` frames through the pipeline with the given model.
+    public static func run(size: FrameSize, frames: Int, upscale: String?, tile: Int?, backend: BackendChoice,
+                           targetFPS: Double, log: @escaping (String) -> Void = { _ in }) throws -> Result {
+        var c = RunConfiguration(input: "generated", output: "-")
+        c.synthetic = (size, frames)
+        c.discardOutput = true
+        c.upscale = upscale
+        c.tile = tile
+        c.backend = backend
+        c.targetFPS = targetFPS
+        let job = Job(configuration: c)
+        job.onWarning = log
+        let result = try job.run()
+        var flops: [String: Double] = [:], gflops: [String: Double] = [:]
+        if let upscale {
+            let upscaler = try Upscaler(model: upscale, tile: tile, backend: backend)
+            let f = try upscaler.flopsPerFrame(width: size.width, height: size.height)
+            flops["upscale"] = f
+            if let stage = result.report.stages.first(where: { $0.name == "upscale" }), stage.p50_ms > 0 {
+                gflops["upscale"] = f / (stage.p50_ms / 1000) / 1e9
+            }
+        }
+        return Result(report: result.report, flopsPerFrame: flops, gflops: gflops, tracer: job.lastTracer)
+    }
+}

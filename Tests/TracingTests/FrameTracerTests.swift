@@ -1,0 +1,99 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import Tracing
+import XCTest
+
+/// The tracer driven by hand: known spans in, known statistics and well-formed files out.
+final class FrameTracerTests: XCTestCase {
+    /// 10 frames at 30 fps; the "model" takes 50 ms, so frames 1, 3, 5, 7, 9 are dropped.
+    func makeTracer() -> FrameTracer {
+        let t = FrameTracer(stageNames: ["decode", "upscale", "encode"], targetFPS: 30, clock: { 0 })
+        for id in 0..<10 {
+            let arrival = Double(id) / 30
+            t.span(stage: 0, id: id, thread: "decode", start: arrival, end: arrival + 0.002)
+            if id % 2 == 1 {
+                t.dropped(id: id, beforeStage: 1, at: arrival + 0.03)
+                continue
+            }
+            t.span(stage: 1, id: id, thread: "upscale", start: arrival + 0.003, end: arrival + 0.053)
+            t.span(stage: 2, id: id, thread: "encode", start: arrival + 0.054, end: arrival + 0.058)
+        }
+        return t
+    }
+
+    func testStatistics() throws {
+        let r = makeTracer().report()
+        XCTAssertEqual(r.frames_in, 10)
+        XCTAssertEqual(r.frames_processed, 5)
+        XCTAssertEqual(r.frames_dropped, 5)
+        XCTAssertEqual(r.drops_by_stage, ["upscale": 5])
+        XCTAssertEqual(r.budget_ms, 1000.0 / 30, accuracy: 1e-9)
+        XCTAssertEqual(r.bottleneck_stage, "upscale")
+        XCTAssertEqual(r.bottleneck_excess_ms, 50 - 1000.0 / 30, accuracy: 1e-6)
+        XCTAssertEqual(r.end_to_end.p50_ms, 58, accuracy: 1e-6)
+        XCTAssertEqual(r.budget_met_ratio, 0)
+        let upscale = r.stages[1]
+        XCTAssertEqual(upscale.count, 5)
+        XCTAssertEqual(upscale.p95_ms, 50, accuracy: 1e-6)
+        XCTAssertEqual(upscale.queue_wait_p50_ms, 1, accuracy: 1e-6)
+        // Last processed frame (8) ends at 8/30 + 0.058; first arrival at 0.
+        XCTAssertEqual(r.achieved_fps, 5 / (8.0 / 30 + 0.058), accuracy: 1e-6)
+        XCTAssertTrue(r.text.contains("dropped 5 (before upscale: 5)"), r.text)
+        XCTAssertTrue(r.text.contains("bottleneck: upscale"), r.text)
+    }
+
+    /// The stats JSON has the documented keys with the documented types.
+    func testStatsJSONMatchesTheSchema() throws {
+        let data = try makeTracer().report().json()
+        let j = try XCTUnwrap(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        for key in ["frames_in", "frames_processed", "frames_dropped"] { XCTAssertTrue(j[key] is Int, key) }
+        for key in ["target_fps", "achieved_fps", "budget_ms", "budget_met_ratio"] { XCTAssertTrue(j[key] is Double || j[key] is Int, key) }
+        XCTAssertTrue(j["bottleneck_stage"] is String)
+        let stages = try XCTUnwrap(j["stages"] as? [[String: Any]])
+        XCTAssertEqual(stages.count, 3)
+        for s in stages {
+            XCTAssertTrue(s["name"] is String)
+            for key in ["p50_ms", "p95_ms", "p99_ms", "max_ms"] { XCTAssertNotNil(s[key] as? Double, key) }
+            XCTAssertTrue(s["count"] is Int)
+        }
+        let e2e = try XCTUnwrap(j["end_to_end"] as? [String: Any])
+        for key in ["p50_ms", "p95_ms", "p99_ms"] { XCTAssertNotNil(e2e[key] as? Double, key) }
+    }
+
+    func testChromeTraceIsValidTraceEventJSON() throws {
+        let data = try makeTracer().chromeTrace()
+        let j = try XCTUnwrap(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let events = try XCTUnwrap(j["traceEvents"] as? [[String: Any]])
+        let slices = events.filter { $0["ph"] as? String == "X" }
+        let drops = events.filter { $0["ph"] as? String == "i" }
+        XCTAssertEqual(slices.count, 10 + 5 + 5, "one slice per frame and stage")
+        XCTAssertEqual(drops.count, 5)
+        for e in slices {
+            XCTAssertNotNil(e["ts"] as? Double)
+            XCTAssertNotNil(e["dur"] as? Double)
+            XCTAssertNotNil(e["tid"] as? Int)
+            XCTAssertEqual(e["pid"] as? Int, 1)
+        }
+        let names = events.filter { $0["ph"] as? String == "M" && $0["name"] as? String == "thread_name" }
+        XCTAssertEqual(Set(names.compactMap { ($0["args"] as? [String: Any])?["name"] as? String }), ["decode", "upscale", "encode"])
+    }
+
+    func testPlotIsWellFormedSVG() throws {
+        let svg = makeTracer().latencyPlot()
+        final class Counter: NSObject, XMLParserDelegate {
+            var elements: [String: Int] = [:]
+            func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+                elements[name, default: 0] += 1
+            }
+        }
+        let parser = XMLParser(data: Data(svg.utf8))
+        let counter = Counter()
+        parser.delegate = counter
+        XCTAssertTrue(parser.parse(), "\(parser.parserError.map { "\($0)" } ?? "")")
+        XCTAssertEqual(counter.elements["svg"], 1)
+        XCTAssertEqual(counter.elements["polyline"], 1, "the latency curve")
+        XCTAssertGreaterThanOrEqual(counter.elements["line"] ?? 0, 3 + 5, "axes, budget line and one mark per drop")
+    }
+}
