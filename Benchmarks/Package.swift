@@ -9,5 +9,6 @@ let package = Package(
     targets: [
         .executableTarget(name: "TranscodeRatio"),
         .executableTarget(name: "EngineRatio"),
+        .executableTarget(name: "PipelineBench"),
     ]
 )

@@ -48,10 +48,10 @@ final class DNNLMemory {
     /// Whether the layout is plain NCHW (so Swift loops can read it).
     let isPlain: Bool
 
-    init(md: dnnl_memory_desc_t, engine: dnnl_engine_t, isPlain: Bool, handle: UnsafeMutableRawPointer? = nil) throws {
+    init(md: dnnl_memory_desc_t, engine: dnnl_engine_t, isPlain: Bool, handle: UnsafeMutableRawPointer? = nil, unbacked: Bool = false) throws {
         var m: dnnl_memory_t?
         var d = md
-        try dnnlCheck(dnnl_memory_create(&m, &d, engine, handle ?? vivify_dnnl_memory_allocate()), "allocate a buffer")
+        try dnnlCheck(dnnl_memory_create(&m, &d, engine, unbacked ? nil : (handle ?? vivify_dnnl_memory_allocate())), "allocate a buffer")
         memory = m!
         self.md = md
         self.isPlain = isPlain
@@ -75,18 +75,53 @@ extension dnnl_memory_desc_t {
     }
 }
 
+/// One scratchpad buffer shared by every primitive of a prepared graph (they run one after
+/// the other). Primitives are created with user-managed scratchpads: oneDNN's own is
+/// thread-local and sized on the creating thread, so a graph prepared on one thread and run
+/// on another (a pipeline stage) would read past it.
+final class ScratchArena {
+    private(set) var memories: [DNNLMemory] = []
+    private var size = 0
+    private var buffer: UnsafeMutableRawPointer?
+
+    func memory(for md: dnnl_memory_desc_t, engine: dnnl_engine_t) throws -> DNNLMemory? {
+        var d = md
+        let bytes = dnnl_memory_desc_get_size(&d)
+        if bytes == 0 { return nil }
+        let m = try DNNLMemory(md: md, engine: engine, isPlain: false, unbacked: true)
+        memories.append(m)
+        size = max(size, bytes)
+        return m
+    }
+
+    /// Allocates the shared buffer and points every scratchpad at it.
+    func allocate() {
+        guard size > 0 else { return }
+        buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
+        for m in memories { dnnl_memory_set_data_handle(m.memory, buffer) }
+    }
+
+    deinit { buffer?.deallocate() }
+}
+
 /// A oneDNN primitive with its argument list, executed as one step.
 final class DNNLStep {
     let primitive: dnnl_primitive_t
     var args: [dnnl_exec_arg_t]
     let keep: [AnyObject]
 
-    init(pd: dnnl_primitive_desc_t, args: [(Int32, DNNLMemory)], keep: [AnyObject] = []) throws {
+    init(pd: dnnl_primitive_desc_t, args: [(Int32, DNNLMemory)], keep: [AnyObject] = [], scratch: ScratchArena? = nil,
+         engine: dnnl_engine_t? = nil) throws {
         var p: dnnl_primitive_t?
         try dnnlCheck(dnnl_primitive_create(&p, pd), "create a primitive")
         primitive = p!
-        self.args = args.map { dnnl_exec_arg_t(arg: $0.0, memory: $0.1.memory) }
-        self.keep = args.map { $0.1 } + keep
+        var all = args
+        if let scratch, let engine, let md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0),
+           let m = try scratch.memory(for: md.pointee, engine: engine) {
+            all.append((DNNL_ARG_SCRATCHPAD, m))
+        }
+        self.args = all.map { dnnl_exec_arg_t(arg: $0.0, memory: $0.1.memory) }
+        self.keep = all.map { $0.1 } + keep
     }
 
     deinit { dnnl_primitive_destroy(primitive) }
@@ -103,6 +138,7 @@ final class DNNLAttr {
     var attr: dnnl_primitive_attr_t?
     init(activation: Activation) throws {
         try dnnlCheck(dnnl_primitive_attr_create(&attr), "create attributes")
+        try dnnlCheck(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user), "set the scratchpad mode")
         guard let (alg, alpha, beta) = eltwiseAlgorithm(activation) else { return }
         var po: dnnl_post_ops_t?
         try dnnlCheck(dnnl_post_ops_create(&po), "create post-ops")
@@ -138,6 +174,8 @@ final class DNNLPrepared: PreparedGraph {
     private var current: [Int: DNNLMemory] = [:]
     private var plainCopies: [Int: DNNLMemory] = [:]
     private let inputMemory: DNNLMemory
+    private let scratch = ScratchArena()
+    private let plainAttr: DNNLAttr
     private var engine: dnnl_engine_t { backend.engine }
     private var stream: dnnl_stream_t { backend.stream }
 
@@ -153,6 +191,7 @@ final class DNNLPrepared: PreparedGraph {
         guard let out = inferred[graph.output] else { throw EngineError("\(graph.source): the output is never produced.") }
         outputShape = out
         inputMemory = try DNNLMemory(md: Self.plainMD(input), engine: backend.engine, isPlain: true)
+        plainAttr = try DNNLAttr(activation: .identity)
         current[graph.input] = inputMemory
         plainCopies[graph.input] = inputMemory
         for node in graph.nodes {
@@ -163,6 +202,7 @@ final class DNNLPrepared: PreparedGraph {
             }
         }
         _ = try plain(graph.output)
+        scratch.allocate()
     }
 
     func run(input: UnsafeBufferPointer<Float>, output: UnsafeMutableBufferPointer<Float>) throws {
@@ -231,9 +271,9 @@ final class DNNLPrepared: PreparedGraph {
         let dst = try DNNLMemory(md: target, engine: engine, isPlain: Self.plainMD(s).isEqual(to: target))
         var pd: dnnl_primitive_desc_t?
         var a = sub, b = target
-        try dnnlCheck(dnnl_reorder_primitive_desc_create(&pd, &a, engine, &b, engine, nil), "crop a margin")
+        try dnnlCheck(dnnl_reorder_primitive_desc_create(&pd, &a, engine, &b, engine, plainAttr.attr), "crop a margin")
         defer { dnnl_primitive_desc_destroy(pd) }
-        let step = try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, mem), (DNNL_ARG_TO, dst)])
+        let step = try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, mem), (DNNL_ARG_TO, dst)], scratch: scratch, engine: engine)
         let stream = self.stream
         steps.append { try step.execute(stream) }
         current[v] = dst
@@ -266,9 +306,9 @@ final class DNNLPrepared: PreparedGraph {
     private func addReorder(from src: DNNLMemory, to dst: DNNLMemory) throws {
         var pd: dnnl_primitive_desc_t?
         var s = src.md, d = dst.md
-        try dnnlCheck(dnnl_reorder_primitive_desc_create(&pd, &s, engine, &d, engine, nil), "reorder between layouts")
+        try dnnlCheck(dnnl_reorder_primitive_desc_create(&pd, &s, engine, &d, engine, plainAttr.attr), "reorder between layouts")
         defer { dnnl_primitive_desc_destroy(pd) }
-        let step = try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, src), (DNNL_ARG_TO, dst)])
+        let step = try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, src), (DNNL_ARG_TO, dst)], scratch: scratch, engine: engine)
         let stream = self.stream
         steps.append { try step.execute(stream) }
     }
@@ -310,7 +350,7 @@ final class DNNLPrepared: PreparedGraph {
                 var desc = dnnl_eltwise_desc_t()
                 var md = src.md
                 try dnnlCheck(dnnl_eltwise_forward_desc_init(&desc, dnnl_forward_inference, alg, &md, alpha, beta), "describe an activation")
-                let pd = try createPD(&desc, attr: nil)
+                let pd = try createPD(&desc, attr: plainAttr.attr)
                 defer { dnnl_primitive_desc_destroy(pd) }
                 let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
                 try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_DST, dst)])
@@ -329,7 +369,7 @@ final class DNNLPrepared: PreparedGraph {
             var strides: [Int64] = [1, 1], kernel: [Int64] = [Int64(s.h), Int64(s.w)], pad: [Int64] = [0, 0]
             try dnnlCheck(dnnl_pooling_forward_desc_init(&desc, dnnl_forward_inference, dnnl_pooling_avg_exclude_padding, &smd, &dmd,
                                                          &strides, &kernel, &pad, &pad), "describe global average pooling")
-            let pd = try createPD(&desc, attr: nil)
+            let pd = try createPD(&desc, attr: plainAttr.attr)
             defer { dnnl_primitive_desc_destroy(pd) }
             let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
             try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_DST, dst)])
@@ -356,7 +396,7 @@ final class DNNLPrepared: PreparedGraph {
     }
 
     private func add(_ pd: dnnl_primitive_desc_t, _ args: [(Int32, DNNLMemory)], keep: [AnyObject] = []) throws {
-        let step = try DNNLStep(pd: pd, args: args, keep: keep)
+        let step = try DNNLStep(pd: pd, args: args, keep: keep, scratch: scratch, engine: engine)
         let stream = self.stream
         steps.append { try step.execute(stream) }
     }
@@ -446,9 +486,9 @@ final class DNNLPrepared: PreparedGraph {
             src = try DNNLMemory(md: srcMD, engine: engine, isPlain: false)
             var rpd: dnnl_primitive_desc_t?
             var a = sub, b = srcMD
-            try dnnlCheck(dnnl_reorder_primitive_desc_create(&rpd, &a, engine, &b, engine, nil), "crop a margin")
+            try dnnlCheck(dnnl_reorder_primitive_desc_create(&rpd, &a, engine, &b, engine, plainAttr.attr), "crop a margin")
             defer { dnnl_primitive_desc_destroy(rpd) }
-            let step = try DNNLStep(pd: rpd!, args: [(DNNL_ARG_FROM, stored), (DNNL_ARG_TO, src)])
+            let step = try DNNLStep(pd: rpd!, args: [(DNNL_ARG_FROM, stored), (DNNL_ARG_TO, src)], scratch: scratch, engine: engine)
             let stream = self.stream
             steps.append { try step.execute(stream) }
         } else {
@@ -464,7 +504,7 @@ final class DNNLPrepared: PreparedGraph {
             var desc = dnnl_eltwise_desc_t()
             var md = dst.md
             try dnnlCheck(dnnl_eltwise_forward_desc_init(&desc, dnnl_forward_inference, alg, &md, alpha, beta), "describe an activation")
-            let epd = try createPD(&desc, attr: nil)
+            let epd = try createPD(&desc, attr: plainAttr.attr)
             defer { dnnl_primitive_desc_destroy(epd) }
             try add(epd, [(DNNL_ARG_SRC, dst), (DNNL_ARG_DST, dst)])
         }
@@ -482,7 +522,7 @@ final class DNNLPrepared: PreparedGraph {
         var md = src.md
         var wAny = Self.anyMD([1, Int64(s.c), 1, 1])
         try dnnlCheck(dnnl_prelu_forward_desc_init(&desc, dnnl_forward_inference, &md, &wAny), "describe PReLU")
-        let pd = try createPD(&desc, attr: nil)
+        let pd = try createPD(&desc, attr: plainAttr.attr)
         defer { dnnl_primitive_desc_destroy(pd) }
         let full = slopes.count == 1 ? [Float](repeating: slopes[0], count: s.c) : slopes
         let weights = try constant(full, user: Self.taggedMD([1, Int64(s.c), 1, 1], dnnl_nchw), into: query(pd, dnnl_query_weights_md))
@@ -514,7 +554,7 @@ final class DNNLPrepared: PreparedGraph {
         var dmd = src0.md
         var desc = dnnl_binary_desc_t()
         try dnnlCheck(dnnl_binary_desc_init(&desc, alg, &md0, &md1, &dmd), "describe the element-wise operation")
-        let pd = try createPD(&desc, attr: nil)
+        let pd = try createPD(&desc, attr: plainAttr.attr)
         defer { dnnl_primitive_desc_destroy(pd) }
         let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
         try add(pd, [(DNNL_ARG_SRC_0, src0), (DNNL_ARG_SRC_1, src1), (DNNL_ARG_DST, dst)])
@@ -567,9 +607,9 @@ final class DNNLPrepared: PreparedGraph {
         let dst = try DNNLMemory(md: Self.plainMD(out), engine: engine, isPlain: true)
         var pd: dnnl_primitive_desc_t?
         var s = sub, d = dst.md
-        try dnnlCheck(dnnl_reorder_primitive_desc_create(&pd, &s, engine, &d, engine, nil), "crop")
+        try dnnlCheck(dnnl_reorder_primitive_desc_create(&pd, &s, engine, &d, engine, plainAttr.attr), "crop")
         defer { dnnl_primitive_desc_destroy(pd) }
-        let step = try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, src), (DNNL_ARG_TO, dst)])
+        let step = try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, src), (DNNL_ARG_TO, dst)], scratch: scratch, engine: engine)
         let stream = self.stream
         steps.append { try step.execute(stream) }
         current[output] = dst

@@ -74,7 +74,11 @@ public struct QueueState<Element> {
             items.append(element)
             return .accepted
         case .newestOnly:
-            compact()
+            // Only items still waiting (from `head` on) may be dropped.
+            if head > 0 {
+                items.removeFirst(head)
+                head = 0
+            }
             guard isDroppable(element) else {
                 items.append(element)
                 return .accepted

@@ -162,8 +162,9 @@ public final class Job {
         if !resolved.assumptions.isEmpty, sink.requiredFormat == .rgb24, video.pixelFormat.isYUV {
             warn("\(c.input == "-" ? "standard input" : "'\(c.input)'") has no colour tags; converting to RGB assuming \(resolved.assumptions.joined(separator: ", ")). Pass --assume-matrix to choose.")
         }
-        onStart(video.frameCount)
         let live = c.mode == .live
+        if live, let upscaler { try upscaler.warmUp(width: video.width, height: video.height) }
+        onStart(video.frameCount)
         var stageList: [Stage<JobItem>] = []
         let offlineQueue = QueuePolicy.backpressure(capacity: 3)
 

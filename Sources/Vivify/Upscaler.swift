@@ -160,6 +160,15 @@ public final class Upscaler {
         output.sampleAspectRatio = frame.sampleAspectRatio
     }
 
+    /// Runs the model once on a blank frame of this size, so the first real frame does not pay
+    /// for primitive creation and first-touch of buffers (live mode measures every frame).
+    public func warmUp(width: Int, height: Int) throws {
+        var blank = VideoFrame(format: .rgb24, width: width, height: height)
+        blank.color = .bt709
+        var out = VideoFrame(format: .rgb24, width: 1, height: 1)
+        try upscale(blank, into: &out)
+    }
+
     /// Floating-point operations (2 per multiply-add) to upscale one `width`×`height` frame.
     public func flopsPerFrame(width: Int, height: Int) throws -> Double {
         2 * Double(try runner.multiplyAdds(channels: 3, height: height, width: width))

@@ -85,6 +85,20 @@ final class QueueStateTests: XCTestCase {
         XCTAssertEqual(Double(processed.count), Double(arrived) / Double(modelTime), accuracy: 2)
     }
 
+    /// An item already taken is never reported as dropped, even with packets still waiting.
+    func testTakenFramesAreNotDroppedLater() {
+        var q = newestOnly()
+        _ = q.push(-1)
+        _ = q.push(-2)
+        _ = q.push(0)
+        guard case .element(-1) = q.pop(), case .element(-2) = q.pop(), case .element(0) = q.pop() else { return XCTFail() }
+        _ = q.push(-3)
+        guard case .accepted = q.push(1) else { return XCTFail("frame 0 was taken, nothing is stale") }
+        XCTAssertEqual(q.dropped, 0)
+        guard case .acceptedDropping(let d) = q.push(2) else { return XCTFail() }
+        XCTAssertEqual(d, [1])
+    }
+
     func testCancelReleasesEveryone() {
         var q = QueueState<Int>(policy: .backpressure(capacity: 1))
         _ = q.push(1)
