@@ -631,26 +631,7 @@ final class DNNLPrepared: PreparedGraph {
             _ = keep
             // oneDNN work queued before must be done before Swift reads its output.
             try dnnlCheck(dnnl_stream_wait(stream), "synchronise")
-            let x = inputs[0], s0 = inShapes[0]
-            switch op {
-            case .convolution(let p): Kernels.convolution(p, x, s0, y, o)
-            case .deconvolution(let p): Kernels.deconvolution(p, x, s0, y, o)
-            case .activation(let a): Kernels.activation(a, x, s0, y)
-            case .binary(let k, let c): Kernels.binary(k, c, x, s0, inputs[1], inShapes[1], y, o)
-            case .scalar(let k, let v, let first): Kernels.scalar(k, v, first, x, y)
-            case .channelAffine(let scale, let bias): Kernels.channelAffine(scale, bias, x, s0, y)
-            case .softmaxChannels: Kernels.softmaxChannels(x, s0, y)
-            case .pixelShuffle(let r, let order): Kernels.pixelShuffle(r, order, x, s0, y, o)
-            case .resize(let mode, _, _, _, _, let align): Kernels.resize(mode, align, x, s0, y, o)
-            case .pad(let t, let l, _, _, let mode): Kernels.pad(t, l, mode, x, s0, y, o)
-            case .crop(let t, let l, _, _), .cropLike(let t, let l): Kernels.window(t, l, 0, x, s0, y, o)
-            case .sliceChannels(let start, _): Kernels.window(0, 0, start, x, s0, y, o)
-            case .concatChannels:
-                var offset = 0
-                for src in inputs { for k in 0..<src.count { y[offset + k] = src[k] }; offset += src.count }
-            case .globalAveragePool: Kernels.globalAveragePool(x, s0, y)
-            case .fullyConnected(let out, let w, let b, let a): Kernels.fullyConnected(out, w, b, a, x, y)
-            }
+            Kernels.execute(op, inputs, inShapes, y, o)
         }
         current[node.output] = dst
         plainCopies[node.output] = dst

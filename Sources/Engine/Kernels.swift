@@ -265,4 +265,33 @@ enum Kernels {
             y[o] = activate(sum, a, channel: o)
         }
     }
+
+    /// Runs `op` on plain CHW inputs into `y`: the one dispatcher both backends use for the
+    /// operations they run as loops.
+    static func execute(_ op: Operation, _ inputs: [UnsafeBufferPointer<Float>], _ shapes: [Shape],
+                        _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
+        let x = inputs[0], s0 = shapes[0]
+        switch op {
+        case .convolution(let p): convolution(p, x, s0, y, o)
+        case .deconvolution(let p): deconvolution(p, x, s0, y, o)
+        case .activation(let a): activation(a, x, s0, y)
+        case .binary(let k, let c): binary(k, c, x, s0, inputs[1], shapes[1], y, o)
+        case .scalar(let k, let v, let first): scalar(k, v, first, x, y)
+        case .channelAffine(let scale, let bias): channelAffine(scale, bias, x, s0, y)
+        case .softmaxChannels: softmaxChannels(x, s0, y)
+        case .pixelShuffle(let r, let order): pixelShuffle(r, order, x, s0, y, o)
+        case .resize(let mode, _, _, _, _, let align): resize(mode, align, x, s0, y, o)
+        case .pad(let t, let l, _, _, let mode): pad(t, l, mode, x, s0, y, o)
+        case .crop(let t, let l, _, _), .cropLike(let t, let l): window(t, l, 0, x, s0, y, o)
+        case .sliceChannels(let start, _): window(0, 0, start, x, s0, y, o)
+        case .concatChannels:
+            var offset = 0
+            for src in inputs {
+                (y.baseAddress! + offset).update(from: src.baseAddress!, count: src.count)
+                offset += src.count
+            }
+        case .globalAveragePool: globalAveragePool(x, s0, y)
+        case .fullyConnected(let out, let w, let b, let a): fullyConnected(out, w, b, a, x, y)
+        }
+    }
 }

@@ -41,37 +41,8 @@ final class ReferencePrepared: PreparedGraph {
     }
 
     private func execute(_ node: Node, _ y: UnsafeMutableBufferPointer<Float>) throws {
-        let s0 = shapes[node.inputs[0]]
-        let o = shapes[node.output]
-        try buffers[node.inputs[0]].withUnsafeBufferPointer { x in
-            switch node.op {
-            case .convolution(let p): Kernels.convolution(p, x, s0, y, o)
-            case .deconvolution(let p): Kernels.deconvolution(p, x, s0, y, o)
-            case .activation(let a): Kernels.activation(a, x, s0, y)
-            case .binary(let k, let coefficients):
-                buffers[node.inputs[1]].withUnsafeBufferPointer { b in
-                    Kernels.binary(k, coefficients, x, s0, b, shapes[node.inputs[1]], y, o)
-                }
-            case .scalar(let k, let v, let first): Kernels.scalar(k, v, first, x, y)
-            case .channelAffine(let scale, let bias): Kernels.channelAffine(scale, bias, x, s0, y)
-            case .softmaxChannels: Kernels.softmaxChannels(x, s0, y)
-            case .pixelShuffle(let r, let order): Kernels.pixelShuffle(r, order, x, s0, y, o)
-            case .resize(let mode, _, _, _, _, let align): Kernels.resize(mode, align, x, s0, y, o)
-            case .pad(let t, let l, _, _, let mode): Kernels.pad(t, l, mode, x, s0, y, o)
-            case .crop(let t, let l, _, _): Kernels.window(t, l, 0, x, s0, y, o)
-            case .cropLike(let t, let l): Kernels.window(t, l, 0, x, s0, y, o)
-            case .sliceChannels(let start, _): Kernels.window(0, 0, start, x, s0, y, o)
-            case .concatChannels:
-                var offset = 0
-                for i in node.inputs {
-                    buffers[i].withUnsafeBufferPointer { src in
-                        for k in 0..<src.count { y[offset + k] = src[k] }
-                        offset += src.count
-                    }
-                }
-            case .globalAveragePool: Kernels.globalAveragePool(x, s0, y)
-            case .fullyConnected(let out, let w, let b, let a): Kernels.fullyConnected(out, w, b, a, x, y)
-            }
-        }
+        // Every buffer is a separate array, so pointers to them stay valid while `y` is written.
+        let inputs = node.inputs.map { i in buffers[i].withUnsafeBufferPointer { $0 } }
+        Kernels.execute(node.op, inputs, node.inputs.map { shapes[$0] }, y, shapes[node.output])
     }
 }
