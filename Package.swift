@@ -29,19 +29,22 @@ let package = Package(
         .target(name: "ModelFormats", dependencies: ["Engine", "CZip"]),
         .target(name: "Pipeline"),
         .target(name: "Tracing"),
-        .target(name: "Vivify", dependencies: ["MediaIO", "Engine", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing"]),
+        .target(name: "Vivify", dependencies: ["MediaIO", "Engine", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing", "ColorScience"]),
         .target(name: "ModelCatalog"),
+        .target(name: "ColorScience", swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
+        .executableTarget(name: "vivify-lab-bench", dependencies: ["ColorScience"]),
         .executableTarget(
             name: "vivify",
             dependencies: ["Vivify", "ModelCatalog", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "Vivify"]),
-        .testTarget(name: "EngineTests", dependencies: ["Engine", "ModelFormats"]),
+        .testTarget(name: "EngineTests", dependencies: ["Engine", "ModelFormats"], exclude: ["Fixtures"]),
         .testTarget(name: "VivifyTests", dependencies: ["Vivify"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
         .testTarget(name: "TracingTests", dependencies: ["Tracing"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["CZip", "CDNNL", "CFFmpeg"]),
         .testTarget(name: "VivifyCLITests", dependencies: ["Vivify", "vivify"]),
         .testTarget(name: "ModelCatalogTests", dependencies: ["ModelCatalog"]),
+        .testTarget(name: "ColorScienceTests", dependencies: ["ColorScience"]),
     ]
 )

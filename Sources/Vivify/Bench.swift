@@ -1,3 +1,4 @@
+import Engine
 import Foundation
 
 /// `vivify bench`: generated frames through the real pipeline (offline, nothing dropped,
@@ -27,12 +28,13 @@ public enum Bench {
     }
 
     /// Runs `frames` generated `size` frames through the pipeline with the given model.
-    public static func run(size: FrameSize, frames: Int, upscale: String?, tile: Int?, backend: BackendChoice,
+    public static func run(size: FrameSize, frames: Int, upscale: String?, colorize: String? = nil, tile: Int?, backend: BackendChoice,
                            targetFPS: Double, log: @escaping (String) -> Void = { _ in }) throws -> Result {
         var c = RunConfiguration(input: "generated", output: "-")
         c.synthetic = (size, frames)
         c.discardOutput = true
         c.upscale = upscale
+        c.colorize = colorize
         c.tile = tile
         c.backend = backend
         c.targetFPS = targetFPS
@@ -46,6 +48,16 @@ public enum Bench {
             flops["upscale"] = f
             if let stage = result.report.stages.first(where: { $0.name == "upscale" }), stage.p50_ms > 0 {
                 gflops["upscale"] = f / (stage.p50_ms / 1000) / 1e9
+            }
+        }
+        if let colorize {
+            let colorizer = try Colorizer(model: colorize, backend: backend, stabilize: false)
+            let (mw, mh) = colorizer.modelSize(width: size.width, height: size.height)
+            let channels = colorizer.spec.input == .l ? 1 : 4
+            let f = 2 * Double(try colorizer.graph.multiplyAdds(input: Shape(c: channels, h: mh, w: mw)))
+            flops["colorize"] = f
+            if let stage = result.report.stages.first(where: { $0.name == "colorize" }), stage.p50_ms > 0 {
+                gflops["colorize"] = f / (stage.p50_ms / 1000) / 1e9
             }
         }
         return Result(report: result.report, flopsPerFrame: flops, gflops: gflops, tracer: job.lastTracer)

@@ -63,6 +63,14 @@ public struct RunConfiguration: Sendable {
     public var upscale: String?
     /// Interior tile size for the model; nil chooses from a memory budget.
     public var tile: Int?
+    /// Colorizing model: a path to an ncnn `.param` with its `.bin` and `.json` description.
+    public var colorize: String?
+    /// Upscale first, then colorize at the upscaled size (default: colorize, then upscale).
+    public var colorizeAfter: Bool
+    /// Keep colour steady across frames (temporal stabilization of ab).
+    public var stabilize: Bool
+    /// Stop after this many input frames.
+    public var maxFrames: Int?
     /// Backend running the models.
     public var backend: BackendChoice
     /// Offline (nothing dropped) or live (stale frames dropped before the model).
@@ -93,6 +101,10 @@ public struct RunConfiguration: Sendable {
         assumeMatrix = nil
         upscale = nil
         tile = nil
+        colorize = nil
+        colorizeAfter = false
+        stabilize = true
+        maxFrames = nil
         backend = .onednn
         mode = .offline
         liveOutput = .vfr

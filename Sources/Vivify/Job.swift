@@ -38,7 +38,7 @@ public struct PartialOutputError: Error, CustomStringConvertible {
 
 /// Runs one `vivify run` job: open the input, apply the stages, write the output.
 ///
-///     source ──▶ [to RGB] ──▶ [upscale model] ──▶ [resize] ──▶ [convert to the sink's layout] ──▶ sink
+///     source ──▶ [to RGB] ──▶ [colorize] ──▶ [upscale] ──▶ [resize] ──▶ [convert to the sink's layout] ──▶ sink
 ///        └──────── audio / subtitle packets, copied ───────────────▲
 ///
 /// The output goes to a temporary file beside the target and is renamed at the end, also
@@ -117,6 +117,7 @@ public final class Job {
 
         // Models load before anything is opened for writing, so a bad model name costs nothing.
         let upscaler = try c.upscale.map { try Upscaler(model: $0, tile: c.tile, backend: c.backend, log: onWarning) }
+        let colorizer = try c.colorize.map { try Colorizer(model: $0, backend: c.backend, stabilize: c.stabilize) }
         let source = try Self.openSource(c)
         if let reader = source as? MediaReader {
             reader.onWarning = warn
@@ -126,7 +127,8 @@ public final class Job {
         }
         var video = source.info.video
         let scale = upscaler?.scale ?? 1
-        if upscaler != nil { video.pixelFormat = .rgb24 }
+        let hasModel = upscaler != nil || colorizer != nil
+        if hasModel { video.pixelFormat = .rgb24 }
         let outSize = c.resize ?? FrameSize(width: video.width * scale, height: video.height * scale)
         var resolved = video.color.resolved(height: video.height)
         if let name = c.assumeMatrix, let code = ColorInfo.matrixCode(named: name) {
@@ -164,6 +166,7 @@ public final class Job {
         }
         let live = c.mode == .live
         if live, let upscaler { try upscaler.warmUp(width: video.width, height: video.height) }
+        if live, let colorizer { try colorizer.warmUp(width: video.width, height: video.height) }
         onStart(video.frameCount)
         var stageList: [Stage<JobItem>] = []
         let offlineQueue = QueuePolicy.backpressure(capacity: 3)
@@ -177,8 +180,9 @@ public final class Job {
         let shouldStop = self.shouldStop
         let resolvedInfo = resolved.info
         let assumeMatrix = c.assumeMatrix != nil
+        let maxFrames = c.maxFrames ?? Int.max
         let readNext: () throws -> JobItem? = {
-            if shouldStop() { return nil }
+            if shouldStop() || nextID >= maxFrames { return nil }
             let tracer = tracerBox.tracer!
             while true {
                 var start = tracer.now()
@@ -214,33 +218,48 @@ public final class Job {
         }
 
         // convert: to RGB for the models.
-        if let upscaler {
-            if source.info.video.pixelFormat != .rgb24 {
-                let converter = FrameConverter(filter: .bicubic)
-                var rgb = VideoFrame(format: .rgb24, width: video.width, height: video.height)
-                stageList.append(Stage(name: "convert", inputPolicy: offlineQueue) { item in
-                    guard case .frame(var env) = item else { return [item] }
-                    rgb.reshape(format: .rgb24, width: env.frame.width, height: env.frame.height)
-                    try converter.convert(env.frame, into: &rgb)
-                    env.frame = rgb
-                    return [.frame(env)]
-                })
-            }
-            // upscale: the model. Live mode keeps only the newest frame in front of it.
-            var upscaled = VideoFrame(format: .rgb24, width: video.width * scale, height: video.height * scale)
-            stageList.append(Stage(name: "upscale", inputPolicy: live ? .newestOnly : offlineQueue) { item in
+        if hasModel && source.info.video.pixelFormat != .rgb24 {
+            let converter = FrameConverter(filter: .bicubic)
+            var rgb = VideoFrame(format: .rgb24, width: video.width, height: video.height)
+            stageList.append(Stage(name: "convert", inputPolicy: offlineQueue) { item in
                 guard case .frame(var env) = item else { return [item] }
+                rgb.reshape(format: .rgb24, width: env.frame.width, height: env.frame.height)
+                try converter.convert(env.frame, into: &rgb)
+                env.frame = rgb
+                return [.frame(env)]
+            })
+        }
+        // The model stages, colorize before upscale unless --colorize-after. Live mode keeps
+        // only the newest frame in front of the first one.
+        var modelStages: [(String, (inout FrameEnvelope) throws -> Void)] = []
+        if let colorizer {
+            var colored = VideoFrame(format: .rgb24, width: 1, height: 1)
+            modelStages.append(("colorize", { env in
+                try colorizer.colorize(env.frame, into: &colored)
+                env.frame = colored
+            }))
+        }
+        if let upscaler {
+            var upscaled = VideoFrame(format: .rgb24, width: video.width * scale, height: video.height * scale)
+            let step: (String, (inout FrameEnvelope) throws -> Void) = ("upscale", { env in
                 try upscaler.upscale(env.frame, into: &upscaled)
                 env.frame = upscaled
+            })
+            if c.colorizeAfter { modelStages.insert(step, at: 0) } else { modelStages.append(step) }
+        }
+        for (k, (name, work)) in modelStages.enumerated() {
+            stageList.append(Stage(name: name, inputPolicy: live && k == 0 ? .newestOnly : offlineQueue) { item in
+                guard case .frame(var env) = item else { return [item] }
+                try work(&env)
                 return [.frame(env)]
             })
         }
         // finish: resize and convert to the layout the output takes.
-        let produced = upscaler == nil ? video.pixelFormat : .rgb24
+        let produced = hasModel ? .rgb24 : video.pixelFormat
         let producedSize = FrameSize(width: video.width * scale, height: video.height * scale)
         let needsResize = producedSize != outSize
         let needsConvert = sink.requiredFormat.map { $0 != produced } ?? false
-        if needsResize || needsConvert || upscaler == nil && source.info.video.pixelFormat != produced {
+        if needsResize || needsConvert || !hasModel && source.info.video.pixelFormat != produced {
             let resizer = FrameConverter(filter: .lanczos)
             let converter = FrameConverter(filter: .bicubic)
             var resized = VideoFrame(format: produced, width: outSize.width, height: outSize.height)

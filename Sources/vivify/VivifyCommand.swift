@@ -8,7 +8,7 @@ struct VivifyCommand: ParsableCommand {
         commandName: "vivify",
         abstract: "Colorize and upscale video and frame streams with neural networks.",
         discussion: "Exit codes: 0 success, 64 bad options, 65 damaged input, 66 input missing or unreadable, 69 unsupported input or encoder, 70 internal error, 73 output not writable, 130 interrupted (output kept, playable).",
-        subcommands: [Run.self, ImageCommand.self, ProbeCommand.self, ModelsCommand.self, BenchCommand.self, BenchModelCommand.self],
+        subcommands: [Run.self, ImageCommand.self, ProbeCommand.self, ModelsCommand.self, BenchCommand.self, BenchModelCommand.self, FlickerCommand.self],
         defaultSubcommand: nil
     )
 }
@@ -86,6 +86,12 @@ struct ModelOptions: ParsableArguments {
     @Option(help: "Backend running the models: onednn (default, fast) or reference (plain Swift, slow).")
     var backend: BackendChoice = .onednn
 
+    @Option(help: "Colorize with MODEL: a path to an ncnn .param with its .bin and .json description beside it.")
+    var colorize: String?
+
+    @Flag(help: "Upscale first, then colorize at the upscaled size (default: colorize at the source size, then upscale).")
+    var colorizeAfter = false
+
     func validate() throws {
         if let tile, tile < 16 || tile > 4096 {
             throw ValidationError("'--tile \(tile)' is out of range. Use a tile size from 16 to 4096 pixels.")
@@ -96,6 +102,8 @@ struct ModelOptions: ParsableArguments {
         c.upscale = upscale
         c.tile = tile
         c.backend = backend
+        c.colorize = colorize
+        c.colorizeAfter = colorizeAfter
     }
 }
 
@@ -167,6 +175,12 @@ struct Run: ParsableCommand {
     @Flag(help: "Pace a file at its native frame rate, as if it were arriving live.")
     var realtime = false
 
+    @Flag(inversion: .prefixedNo, help: "Keep predicted colour steady across frames (on by default for video).")
+    var stabilize = true
+
+    @Option(help: "Stop after N input frames.")
+    var maxFrames: Int?
+
     @Flag(help: .hidden)
     var sequential = false
 
@@ -196,6 +210,8 @@ struct Run: ParsableCommand {
         c.mode = mode
         c.liveOutput = liveOutput
         c.realtime = realtime
+        c.stabilize = stabilize
+        c.maxFrames = maxFrames
         c.targetFPS = timing.targetFps
 
         let interrupts = InterruptMonitor()
@@ -253,7 +269,8 @@ struct ImageCommand: ParsableCommand {
         FFmpegLog.configure(verbose: false)
         do {
             let warnings = try ImageJob.run(input: input, output: output, upscale: modelOptions.upscale, tile: modelOptions.tile,
-                                            backend: modelOptions.backend,
+                                            backend: modelOptions.backend, colorize: modelOptions.colorize,
+                                            colorizeAfter: modelOptions.colorizeAfter,
                                             log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } })
             if !quiet { for w in warnings { ProgressReporter.writeStderr("vivify: warning: \(w)\n") } }
         } catch {
@@ -341,6 +358,9 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Upscale with MODEL (catalog name or .param path).")
     var upscale: String?
 
+    @Option(help: "Colorize with MODEL (.param with .bin and .json beside it).")
+    var colorize: String?
+
     @Option(help: "Frame size, WxH.")
     var size: String
 
@@ -365,10 +385,29 @@ struct BenchCommand: ParsableCommand {
     func run() throws {
         FFmpegLog.configure(verbose: false)
         do {
-            let result = try Bench.run(size: FrameSize(parsing: size)!, frames: frames, upscale: upscale, tile: tile, backend: backend,
+            let result = try Bench.run(size: FrameSize(parsing: size)!, frames: frames, upscale: upscale, colorize: colorize, tile: tile, backend: backend,
                                        targetFPS: timing.targetFps, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
             print(result.text, terminator: "")
             if let tracer = result.tracer { try timing.outputs.write(tracer, report: result.report) }
+        } catch {
+            throw report(error)
+        }
+    }
+}
+
+struct FlickerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "flicker",
+        abstract: "Measure colour flicker in a video: mean |Δa|+|Δb| / 2 between consecutive frames where L* is static (|ΔL*| < 1).")
+
+    @Argument(help: "Video file.")
+    var input: String
+
+    func run() throws {
+        FFmpegLog.configure(verbose: false)
+        do {
+            let r = try Flicker.measure(path: input)
+            print(String(format: "flicker %.4f (ab units, %d frames, %d static pixel pairs)", r.value, r.frames, r.samples))
         } catch {
             throw report(error)
         }

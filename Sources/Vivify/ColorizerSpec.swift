@@ -1,0 +1,94 @@
+import Foundation
+
+/// A colorizer's inputs and outputs, described declaratively (from a model bundle or a
+/// `.json` beside the model), so a new model needs no code:
+///
+///     { "input": "l", "inputSize": 256, "lCenter": 50, "lScale": 100,
+///       "output": "ab", "abScale": 110, "upsample": "bilinear" }
+public struct ColorizerSpec: Codable, Sendable, Equatable {
+    /// Which channels the model reads.
+    public enum Input: String, Codable, Sendable {
+        /// Lightness only (1 channel), e.g. ECCV16.
+        case l
+        /// Lightness, two hint channels (ab / abScale) and a mask − 0.5 (4 channels), e.g. SIGGRAPH17.
+        case lHintsMask = "l+hints+mask"
+    }
+
+    /// What the model produces.
+    public enum Output: String, Codable, Sendable {
+        /// The two colour channels, multiplied by `abScale` to get CIE a*, b*.
+        case ab
+        /// RGB in [0, 1] directly; Vivify keeps only its colour (the source's L is kept).
+        case rgb
+    }
+
+    /// Input channels.
+    public var input: Input
+    /// Side of the square the lightness is resized to for the model; nil runs the model at
+    /// the frame's own size (rounded up to `inputMultiple`).
+    public var inputSize: Int?
+    /// The model's input sides must be multiples of this (strided encoders).
+    public var inputMultiple: Int
+    /// L is fed as (L − lCenter) / lScale.
+    public var lCenter: Float
+    /// L is fed as (L − lCenter) / lScale.
+    public var lScale: Float
+    /// What the model produces.
+    public var output: Output
+    /// Model ab × abScale = CIE a*, b*.
+    public var abScale: Float
+    /// How ab is brought back to full resolution ("bilinear").
+    public var upsample: String
+
+    /// Makes a spec.
+    public init(input: Input = .l, inputSize: Int? = 256, inputMultiple: Int = 8, lCenter: Float = 50, lScale: Float = 100,
+                output: Output = .ab, abScale: Float = 110, upsample: String = "bilinear") {
+        self.input = input
+        self.inputSize = inputSize
+        self.inputMultiple = inputMultiple
+        self.lCenter = lCenter
+        self.lScale = lScale
+        self.output = output
+        self.abScale = abScale
+        self.upsample = upsample
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case input, inputSize, inputMultiple, lCenter, lScale, output, abScale, upsample
+    }
+
+    /// Decodes with defaults for every key left out.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let d = ColorizerSpec()
+        input = try c.decodeIfPresent(Input.self, forKey: .input) ?? d.input
+        inputSize = try c.decodeIfPresent(Int.self, forKey: .inputSize) ?? (c.contains(.inputSize) ? nil : d.inputSize)
+        inputMultiple = try c.decodeIfPresent(Int.self, forKey: .inputMultiple) ?? d.inputMultiple
+        lCenter = try c.decodeIfPresent(Float.self, forKey: .lCenter) ?? d.lCenter
+        lScale = try c.decodeIfPresent(Float.self, forKey: .lScale) ?? d.lScale
+        output = try c.decodeIfPresent(Output.self, forKey: .output) ?? d.output
+        abScale = try c.decodeIfPresent(Float.self, forKey: .abScale) ?? d.abScale
+        upsample = try c.decodeIfPresent(String.self, forKey: .upsample) ?? d.upsample
+        guard upsample == "bilinear" else {
+            throw MediaError(.invalidOptions, "Colorizer upsample '\(upsample)' is not supported; use \"bilinear\".")
+        }
+        guard lScale != 0, inputMultiple >= 1, (inputSize ?? 1) >= 1 else {
+            throw MediaError(.invalidOptions, "Colorizer description has lScale 0, inputMultiple < 1 or inputSize < 1.")
+        }
+    }
+
+    /// Reads the description beside a model: `NAME.json` next to `NAME.param`.
+    public static func beside(param: String) throws -> ColorizerSpec {
+        let json = (param as NSString).deletingPathExtension + ".json"
+        guard let data = FileManager.default.contents(atPath: json) else {
+            throw MediaError(.inputUnreadable, "The colorizer '\(param)' has no description '\(json)'. Put a JSON file with its input and output (see README, \"Colorizer description\") beside it.")
+        }
+        do {
+            return try JSONDecoder().decode(ColorizerSpec.self, from: data)
+        } catch let e as MediaError {
+            throw e
+        } catch {
+            throw MediaError(.corruptInput, "Cannot read the colorizer description '\(json)': \(error). Fix the JSON.")
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+
+/// Keeps predicted colour steady across video frames without ghosting: each pixel's ab is an
+/// exponential moving average whose memory fades where the lightness changed (something
+/// moved), and is reset entirely at scene cuts, found by comparing L histograms.
+public final class TemporalStabilizer {
+    /// Weight of the history where L did not change at all (0…1).
+    public var strength: Float
+    /// L change (in L* units) at which the history weight falls to 1/e of `strength`.
+    public var lSigma: Float
+    /// L1 distance between consecutive 32-bin L histograms (each summing to 1) that counts
+    /// as a scene cut.
+    public var cutThreshold: Float
+    /// Scene cuts seen so far.
+    public private(set) var cuts = 0
+    private var previousL: [Float] = []
+    private var previousAB: [Float] = []
+    private var previousHistogram: [Float] = []
+
+    /// Makes a stabilizer.
+    public init(strength: Float = 0.92, lSigma: Float = 6, cutThreshold: Float = 0.5) {
+        self.strength = strength
+        self.lSigma = lSigma
+        self.cutThreshold = cutThreshold
+    }
+
+    /// Forgets the history (the next frame starts fresh).
+    public func reset() {
+        previousL = []
+        previousAB = []
+        previousHistogram = []
+    }
+
+    static func histogram(_ l: [Float]) -> [Float] {
+        var h = [Float](repeating: 0, count: 32)
+        for v in l { h[min(max(Int(v / 100 * 32), 0), 31)] += 1 }
+        let n = Float(max(l.count, 1))
+        return h.map { $0 / n }
+    }
+
+    /// Stabilizes `ab` (planar a then b, `width`×`height` each) given the frame's L at the same
+    /// size. Returns true when a scene cut reset the history.
+    @discardableResult
+    public func apply(l: [Float], ab: inout [Float], width: Int, height: Int) -> Bool {
+        let n = width * height
+        let hist = Self.histogram(l)
+        var cut = false
+        if previousL.count != n {
+            cut = true
+        } else {
+            let distance = zip(hist, previousHistogram).reduce(Float(0)) { $0 + abs($1.0 - $1.1) }
+            if distance > cutThreshold {
+                cut = true
+                cuts += 1
+            }
+        }
+        if !cut {
+            let k = -1 / lSigma
+            for i in 0..<n {
+                let w = strength * exp(abs(l[i] - previousL[i]) * k)
+                ab[i] = w * previousAB[i] + (1 - w) * ab[i]
+                ab[n + i] = w * previousAB[n + i] + (1 - w) * ab[n + i]
+            }
+        }
+        previousL = l
+        previousAB = ab
+        previousHistogram = hist
+        return cut
+    }
+}
+
+/// The flicker metric: mean absolute frame-to-frame change of a* and b* ((|Δa| + |Δb|) / 2)
+/// over the pixels whose L* changed by less than `staticThreshold` — colour that jumps where
+/// nothing moved.
+public struct FlickerMeter {
+    /// |ΔL| below which a pixel counts as static.
+    public var staticThreshold: Float
+    private var previous: (l: [Float], a: [Float], b: [Float])?
+    private var sum: Double = 0
+    private var count = 0
+
+    /// Makes a meter.
+    public init(staticThreshold: Float = 1) { self.staticThreshold = staticThreshold }
+
+    /// Adds the next frame's planes.
+    public mutating func add(l: [Float], a: [Float], b: [Float]) {
+        if let p = previous, p.l.count == l.count {
+            for i in 0..<l.count where abs(l[i] - p.l[i]) < staticThreshold {
+                sum += Double(abs(a[i] - p.a[i]) + abs(b[i] - p.b[i])) / 2
+                count += 1
+            }
+        }
+        previous = (l, a, b)
+    }
+
+    /// The metric so far (0 when no static pixels were seen).
+    public var value: Double { count == 0 ? 0 : sum / Double(count) }
+    /// Static pixel pairs measured.
+    public var samples: Int { count }
+}
