@@ -1,0 +1,106 @@
+import Foundation
+import XCTest
+
+/// Colorization through the binary with the ECCV16 fixture: video, images, both orders with
+/// upscaling.
+final class ColorizeCLITests: XCTestCase {
+    static let model = CLI.packageRoot.appendingPathComponent("Tests/EngineTests/Fixtures/colorizers/eccv16-tiny.param").path
+
+    /// The first frame of `path` as packed RGB.
+    func firstFrame(_ path: String) throws -> (rgb: [UInt8], width: Int, height: Int) {
+        let v = CLI.streams(try CLI.probe(path, countFrames: false), "video")[0]
+        let w = CLI.int(v["width"])!, h = CLI.int(v["height"])!
+        let r = try CLI.vivify(["run", path, "-", "--output-format", "rgb24", "--max-frames", "1"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        return ([UInt8](r.stdout), w, h)
+    }
+
+    /// Mean spread between the largest and smallest channel of each pixel: 0 for grey.
+    func colourfulness(_ rgb: [UInt8]) -> Double {
+        var sum = 0
+        for i in stride(from: 0, to: rgb.count - 2, by: 3) {
+            let c = [Int(rgb[i]), Int(rgb[i + 1]), Int(rgb[i + 2])]
+            sum += c.max()! - c.min()!
+        }
+        return Double(sum) / Double(rgb.count / 3)
+    }
+
+    func testGreyVideoBecomesColourWithItsLightnessKept() throws {
+        let dir = try CLI.tempDir()
+        let grey = dir + "/grey.mkv", out = dir + "/colour.mkv"
+        try CLI.ffmpeg(["-i", CLI.clip("testsrc-320x180-30fps-audio.mp4"), "-vf", "format=gray,format=yuv420p", "-c:v", "ffv1", "-c:a", "copy", grey])
+        let r = try CLI.vivify(["run", grey, out, "--colorize", Self.model, "--codec", "ffv1", "--quiet"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let p = try CLI.probe(out)
+        XCTAssertEqual(CLI.decodedFrames(p), 60)
+        XCTAssertEqual(CLI.streams(p, "audio").count, 1)
+        let before = try firstFrame(grey), after = try firstFrame(out)
+        XCTAssertEqual(after.width, 320)
+        XCTAssertLessThan(colourfulness(before.rgb), 1.5, "the source is grey")
+        XCTAssertGreaterThan(colourfulness(after.rgb), 3, "the output has colour")
+        // Luma (BT.709 weights on 8-bit RGB) stays close: colour came in, lightness stayed.
+        func luma(_ p: [UInt8], _ i: Int) -> Double { 0.2126 * Double(p[i]) + 0.7152 * Double(p[i + 1]) + 0.0722 * Double(p[i + 2]) }
+        var worst = 0.0, total = 0.0
+        for i in stride(from: 0, to: before.rgb.count, by: 3) {
+            let d = abs(luma(before.rgb, i) - luma(after.rgb, i))
+            worst = max(worst, d); total += d
+        }
+        XCTAssertLessThan(total / Double(before.rgb.count / 3), 4, "mean luma change (YUV 4:2:0 round trips included); worst \(worst)")
+    }
+
+    func testBothOrdersWithUpscaling() throws {
+        let dir = try CLI.tempDir()
+        let models = dir + "/models"
+        var outputs: [[UInt8]] = []
+        for after in [false, true] {
+            let out = dir + "/o-\(after).mkv"
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: CLI.binary)
+            p.arguments = ["run", CLI.clip("odd-161x91-25fps.webm"), out, "--colorize", Self.model, "--upscale", "waifu2x-photo-2x",
+                           "--codec", "ffv1", "--max-frames", "5", "--quiet"] + (after ? ["--colorize-after"] : [])
+            var env = ProcessInfo.processInfo.environment
+            env["VIVIFY_MODELS"] = models
+            env["VIVIFY_MODEL_MIRROR"] = UpscaleCLITests.mirror
+            p.environment = env
+            let err = Pipe()
+            p.standardError = err
+            try p.run()
+            let e = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            XCTAssertEqual(p.terminationStatus, 0, e)
+            let f = try firstFrame(out)
+            XCTAssertEqual(f.width, 322)
+            XCTAssertEqual(f.height, 182)
+            XCTAssertEqual(CLI.decodedFrames(try CLI.probe(out)), 5)
+            XCTAssertGreaterThan(colourfulness(f.rgb), 3)
+            outputs.append(f.rgb)
+        }
+        XCTAssertNotEqual(outputs[0], outputs[1], "the two orders are different pipelines")
+    }
+
+    func testGreyPhotoColorized() throws {
+        let dir = try CLI.tempDir()
+        let photo = CLI.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/media/images/historic-bw/1890Surfer.jpg").path
+        guard FileManager.default.fileExists(atPath: photo) else { throw XCTSkip("no historic photos") }
+        let out = dir + "/surfer.png"
+        let r = try CLI.vivify(["image", photo, out, "--colorize", Self.model, "--quiet"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let v = CLI.streams(try CLI.probe(out, countFrames: false), "video")[0]
+        let src = CLI.streams(try CLI.probe(photo, countFrames: false), "video")[0]
+        XCTAssertEqual(v["pix_fmt"] as? String, "rgb24", "grey in, colour out")
+        XCTAssertEqual(CLI.int(v["width"]), CLI.int(src["width"]))
+        XCTAssertEqual(CLI.int(v["height"]), CLI.int(src["height"]))
+    }
+
+    func testMissingDescriptionIsAClearError() throws {
+        let dir = try CLI.tempDir()
+        let fixtures = CLI.packageRoot.appendingPathComponent("Tests/EngineTests/Fixtures/colorizers").path
+        for ext in ["param", "bin"] {
+            try FileManager.default.copyItem(atPath: "\(fixtures)/eccv16-tiny.\(ext)", toPath: "\(dir)/nodesc.\(ext)")
+        }
+        let r = try CLI.vivify(["run", CLI.clip("untagged-240x136-24fps.avi"), dir + "/o.mkv", "--colorize", dir + "/nodesc.param"])
+        XCTAssertEqual(r.code, 66, r.stderr)
+        XCTAssertTrue(r.stderr.contains("nodesc.json"), r.stderr)
+        XCTAssertEqual(CLI.leftovers(dir), [])
+    }
+}
