@@ -46,5 +46,6 @@ let package = Package(
         .testTarget(name: "VivifyCLITests", dependencies: ["Vivify", "vivify"]),
         .testTarget(name: "ModelCatalogTests", dependencies: ["ModelCatalog"]),
         .testTarget(name: "ColorScienceTests", dependencies: ["ColorScience"]),
+        .testTarget(name: "WifmTests", dependencies: ["ModelFormats"]),
     ]
 )

@@ -78,7 +78,9 @@ def lab_samples(rng):
 
 def fmt(values, decimals):
     def one(v):
-        s = ("%.*f" % (decimals, v)).rstrip("0").rstrip(".")
+        s = "%.*f" % (decimals, v)
+        if "." in s:
+            s = s.rstrip("0").rstrip(".")
         return "0" if s in ("-0", "") else s
     return "[" + ",".join(one(v) for v in values) + "]"
 

@@ -219,9 +219,13 @@ public struct Graph: Sendable {
 
     /// Input channel count the first layer expects, when it can be told.
     public var inputChannels: Int? {
-        for node in nodes where node.inputs.contains(input) {
+        // Look through leading element-wise nodes (normalisation) to the first layer that says.
+        var frontier: Set<Int> = [input]
+        for node in nodes where node.inputs.contains(where: frontier.contains) {
             switch node.op {
-            case .convolution(let p): return p.inChannels
+            case .convolution(let p), .deconvolution(let p): return p.inChannels
+            case .channelAffine(let scale, _): return scale.count
+            case .scalar, .activation: frontier.insert(node.output)
             default: continue
             }
         }

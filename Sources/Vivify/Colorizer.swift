@@ -24,6 +24,7 @@ public final class Colorizer {
     /// The stabilizer, when on (video).
     public let stabilizer: TemporalStabilizer?
     private let backend: InferenceBackend
+    private let bundle: ModelBundle?
     private var prepared: [Shape: PreparedGraph] = [:]
     private let lab = LabConverter()
     private var fullL: [Float] = [], lowL: [Float] = [], outL: [Float] = []
@@ -32,14 +33,21 @@ public final class Colorizer {
 
     /// Loads an ncnn colorizer (`.param`, `.bin` and `.json` description beside it).
     public init(model: String, backend: BackendChoice = .onednn, stabilize: Bool) throws {
-        guard model.hasSuffix(".param") else {
-            throw MediaError(.invalidOptions, "Colorizer '\(model)': give the path of an ncnn .param file (with its .bin and .json beside it).")
-        }
         guard FileManager.default.fileExists(atPath: model) else {
             throw MediaError(.inputUnreadable, "Cannot open the colorizer '\(model)': no such file. Check the path.")
         }
-        spec = try ColorizerSpec.beside(param: model)
-        graph = try NCNNImporter.load(paramPath: model)
+        if model.lowercased().hasSuffix(".wifm") {
+            let loaded = try ModelLoader.load(model, task: .colorize)
+            graph = loaded.graph
+            spec = loaded.colorizer ?? ColorizerSpec()
+            bundle = loaded.bundle
+        } else if model.hasSuffix(".param") || ModelLoader.handles(model) {
+            spec = try ColorizerSpec.beside(param: model)
+            graph = try ModelLoader.importGraph(model).0
+            bundle = nil
+        } else {
+            throw MediaError(.invalidOptions, "Colorizer '\(model)': give a .wifm bundle, or an ncnn .param, Core ML .mlmodel or .mlpackage with its .json description beside it.")
+        }
         name = ((model as NSString).lastPathComponent as NSString).deletingPathExtension
         self.backend = try backend.make()
         stabilizer = stabilize ? TemporalStabilizer() : nil

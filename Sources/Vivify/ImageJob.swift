@@ -41,7 +41,7 @@ public enum ImageJob {
         if let upscaler {
             let started = Date()
             image.color = try upscaler.upscale(image.color)
-            if let alpha = image.alpha { image.alpha = try upscaler.upscale(alpha) }
+            if let alpha = image.alpha { image.alpha = try upscaler.upscaleAlpha(alpha) }
             log(String(format: "%@: %dx%d with %@ (%d× , tile %d) in %.2f s", (input as NSString).lastPathComponent,
                        image.width, image.height, upscaler.name, upscaler.scale, upscaler.tileSize, Date().timeIntervalSince(started)))
         }

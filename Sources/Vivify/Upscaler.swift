@@ -31,6 +31,10 @@ public final class Upscaler {
     /// The graph.
     public let graph: Graph
     private let runner: TiledRunner
+    /// The bundle's alpha submodel (`alphaMode` `separateModel`), tiled like the main one.
+    private let alphaRunner: TiledRunner?
+    /// Keeps a bundle's extracted files alive.
+    private let bundle: ModelBundle?
     private var planar = FloatPlanarImage(channels: 3, width: 1, height: 1)
     private var result = FloatPlanarImage(channels: 3, width: 1, height: 1)
 
@@ -40,15 +44,29 @@ public final class Upscaler {
     ///   - log: receives one line when a model is fetched.
     public init(model: String, tile: Int? = nil, backend: BackendChoice = .onednn, store: ModelStore = ModelStore(),
                 log: (String) -> Void = { _ in }) throws {
-        let resolved = try Self.resolve(model, store: store, log: log)
-        name = resolved.name
-        let loaded = try NCNNImporter.load(paramPath: resolved.paramURL.path, binPath: resolved.binURL.path,
-                                           inputName: resolved.entry?.inputBlob, outputName: resolved.entry?.outputBlob)
-        let tiling = try resolved.entry.map { try Self.spec(for: $0, graph: loaded) } ?? Self.inferSpec(loaded)
-        graph = loaded
-        spec = tiling
-        scale = tiling.scale
-        runner = try TiledRunner(graph: loaded, spec: tiling, backend: try backend.make(), tileSize: tile)
+        let engine = try backend.make()
+        if ModelLoader.handles(model) {
+            // Core ML files and .wifm bundles: the loader adapts the graph to [0, 1] RGB.
+            let loaded = try ModelLoader.load(model, task: .upscale)
+            loaded.warnings.forEach(log)
+            name = loaded.name
+            graph = loaded.graph
+            let tiling = try loaded.spec ?? Self.inferSpec(loaded.graph)
+            spec = tiling
+            bundle = loaded.bundle
+            alphaRunner = try loaded.alphaGraph.map { try TiledRunner(graph: $0, spec: tiling, backend: engine, tileSize: tile) }
+        } else {
+            let resolved = try Self.resolve(model, store: store, log: log)
+            name = resolved.name
+            let loaded = try NCNNImporter.load(paramPath: resolved.paramURL.path, binPath: resolved.binURL.path,
+                                               inputName: resolved.entry?.inputBlob, outputName: resolved.entry?.outputBlob)
+            graph = loaded
+            spec = try resolved.entry.map { try Self.spec(for: $0, graph: loaded) } ?? Self.inferSpec(loaded)
+            bundle = nil
+            alphaRunner = nil
+        }
+        scale = spec.scale
+        runner = try TiledRunner(graph: graph, spec: spec, backend: engine, tileSize: tile)
     }
 
     /// Interior tile side in input pixels.
@@ -117,8 +135,19 @@ public final class Upscaler {
         return TilingSpec(scale: s, padding: loss, border: .replicate, multiple: 4)
     }
 
+    /// Upscales an alpha plane: through the bundle's alpha model when it has one, else through
+    /// the main model as a 3-channel copy.
+    public func upscaleAlpha(_ alpha: FloatPlanarImage) throws -> FloatPlanarImage {
+        guard let alphaRunner else { return try upscale(alpha) }
+        return try upscale(alpha, with: alphaRunner)
+    }
+
     /// Upscales a float image (1 or 3 channels, [0, 1]); grey goes through the model as RGB.
     public func upscale(_ image: FloatPlanarImage) throws -> FloatPlanarImage {
+        try upscale(image, with: runner)
+    }
+
+    private func upscale(_ image: FloatPlanarImage, with runner: TiledRunner) throws -> FloatPlanarImage {
         let c = image.channels
         var input = image
         if c == 1 {
@@ -127,7 +156,7 @@ public final class Upscaler {
             for k in 0..<3 { input.data.replaceSubrange(k * n..<(k + 1) * n, with: image.data) }
         }
         var out = FloatPlanarImage(channels: 3, width: image.width * scale, height: image.height * scale)
-        try run(input, into: &out)
+        try run(input, into: &out, with: runner)
         if c == 1 {
             var grey = FloatPlanarImage(channels: 1, width: out.width, height: out.height)
             let n = out.width * out.height
@@ -137,7 +166,8 @@ public final class Upscaler {
         return out
     }
 
-    private func run(_ input: FloatPlanarImage, into out: inout FloatPlanarImage) throws {
+    private func run(_ input: FloatPlanarImage, into out: inout FloatPlanarImage, with runner: TiledRunner? = nil) throws {
+        let runner = runner ?? self.runner
         try input.data.withUnsafeBufferPointer { i in
             try out.data.withUnsafeMutableBufferPointer { o in
                 try runner.run(input: i, channels: 3, height: input.height, width: input.width, output: o)
