@@ -123,7 +123,7 @@ extension CoreMLProgramImporter {
             case nil: return nil
             case .constant(let c): return c
             case .variable(let v, _):
-                throw unsupported(op, "'\(key)' computed at run time ('\(names[v])'); it must be a constant, and a computed \(key)")
+                throw unsupported(op, "'\(key)' computed at run time (from '\(names[v])') instead of a constant")
             }
         }
 

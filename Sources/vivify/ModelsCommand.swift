@@ -16,7 +16,7 @@ struct ModelsCommand: ParsableCommand {
             is checked either way. Exit codes: 64 unknown model name, 65 a file has the wrong SHA-256, \
             66 a model or mirror file is missing, 74 download or disk error.
             """,
-        subcommands: [List.self, Fetch.self, Info.self]
+        subcommands: [List.self, Fetch.self, Info.self, Pack.self, Verify.self]
     )
 
     /// `vivify models list`.
@@ -126,6 +126,15 @@ struct ModelsCommand: ParsableCommand {
         var name: String
 
         func run() throws {
+            // A path to a bundle or model file: describe the file itself.
+            if name.contains("/") || ["wifm", "mlmodel", "mlpackage", "param"].contains((name as NSString).pathExtension.lowercased()) {
+                do {
+                    print(try ModelTools.describe(path: name), terminator: "")
+                } catch {
+                    throw report(error)
+                }
+                return
+            }
             let store = ModelStore()
             let e: ModelEntry
             do {
@@ -179,6 +188,57 @@ struct ModelsCommand: ParsableCommand {
                 print("  \(f.name)  \(f.role.rawValue)  \(f.size) bytes  sha256 \(f.sha256)")
                 print("    upstream: \(f.upstreamURL?.absoluteString ?? "none pinned (mirror only)")")
                 print("    mirror:   \(f.mirrorPath)")
+            }
+        }
+    }
+}
+
+extension ModelsCommand {
+    /// `vivify models pack`.
+    struct Pack: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Build a .wifm bundle from a manifest and model files, validating the manifest against them.")
+
+        @Option(help: "The manifest.json to pack.")
+        var manifest: String
+
+        @Argument(help: "Files to pack: the model files the manifest names (and info.md).")
+        var files: [String]
+
+        @Option(name: .shortAndLong, help: "The .wifm to write.")
+        var output: String
+
+        func run() throws {
+            do {
+                let warnings = try ModelTools.pack(manifest: manifest, files: files, output: output)
+                for w in warnings { FileHandle.standardError.write(Data("vivify: warning: \(w)\n".utf8)) }
+                print("wrote \(output)")
+            } catch {
+                throw report(error)
+            }
+        }
+    }
+
+    /// `vivify models verify`.
+    struct Verify: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Dry-run a model: shapes, FLOPs per tile, measured ms per tile and the estimated ms per frame.")
+
+        @Argument(help: "A catalog name, .wifm, .mlmodel, .mlpackage or ncnn .param.")
+        var model: String
+
+        @Option(help: "Frame size to estimate for, WxH.")
+        var size: String = "1280x720"
+
+        @Option(help: "Tile size in input pixels.")
+        var tile: Int?
+
+        func run() throws {
+            guard let frame = FrameSize(parsing: size) else { throw ValidationError("'--size \(size)' is not WxH.") }
+            do {
+                print(try ModelTools.verify(model: model, frame: frame, tile: tile, backend: .onednn).text, terminator: "")
+            } catch {
+                throw report(error)
             }
         }
     }

@@ -1,0 +1,98 @@
+import Engine
+import Foundation
+import ModelFormats
+
+/// `vivify models pack|info|verify` for model files and bundles (the library half).
+public enum ModelTools {
+    /// Builds a `.wifm` from a manifest and files, validating the manifest against them first.
+    /// Returns the warnings `open` would give.
+    public static func pack(manifest: String, files: [String], output: String) throws -> [String] {
+        guard let json = FileManager.default.contents(atPath: manifest) else {
+            throw MediaError(.inputUnreadable, "Cannot read the manifest '\(manifest)'. Check the path.")
+        }
+        do {
+            return try ModelBundle.pack(manifestJSON: json, files: files.map { URL(fileURLWithPath: $0) }, to: URL(fileURLWithPath: output))
+        } catch let e as BundleError {
+            throw MediaError(.invalidOptions, e.message)
+        }
+    }
+
+    /// A text description of a bundle or model file: manifest, I/O and info.md for bundles;
+    /// what the importer found for Core ML and ncnn files.
+    public static func describe(path: String) throws -> String {
+        let ext = (path as NSString).pathExtension.lowercased()
+        if ext == "wifm" {
+            let bundle: ModelBundle
+            do { bundle = try ModelBundle.open(path: path) } catch let e as BundleError { throw MediaError(.corruptInput, e.message) }
+            var text = bundle.manifest.summary
+            if !text.hasSuffix("\n") { text += "\n" }
+            for w in bundle.warnings { text += "warning: \(w)\n" }
+            if let info = bundle.infoMarkdown { text += "\ninfo.md:\n" + info + (info.hasSuffix("\n") ? "" : "\n") }
+            return text
+        }
+        switch ext {
+        case "mlmodel": return try CoreMLImporter.load(path: path).description + "\n"
+        case "mlpackage": return try CoreMLProgramImporter.load(path: path).description + "\n"
+        case "param":
+            let g = try NCNNImporter.load(paramPath: path)
+            return "ncnn model \(path): \(g.nodes.count) layers, input '\(g.valueNames[g.input])', output '\(g.valueNames[g.output])'\n"
+        default:
+            throw MediaError(.unsupported, "Cannot describe '\(path)': use a .wifm, .mlmodel, .mlpackage or ncnn .param.")
+        }
+    }
+
+    /// What a dry run of an upscaler found.
+    public struct Verification: Sendable {
+        public var name: String
+        public var scale: Int
+        public var padding: Int
+        public var tileSize: Int
+        public var tileInput: [Int]
+        public var tileOutput: [Int]
+        public var flopsPerTile: Double
+        public var msPerTile: Double
+        public var tilesPerFrame: Int
+        public var frame: FrameSize
+
+        /// Estimated milliseconds for one frame of `frame`.
+        public var msPerFrame: Double { msPerTile * Double(tilesPerFrame) }
+
+        public var text: String {
+            """
+            model: \(name)
+            scale: \(scale)x, border \(padding) px per side, tile \(tileSize) px
+            tile: input \(tileInput.map(String.init).joined(separator: "x")) -> output \(tileOutput.map(String.init).joined(separator: "x"))
+            FLOPs per tile: \(String(format: "%.2f", flopsPerTile / 1e9)) GFLOP
+            measured: \(String(format: "%.1f", msPerTile)) ms per tile (median of 3)
+            estimate for \(frame): \(tilesPerFrame) tiles, \(String(format: "%.0f", msPerFrame)) ms per frame
+
+            """
+        }
+    }
+
+    /// Loads `model` (any form), checks its shapes on one tile and times it.
+    public static func verify(model: String, frame: FrameSize, tile: Int?, backend: BackendChoice) throws -> Verification {
+        let upscaler = try Upscaler(model: model, tile: tile, backend: backend)
+        let spec = upscaler.spec
+        let t = min(upscaler.tileSize, max(frame.width, frame.height))
+        let multiple = spec.multiple
+        let th = (min(t, frame.height) + multiple - 1) / multiple * multiple
+        let tw = (min(t, frame.width) + multiple - 1) / multiple * multiple
+        let shape = Shape(c: 3, h: th + 2 * spec.padding, w: tw + 2 * spec.padding)
+        let prepared = try backend.make().prepare(upscaler.graph, input: shape)
+        let input = Tensor(shape: shape, data: [Float](repeating: 0.5, count: shape.count))
+        _ = try prepared.run(input)
+        var times: [Double] = []
+        for _ in 0..<3 {
+            let start = DispatchTime.now().uptimeNanoseconds
+            _ = try prepared.run(input)
+            times.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+        }
+        let tiles = TiledRunner.origins(length: frame.height, tile: th).count * TiledRunner.origins(length: frame.width, tile: tw).count
+        let o = prepared.outputShape
+        return Verification(name: upscaler.name, scale: upscaler.scale, padding: spec.padding, tileSize: t,
+                            tileInput: [shape.c, shape.h, shape.w], tileOutput: [o.c, o.h, o.w],
+                            flopsPerTile: 2 * Double(try upscaler.graph.multiplyAdds(input: shape)),
+                            msPerTile: times.sorted()[1], tilesPerFrame: tiles, frame: frame)
+    }
+}
