@@ -579,16 +579,27 @@ extension CoreMLProgramImporter {
         }
     }
 
-    /// Folds per-channel affines into the convolution before them and fuses activations into
-    /// the convolution (or transposed convolution) before them, when nothing else reads the
-    /// convolution's output; drops nodes that do not lead to the output.
+    /// Folds scalar scales into the convolution after them and per-channel affines into the
+    /// convolution before them, and fuses activations into the convolution (or transposed
+    /// convolution) before them, wherever nothing else reads the value in between; drops
+    /// nodes that do not lead to the output.
     static func simplify(_ g: Graph) -> Graph {
         var readers = [Int](repeating: 0, count: g.valueNames.count)
         for node in g.nodes { for i in node.inputs { readers[i] += 1 } }
         readers[g.output] += 1
         var producer: [Int: Int] = [:]
         var out: [Node] = []
-        for node in g.nodes {
+        for var node in g.nodes {
+            // x · s (or x / s) read only by a convolution: scale its weights instead (zero
+            // padding stays zero). Image programs open with such a scale (1/255); after the
+            // fold the graph starts with its convolution. The scale node becomes dead.
+            if case .convolution(var p) = node.op, let i = node.inputs.first, readers[i] == 1, let k = producer[i],
+               case .scalar(let kind, let s, let first) = out[k].op, kind == .mul || (kind == .div && !first) {
+                let f = kind == .mul ? s : 1 / s
+                p.weights = p.weights.map { $0 * f }
+                node.op = .convolution(p)
+                node.inputs = out[k].inputs
+            }
             if let i = node.inputs.first, node.inputs.count == 1, readers[i] == 1, let k = producer[i] {
                 switch (node.op, out[k].op) {
                 case (.channelAffine(let scale, let bias), .convolution(var p)) where p.activation == .identity:

@@ -79,6 +79,7 @@ final class CoreMLProgramTests: XCTestCase {
         XCTAssertTrue(ops.contains { if case .activation(.clip(0, 1)) = $0 { return true } else { return false } })
         XCTAssertTrue(ops.contains { if case .channelAffine(let s, let b) = $0 { return s.allSatisfy { $0 == 1 } && b.count == 8 } else { return false } })
         XCTAssertTrue(model.description.contains("fp16"), model.description)
+        XCTAssertEqual(model.graph.inputChannels, 3, "the input scale folds into the first convolution")
     }
 
     func testUnsupportedOpIsNamedWithItsOutputAndFile() throws {
@@ -150,6 +151,9 @@ final class CoreMLProgramTests: XCTestCase {
         XCTAssertEqual(model.outputName, "output_image")
         XCTAssertEqual(model.inputShape, [1, 3, 128, 128])
         XCTAssertTrue(model.inputIsImage)
+        // The program's 1/255 input scale folds into the first convolution.
+        XCTAssertEqual(model.graph.inputChannels, 3)
+        XCTAssertEqual(model.graph.nodes.count, 24, "14 convolutions (6 with a fused silu), 7 adds, pixel shuffle, clip, ×255")
         let shape = Shape(c: 3, h: 128, w: 128)
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15
         let x = Tensor(shape: shape, data: (0..<shape.count).map { _ in
