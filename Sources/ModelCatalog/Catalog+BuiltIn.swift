@@ -6,6 +6,12 @@ import Foundation
 // mirror (`../shared/models`, see its README); ModelCatalogTests re-checks every line against
 // the mirror when it is present. Upstream URLs are raw GitHub files at the pinned commits that
 // README names, so the hashes hold for users who download instead of copying from a mirror.
+//
+// Two Core ML entries sit beside the ncnn ones: the waifu2x photo 2× NeuralNetwork `.mlmodel`
+// (mirror `coreml/`, upstream imxieyi/waifu2x-ios at a pinned commit) and PiperSR's ML Program
+// `.mlpackage`, a directory inside the PyPI wheel `pipersr==1.0.3`. The wheel's SHA-256 is
+// PyPI's published digest (also `sha256sum` of `python3 -m pip download --no-deps pipersr==1.0.3`);
+// the package's tree digest and size come from `SHA256.treeDigest` over the unpacked folder.
 
 /// Pinned upstream locations of the model folders and licence texts.
 private enum Upstream {
@@ -19,7 +25,12 @@ private enum Upstream {
     static let bilibiliLicence = "https://raw.githubusercontent.com/bilibili/ailab/680c4a26444f0ff2c7c6bae3b0712f3b478c8184/Real-CUGAN/LICENSE"
     static let realesrganNcnnLicence = "https://raw.githubusercontent.com/xinntao/Real-ESRGAN-ncnn-vulkan/cfb9d62f8e404ae8a554a1c81a8c79a4ddf70132/LICENSE"
 
-    /// The upstream folder of each family (the mirror folder name differs from upstream's).
+    /// imxieyi/waifu2x-ios: the waifu2x Core ML models.
+    static let waifu2xIOS = "https://raw.githubusercontent.com/imxieyi/waifu2x-ios/5676e6258e580e5940628811123f8402950013e3/"
+    /// PiperSR 1.0.3's wheel on PyPI (content-addressed: the path never serves other bytes).
+    static let piperSRWheel = "https://files.pythonhosted.org/packages/2f/38/24354c60670fda3e09af35e3c33ef8a6510ca718e48d5deea34085b04f5b/pipersr-1.0.3-py3-none-any.whl"
+
+    /// The upstream folder of each ncnn family (the mirror folder name differs from upstream's).
     static func folder(_ family: ModelFamily) -> String {
         switch family {
         case .waifu2xUpconv7Photo: return waifu2x + "models-upconv_7_photo/"
@@ -27,6 +38,8 @@ private enum Upstream {
         case .waifu2xCunet: return waifu2x + "models-cunet/"
         case .realcuganSE: return realcugan + "models-se/"
         case .realesrAnimeVideoV3: return video2x + "realesrgan/"
+        case .waifu2xUpconv7PhotoCoreML: return waifu2xIOS + "waifu2x/models/"
+        case .piperSR: return "https://pypi.org/project/pipersr/1.0.3/"
         }
     }
 }
@@ -69,6 +82,28 @@ private let realesrLicence = Licence(id: "BSD-3-Clause AND MIT", files: [
     licenceFile(.realesrAnimeVideoV3, "LICENSE.upstream-xinntao-Real-ESRGAN-ncnn-vulkan",
                 sha256: "5abb941454de437b0e90d78dcb72e3688f74e14bcd4e24393273cb5cd0e9c937", size: 2228, upstream: Upstream.realesrganNcnnLicence),
 ])
+
+/// The licence of the waifu2x Core ML models: imxieyi's conversion (MIT) and nagadomi's
+/// weights (MIT, the same text the ncnn photo family carries).
+private let waifu2xCoreMLLicence = Licence(id: "MIT", files: [
+    // Only the mirror's copy of imxieyi's LICENSE has been checked byte for byte.
+    ModelFile(role: .licence, mirrorPath: "coreml/LICENSE",
+              sha256: "6215643c15b7e65ac0cd4357ddf3665fe5b1ad897368788e85159a062e003cd6", size: 1069, upstreamURL: nil),
+    licenceFile(.waifu2xUpconv7Photo, "LICENSE.upstream-nagadomi-waifu2x",
+                sha256: "6beebd9ebb8077acbefd4b8c9b50fa02a647c301c3293589f3640d7d17f2a7f0", size: 1091, upstream: Upstream.nagadomiLicence),
+])
+
+/// PiperSR's wheel on PyPI, which holds the `.mlpackage`.
+private let piperSRWheel = ModelArchive(
+    source: .pythonWheel(package: "pipersr", version: "1.0.3"), fileName: "pipersr-1.0.3-py3-none-any.whl",
+    sha256: "cade7c94dcfe189b3962febbb2b304196f434d15d768ea4821888b439b3ab272", size: 881_633,
+    mirrorPath: "pypi/pipersr-1.0.3-py3-none-any.whl", upstreamURL: URL(string: Upstream.piperSRWheel)!)
+
+/// PiperSR's licences: no text is installed (the wheel holds the AGPL text; the weights'
+/// CC BY 4.0 asks for an attribution line instead).
+private let piperSRLicence = Licence(
+    id: "AGPL-3.0 (package) / CC BY 4.0 (weights)", files: [],
+    note: "Powered by PiperSR from ModelPiper (https://modelpiper.com): CC BY 4.0 asks for this attribution wherever its output is shown. No licence file is fetched: the AGPL-3.0 text ships inside the wheel as pipersr-1.0.3.dist-info/licenses/LICENSE (https://pypi.org/project/pipersr/1.0.3/).")
 
 extension Catalog {
     /// The models shipped with Vivify, in the order `vivify models list` shows them.
@@ -346,5 +381,32 @@ extension Catalog {
             licence: realesrLicence,
             inputBlob: "data", outputBlob: "output", border: .none, padding: 0,
             tileMultiple: 1, hasGlobalPooling: false, tileOverlap: 10),
+        ModelEntry(
+            name: "waifu2x-photo-2x-coreml", family: .waifu2xUpconv7PhotoCoreML, task: .upscale, scale: 2, denoiseLevel: nil,
+            description: "waifu2x upconv_7 2× upscale for live-action footage (photo weights), no denoise, as a Core ML NeuralNetwork; the same network as waifu2x-photo-2x in fp32.",
+            source: "imxieyi/waifu2x-ios @5676e625, waifu2x/models (weights nagadomi/waifu2x)",
+            format: .coreml,
+            files: [
+                ModelFile(role: .model, mirrorPath: "coreml/up_photo_scale2x_model.mlmodel",
+                          sha256: "85c8818ec5b6ef98630c32ce78b36d522c8283ba966e4c07409a118f45b864fb", size: 2_211_033,
+                          upstreamURL: URL(string: Upstream.folder(.waifu2xUpconv7PhotoCoreML) + "up_photo_scale2x_model.mlmodel")!),
+            ],
+            licence: waifu2xCoreMLLicence,
+            inputBlob: "input", outputBlob: "conv7", border: .replicate, padding: 7,
+            tileMultiple: 1, hasGlobalPooling: false, tileOverlap: 7),
+        ModelEntry(
+            name: "pipersr-2x", family: .piperSR, task: .upscale, scale: 2, denoiseLevel: nil,
+            description: "PiperSR 2× super-resolution for photos and video (ModelPiper), a Core ML ML Program in fp16: 14 3×3 convolutions, pixel shuffle.",
+            source: "PyPI pipersr 1.0.3, pipersr/PiperSR_2x.mlpackage in the wheel",
+            format: .mlprogram,
+            files: [
+                ModelFile(role: .model, directory: "pipersr/PiperSR_2x.mlpackage", in: piperSRWheel,
+                          treeSHA256: "9f7cc0cbe19bc763046532a1ea710d79dac01e23c66ac743e27f70f7dccc939c", size: 928_180),
+            ],
+            licence: piperSRLicence,
+            // 14 "same" 3×3 convolutions see 14 pixels each way: replicate that much around each
+            // tile and the tiles join exactly.
+            inputBlob: "input_image", outputBlob: "output_image", border: .replicate, padding: 14,
+            tileMultiple: 1, hasGlobalPooling: false, tileOverlap: 14),
     ])
 }

@@ -13,6 +13,18 @@ import FoundationNetworking
 //        ▼
 //   rename(2) each temp onto <model dir>/<file>       weights last, so `isInstalled` turns
 //                                                     true only when everything is in place
+//
+// A directory packed in an archive (PiperSR's .mlpackage inside its PyPI wheel) goes the same
+// way, one step longer:
+//
+//   archive (mirror <mirror>/pypi/<wheel> | `python3 -m pip download --no-deps pkg==version`)
+//        │  SHA-256 and size of the archive must equal the catalog's
+//        ▼
+//   <model dir>/.<dir>.vivify-<pid>-<n>.partial/      the member's files, unpacked by python3's
+//        │  tree SHA-256 must equal the catalog's     zipfile (paths checked, CRCs checked)
+//        ▼
+//   rename(2) onto <model dir>/<dir>                  an older copy is renamed aside first and
+//                                                     removed after
 
 /// What `ModelStore.fetch` did for one model.
 public struct FetchReport: Sendable {
@@ -22,11 +34,22 @@ public struct FetchReport: Sendable {
         case copied(from: URL)
         /// Downloaded from this URL and verified.
         case downloaded(from: URL)
+        /// A directory unpacked from a verified archive (see `ArchiveOrigin`), its tree
+        /// SHA-256 verified too.
+        case unpacked(member: String, from: ArchiveOrigin)
         /// Already installed with the right SHA-256; left alone.
         case alreadyInstalled
         /// Not installed, for the reason given (only licence texts with no pinned upstream copy
         /// when downloading).
         case skipped(reason: String)
+    }
+
+    /// Where an archive came from.
+    public enum ArchiveOrigin: Sendable, Hashable {
+        /// The mirror's copy at this path.
+        case mirror(URL)
+        /// Downloaded by this pip command (the download is deleted once unpacked).
+        case pip(command: String)
     }
 
     /// One file's outcome.
@@ -71,9 +94,13 @@ extension ModelStore {
         var staged: [Staged] = []
         var results: [FetchReport.FileResult] = []
         var committed = false
+        // Archives obtained for this fetch, by file name, and pip's download folders to delete.
+        var archives: [String: (url: URL, origin: FetchReport.ArchiveOrigin)] = [:]
+        var scratch: [URL] = []
         defer {
+            for s in scratch { removeTreeQuietly(s) }
             if !committed {
-                for s in staged { removeQuietly(s.temporary) }
+                for s in staged { s.file.isDirectory ? removeTreeQuietly(s.temporary) : removeQuietly(s.temporary) }
                 // Leave no trace of a failed first install; rmdir only succeeds when empty.
                 if !folderExisted { removeEmptyDirectory(folder) }
             }
@@ -81,16 +108,37 @@ extension ModelStore {
 
         for (index, file) in entry.allFiles.enumerated() {
             let destination = installedURL(of: file, for: entry)
+            let temporary = folder.appendingPathComponent(".\(file.name).vivify-\(getpid())-\(index).partial")
+            if let archive = file.archive, let member = file.archiveMember {
+                if !force, directorySize(destination) == file.size,
+                   (try? SHA256.treeDigest(directoryAt: destination).digest.hex) == file.sha256 {
+                    results.append(.init(file: file, destination: destination, action: .alreadyInstalled))
+                    continue
+                }
+                if archives[archive.fileName] == nil {
+                    let download = folder.appendingPathComponent(".download.vivify-\(getpid())-\(index).partial", isDirectory: true)
+                    scratch.append(download)
+                    archives[archive.fileName] = try obtain(archive, for: entry, downloadingInto: download)
+                }
+                let (archiveURL, origin) = archives[archive.fileName]!
+                staged.append(Staged(file: file, temporary: temporary, destination: destination))
+                try unpack(member, of: archiveURL, into: temporary, model: entry.name)
+                let tree = try SHA256.treeDigest(directoryAt: temporary)
+                if tree.digest.hex != file.sha256 {
+                    throw CatalogError(.hashMismatch, "Directory '\(member)' unpacked from '\(archive.fileName)' for model '\(entry.name)' has tree SHA-256 \(tree.digest.hex) (\(tree.files) files, \(tree.size) bytes), expected \(file.sha256) (\(file.size) bytes); nothing was installed. The archive matched its SHA-256, so the unpacker misbehaved: check that `\(python) -m zipfile` works, then run `vivify models fetch \(entry.name)` again.")
+                }
+                results.append(.init(file: file, destination: destination, action: .unpacked(member: member, from: origin)))
+                continue
+            }
             if !force, fileSize(destination) == file.size, (try? SHA256.hash(fileAt: destination).hex) == file.sha256 {
                 results.append(.init(file: file, destination: destination, action: .alreadyInstalled))
                 continue
             }
-            let temporary = folder.appendingPathComponent(".\(file.name).vivify-\(getpid())-\(index).partial")
             let action: FetchReport.Action
             let actual: String
             if let source = mirrorURL(of: file) {
                 guard fileSize(source) != nil else {
-                    throw CatalogError(.notFound, "Mirror file '\(source.path)' for model '\(entry.name)' does not exist. Point \(Self.mirrorVariable) at a folder holding ncnn/<family>/ files, or unset it to download from upstream.")
+                    throw CatalogError(.notFound, "Mirror file '\(source.path)' for model '\(entry.name)' does not exist. Point \(Self.mirrorVariable) at a folder holding \((file.mirrorPath as NSString).deletingLastPathComponent)/ files, or unset it to download from upstream.")
                 }
                 staged.append(Staged(file: file, temporary: temporary, destination: destination))
                 actual = try copyHashing(from: source, to: temporary).hex
@@ -120,17 +168,42 @@ extension ModelStore {
         }
 
         // Licence texts and the graph first, weights last: see the diagram above.
-        let order: [ModelFile.Role: Int] = [.licence: 0, .param: 1, .weights: 2]
+        let order: [ModelFile.Role: Int] = [.licence: 0, .param: 1, .model: 2, .weights: 3]
         for s in staged.sorted(by: { order[$0.file.role]! < order[$1.file.role]! }) {
-            try atomicRename(s.temporary, to: s.destination)
+            if s.file.isDirectory {
+                try replaceDirectory(s.destination, with: s.temporary)
+            } else {
+                try atomicRename(s.temporary, to: s.destination)
+            }
         }
         committed = true
         // Report model files first, then licence texts, whatever order they were handled in.
-        let reportOrder: [ModelFile.Role: Int] = [.param: 0, .weights: 1, .licence: 2]
+        let reportOrder: [ModelFile.Role: Int] = [.param: 0, .weights: 1, .model: 1, .licence: 2]
         let sorted = results.enumerated().sorted {
             (reportOrder[$0.element.file.role]!, $0.offset) < (reportOrder[$1.element.file.role]!, $1.offset)
         }.map(\.element)
         return FetchReport(entry: entry, files: sorted)
+    }
+
+    /// Renames the directory `temporary` onto `destination` (same folder). rename(2) cannot
+    /// replace a non-empty directory, so an existing one is renamed aside first and removed
+    /// after: readers see the old tree or the new one, never a mixture.
+    private func replaceDirectory(_ destination: URL, with temporary: URL) throws {
+        var st = stat()
+        guard lstat(destination.path, &st) == 0 else {
+            return try atomicRename(temporary, to: destination)
+        }
+        let aside = destination.deletingLastPathComponent()
+            .appendingPathComponent(".\(destination.lastPathComponent).vivify-\(getpid()).old")
+        removeTreeQuietly(aside)
+        try atomicRename(destination, to: aside)
+        do {
+            try atomicRename(temporary, to: destination)
+        } catch {
+            _ = try? atomicRename(aside, to: destination)
+            throw error
+        }
+        removeTreeQuietly(aside)
     }
 
     /// Copies `source` to a new file `destination` in chunks, hashing as it goes.

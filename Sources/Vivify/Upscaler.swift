@@ -38,7 +38,9 @@ public final class Upscaler {
     private var planar = FloatPlanarImage(channels: 3, width: 1, height: 1)
     private var result = FloatPlanarImage(channels: 3, width: 1, height: 1)
 
-    /// Loads `model` (a catalog name, fetched on first use, or a path to an ncnn `.param`).
+    /// Loads `model` (a catalog name, fetched on first use, or a path to an ncnn `.param`,
+    /// a Core ML `.mlmodel`/`.mlpackage` or a `.wifm`). Catalog entries in a Core ML format load
+    /// through `ModelLoader` with the entry's tiling (scale, padding, border).
     /// - Parameters:
     ///   - tile: interior tile size in input pixels; nil picks one from a 3 GiB budget.
     ///   - log: receives one line when a model is fetched.
@@ -58,10 +60,22 @@ public final class Upscaler {
         } else {
             let resolved = try Self.resolve(model, store: store, log: log)
             name = resolved.name
-            let loaded = try NCNNImporter.load(paramPath: resolved.paramURL.path, binPath: resolved.binURL.path,
-                                               inputName: resolved.entry?.inputBlob, outputName: resolved.entry?.outputBlob)
-            graph = loaded
-            spec = try resolved.entry.map { try Self.spec(for: $0, graph: loaded) } ?? Self.inferSpec(loaded)
+            switch resolved.format {
+            case .coreml, .mlprogram:
+                // A catalog Core ML model: the loader adapts it to [0, 1] RGB; the catalog says how to tile it.
+                let loaded = try ModelLoader.load(resolved.primaryURL.path, task: .upscale)
+                loaded.warnings.forEach(log)
+                graph = loaded.graph
+                spec = try resolved.entry.map { try Self.spec(for: $0, graph: loaded.graph) } ?? loaded.spec ?? Self.inferSpec(loaded.graph)
+            case .ncnn:
+                guard let param = resolved.paramURL, let bin = resolved.binURL else {
+                    throw MediaError(.invalidOptions, "Model '\(resolved.name)' resolved to no .param/.bin pair.")
+                }
+                let loaded = try NCNNImporter.load(paramPath: param.path, binPath: bin.path,
+                                                   inputName: resolved.entry?.inputBlob, outputName: resolved.entry?.outputBlob)
+                graph = loaded
+                spec = try resolved.entry.map { try Self.spec(for: $0, graph: loaded) } ?? Self.inferSpec(loaded)
+            }
             bundle = nil
             alphaRunner = nil
         }
@@ -79,8 +93,9 @@ public final class Upscaler {
                 log("fetched model \(entry.name) into \(store.modelDirectory(for: entry).path) (\(report.files.count) files, SHA-256 verified)")
             }
             let r = try store.resolve(model)
-            if r.entry == nil, let entry = try Self.catalogEntry(matching: r.paramURL, store: store) {
-                return ResolvedModel(name: r.name, entry: entry, paramURL: r.paramURL, binURL: r.binURL)
+            if r.entry == nil, let param = r.paramURL, let bin = r.binURL,
+               let entry = try Self.catalogEntry(matching: param, store: store) {
+                return ResolvedModel(name: r.name, entry: entry, paramURL: param, binURL: bin)
             }
             return r
         } catch let e as CatalogError {
@@ -91,7 +106,7 @@ public final class Upscaler {
     /// A user's `.param` that is byte for byte a catalog model gets that model's tiling rules.
     static func catalogEntry(matching param: URL, store: ModelStore) throws -> ModelEntry? {
         guard let digest = try? SHA256.hash(fileAt: param).hex else { return nil }
-        return store.catalog.entries.first { $0.paramFile.sha256 == digest }
+        return store.catalog.entries.first { $0.paramFile?.sha256 == digest }
     }
 
     static func spec(for e: ModelEntry, graph: Graph) throws -> TilingSpec {

@@ -12,9 +12,12 @@ struct ModelsCommand: ParsableCommand {
         discussion: """
             Models are installed in $VIVIFY_MODELS, else $XDG_DATA_HOME/vivify/models, else \
             ~/.local/share/vivify/models, one folder per model. Set VIVIFY_MODEL_MIRROR to a folder \
-            holding ncnn/<family>/<file> to copy from it instead of downloading; every file's SHA-256 \
-            is checked either way. Exit codes: 64 unknown model name, 65 a file has the wrong SHA-256, \
-            66 a model or mirror file is missing, 74 download or disk error.
+            holding ncnn/<family>/<file>, coreml/<file> and pypi/<wheel> to copy from it instead of \
+            downloading; every file's SHA-256 is checked either way. Models shipped in a PyPI wheel \
+            (pipersr-2x) are downloaded with `python3 -m pip download` unless the mirror has the \
+            wheel, and unpacked with python3 (VIVIFY_PYTHON picks another interpreter). Exit codes: \
+            64 unknown model name, 65 a file has the wrong SHA-256, 66 a model or mirror file is \
+            missing (or python3/pip is), 74 download or disk error.
             """,
         subcommands: [List.self, Fetch.self, Info.self, Pack.self, Verify.self]
     )
@@ -27,7 +30,7 @@ struct ModelsCommand: ParsableCommand {
         func run() throws {
             let store = ModelStore()
             let listings = store.list()
-            var rows = [["NAME", "SCALE", "FAMILY", "INSTALLED", "LICENCE"]]
+            var rows = [["NAME", "SCALE", "FAMILY", "FORMAT", "INSTALLED", "LICENCE"]]
             for l in listings {
                 let installed: String
                 switch l.state {
@@ -35,7 +38,7 @@ struct ModelsCommand: ParsableCommand {
                 case .notInstalled: installed = "no"
                 case .incomplete: installed = "partial"
                 }
-                rows.append([l.entry.name, "\(l.entry.scale)x", l.entry.family.rawValue, installed, l.entry.licence.id])
+                rows.append([l.entry.name, "\(l.entry.scale)x", l.entry.family.rawValue, l.entry.format.rawValue, installed, l.entry.licence.id])
             }
             print(table(rows), terminator: "")
             let count = listings.filter(\.isInstalled).count
@@ -49,7 +52,7 @@ struct ModelsCommand: ParsableCommand {
     /// `vivify models fetch`.
     struct Fetch: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Install models by name: copy from VIVIFY_MODEL_MIRROR or download, then verify each file's SHA-256.")
+            abstract: "Install models by name: copy from VIVIFY_MODEL_MIRROR or download (pip for PyPI wheels), then verify each file's SHA-256.")
 
         @Argument(help: "Names of the models to install (see `vivify models list`).")
         var names: [String] = []
@@ -94,6 +97,14 @@ struct ModelsCommand: ParsableCommand {
                             print("\(entry.name): copied \(r.file.name) from \(source.path) (\(r.file.size) bytes, SHA-256 verified)")
                         case .downloaded(let url):
                             print("\(entry.name): downloaded \(r.file.name) from \(url.absoluteString) (\(r.file.size) bytes, SHA-256 verified)")
+                        case .unpacked(let member, let origin):
+                            let archive = r.file.archive.map { "\($0.fileName) (SHA-256 verified)" } ?? "its archive"
+                            let via: String
+                            switch origin {
+                            case .mirror(let url): via = "the mirror copy \(url.path)"
+                            case .pip(let command): via = "a download by `\(command)`"
+                            }
+                            print("\(entry.name): unpacked \(r.file.name) (\(r.file.size) bytes, tree SHA-256 verified) from \(member) in \(archive), \(via)")
                         case .alreadyInstalled:
                             print("\(entry.name): \(r.file.name) already installed (SHA-256 verified)")
                         case .skipped(let reason):
@@ -171,12 +182,20 @@ struct ModelsCommand: ParsableCommand {
             if e.outputIsResidualOverNearest {
                 facts.append(["output", "a residual, added to a nearest-neighbour \(e.scale)x copy of the input"])
             }
-            facts.append(["licence", "\(e.licence.id) (\(e.licence.files.map(\.name).joined(separator: ", ")))"])
+            let texts = e.licence.files.isEmpty ? "no licence file is fetched" : e.licence.files.map(\.name).joined(separator: ", ")
+            facts.append(["licence", "\(e.licence.id) (\(texts))"])
+            if let note = e.licence.note { facts.append(["licence note", note]) }
             facts.append(["installed", installed])
-            // FLOPs come from the graph itself: installed files, else the mirror's copy.
-            var param: URL? = store.state(of: e) == .installed ? store.paramPath(for: e) : store.mirrorURL(of: e.paramFile)
-            if let p = param, !FileManager.default.fileExists(atPath: p.path) { param = nil }
-            if let param, let upscaler = try? Upscaler(model: param.path, tile: 64, store: store),
+            // FLOPs come from the graph itself: the installed model (by name, so it gets the
+            // catalog's tiling and nothing is fetched), else the mirror's copy of its main file.
+            var source: String?
+            if store.state(of: e) == .installed {
+                source = e.name
+            } else if let main = e.primaryFile, !main.isDirectory, let mirrored = store.mirrorURL(of: main),
+                      FileManager.default.fileExists(atPath: mirrored.path) {
+                source = mirrored.path
+            }
+            if let source, let upscaler = try? Upscaler(model: source, tile: 64, store: store),
                let flops = try? upscaler.flopsPerOutputPixel() {
                 facts.append(["FLOPs per output pixel", String(format: "%.0f (%.1f GFLOP for a 1280x720 output)", flops, flops * 1280 * 720 / 1e9)])
             } else {
@@ -185,6 +204,13 @@ struct ModelsCommand: ParsableCommand {
             print(table(facts.map { [$0[0] + ":", $0[1]] }), terminator: "")
             print("files:")
             for f in e.allFiles {
+                if let archive = f.archive {
+                    print("  \(f.name)  \(f.role.rawValue) (directory)  \(f.size) bytes in its files  tree sha256 \(f.sha256)")
+                    print("    from:     \(f.archiveMember ?? f.name) in \(archive.fileName) (\(archive.size) bytes, sha256 \(archive.sha256))")
+                    print("    upstream: `\(store.pipCommand(for: archive, into: "DIR"))`; published at \(archive.upstreamURL?.absoluteString ?? "PyPI")")
+                    print("    mirror:   \(archive.mirrorPath) (used instead of pip when present)")
+                    continue
+                }
                 print("  \(f.name)  \(f.role.rawValue)  \(f.size) bytes  sha256 \(f.sha256)")
                 print("    upstream: \(f.upstreamURL?.absoluteString ?? "none pinned (mirror only)")")
                 print("    mirror:   \(f.mirrorPath)")

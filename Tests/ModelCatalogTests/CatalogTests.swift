@@ -12,28 +12,59 @@ final class CatalogTests: XCTestCase {
             "waifu2x-cunet-2x", "waifu2x-cunet-1x-denoise1",
             "realcugan-2x", "realcugan-2x-conservative", "realcugan-3x", "realcugan-4x",
             "realesr-animevideov3-2x", "realesr-animevideov3-3x", "realesr-animevideov3-4x",
+            "waifu2x-photo-2x-coreml", "pipersr-2x",
         ]
         for name in required { XCTAssertNotNil(catalog.entry(named: name), name) }
         XCTAssertEqual(Set(catalog.names).count, catalog.names.count)
     }
 
     /// Facts that follow from the shared models README, checked per family.
-    func testEntriesAreConsistent() {
+    func testEntriesAreConsistent() throws {
         for e in catalog.entries {
-            XCTAssertEqual(e.files.count, 2, e.name)
-            XCTAssertTrue(e.paramFile.name.hasSuffix(".param"), e.name)
-            XCTAssertEqual((e.paramFile.name as NSString).deletingPathExtension, (e.weightsFile.name as NSString).deletingPathExtension, e.name)
-            XCTAssertFalse(e.licence.files.isEmpty, e.name)
+            switch e.format {
+            case .ncnn:
+                XCTAssertEqual(e.files.count, 2, e.name)
+                let param = try XCTUnwrap(e.paramFile, e.name), weights = try XCTUnwrap(e.weightsFile, e.name)
+                XCTAssertNil(e.modelFile, e.name)
+                XCTAssertEqual(e.primaryFile, param)
+                XCTAssertTrue(param.name.hasSuffix(".param"), e.name)
+                XCTAssertEqual((param.name as NSString).deletingPathExtension, (weights.name as NSString).deletingPathExtension, e.name)
+                XCTAssertFalse(e.licence.files.isEmpty, e.name)
+            case .coreml:
+                XCTAssertEqual(e.files.map(\.role), [.model], e.name)
+                XCTAssertTrue(e.modelFile!.name.hasSuffix(".mlmodel"), e.name)
+                XCTAssertFalse(e.modelFile!.isDirectory, e.name)
+                XCTAssertFalse(e.licence.files.isEmpty, e.name)
+            case .mlprogram:
+                XCTAssertEqual(e.files.map(\.role), [.model], e.name)
+                XCTAssertTrue(e.modelFile!.name.hasSuffix(".mlpackage"), e.name)
+                XCTAssertTrue(e.modelFile!.isDirectory, e.name)
+                // No licence text to install must be explained.
+                if e.licence.files.isEmpty { XCTAssertNotNil(e.licence.note, e.name) }
+            }
             XCTAssertTrue(e.name.contains("-\(e.scale)x"), "\(e.name) should say its scale")
             XCTAssertEqual(e.task == .denoise, e.scale == 1, e.name)
-            XCTAssertEqual(e.format, .ncnn)
             XCTAssertEqual((2 * e.padding) % e.tileMultiple, 0, "\(e.name): padding must keep the tile multiple")
             XCTAssertEqual(e.padding > 0, e.border != .none, e.name)
             for f in e.allFiles {
                 XCTAssertEqual(f.sha256.count, 64, f.name)
                 XCTAssertTrue(f.sha256.allSatisfy { "0123456789abcdef".contains($0) }, f.name)
-                XCTAssertTrue(f.mirrorPath.hasPrefix("ncnn/\(e.family.rawValue)/"), f.mirrorPath)
-                XCTAssertEqual(f.mirrorPath, "ncnn/\(e.family.rawValue)/\(f.name)")
+                if let archive = f.archive {
+                    // A folder unpacked from a pinned release of an archive.
+                    XCTAssertEqual(archive.sha256.count, 64, archive.fileName)
+                    XCTAssertEqual(f.mirrorPath, archive.mirrorPath)
+                    XCTAssertEqual(f.name, (f.archiveMember.map { ($0 as NSString).lastPathComponent }) ?? "")
+                    guard case .pythonWheel(let package, let version) = archive.source else { continue }
+                    XCTAssertTrue(archive.fileName.hasPrefix("\(package)-\(version)-") && archive.fileName.hasSuffix(".whl"), archive.fileName)
+                    XCTAssertEqual(archive.mirrorPath, "pypi/\(archive.fileName)")
+                    continue
+                }
+                if e.format == .ncnn {
+                    XCTAssertTrue(f.mirrorPath.hasPrefix("ncnn/\(e.family.rawValue)/"), f.mirrorPath)
+                    XCTAssertEqual(f.mirrorPath, "ncnn/\(e.family.rawValue)/\(f.name)")
+                } else if f.role == .model {
+                    XCTAssertEqual(f.mirrorPath, "coreml/\(f.name)")
+                }
                 if f.role != .licence {
                     let url = try! XCTUnwrap(f.upstreamURL, f.name)
                     XCTAssertEqual(url.scheme, "https")
@@ -57,31 +88,45 @@ final class CatalogTests: XCTestCase {
             case .realesrAnimeVideoV3:
                 XCTAssertEqual([e.inputBlob, e.outputBlob, e.border.rawValue], ["data", "output", "none"])
                 XCTAssertEqual(e.padding, 0); XCTAssertEqual(e.tileOverlap, 10); XCTAssertFalse(e.hasGlobalPooling)
+            case .waifu2xUpconv7PhotoCoreML:
+                XCTAssertEqual([e.inputBlob, e.outputBlob, e.border.rawValue], ["input", "conv7", "replicate"])
+                XCTAssertEqual(e.padding, 7); XCTAssertFalse(e.hasGlobalPooling); XCTAssertEqual(e.format, .coreml)
+            case .piperSR:
+                XCTAssertEqual([e.inputBlob, e.outputBlob, e.border.rawValue], ["input_image", "output_image", "replicate"])
+                XCTAssertEqual(e.padding, 14); XCTAssertFalse(e.hasGlobalPooling); XCTAssertEqual(e.format, .mlprogram)
             }
         }
     }
 
-    /// Every file the catalog names exists in the mirror with the catalog's size and SHA-256.
+    /// Every file the catalog names exists in the mirror with the catalog's size and SHA-256
+    /// (archives, which the mirror may leave to pip, are checked when it has them).
     func testEveryMirrorFileMatchesTheCatalog() throws {
         let mirror = try Fixtures.requireMirror()
         var checked = Set<String>()
         for e in catalog.entries {
             for f in e.allFiles where checked.insert(f.mirrorPath).inserted {
                 let url = mirror.appendingPathComponent(f.mirrorPath)
+                if let archive = f.archive {
+                    guard fileSize(url) != nil else { continue }
+                    XCTAssertEqual(fileSize(url), archive.size, "\(f.mirrorPath) size")
+                    XCTAssertEqual(try SHA256.hash(fileAt: url).hex, archive.sha256, "\(f.mirrorPath) SHA-256")
+                    continue
+                }
                 XCTAssertEqual(fileSize(url), f.size, "\(f.mirrorPath) size")
                 XCTAssertEqual(try SHA256.hash(fileAt: url).hex, f.sha256, "\(f.mirrorPath) SHA-256")
             }
         }
         // The graph text names the blobs the catalog records.
         for e in catalog.entries {
-            let text = try String(contentsOf: mirror.appendingPathComponent(e.paramFile.mirrorPath), encoding: .utf8)
+            guard let param = e.paramFile else { continue }
+            let text = try String(contentsOf: mirror.appendingPathComponent(param.mirrorPath), encoding: .utf8)
             XCTAssertTrue(text.hasPrefix("7767517\n"), e.name)
             let tokens = Set(text.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init))
             XCTAssertTrue(tokens.contains(e.inputBlob), "\(e.name) input \(e.inputBlob)")
             XCTAssertTrue(tokens.contains(e.outputBlob), "\(e.name) output \(e.outputBlob)")
             XCTAssertEqual(tokens.contains("Pooling"), e.hasGlobalPooling, "\(e.name) pooling")
         }
-        XCTAssertGreaterThanOrEqual(checked.count, 40)
+        XCTAssertGreaterThanOrEqual(checked.count, 42)
     }
 
     func testUnknownNameSuggestsCloseNames() {

@@ -73,7 +73,7 @@ final class DownloadTests: XCTestCase {
             guard let e = error as? CatalogError else { return XCTFail("\(error)") }
             XCTAssertEqual(e.kind, .hashMismatch)
             XCTAssertTrue(e.message.contains("realesr-animevideov3-x3.param"), e.message)
-            XCTAssertTrue(e.message.contains(base.paramFile.sha256), e.message)
+            XCTAssertTrue(e.message.contains(base.paramFile!.sha256), e.message)
             XCTAssertTrue(e.message.contains("b88ff4f00ebf019a7fdac17fdd45a7fd3665d37509efc5baf2e4da2e24420a04"), "actual hash of the x2 graph: \(e.message)")
         }
         XCTAssertEqual(Fixtures.files(under: dir), [])

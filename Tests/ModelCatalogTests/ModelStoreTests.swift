@@ -17,8 +17,10 @@ final class ModelStoreTests: XCTestCase {
         XCTAssertNil(ModelStore(environment: ["VIVIFY_MODELS": "/m", "VIVIFY_MODEL_MIRROR": ""]).mirror)
 
         let entry = Catalog.builtIn.entry(named: "realcugan-2x")!
-        XCTAssertEqual(store.paramPath(for: entry).path, "/m/realcugan-2x/up2x-no-denoise.param")
-        XCTAssertEqual(store.binPath(for: entry).path, "/m/realcugan-2x/up2x-no-denoise.bin")
+        XCTAssertEqual(store.paramPath(for: entry)?.path, "/m/realcugan-2x/up2x-no-denoise.param")
+        XCTAssertEqual(store.binPath(for: entry)?.path, "/m/realcugan-2x/up2x-no-denoise.bin")
+        XCTAssertNil(store.modelPath(for: entry))
+        XCTAssertEqual(store.primaryPath(for: entry), store.paramPath(for: entry))
     }
 
     // MARK: - Fetching from the mirror
@@ -49,6 +51,9 @@ final class ModelStoreTests: XCTestCase {
 
         let resolved = try store.resolve("waifu2x-photo-2x-denoise1")
         XCTAssertEqual(resolved.entry, entry)
+        XCTAssertEqual(resolved.format, .ncnn)
+        XCTAssertNil(resolved.modelURL)
+        XCTAssertEqual(resolved.primaryURL, resolved.paramURL)
         XCTAssertEqual(resolved.paramURL, dir.appendingPathComponent("waifu2x-photo-2x-denoise1/noise1_scale2.0x_model.param"))
         XCTAssertEqual(resolved.binURL, dir.appendingPathComponent("waifu2x-photo-2x-denoise1/noise1_scale2.0x_model.bin"))
 
@@ -62,14 +67,14 @@ final class ModelStoreTests: XCTestCase {
         let dir = try Fixtures.temporaryDirectory(self, "models")
         let store = ModelStore(directory: dir, mirror: mirror)
         let entry = try store.fetch("realesr-animevideov3-2x").entry
-        let bin = store.binPath(for: entry)
+        let bin = try XCTUnwrap(store.binPath(for: entry))
         try Data("truncated".utf8).write(to: bin)
         guard case .incomplete(let problems) = store.state(of: entry) else { return XCTFail("expected incomplete") }
         XCTAssertTrue(problems.joined().contains("realesr-animevideov3-x2.bin"))
         XCTAssertThrowsError(try store.resolve(entry.name)) { XCTAssertEqual(($0 as? CatalogError)?.kind, .notFound) }
 
         let report = try store.fetch(entry)
-        XCTAssertEqual(report.files.first { $0.file.role == .weights }?.action, .copied(from: mirror.appendingPathComponent(entry.weightsFile.mirrorPath)))
+        XCTAssertEqual(report.files.first { $0.file.role == .weights }?.action, .copied(from: mirror.appendingPathComponent(entry.weightsFile!.mirrorPath)))
         XCTAssertEqual(report.files.first { $0.file.role == .param }?.action, .alreadyInstalled)
         XCTAssertTrue(store.isInstalled(entry))
     }
@@ -84,7 +89,7 @@ final class ModelStoreTests: XCTestCase {
             try FileManager.default.createDirectory(at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
             try FileManager.default.copyItem(at: mirror.appendingPathComponent(f.mirrorPath), to: to)
         }
-        let damaged = badMirror.appendingPathComponent(entry.weightsFile.mirrorPath)
+        let damaged = badMirror.appendingPathComponent(entry.weightsFile!.mirrorPath)
         var bytes = try Data(contentsOf: damaged)
         bytes[bytes.count / 2] ^= 0x01
         try bytes.write(to: damaged)
@@ -97,7 +102,7 @@ final class ModelStoreTests: XCTestCase {
             XCTAssertEqual(e.kind, .hashMismatch)
             XCTAssertEqual(e.kind.exitCode, 65)
             XCTAssertTrue(e.message.contains("up3x-no-denoise.bin"), e.message)
-            XCTAssertTrue(e.message.contains(entry.weightsFile.sha256), e.message)
+            XCTAssertTrue(e.message.contains(entry.weightsFile!.sha256), e.message)
             XCTAssertTrue(e.message.contains(actual), e.message)
             XCTAssertTrue(e.message.contains(damaged.path), "names the mirror file to replace: \(e.message)")
         }

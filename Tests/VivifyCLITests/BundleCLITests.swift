@@ -59,3 +59,49 @@ final class BundleCLITests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/bad.wifm"))
     }
 }
+
+extension BundleCLITests {
+    /// An ncnn-type bundle whose alpha channel has its own model (`alphaMode` `separateModel`).
+    func testSeparateAlphaModel() throws {
+        let ncnn = Self.shared.appendingPathComponent("models/ncnn").path
+        let image = Self.shared.appendingPathComponent("media/images/real-inputs/realesrgan_children-alpha.png").path
+        guard FileManager.default.fileExists(atPath: image) else { throw XCTSkip("no shared images") }
+        let dir = try CLI.tempDir()
+        for (name, src) in [("main", "waifu2x-upconv7-photo/scale2.0x_model"), ("alpha", "waifu2x-upconv7-art/scale2.0x_model")] {
+            for ext in ["param", "bin"] { try FileManager.default.copyItem(atPath: "\(ncnn)/\(src).\(ext)", toPath: "\(dir)/\(name).\(ext)") }
+        }
+        var results: [String: [UInt8]] = [:]
+        for mode in ["sameAsMain", "separateModel"] {
+            let manifest = dir + "/\(mode).json"
+            try """
+            { "version": 1, "name": "waifu2x with alpha", "type": "ncnn", "task": "upscale",
+              "subModels": { "main": { "file": "main.param", "inputName": "Input1", "outputName": "Eltwise4" },
+                             "alpha": { "file": "alpha.param", "inputName": "Input1", "outputName": "Eltwise4" } },
+              "dataFormat": "chw", "inputShape": [3, 156, 156], "shrinkSize": 7, "scale": 2, "alphaMode": "\(mode)" }
+            """.write(toFile: manifest, atomically: true, encoding: .utf8)
+            let bundle = dir + "/\(mode).wifm"
+            let pack = try CLI.vivify(["models", "pack", "--manifest", manifest, dir + "/main.param", dir + "/main.bin",
+                                       dir + "/alpha.param", dir + "/alpha.bin", "-o", bundle])
+            XCTAssertEqual(pack.code, 0, pack.stderr)
+            // A small copy of the whole picture (kids on a transparent background) keeps it quick.
+            let small = dir + "/small.png"
+            try CLI.ffmpeg(["-i", image, "-vf", "scale=64:40", "-pix_fmt", "rgba", "-frames:v", "1", "-update", "1", small])
+            let out = dir + "/\(mode).png"
+            let r = try CLI.vivify(["image", small, out, "--upscale", bundle, "--quiet"])
+            XCTAssertEqual(r.code, 0, r.stderr)
+            let v = CLI.streams(try CLI.probe(out, countFrames: false), "video")[0]
+            XCTAssertEqual(v["pix_fmt"] as? String, "rgba")
+            XCTAssertEqual(CLI.int(v["width"]), 128)
+            let px = try CLI.run("/usr/bin/ffmpeg", ["-v", "error", "-i", out, "-f", "rawvideo", "-pix_fmt", "rgba", "-"])
+            results[mode] = [UInt8](px.stdout)
+        }
+        let a = results["sameAsMain"]!, b = results["separateModel"]!
+        let alphaDiffers = stride(from: 3, to: a.count, by: 4).contains { a[$0] != b[$0] }
+        var colourSame = a.count == b.count
+        for i in stride(from: 0, to: a.count, by: 4) where a[i] != b[i] || a[i + 1] != b[i + 1] || a[i + 2] != b[i + 2] {
+            colourSame = false
+        }
+        XCTAssertTrue(colourSame, "colour comes from the main model in both modes")
+        XCTAssertTrue(alphaDiffers, "the alpha channel went through the other model")
+    }
+}
