@@ -631,7 +631,7 @@ final class DNNLPrepared: PreparedGraph {
             _ = keep
             // oneDNN work queued before must be done before Swift reads its output.
             try dnnlCheck(dnnl_stream_wait(stream), "synchronise")
-            Kernels.execute(op, inputs, inShapes, y, o)
+            Kernels.execute(op, inputs, inShapes, y, o, fast: true)
         }
         current[node.output] = dst
         plainCopies[node.output] = dst

@@ -47,6 +47,8 @@ public final class Upscaler {
     public init(model: String, tile: Int? = nil, backend: BackendChoice = .onednn, store: ModelStore = ModelStore(),
                 log: (String) -> Void = { _ in }) throws {
         let engine = try backend.make()
+        // "2" (or its name) is the built-in 2× upscaler carried inside the binary.
+        let model = try BuiltinModels.resolve(upscale: model)
         if ModelLoader.handles(model) {
             // Core ML files and .wifm bundles: the loader adapts the graph to [0, 1] RGB.
             let loaded = try ModelLoader.load(model, task: .upscale)
