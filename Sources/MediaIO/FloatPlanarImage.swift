@@ -55,4 +55,13 @@ public struct FloatPlanarImage: Sendable, Equatable {
             }
         }
     }
+
+    /// This image as 3 channels: grey is repeated into R, G and B; RGB is returned as is.
+    public func expandedToRGB() -> FloatPlanarImage {
+        guard channels == 1 else { return self }
+        var rgb = FloatPlanarImage(channels: 3, width: width, height: height)
+        let n = width * height
+        for k in 0..<3 { rgb.data.replaceSubrange(k * n..<(k + 1) * n, with: data) }
+        return rgb
+    }
 }

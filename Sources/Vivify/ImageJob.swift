@@ -7,12 +7,7 @@ public enum ImageJob {
     /// Colorizes a still picture (grey or colour: colour is re-colorized from its L) through
     /// 8-bit RGB, as video frames are.
     static func colorizeImage(_ image: FloatPlanarImage, _ colorizer: Colorizer) throws -> FloatPlanarImage {
-        var rgb = image
-        if image.channels == 1 {
-            rgb = FloatPlanarImage(channels: 3, width: image.width, height: image.height)
-            let n = image.width * image.height
-            for k in 0..<3 { rgb.data.replaceSubrange(k * n..<(k + 1) * n, with: image.data) }
-        }
+        let rgb = image.expandedToRGB()
         var frame = VideoFrame(format: .rgb24, width: 1, height: 1)
         rgb.store(into: &frame)
         var out = VideoFrame(format: .rgb24, width: 1, height: 1)

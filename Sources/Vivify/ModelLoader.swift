@@ -109,12 +109,10 @@ enum ModelLoader {
             loaded.spec = TilingSpec(scale: m.scale, padding: m.shrinkSize, border: .replicate, multiple: 1)
             if m.alphaMode == .separateModel, let alpha = m.alpha { loaded.alphaGraph = try adapted(alpha) }
         } else if let c = m.colorizer {
-            let input = m.input(for: m.main)
             let channels = m.inputShape?.first ?? 1
             loaded.colorizer = ColorizerSpec(input: channels == 4 ? .lHintsMask : .l, inputSize: c.inputSize, inputMultiple: c.inputMultiple,
                                              lCenter: c.lCenter, lScale: c.lScale, output: m.output(for: m.main).role == .rgb ? .rgb : .ab,
                                              abScale: c.abScale)
-            _ = input
         }
         return loaded
     }

@@ -166,12 +166,7 @@ public final class Upscaler {
 
     private func upscale(_ image: FloatPlanarImage, with runner: TiledRunner) throws -> FloatPlanarImage {
         let c = image.channels
-        var input = image
-        if c == 1 {
-            input = FloatPlanarImage(channels: 3, width: image.width, height: image.height)
-            let n = image.width * image.height
-            for k in 0..<3 { input.data.replaceSubrange(k * n..<(k + 1) * n, with: image.data) }
-        }
+        let input = image.expandedToRGB()
         var out = FloatPlanarImage(channels: 3, width: image.width * scale, height: image.height * scale)
         try run(input, into: &out, with: runner)
         if c == 1 {
