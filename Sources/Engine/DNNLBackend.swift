@@ -171,6 +171,13 @@ final class DNNLPrepared: PreparedGraph {
     let inputShape: Shape
     let outputShape: Shape
     private var steps: [() throws -> Void] = []
+    /// Residual-upscaler tails (add of a pixel shuffle and a ×2 resize) run as one fused
+    /// kernel, keyed by the add node's index.
+    private var fusedTails: [Int: UpsampleDetailTail] = [:]
+    /// Which node each step belongs to (for VIVIFY_PROFILE).
+    private var stepLabels: [String] = []
+    /// VIVIFY_PROFILE=1 prints each step's time of every run on stderr.
+    static let profile: Bool = getenv("VIVIFY_PROFILE").map { String(cString: $0) == "1" } ?? false
     private var current: [Int: DNNLMemory] = [:]
     private var plainCopies: [Int: DNNLMemory] = [:]
     private let inputMemory: DNNLMemory
@@ -194,20 +201,47 @@ final class DNNLPrepared: PreparedGraph {
         plainAttr = try DNNLAttr(activation: .identity)
         current[graph.input] = inputMemory
         plainCopies[graph.input] = inputMemory
-        for node in graph.nodes {
+        fusedTails = Self.findUpsampleDetailTails(graph, shapes: shapes)
+        let deferred = Set(fusedTails.values.flatMap { [$0.shuffleNode, $0.resizeNode] })
+        for (index, node) in graph.nodes.enumerated() where !deferred.contains(index) {
             do {
-                try compile(node)
+                if let tail = fusedTails[index] {
+                    try upsampleDetail(node, tail)
+                } else {
+                    try compile(node)
+                }
             } catch let e as EngineError {
                 throw EngineError("Layer '\(node.name)' (\(node.op.kindName)) in \(graph.source): \(e.message)")
             }
+            stepLabels += Array(repeating: "\(node.name) (\(node.op.kindName))", count: steps.count - stepLabels.count)
         }
         _ = try plain(graph.output)
+        stepLabels += Array(repeating: "output", count: steps.count - stepLabels.count)
         scratch.allocate()
+    }
+
+    private static func nanoseconds() -> Int {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return t.tv_sec * 1_000_000_000 + t.tv_nsec
     }
 
     func run(input: UnsafeBufferPointer<Float>, output: UnsafeMutableBufferPointer<Float>) throws {
         inputMemory.pointer.update(from: input.baseAddress!, count: inputShape.count)
-        for step in steps { try step() }
+        if Self.profile {
+            var line = ""
+            for (step, label) in zip(steps, stepLabels) {
+                let start = Self.nanoseconds()
+                try step()
+                try dnnlCheck(dnnl_stream_wait(stream), "finish a step")
+                let micro = (Self.nanoseconds() - start) / 1000
+                line += "\(micro / 1000).\(String(micro % 1000 + 1000).dropFirst()) ms  \(label)\n"
+            }
+            let text = Array((line + "--\n").utf8)
+            _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        } else {
+            for step in steps { try step() }
+        }
         try dnnlCheck(dnnl_stream_wait(stream), "finish the run")
         let result = plainCopies[graph.output]!
         output.baseAddress!.update(from: result.pointer, count: outputShape.count)
@@ -380,7 +414,11 @@ final class DNNLPrepared: PreparedGraph {
             try window(node.inputs[0], top: t, left: l, channel: 0, out: out, output: node.output)
         case .sliceChannels(let start, _):
             try window(node.inputs[0], top: 0, left: 0, channel: start, out: out, output: node.output)
-        case .scalar, .channelAffine, .softmaxChannels, .pixelShuffle, .resize, .pad, .concatChannels:
+        case .softmaxChannels:
+            try softmax(node)
+        case .resize(.bilinear, _, _, _, _, false) where out.h % shapes[node.inputs[0]].h == 0 && out.w % shapes[node.inputs[0]].w == 0:
+            try upsampleLinear(node)
+        case .scalar, .channelAffine, .pixelShuffle, .resize, .pad, .concatChannels:
             try plainOp(node)
         }
     }
@@ -419,7 +457,19 @@ final class DNNLPrepared: PreparedGraph {
             outMargin = m + 1
         }
         var srcAny = Self.anyMD([1, Int64(s.c), Int64(s.h), Int64(s.w)])
-        var dstAny = Self.anyMD([1, Int64(o.c), Int64(o.h), Int64(o.w)])
+        // A value read by Swift loops (the fused upscaler tail) is best written plain directly.
+        let wantsPlain = !transposed && outMargin == 0 && fusedTails.values.contains { $0.detail == node.output }
+        var dstAny = wantsPlain ? Self.plainMD(o) : Self.anyMD([1, Int64(o.c), Int64(o.h), Int64(o.w)])
+        // A first layer (few input channels, read plain) writing 16-channel blocks directly:
+        // oneDNN has a kernel for exactly that, and the next layers (Winograd among them) read
+        // blocks, so no reorder follows.
+        var firstLayer = false
+        if !transposed, !wantsPlain, p.groups == 1, p.inChannels < 8, o.c % 16 == 0, outMargin == 0,
+           (margins[node.inputs[0]] ?? 0) == 0, current[node.inputs[0]]?.isPlain == true {
+            dstAny = Self.taggedMD([1, Int64(o.c), Int64(o.h), Int64(o.w)], dnnl_nChw16c)
+            srcAny = Self.plainMD(s)
+            firstLayer = true
+        }
         let g = Int64(p.groups)
         let wdims: [Int64] = p.groups == 1
             ? [Int64(p.outChannels), Int64(p.inChannels), Int64(p.kernelH), Int64(p.kernelW)]
@@ -456,7 +506,15 @@ final class DNNLPrepared: PreparedGraph {
             if let winogradPD {
                 pd = winogradPD
                 separateActivation = !fusable
+            } else if let direct = try inPlaceLayoutPD(node, &desc, &wAny, &bmd, &dstAny, &strides, &dil, &padL, &padR, attr) {
+                pd = direct
+            } else if firstLayer, dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &srcAny,
+                                                                             &wAny, &bmd, &dstAny, &strides, &dil, &padL, &padR) == dnnl_success,
+                      let first = Self.realKernel(try? createPD(&desc, attr: attr.attr)) {
+                pd = first
             } else {
+                srcAny = Self.anyMD([1, Int64(s.c), Int64(s.h), Int64(s.w)])
+                dstAny = wantsPlain ? Self.plainMD(o) : Self.anyMD([1, Int64(o.c), Int64(o.h), Int64(o.w)])
                 try dnnlCheck(dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &srcAny, &wAny,
                                                                          &bmd, &dstAny, &strides, &dil, &padL, &padR), "describe the convolution")
                 pd = try createPD(&desc, attr: attr.attr)
@@ -614,6 +672,124 @@ final class DNNLPrepared: PreparedGraph {
         steps.append { try step.execute(stream) }
         current[output] = dst
         plainCopies[output] = dst
+    }
+
+    /// Softmax over channels with oneDNN's vectorised kernel, on channels-last data (where the
+    /// channel axis is dense, which is what its fast path wants).
+    private func softmax(_ node: Node) throws {
+        let s = shapes[node.inputs[0]]
+        let md = Self.taggedMD([1, Int64(s.c), Int64(s.h), Int64(s.w)], dnnl_nhwc)
+        let src = try value(node.inputs[0], as: md)
+        var desc = dnnl_softmax_v2_desc_t()
+        var smd = md, dmd = md
+        try dnnlCheck(dnnl_softmax_v2_forward_desc_init(&desc, dnnl_forward_inference, dnnl_softmax_accurate, &smd, &dmd, 1),
+                      "describe a softmax")
+        let pd = try createPD(&desc, attr: plainAttr.attr)
+        defer { dnnl_primitive_desc_destroy(pd) }
+        let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
+        try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_DST, dst)])
+        current[node.output] = dst
+    }
+
+    /// Bilinear upsampling by whole factors with half-pixel centres (align_corners false):
+    /// oneDNN's linear resampling, in the input's own layout.
+    private func upsampleLinear(_ node: Node) throws {
+        let src = try materialized(node.inputs[0])
+        let o = shapes[node.output]
+        var desc = dnnl_resampling_desc_t()
+        var smd = src.md
+        var dmd = Self.sameFormat(as: src.md, dims: [1, Int64(o.c), Int64(o.h), Int64(o.w)]) ?? Self.anyMD([1, Int64(o.c), Int64(o.h), Int64(o.w)])
+        try dnnlCheck(dnnl_resampling_forward_desc_init(&desc, dnnl_forward_inference, dnnl_resampling_linear, nil, &smd, &dmd),
+                      "describe a bilinear resize")
+        let pd = try createPD(&desc, attr: plainAttr.attr)
+        defer { dnnl_primitive_desc_destroy(pd) }
+        let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
+        try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_DST, dst)])
+        current[node.output] = dst
+    }
+
+    /// A direct convolution that reads its input in the layout the producer left it in (saving
+    /// a reorder), when oneDNN has a real (not reference) kernel for that; nil otherwise.
+    private func inPlaceLayoutPD(_ node: Node, _ desc: inout dnnl_convolution_desc_t, _ weights: inout dnnl_memory_desc_t,
+                                 _ bias: inout dnnl_memory_desc_t, _ dst: inout dnnl_memory_desc_t, _ strides: inout [Int64],
+                                 _ dil: inout [Int64], _ padL: inout [Int64], _ padR: inout [Int64], _ attr: DNNLAttr) throws -> dnnl_primitive_desc_t? {
+        guard let stored = current[node.inputs[0]], (margins[node.inputs[0]] ?? 0) == 0, !stored.isPlain else { return nil }
+        var smd = stored.md
+        guard dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &smd, &weights,
+                                                         &bias, &dst, &strides, &dil, &padL, &padR) == dnnl_success,
+              let pd = try? createPD(&desc, attr: attr.attr) else { return nil }
+        return Self.realKernel(pd)
+    }
+
+    /// `pd` unless oneDNN could only give its reference (slow, loop) implementation, in which
+    /// case it is destroyed and the caller falls back to letting oneDNN choose layouts.
+    static func realKernel(_ pd: dnnl_primitive_desc_t?) -> dnnl_primitive_desc_t? {
+        guard let pd else { return nil }
+        if implementation(pd).hasPrefix("ref") {
+            dnnl_primitive_desc_destroy(pd)
+            return nil
+        }
+        return pd
+    }
+
+    /// oneDNN's name for the implementation a primitive descriptor picked ("brgconv:avx512_core", "ref:any").
+    static func implementation(_ pd: dnnl_primitive_desc_t) -> String {
+        var info: UnsafePointer<CChar>?
+        guard dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &info) == dnnl_success, let info else { return "" }
+        return String(cString: info)
+    }
+
+    /// `add(pixelShuffle×2(detail), resize×2(base))` found in a graph.
+    struct UpsampleDetailTail {
+        var addNode: Int, shuffleNode: Int, resizeNode: Int
+        var base: Int, detail: Int
+        var mode: ResizeMode, order: ShuffleOrder
+    }
+
+    /// Finds the tails `UpsampleDetail` computes: a plain add whose operands are a ×2 pixel
+    /// shuffle (of 4·C or 4 channels) and a ×2 half-pixel bilinear or bicubic resize (of C
+    /// channels), both read by nothing else.
+    static func findUpsampleDetailTails(_ graph: Graph, shapes: [Shape]) -> [Int: UpsampleDetailTail] {
+        var producer: [Int: Int] = [:], readers: [Int: Int] = [:]
+        for (i, n) in graph.nodes.enumerated() {
+            producer[n.output] = i
+            for v in n.inputs { readers[v, default: 0] += 1 }
+        }
+        var found: [Int: UpsampleDetailTail] = [:]
+        for (i, n) in graph.nodes.enumerated() {
+            guard case .binary(.add, let k) = n.op, k == nil || k! == [1, 1], n.inputs.count == 2 else { continue }
+            let candidates = [(n.inputs[0], n.inputs[1]), (n.inputs[1], n.inputs[0])]
+            for (d, b) in candidates {
+                guard let si = producer[d], let ri = producer[b], readers[d] == 1, readers[b] == 1,
+                      d != graph.output, b != graph.output,
+                      case .pixelShuffle(2, let order) = graph.nodes[si].op,
+                      case .resize(let mode, _, _, _, _, let align) = graph.nodes[ri].op,
+                      UpsampleDetail.supports(mode, alignCorners: align) else { continue }
+                let detail = graph.nodes[si].inputs[0], base = graph.nodes[ri].inputs[0]
+                let bs = shapes[base], ds = shapes[detail], o = shapes[n.output]
+                guard o == Shape(c: bs.c, h: 2 * bs.h, w: 2 * bs.w), shapes[b] == o,
+                      ds.h == bs.h, ds.w == bs.w, ds.c == 4 || ds.c == 4 * bs.c else { continue }
+                found[i] = UpsampleDetailTail(addNode: i, shuffleNode: si, resizeNode: ri, base: base, detail: detail, mode: mode, order: order)
+                break
+            }
+        }
+        return found
+    }
+
+    private func upsampleDetail(_ node: Node, _ tail: UpsampleDetailTail) throws {
+        let base = try plain(tail.base), detail = try plain(tail.detail)
+        let bs = shapes[tail.base], dc = shapes[tail.detail].c
+        let dst = try DNNLMemory(md: Self.plainMD(shapes[node.output]), engine: engine, isPlain: true)
+        let stream = self.stream
+        let keep = [base, detail, dst]
+        let (mode, order) = (tail.mode, tail.order)
+        steps.append {
+            _ = keep
+            try dnnlCheck(dnnl_stream_wait(stream), "synchronise")
+            UpsampleDetail.run(mode, base: base.pointer, bs, detail: detail.pointer, detailChannels: dc, order: order, y: dst.pointer)
+        }
+        current[node.output] = dst
+        plainCopies[node.output] = dst
     }
 
     /// An operation oneDNN does not have: plain loops on NCHW copies.

@@ -1,11 +1,14 @@
 import Foundation
 import ModelCatalog
+import ModelFormats
 
 /// Models that ship inside the vivify binary (our own trained weights): written once into the
 /// model directory (`<models>/builtin/NAME.wifm`, checked by SHA-256) and loaded from there.
 public enum BuiltinModels {
-    /// The default 2× upscaler (`--upscale 2`).
+    /// The default 2× upscaler (`--upscale` alone, or `--upscale 2`).
     public static let fast2x = "vivify-fast-2x"
+    /// The default colorizer (`--colorize` alone).
+    public static let color = "vivify-color"
 
     /// The names of the built-in models.
     public static var names: [String] { data.keys.sorted() }
@@ -31,9 +34,38 @@ public enum BuiltinModels {
         return file.path
     }
 
-    /// What an `--upscale` argument names: "2" is the built-in 2× upscaler.
+    /// What an `--upscale` argument names: "2" (or the name) is the built-in 2× upscaler.
     static func resolve(upscale argument: String) throws -> String {
         if argument == "2" || argument == fast2x, let path = try path(for: fast2x) { return path }
         return argument
+    }
+
+    /// What a `--colorize` argument names: the built-in colorizer's name is its bundle.
+    static func resolve(colorize argument: String) throws -> String {
+        if argument == color, let path = try path(for: color) { return path }
+        return argument
+    }
+
+    /// A built-in model as `vivify models list` and `info` show it.
+    public struct Description: Sendable {
+        public var name: String
+        public var task: String
+        public var scale: Int
+        public var path: String
+        public var bytes: Int
+        public var sha256: String
+        public var licence: String
+        /// The bundle's info.md.
+        public var info: String
+    }
+
+    /// Describes the built-in model `name` (installing it into the model directory if needed).
+    public static func describe(_ name: String, store: ModelStore = ModelStore()) throws -> Description? {
+        guard let entry = data[name], let path = try path(for: name, store: store) else { return nil }
+        let bundle = try ModelBundle.open(path: path)
+        let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
+        // Our own weights, trained on academic benchmark photographs (see each info.md).
+        return Description(name: name, task: bundle.manifest.task.rawValue, scale: bundle.manifest.scale, path: path, bytes: size,
+                           sha256: entry.sha256, licence: "research use", info: bundle.infoMarkdown ?? "")
     }
 }

@@ -31,8 +31,10 @@ public final class Colorizer {
     private var modelInput: [Float] = [], modelOutput: [Float] = []
     private var a: [Float] = [], b: [Float] = []
 
-    /// Loads an ncnn colorizer (`.param`, `.bin` and `.json` description beside it).
-    public init(model: String, backend: BackendChoice = .onednn, stabilize: Bool) throws {
+    /// Loads a colorizer: the built-in `vivify-color`, a `colorize` .wifm bundle, or an ncnn
+    /// `.param` (Core ML `.mlmodel`/`.mlpackage`) with its `.bin` and `.json` description beside it.
+    public init(model argument: String, backend: BackendChoice = .onednn, stabilize: Bool) throws {
+        let model = try BuiltinModels.resolve(colorize: argument)
         guard FileManager.default.fileExists(atPath: model) else {
             throw MediaError(.inputUnreadable, "Cannot open the colorizer '\(model)': no such file. Check the path.")
         }

@@ -21,9 +21,9 @@ public enum EngineBench {
     /// `pad` (left, top, right, bottom) pixels.
     public static func run(model: String, width: Int, height: Int, pad: [Int], runs: Int, backend: BackendChoice,
                            store: ModelStore = ModelStore()) throws -> Result {
-        let upscaler = try Upscaler(model: model, tile: 64, backend: backend, store: store)
-        let shape = Shape(c: upscaler.graph.inputChannels ?? 3, h: height + pad[1] + pad[3], w: width + pad[0] + pad[2])
-        let prepared = try backend.make().prepare(upscaler.graph, input: shape)
+        let graph = try self.graph(model, store: store)
+        let shape = Shape(c: graph.inputChannels ?? 3, h: height + pad[1] + pad[3], w: width + pad[0] + pad[2])
+        let prepared = try backend.make().prepare(graph, input: shape)
         var input = [Float](repeating: 0, count: shape.count)
         var state: UInt64 = 7
         for i in input.indices {
@@ -39,9 +39,21 @@ public enum EngineBench {
         _ = try once()
         let times = try (0..<runs).map { _ in try once() }
         let median = times.sorted()[times.count / 2]
-        let gflop = 2 * Double(try upscaler.graph.multiplyAdds(input: shape)) / 1e9
+        let gflop = 2 * Double(try graph.multiplyAdds(input: shape)) / 1e9
         let o = prepared.outputShape
         return Result(model: model, inputShape: [shape.c, shape.h, shape.w], outputShape: [o.c, o.h, o.w], runs: times,
                       medianSeconds: median, gflop: gflop, achievedGFLOPS: gflop / median, backend: backend.rawValue)
+    }
+
+    /// The graph of an upscaler (catalog name, file or bundle) or of a colorizer (`.param`
+    /// with its description, or a `colorize` bundle).
+    static func graph(_ model: String, store: ModelStore) throws -> Graph {
+        if model.lowercased().hasSuffix(".wifm"), let m = try? ModelBundle.open(path: model).manifest, m.task == .colorize {
+            return try ModelLoader.load(model, task: .colorize).graph
+        }
+        if model.hasSuffix(".param"), (try? ColorizerSpec.beside(param: model)) != nil {
+            return try ModelLoader.importGraph(model).0
+        }
+        return try Upscaler(model: model, tile: 64, backend: .reference, store: store).graph
     }
 }

@@ -40,9 +40,20 @@ struct ModelsCommand: ParsableCommand {
                 }
                 rows.append([l.entry.name, "\(l.entry.scale)x", l.entry.family.rawValue, l.entry.format.rawValue, installed, l.entry.licence.id])
             }
+            // The built-in models ship inside the binary: always installed.
+            var builtins = 0
+            for name in BuiltinModels.names {
+                do {
+                    guard let d = try BuiltinModels.describe(name, store: store) else { continue }
+                    rows.append([d.name, "\(d.scale)x", "vivify (built in, \(d.task))", "wifm", "yes", d.licence])
+                    builtins += 1
+                } catch {
+                    throw report(error)
+                }
+            }
             print(table(rows), terminator: "")
             let count = listings.filter(\.isInstalled).count
-            print("\(listings.count) models, \(count) installed in \(store.directory.path).")
+            print("\(listings.count + builtins) models, \(count + builtins) installed in \(store.directory.path) (\(builtins) built in).")
             if listings.contains(where: { if case .incomplete = $0.state { return true } else { return false } }) {
                 print("'partial' models are missing files or have damaged ones: run `vivify models fetch NAME` to repair them.")
             }
@@ -147,6 +158,19 @@ struct ModelsCommand: ParsableCommand {
                 return
             }
             let store = ModelStore()
+            if BuiltinModels.names.contains(name) {
+                do {
+                    guard let d = try BuiltinModels.describe(name, store: store) else { return }
+                    let facts = [["name", d.name], ["task", d.task], ["scale", "\(d.scale)x"], ["format", "wifm (ncnn inside)"],
+                                 ["installed", "yes, built into vivify; written to \(d.path)"], ["size", "\(d.bytes) bytes"],
+                                 ["sha256", d.sha256], ["licence", d.licence]]
+                    print(table(facts.map { [$0[0] + ":", $0[1]] }), terminator: "")
+                    print("\ninfo.md:\n\(d.info)")
+                } catch {
+                    throw report(error)
+                }
+                return
+            }
             let e: ModelEntry
             do {
                 e = try store.catalog.lookup(name)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ModelCatalog
 import Vivify
 
 @main
@@ -11,6 +12,41 @@ struct VivifyCommand: ParsableCommand {
         subcommands: [Run.self, ImageCommand.self, ProbeCommand.self, ModelsCommand.self, BenchCommand.self, BenchModelCommand.self, FlickerCommand.self],
         defaultSubcommand: nil
     )
+
+    static func main() {
+        main(OptionalModelValues.rewrite(Array(CommandLine.arguments.dropFirst())))
+    }
+}
+
+/// `--colorize` and `--upscale` take an optional MODEL: given alone (followed by another
+/// option, by a media path or by nothing) they mean the built-in models, so
+/// `vivify run old.mp4 new.mp4 --colorize --upscale` works out of the box. The argument
+/// parser has no optional option values, so the default is written in before parsing.
+enum OptionalModelValues {
+    static let defaults = ["--colorize": BuiltinModels.color, "--upscale": "2"]
+
+    static func rewrite(_ arguments: [String]) -> [String] {
+        var out: [String] = []
+        for (i, a) in arguments.enumerated() {
+            if a == "--" {
+                out += arguments[i...]
+                break
+            }
+            out.append(a)
+            if let value = defaults[a], i + 1 == arguments.count || !isModel(arguments[i + 1], for: a) {
+                out.append(value)
+            }
+        }
+        return out
+    }
+
+    /// Whether `value` after `option` names a model (rather than being the next argument).
+    static func isModel(_ value: String, for option: String) -> Bool {
+        if value.hasPrefix("-") { return false }  // another option, or "-" (standard input)
+        if ["wifm", "param", "mlmodel", "mlpackage", "json", "bin", "onnx"].contains((value as NSString).pathExtension.lowercased()) { return true }
+        if option == "--upscale", Int(value) != nil { return true }
+        return BuiltinModels.names.contains(value) || ModelStore().catalog.entries.contains { $0.name == value }
+    }
 }
 
 /// Options shared by commands that read raw or y4m frames.
@@ -77,7 +113,7 @@ struct TimingOptions: ParsableArguments {
 
 /// Options of commands that run a model.
 struct ModelOptions: ParsableArguments {
-    @Option(help: "Upscale with MODEL: a catalog name (see `vivify models list`; fetched on first use) or a path to an ncnn .param file with its .bin beside it.")
+    @Option(help: "Upscale with MODEL: alone (or 2), the built-in vivify-fast-2x; else a catalog name (see `vivify models list`; fetched on first use), a .wifm bundle, or a path to an ncnn .param file with its .bin beside it.")
     var upscale: String?
 
     @Option(help: "Tile size in input pixels for the model (default: chosen from a 3 GiB memory budget).")
@@ -86,7 +122,7 @@ struct ModelOptions: ParsableArguments {
     @Option(help: "Backend running the models: onednn (default, fast) or reference (plain Swift, slow).")
     var backend: BackendChoice = .onednn
 
-    @Option(help: "Colorize with MODEL: a path to an ncnn .param with its .bin and .json description beside it.")
+    @Option(help: "Colorize with MODEL: alone, the built-in vivify-color; else a .wifm bundle, or an ncnn .param with its .bin and .json description beside it.")
     var colorize: String?
 
     @Flag(help: "Upscale first, then colorize at the upscaled size (default: colorize at the source size, then upscale).")
@@ -355,10 +391,10 @@ struct BenchCommand: ParsableCommand {
         abstract: "Run generated frames through the real pipeline and report against the target frame rate.",
         discussion: "Prints the per-stage frame-timing summary, whether the target rate is met, the limiting stage, FLOPs per frame and the achieved GFLOP/s of each model stage.")
 
-    @Option(help: "Upscale with MODEL (catalog name or .param path).")
+    @Option(help: "Upscale with MODEL (alone or 2: the built-in vivify-fast-2x; else a catalog name, .wifm or .param path).")
     var upscale: String?
 
-    @Option(help: "Colorize with MODEL (.param with .bin and .json beside it).")
+    @Option(help: "Colorize with MODEL (alone: the built-in vivify-color; else a .wifm, or a .param with .bin and .json beside it).")
     var colorize: String?
 
     @Option(help: "Frame size, WxH.")

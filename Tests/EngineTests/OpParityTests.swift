@@ -1,4 +1,4 @@
-import Engine
+@testable import Engine
 import XCTest
 
 /// Every operation, run alone by the oneDNN backend and by the reference backend on the same
@@ -104,6 +104,66 @@ final class OpParityTests: XCTestCase {
         try check("scalar rdiv", .scalar(.div, 2, scalarFirst: true), input: s)
         try check("batch norm", .channelAffine(scale: rng.array(6), bias: rng.array(6)), input: s)
         try check("softmax", .softmaxChannels, input: s)
+    }
+
+    /// A colorizer head: convolutions (blocked layouts) around a bilinear ×2 and ×4 (oneDNN
+    /// resampling) and a softmax over many channels (oneDNN softmax on channels-last data).
+    func testResamplingAndSoftmaxAfterConvolutions() throws {
+        let input = Shape(c: 1, h: 12, w: 16)
+        let names = ["in", "c1", "up2", "up4", "logits", "prob", "ab"]
+        let nodes = [
+            Node(name: "c1", op: .convolution(conv(32, 1, k: 3, pads: (1, 1, 1, 1))), inputs: [0], output: 1),
+            Node(name: "up2", op: .resize(.bilinear, scaleH: 2, scaleW: 2, outH: 0, outW: 0, alignCorners: false), inputs: [1], output: 2),
+            Node(name: "up4", op: .resize(.bilinear, scaleH: 0, scaleW: 0, outH: 96, outW: 128, alignCorners: false), inputs: [2], output: 3),
+            Node(name: "logits", op: .convolution(conv(169, 32, k: 1)), inputs: [3], output: 4),
+            Node(name: "prob", op: .softmaxChannels, inputs: [4], output: 5),
+            Node(name: "ab", op: .convolution(conv(2, 169, k: 1)), inputs: [5], output: 6),
+        ]
+        let graph = Graph(valueNames: names, nodes: nodes, input: 0, output: 6, source: "test:head")
+        let x = Tensor(shape: input, data: rng.array(input.count))
+        for output in [5, 6] {
+            var g = graph
+            g.output = output
+            g.nodes = Array(graph.nodes.prefix(output))
+            let a = try fast.prepare(g, input: input).run(x)
+            let b = try ReferenceBackend().prepare(g, input: input).run(x)
+            XCTAssertEqual(a.shape, b.shape)
+            XCTAssertEqual(a.shape, output == 5 ? Shape(c: 169, h: 96, w: 128) : Shape(c: 2, h: 96, w: 128))
+            let worst = zip(a.data, b.data).map { abs($0 - $1) / max(1e-3, abs($1)) }.max() ?? 0
+            XCTAssertLessThanOrEqual(worst, 1e-3, "output \(names[output]): relative difference \(worst)")
+        }
+    }
+
+    /// The fused residual-upscaler tail (`UpsampleDetail`) against the three separate
+    /// operations of the reference backend: bilinear and bicubic, a detail per colour or one
+    /// shared luma detail, both shuffle orders, both operand orders, odd sizes.
+    func testFusedUpsampleDetailTail() throws {
+        let input = Shape(c: 3, h: 7, w: 11)
+        for mode: ResizeMode in [.bilinear, .bicubic] {
+            for detailChannels in [4, 12] {
+                for order: ShuffleOrder in [.crd, .dcr] {
+                    for swapped in [false, true] {
+                        let names = ["in", "detail", "shuffled", "base", "out"]
+                        let add = Node(name: "add", op: .binary(.add, coefficients: nil), inputs: swapped ? [3, 2] : [2, 3], output: 4)
+                        let nodes = [
+                            Node(name: "conv", op: .convolution(conv(detailChannels, 3, k: 3, pads: (1, 1, 1, 1), act: .leakyRelu(slope: 0.1))), inputs: [0], output: 1),
+                            Node(name: "shuffle", op: .pixelShuffle(factor: 2, order: order), inputs: [1], output: 2),
+                            Node(name: "resize", op: .resize(mode, scaleH: 2, scaleW: 2, outH: 0, outW: 0, alignCorners: false), inputs: [0], output: 3),
+                            add,
+                        ]
+                        let graph = Graph(valueNames: names, nodes: nodes, input: 0, output: 4, source: "test:tail")
+                        XCTAssertEqual(DNNLPrepared.findUpsampleDetailTails(graph, shapes: try graph.inferShapes(input: input).map { $0! }).count, 1)
+                        let x = Tensor(shape: input, data: rng.array(input.count))
+                        let a = try fast.prepare(graph, input: input).run(x)
+                        let b = try ReferenceBackend().prepare(graph, input: input).run(x)
+                        XCTAssertEqual(a.shape, Shape(c: 3, h: 14, w: 22))
+                        XCTAssertEqual(a.shape, b.shape)
+                        let worst = zip(a.data, b.data).map { abs($0 - $1) }.max() ?? 1
+                        XCTAssertLessThanOrEqual(worst, 1e-4, "\(mode) \(detailChannels) \(order) swapped \(swapped): difference \(worst)")
+                    }
+                }
+            }
+        }
     }
 
     func testLayoutOperations() throws {
