@@ -68,6 +68,7 @@ def parse_args():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--channels", type=int, default=3, help="input channels (1 for a colorizer's L)")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--fp16", action="store_true", help="allow ncnn fp16 packed/storage/arithmetic")
     g.add_argument("--fast", action="store_true", help="ncnn.Option() defaults (fastest path)")
@@ -131,7 +132,7 @@ def main():
     load_s = time.perf_counter() - t0
 
     rng = np.random.default_rng(a.seed)
-    img = rng.random((3, a.h, a.w), dtype=np.float32)
+    img = rng.random((a.channels, a.h, a.w), dtype=np.float32)
     L, T, R, B = a.pads
     np_mode = {"replicate": "edge", "reflect": "reflect", "zero": "constant"}[a.pad_mode]
     x = np.ascontiguousarray(np.pad(img, ((0, 0), (T, B), (L, R)), mode=np_mode).astype(np.float32))

@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
-# Rebuilds the built-in model bundles from a training run and embeds them in the binary.
-#   training/fast2x.py --out training/runs/fast2x   (trains and exports vivify-fast-2x.param/.bin)
-#   Models/make-builtin.sh training/runs/fast2x      (packs Models/vivify-fast-2x.wifm, embeds it)
+# Rebuilds the built-in model bundles from training runs and embeds them in the binary.
+#   python3 training/fast2x.py --out training/runs/fast2x   (trains, exports vivify-fast-2x.param/.bin)
+#   python3 training/color.py --out training/runs/color     (trains, exports vivify-color.param/.bin)
+#   Models/make-builtin.sh [FAST2X_RUN] [COLOR_RUN]          (copies them here, packs Models/*.wifm
+#                                                             with manifest and info.md, embeds them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-run=${1:-training/runs/fast2x}
-cp "$run/vivify-fast-2x.param" "$run/vivify-fast-2x.bin" Models/
+runs=("${1:-training/runs/fast2x}" "${2:-training/runs/color}")
+names=(vivify-fast-2x vivify-color)
+for i in 0 1; do
+  name=${names[$i]} run=${runs[$i]}
+  if [ -f "$run/$name.param" ]; then cp "$run/$name.param" "$run/$name.bin" Models/; fi
+  # A colorizer's description beside its .param (for bench-model and direct use).
+  if [ -f "$run/$name.json" ]; then cp "$run/$name.json" Models/; fi
+done
 swift build --product vivify
-stage=$(mktemp -d)
-cp Models/vivify-fast-2x.info.md "$stage/info.md"
-.build/debug/vivify models pack --manifest Models/vivify-fast-2x.manifest.json \
-  Models/vivify-fast-2x.param Models/vivify-fast-2x.bin "$stage/info.md" -o Models/vivify-fast-2x.wifm
-rm -rf "$stage"
-python3 training/embed_builtin.py Models/vivify-fast-2x.wifm
+for name in "${names[@]}"; do
+  stage=$(mktemp -d)
+  cp "Models/$name.info.md" "$stage/info.md"
+  .build/debug/vivify models pack --manifest "Models/$name.manifest.json" \
+    "Models/$name.param" "Models/$name.bin" "$stage/info.md" -o "Models/$name.wifm"
+  rm -rf "$stage"
+done
+python3 training/embed_builtin.py Models/vivify-fast-2x.wifm Models/vivify-color.wifm

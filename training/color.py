@@ -287,6 +287,7 @@ def main():
     ap.add_argument("--threads", type=int, default=max(1, os.cpu_count() or 1))
     ap.add_argument("--minutes", type=float, default=0, help="stop after this many minutes (0: no limit)")
     ap.add_argument("--eval-every", type=int, default=500)
+    ap.add_argument("--resume", help="start from this checkpoint (weights and bins; a fresh optimizer and schedule)")
     ap.add_argument("--export-only", action="store_true", help="choose the decoding for the checkpoint in --out and export it (an untrained model if there is none)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -313,20 +314,27 @@ def main():
             model.eval()
             export(model, 0.38, 1.0, os.path.join(args.out, "vivify-color.param"), os.path.join(args.out, "vivify-color.bin"))
         return
+    first_step = 0
+    if args.resume:
+        state = torch.load(args.resume, weights_only=False)  # our own checkpoint
+        model = VivifyColor(state["bins"]); model.load_state_dict(state["model"])
+        bins, first_step = state["bins"], state["step"]
+        rng = random.Random(args.seed + first_step)
+        print(f"resuming from {args.resume} at step {first_step}", flush=True)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=1e-5)
-    budget = args.steps
+    budget = first_step + args.steps
     log = open(os.path.join(args.out, "log.csv"), "w", newline="")
     writer = csv.writer(log)
     writer.writerow(["step", "loss", "val_auc", "grey_auc", "val_colourfulness", "truth_colourfulness", "seconds"])
     start = time.time()
     running, seen = 0.0, 0
-    step = 0
+    step = first_step
     bins_t = model.bins
     while step < budget:
         step += 1
         elapsed = time.time() - start
         # Cosine schedule over the time budget when one is given, else over the steps.
-        frac = min(1.0, elapsed / (args.minutes * 60)) if args.minutes else step / budget
+        frac = min(1.0, elapsed / (args.minutes * 60)) if args.minutes else (step - first_step) / args.steps
         for g in opt.param_groups:
             g["lr"] = args.lr * 0.5 * (1 + math.cos(math.pi * frac))
         lab = rgb_to_lab(crops(train, rng, args.batch, args.size))

@@ -30,8 +30,17 @@ public struct FloatPlanarImage: Sendable, Equatable {
         let scale: Float = 1.0 / 255.0
         frame.planes[0].withUnsafeBufferPointer { src in
             data.withUnsafeMutableBufferPointer { dst in
-                for i in 0..<n {
-                    for ch in 0..<c { dst[ch * n + i] = Float(src[i * c + ch]) * scale }
+                let s = src.baseAddress!, d = dst.baseAddress!
+                if c == 3 {
+                    // Straight-line de-interleaving the compiler vectorises.
+                    let r = d, g = d + n, b = d + 2 * n
+                    for i in 0..<n {
+                        r[i] = Float(s[3 * i]) * scale
+                        g[i] = Float(s[3 * i + 1]) * scale
+                        b[i] = Float(s[3 * i + 2]) * scale
+                    }
+                } else {
+                    for i in 0..<n { d[i] = Float(s[i]) * scale }
                 }
             }
         }
@@ -44,13 +53,21 @@ public struct FloatPlanarImage: Sendable, Equatable {
         frame.reshape(format: channels == 3 ? .rgb24 : .gray, width: width, height: height)
         let n = width * height
         let c = channels
+        // Round half up after clamping: floor(x·255 + 0.5) as a truncating conversion, which
+        // vectorises (`rounded()` is a libm call per value).
+        @inline(__always) func byte(_ v: Float) -> UInt8 { UInt8(truncatingIfNeeded: Int32(min(max(v * 255 + 0.5, 0), 255))) }
         data.withUnsafeBufferPointer { src in
             frame.planes[0].withUnsafeMutableBufferPointer { dst in
-                for i in 0..<n {
-                    for ch in 0..<c {
-                        let v = (src[ch * n + i] * 255).rounded()
-                        dst[i * c + ch] = UInt8(min(max(v, 0), 255))
+                let s = src.baseAddress!, d = dst.baseAddress!
+                if c == 3 {
+                    let r = s, g = s + n, b = s + 2 * n
+                    for i in 0..<n {
+                        d[3 * i] = byte(r[i])
+                        d[3 * i + 1] = byte(g[i])
+                        d[3 * i + 2] = byte(b[i])
                     }
+                } else {
+                    for i in 0..<n { d[i] = byte(s[i]) }
                 }
             }
         }

@@ -30,6 +30,8 @@ public final class Colorizer {
     private var fullL: [Float] = [], lowL: [Float] = [], outL: [Float] = []
     private var modelInput: [Float] = [], modelOutput: [Float] = []
     private var a: [Float] = [], b: [Float] = []
+    /// ab at the model's output size (both planes), and each plane alone: kept between frames.
+    private var ab: [Float] = [], aLow: [Float] = [], bLow: [Float] = []
 
     /// Loads a colorizer: the built-in `vivify-color`, a `colorize` .wifm bundle, or an ncnn
     /// `.param` (Core ML `.mlmodel`/`.mlpackage`) with its `.bin` and `.json` description beside it.
@@ -100,7 +102,7 @@ public final class Colorizer {
         let op = o.h * o.w
         if outL.count != op { outL = [Float](repeating: 0, count: op) }
         Resample.bilinear(fullL, w, h, into: &outL, o.w, o.h)
-        var ab = [Float](repeating: 0, count: 2 * op)
+        if ab.count != 2 * op { ab = [Float](repeating: 0, count: 2 * op); aLow = [Float](repeating: 0, count: op); bLow = aLow }
         switch spec.output {
         case .ab:
             for i in 0..<(2 * op) { ab[i] = modelOutput[i] * spec.abScale }
@@ -115,7 +117,7 @@ public final class Colorizer {
         stabilizer?.apply(l: outL, ab: &ab, width: o.w, height: o.h)
 
         // Back to full resolution, then fit each pixel's chroma into the RGB gamut at its own L.
-        let aLow = Array(ab[0..<op]), bLow = Array(ab[op..<(2 * op)])
+        for i in 0..<op { aLow[i] = ab[i]; bLow[i] = ab[op + i] }
         Resample.bilinear(aLow, o.w, o.h, into: &a, w, h)
         Resample.bilinear(bLow, o.w, o.h, into: &b, w, h)
         for i in 0..<n { GamutFit.fit(l: fullL[i], a: &a[i], b: &b[i]) }

@@ -48,6 +48,40 @@ final class ColorizeCLITests: XCTestCase {
         XCTAssertLessThan(total / Double(before.rgb.count / 3), 4, "mean luma change (YUV 4:2:0 round trips included); worst \(worst)")
     }
 
+    /// `--colorize` and `--upscale` alone (before, between or after the paths) use the built-in
+    /// vivify-color and vivify-fast-2x: the README's main job, with nothing fetched. The models
+    /// command lists both as installed.
+    func testBuiltinModelsAreTheDefaults() throws {
+        let dir = try CLI.tempDir()
+        let models = dir + "/models"
+        let grey = dir + "/old.mkv"
+        try CLI.ffmpeg(["-i", CLI.clip("testsrc-320x180-30fps-audio.mp4"), "-vf", "format=gray,format=yuv420p", "-frames:v", "8",
+                        "-c:v", "ffv1", "-c:a", "copy", grey])
+        let forms = [["run", grey, dir + "/a.mkv", "--colorize", "--upscale"],
+                     ["run", "--colorize", grey, dir + "/b.mkv", "--upscale", "--codec", "ffv1"],
+                     ["run", "--upscale", "--colorize", "--", grey, dir + "/c.mkv"]]
+        for (k, args) in forms.enumerated() {
+            let r = try UpscaleCLITests().vivify(args + ["--max-frames", "4", "--quiet"], models: models)
+            XCTAssertEqual(r.code, 0, "\(args): \(r.stderr)")
+            let out = dir + "/\(["a", "b", "c"][k]).mkv"
+            let f = try firstFrame(out)
+            XCTAssertEqual(f.width, 640, "\(args)")
+            XCTAssertEqual(f.height, 360, "\(args)")
+            XCTAssertEqual(CLI.decodedFrames(try CLI.probe(out)), 4)
+            XCTAssertGreaterThan(colourfulness(f.rgb), 3, "\(args): the built-in colorizer put colour in")
+        }
+        let list = try UpscaleCLITests().vivify(["models", "list"], models: models)
+        let text = String(decoding: list.stdout, as: UTF8.self)
+        for name in ["vivify-color", "vivify-fast-2x"] {
+            let row = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+            XCTAssertNotNil(row, text)
+            XCTAssertTrue(row?.contains("built in") == true && row?.contains(" yes ") == true, String(row ?? ""))
+        }
+        let info = try UpscaleCLITests().vivify(["models", "info", "vivify-color"], models: models)
+        XCTAssertEqual(info.code, 0, info.stderr)
+        XCTAssertTrue(String(decoding: info.stdout, as: UTF8.self).contains("colorize"))
+    }
+
     func testBothOrdersWithUpscaling() throws {
         let dir = try CLI.tempDir()
         let models = dir + "/models"

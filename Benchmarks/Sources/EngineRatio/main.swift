@@ -1,5 +1,7 @@
 // Engine throughput against ncnn's CPU path (PyPI `ncnn`), same model files, same padded
-// 640×360 input, 2 threads each, measured in one run: median of N timed runs per tool.
+// input (640×360; 256×256 for the colorizer), 2 threads each, measured in one run: median of
+// N timed runs per tool. The built-in models (Models/) are also checked against their budgets
+// (vivify-fast-2x: 640×360 → 1280×720 in ≤ 12 ms; vivify-color: 256×256 in ≤ 8 ms).
 // Also reports achieved GFLOP/s against oneDNN sgemm's measured peak on the same 2 threads.
 // Usage: EngineRatio [--vivify PATH] [--runs N] [--models DIR]
 import Foundation
@@ -19,10 +21,19 @@ while let a = args.next() {
     }
 }
 
-struct Case { var name: String; var file: String; var input: String; var output: String; var pad: String; var padMode: String }
+struct Case {
+    var name: String; var file: String; var input: String; var output: String; var pad: String; var padMode: String
+    var size = "640x360"
+    var channels = 3
+    /// Budget for our median, in seconds (built-in models).
+    var budget: Double? = nil
+}
+let builtin = root.appendingPathComponent("Models").path
 let cases = [
-    Case(name: "waifu2x-photo-2x", file: "waifu2x-upconv7-photo/scale2.0x_model", input: "Input1", output: "Eltwise4", pad: "7,7,7,7", padMode: "replicate"),
-    Case(name: "realesr-animevideov3-4x", file: "realesr-animevideov3/realesr-animevideov3-x4", input: "data", output: "output", pad: "0,0,0,0", padMode: "replicate"),
+    Case(name: "waifu2x-photo-2x", file: "\(models)/waifu2x-upconv7-photo/scale2.0x_model", input: "Input1", output: "Eltwise4", pad: "7,7,7,7", padMode: "replicate"),
+    Case(name: "realesr-animevideov3-4x", file: "\(models)/realesr-animevideov3/realesr-animevideov3-x4", input: "data", output: "output", pad: "0,0,0,0", padMode: "replicate"),
+    Case(name: "vivify-fast-2x (built in)", file: "\(builtin)/vivify-fast-2x", input: "in0", output: "out0", pad: "0,0,0,0", padMode: "replicate", budget: 0.012),
+    Case(name: "vivify-color (built in)", file: "\(builtin)/vivify-color", input: "in0", output: "out0", pad: "0,0,0,0", padMode: "replicate", size: "256x256", channels: 1, budget: 0.008),
 ]
 
 func runJSON(_ exe: String, _ argv: [String], env: [String: String] = [:]) -> [String: Any] {
@@ -45,11 +56,11 @@ func runJSON(_ exe: String, _ argv: [String], env: [String: String] = [:]) -> [S
 let threads = ["OMP_NUM_THREADS": "2"]
 var peak = 0.0
 for (k, c) in cases.enumerated() {
-    let ours = runJSON(vivify, ["bench-model", "--model", "\(models)/\(c.file).param", "--size", "640x360", "--pad", c.pad,
+    let ours = runJSON(vivify, ["bench-model", "--model", "\(c.file).param", "--size", c.size, "--pad", c.pad,
                                 "--runs", String(runs)] + (k == 0 ? ["--gemm-peak"] : []), env: threads)
     let theirs = runJSON("/usr/bin/env", ["python3", root.appendingPathComponent("Benchmarks/ncnn_bench.py").path,
-                                         "--param", "\(models)/\(c.file).param", "--bin", "\(models)/\(c.file).bin",
-                                         "--input-blob", c.input, "--output-blob", c.output, "--size", "640x360", "--pad", c.pad,
+                                         "--param", "\(c.file).param", "--bin", "\(c.file).bin",
+                                         "--input-blob", c.input, "--output-blob", c.output, "--size", c.size, "--pad", c.pad, "--channels", String(c.channels),
                                          "--pad-mode", c.padMode, "--threads", "2", "--runs", String(runs), "--fast"])
     if let p = ours["sgemm_peak_gflops"] as? Double { peak = p }
     let a = ours["median_s"] as! Double, b = theirs["median_s"] as! Double
@@ -58,4 +69,7 @@ for (k, c) in cases.enumerated() {
     print(String(format: "  vivify (oneDNN): median %.3f s  %.0f GFLOP/s (%.0f%% of sgemm peak %.0f GFLOP/s)", a, gflops, 100 * gflops / max(peak, 1), peak))
     print(String(format: "  ncnn CPU:        median %.3f s", b))
     print(String(format: "  throughput ratio vivify/ncnn: %.2fx (target >= 1.0, stretch 1.3)", b / a))
+    if let budget = c.budget {
+        print(String(format: "  budget: median %.1f ms against %.0f ms at %@: %@", a * 1000, budget * 1000, c.size, a <= budget ? "met" : "NOT met"))
+    }
 }
