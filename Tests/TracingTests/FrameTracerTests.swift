@@ -44,12 +44,35 @@ final class FrameTracerTests: XCTestCase {
         XCTAssertTrue(r.text.contains("bottleneck: upscale"), r.text)
     }
 
+    /// A paced 25 fps source processed in full: throughput can only be 25 fps, which "keeps up"
+    /// rather than missing the 30 fps target; the same run with a drop misses it.
+    func testPacedSourceBelowTheTargetIsKeptUpWith() {
+        func run(dropping: Int?) -> TraceReport {
+            let t = FrameTracer(stageNames: ["decode", "upscale", "encode"], targetFPS: 30, clock: { 0 })
+            for id in 0..<50 {
+                let arrival = Double(id) / 25
+                t.span(stage: 0, id: id, thread: "decode", start: arrival, end: arrival + 0.002)
+                if id == dropping { t.dropped(id: id, beforeStage: 1, at: arrival + 0.003); continue }
+                t.span(stage: 1, id: id, thread: "upscale", start: arrival + 0.003, end: arrival + 0.013)
+                t.span(stage: 2, id: id, thread: "encode", start: arrival + 0.014, end: arrival + 0.016)
+            }
+            return t.report()
+        }
+        let full = run(dropping: nil)
+        XCTAssertEqual(full.input_fps, 25, accuracy: 1e-6)
+        XCTAssertLessThan(full.achieved_fps, 30)
+        XCTAssertTrue(full.text.contains("kept up with the input's 25.0 fps"), full.text)
+        let lossy = run(dropping: 20)
+        XCTAssertTrue(lossy.text.contains("NOT met"), lossy.text)
+        XCTAssertTrue(makeTracer().report().text.contains("NOT met"), "a source at the target rate that drops frames")
+    }
+
     /// The stats JSON has the documented keys with the documented types.
     func testStatsJSONMatchesTheSchema() throws {
         let data = try makeTracer().report().json()
         let j = try XCTUnwrap(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         for key in ["frames_in", "frames_processed", "frames_dropped"] { XCTAssertTrue(j[key] is Int, key) }
-        for key in ["target_fps", "achieved_fps", "budget_ms", "budget_met_ratio"] { XCTAssertTrue(j[key] is Double || j[key] is Int, key) }
+        for key in ["target_fps", "achieved_fps", "budget_ms", "budget_met_ratio", "input_fps"] { XCTAssertTrue(j[key] is Double || j[key] is Int, key) }
         XCTAssertTrue(j["bottleneck_stage"] is String)
         let stages = try XCTUnwrap(j["stages"] as? [[String: Any]])
         XCTAssertEqual(stages.count, 3)

@@ -7,7 +7,10 @@ final class UpscaleCLITests: XCTestCase {
     static let mirror = CLI.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/models").path
 
     /// Runs vivify with a private model directory fed from the shared mirror.
-    func vivify(_ args: [String], models: String) throws -> CLI.Result {
+    func vivify(_ args: [String], models: String) throws -> CLI.Result { try Self.vivify(args, models: models) }
+
+    /// Runs vivify with a private model directory fed from the shared mirror.
+    static func vivify(_ args: [String], models: String) throws -> CLI.Result {
         guard FileManager.default.fileExists(atPath: Self.mirror) else { throw XCTSkip("../shared/models is not present") }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: CLI.binary)
