@@ -38,7 +38,7 @@ public final class Colorizer {
     public init(model argument: String, backend: BackendChoice = .onednn, stabilize: Bool) throws {
         let model = try BuiltinModels.resolve(colorize: argument)
         guard FileManager.default.fileExists(atPath: model) else {
-            throw MediaError(.inputUnreadable, "Cannot open the colorizer '\(model)': no such file. Check the path.")
+            throw MediaError(.inputUnreadable, "Cannot open the colorizer '\(model)': no such file. Check the path, or give --colorize alone for the built-in \(BuiltinModels.color).")
         }
         if model.lowercased().hasSuffix(".wifm") {
             let loaded = try ModelLoader.load(model, task: .colorize)

@@ -45,7 +45,10 @@ enum OptionalModelValues {
         if value.hasPrefix("-") { return false }  // another option, or "-" (standard input)
         if ["wifm", "param", "mlmodel", "mlpackage", "json", "bin", "onnx"].contains((value as NSString).pathExtension.lowercased()) { return true }
         if option == "--upscale", Int(value) != nil { return true }
-        return BuiltinModels.names.contains(value) || ModelStore().catalog.entries.contains { $0.name == value }
+        if BuiltinModels.names.contains(value) || ModelStore().catalog.entries.contains(where: { $0.name == value }) { return true }
+        // A bare word that is no file (a misspelt model name) is still meant as the model, so
+        // its error can suggest the right name; media paths have extensions or exist.
+        return !value.contains("/") && (value as NSString).pathExtension.isEmpty && !FileManager.default.fileExists(atPath: value)
     }
 }
 
