@@ -27,13 +27,15 @@ grey baseline (ab = 0) and the ground truth. Deterministic seeds, checkpoints an
 
 Usage: python3 training/color.py --minutes 40 --out training/runs/color
 """
-import argparse, csv, glob, json, math, os, random, struct, sys, time
+import argparse, csv, json, math, os, random, time
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image
+
+from common import NcnnWriter, auc, colourfulness, image_files
 
 GRID = 10.0
 SIGMA = 5.0
@@ -70,21 +72,6 @@ def lab_to_rgb(lab):
 
 # --- metrics -------------------------------------------------------------------------------
 
-def auc(pred_ab, true_ab):
-    """Zhang et al.'s AuC: mean over thresholds 0..150 of the fraction of pixels whose ab
-    error (Euclidean) is within the threshold. Arrays (..., 2, H, W) or (2, H, W)."""
-    d = np.sqrt(((pred_ab - true_ab) ** 2).sum(axis=-3)).ravel()
-    t = np.arange(0, 151)
-    return float(np.mean([(d <= x).mean() for x in t]))
-
-
-def colourfulness(rgb255):
-    """Hasler and Suesstrunk (2003) M on an (H,W,3) sRGB image in 0..255."""
-    r, g, b = [rgb255[..., i].astype(np.float64) for i in range(3)]
-    rg, yb = r - g, 0.5 * (r + g) - b
-    return float(math.sqrt(rg.std() ** 2 + yb.std() ** 2) + 0.3 * math.sqrt(rg.mean() ** 2 + yb.mean() ** 2))
-
-
 # --- model -----------------------------------------------------------------------------------
 
 def cbr(i, o, stride=1, dilation=1):
@@ -119,11 +106,6 @@ class VivifyColor(nn.Module):
 
 
 # --- data --------------------------------------------------------------------------------------
-
-def image_files(folder):
-    return sorted(glob.glob(os.path.join(folder, "**", "*.png"), recursive=True) +
-                  glob.glob(os.path.join(folder, "**", "*.jpg"), recursive=True))
-
 
 def crops(images, rng, n, size):
     out = []
@@ -184,8 +166,8 @@ def evaluate(model, images, t, size=256, scale=1.0):
             x, _ = split_input(lab)
             ab = F.interpolate(model.ab(model(x), t) * scale, scale_factor=4, mode="bilinear", align_corners=False)
             true_ab = lab[0, 1:].numpy()
-            ours.append(auc(ab[0].numpy(), true_ab))
-            grey.append(auc(np.zeros_like(true_ab), true_ab))
+            ours.append(auc(ab[0].numpy(), true_ab, axis=0))
+            grey.append(auc(np.zeros_like(true_ab), true_ab, axis=0))
             out = lab_to_rgb(torch.cat([lab[:, :1], ab], 1))[0].permute(1, 2, 0).numpy() * 255
             m_ours.append(colourfulness(out))
             m_true.append(colourfulness(rgb[0].permute(1, 2, 0).numpy() * 255))
@@ -209,31 +191,6 @@ def choose_decoding(model, images):
 
 
 # --- export ------------------------------------------------------------------------------------
-
-class NcnnWriter:
-    """Our own ncnn writer: fp32 weights (tag 0), one layer per line."""
-    def __init__(self):
-        self.layers, self.blobs, self.weights = [], set(), bytearray()
-
-    def add(self, kind, name, ins, outs, params=""):
-        self.layers.append(f"{kind:<16} {name:<16} {len(ins)} {len(outs)} {' '.join(ins + outs)} {params}".rstrip())
-        self.blobs.update(ins + outs)
-
-    def conv(self, name, src, dst, weight, bias, stride=1, dilation=1, relu=False):
-        o, i, k, _ = weight.shape
-        pad = dilation * (k // 2)
-        self.add("Convolution", name, [src], [dst],
-                 f"0={o} 1={k} 2={dilation} 3={stride} 4={pad} 5=1 6={weight.size}" + (" 9=1" if relu else ""))
-        self.weights += struct.pack("<I", 0) + np.ascontiguousarray(weight, dtype="<f4").tobytes()
-        self.weights += np.ascontiguousarray(bias, dtype="<f4").tobytes()
-
-    def write(self, param, binf):
-        with open(param, "w") as f:
-            f.write("7767517\n%d %d\n" % (len(self.layers), len(self.blobs)))
-            f.write("\n".join(self.layers) + "\n")
-        with open(binf, "wb") as f:
-            f.write(self.weights)
-
 
 def folded(block):
     """Conv + BatchNorm folded into one convolution's weight and bias (numpy)."""

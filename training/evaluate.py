@@ -21,32 +21,13 @@ Usage: python3 training/evaluate.py [--vivify .build/release/vivify] [--json res
        [--pictures docs/images]
 Needs numpy, Pillow and scikit-image (training/requirements.txt).
 """
-import argparse, glob, json, math, os, subprocess, sys, tempfile
+import argparse, glob, json, os, subprocess, sys, tempfile
 
 import numpy as np
 from PIL import Image, ImageDraw
 from skimage import color
 
-
-def auc(pred_ab, true_ab):
-    d = np.sqrt(((pred_ab - true_ab) ** 2).sum(axis=-1)).ravel()
-    return float(np.mean([(d <= t).mean() for t in range(0, 151)]))
-
-
-def colourfulness(rgb):
-    r, g, b = [rgb[..., i].astype(np.float64) for i in range(3)]
-    rg, yb = r - g, 0.5 * (r + g) - b
-    return float(math.sqrt(rg.std() ** 2 + yb.std() ** 2) + 0.3 * math.sqrt(rg.mean() ** 2 + yb.mean() ** 2))
-
-
-def luma(a):
-    a = a.astype(np.float64)
-    return 16 + (65.481 * a[..., 0] + 128.553 * a[..., 1] + 24.966 * a[..., 2]) / 255
-
-
-def psnr(a, b, shave=2):
-    d = luma(a)[shave:-shave, shave:-shave] - luma(b)[shave:-shave, shave:-shave]
-    return 10 * math.log10(255 ** 2 / np.mean(d * d))
+from common import auc, colourfulness, psnr
 
 
 def vivify(binary, args):

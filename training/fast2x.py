@@ -18,13 +18,15 @@ checkpoints and a CSV log in --out; --export writes ncnn .param/.bin with our ow
 
 Usage: python3 training/fast2x.py --steps 20000 --out training/runs/fast2x
 """
-import argparse, csv, glob, math, os, random, struct, sys, time
+import argparse, csv, glob, os, random, time
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image
+
+from common import NcnnWriter, image_files, psnr
 
 
 class Fast2x(nn.Module):
@@ -40,8 +42,7 @@ class Fast2x(nn.Module):
 
 
 def load_images(folder):
-    files = sorted(glob.glob(os.path.join(folder, "**", "*.png"), recursive=True) + glob.glob(os.path.join(folder, "**", "*.jpg"), recursive=True))
-    return [np.asarray(Image.open(f).convert("RGB")) for f in files]
+    return [np.asarray(Image.open(f).convert("RGB")) for f in image_files(folder)]
 
 
 def batch(images, rng, n, patch):
@@ -66,15 +67,6 @@ def batch(images, rng, n, patch):
     return t(lr), t(hr)
 
 
-def luma(a):
-    return 16 + (65.481 * a[..., 0] + 128.553 * a[..., 1] + 24.966 * a[..., 2]) / 255
-
-
-def psnr(a, b, shave=2):
-    d = luma(a.astype(np.float64))[shave:-shave, shave:-shave] - luma(b.astype(np.float64))[shave:-shave, shave:-shave]
-    return 10 * math.log10(255 ** 2 / np.mean(d * d))
-
-
 def evaluate(model, folder):
     gains = []
     for f in sorted(glob.glob(os.path.join(folder, "*.png"))):
@@ -89,29 +81,6 @@ def evaluate(model, folder):
         ours = np.round(y * 255).astype(np.uint8)
         gains.append(psnr(ours, img) - psnr(bic, img))
     return float(np.mean(gains))
-
-
-class NcnnWriter:
-    """Our own ncnn writer: fp32 weights (tag 0), one layer per line."""
-    def __init__(self):
-        self.layers, self.blobs, self.weights = [], set(), bytearray()
-
-    def add(self, kind, name, ins, outs, params=""):
-        self.layers.append(f"{kind:<16} {name:<16} {len(ins)} {len(outs)} {' '.join(ins + outs)} {params}".rstrip())
-        self.blobs.update(ins + outs)
-
-    def tagged(self, a):
-        self.weights += struct.pack("<I", 0) + np.asarray(a, dtype="<f4").tobytes()
-
-    def raw(self, a):
-        self.weights += np.asarray(a, dtype="<f4").tobytes()
-
-    def write(self, param, binf):
-        with open(param, "w") as f:
-            f.write("7767517\n%d %d\n" % (len(self.layers), len(self.blobs)))
-            f.write("\n".join(self.layers) + "\n")
-        with open(binf, "wb") as f:
-            f.write(self.weights)
 
 
 def export(model, param, binf):

@@ -384,11 +384,7 @@ final class DNNLPrepared: PreparedGraph {
                 var desc = dnnl_eltwise_desc_t()
                 var md = src.md
                 try dnnlCheck(dnnl_eltwise_forward_desc_init(&desc, dnnl_forward_inference, alg, &md, alpha, beta), "describe an activation")
-                let pd = try createPD(&desc, attr: plainAttr.attr)
-                defer { dnnl_primitive_desc_destroy(pd) }
-                let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
-                try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_DST, dst)])
-                current[node.output] = dst
+                try unary(&desc, src, output: node.output)
             } else {
                 current[node.output] = try materialized(node.inputs[0])
             }
@@ -403,11 +399,7 @@ final class DNNLPrepared: PreparedGraph {
             var strides: [Int64] = [1, 1], kernel: [Int64] = [Int64(s.h), Int64(s.w)], pad: [Int64] = [0, 0]
             try dnnlCheck(dnnl_pooling_forward_desc_init(&desc, dnnl_forward_inference, dnnl_pooling_avg_exclude_padding, &smd, &dmd,
                                                          &strides, &kernel, &pad, &pad), "describe global average pooling")
-            let pd = try createPD(&desc, attr: plainAttr.attr)
-            defer { dnnl_primitive_desc_destroy(pd) }
-            let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
-            try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_DST, dst)])
-            current[node.output] = dst
+            try unary(&desc, src, output: node.output)
         case .fullyConnected(let outFeatures, let weights, let bias, let activation):
             try fullyConnected(node, outFeatures, weights, bias, activation)
         case .crop(let t, let l, _, _), .cropLike(let t, let l):
@@ -684,11 +676,16 @@ final class DNNLPrepared: PreparedGraph {
         var smd = md, dmd = md
         try dnnlCheck(dnnl_softmax_v2_forward_desc_init(&desc, dnnl_forward_inference, dnnl_softmax_accurate, &smd, &dmd, 1),
                       "describe a softmax")
+        try unary(&desc, src, output: node.output)
+    }
+
+    /// Adds the one-input primitive `desc` reading `src`, its result the value `output`.
+    private func unary<T>(_ desc: inout T, _ src: DNNLMemory, output: Int) throws {
         let pd = try createPD(&desc, attr: plainAttr.attr)
         defer { dnnl_primitive_desc_destroy(pd) }
         let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
         try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_DST, dst)])
-        current[node.output] = dst
+        current[output] = dst
     }
 
     /// Bilinear upsampling by whole factors with half-pixel centres (align_corners false):
@@ -701,11 +698,7 @@ final class DNNLPrepared: PreparedGraph {
         var dmd = Self.sameFormat(as: src.md, dims: [1, Int64(o.c), Int64(o.h), Int64(o.w)]) ?? Self.anyMD([1, Int64(o.c), Int64(o.h), Int64(o.w)])
         try dnnlCheck(dnnl_resampling_forward_desc_init(&desc, dnnl_forward_inference, dnnl_resampling_linear, nil, &smd, &dmd),
                       "describe a bilinear resize")
-        let pd = try createPD(&desc, attr: plainAttr.attr)
-        defer { dnnl_primitive_desc_destroy(pd) }
-        let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
-        try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_DST, dst)])
-        current[node.output] = dst
+        try unary(&desc, src, output: node.output)
     }
 
     /// A direct convolution that reads its input in the layout the producer left it in (saving
