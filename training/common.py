@@ -37,6 +37,18 @@ def psnr(a, b, shave=2):
     return 10 * math.log10(255 ** 2 / np.mean(d * d))
 
 
+def bicubic_pairs(folder):
+    """The x2 super-resolution test pairs of a folder of PNGs (Set5, Set14): for each image,
+    (name, truth cropped to even sides, PIL-bicubic x0.5 of it, PIL-bicubic x2 of that)."""
+    from PIL import Image
+    for f in sorted(glob.glob(os.path.join(folder, "*.png"))):
+        img = np.asarray(Image.open(f).convert("RGB"))
+        h, w = img.shape[0] // 2 * 2, img.shape[1] // 2 * 2
+        img = img[:h, :w]
+        small = Image.fromarray(img).resize((w // 2, h // 2), Image.BICUBIC)
+        yield os.path.basename(f), img, small, np.asarray(small.resize((w, h), Image.BICUBIC))
+
+
 class NcnnWriter:
     """Our own ncnn writer: a .param with one layer per line and a .bin of fp32 weights
     (tag 0 before each convolution's weights, biases and slopes raw)."""

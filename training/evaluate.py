@@ -27,7 +27,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 from skimage import color
 
-from common import auc, colourfulness, psnr
+from common import auc, bicubic_pairs, colourfulness, psnr
 
 
 def vivify(binary, args):
@@ -88,24 +88,20 @@ def evaluate_colorizer(binary, model, folder, work, pictures, picks):
 
 def evaluate_upscaler(binary, model, folder, work, pictures, picks):
     rows = []
-    for f in sorted(glob.glob(os.path.join(folder, "*.png"))):
-        img = np.asarray(Image.open(f).convert("RGB"))
-        h, w = img.shape[0] // 2 * 2, img.shape[1] // 2 * 2
-        img = img[:h, :w]
-        small = Image.fromarray(img).resize((w // 2, h // 2), Image.BICUBIC)
-        bic = np.asarray(small.resize((w, h), Image.BICUBIC))
+    for name, img, small, bic in bicubic_pairs(folder):
+        h, w = img.shape[:2]
         src, out = os.path.join(work, "small.png"), os.path.join(work, "big.png")
         small.save(src)
         vivify(binary, [src, out, "--upscale", model])
         ours = np.asarray(Image.open(out).convert("RGB"))
-        rows.append({"image": os.path.basename(f), "ours_db": psnr(ours, img), "bicubic_db": psnr(bic, img)})
-        if pictures and os.path.basename(f) in picks:
+        rows.append({"image": name, "ours_db": psnr(ours, img), "bicubic_db": psnr(bic, img)})
+        if pictures and name in picks:
             # A 160x160 crop of the centre, shown at 2x: the shrunk input (nearest), bicubic, ours, truth.
             cy, cx = h // 2 - 80, w // 2 - 80
             crop = lambda a: a[cy:cy + 160, cx:cx + 160]
             inp = np.asarray(Image.fromarray(crop(np.asarray(small.resize((w, h), Image.NEAREST)))))
             side_by_side([inp, crop(bic), crop(ours), crop(img)], ["input (x0.5, nearest)", "bicubic", "vivify-fast-2x", "ground truth"],
-                         os.path.join(pictures, "upscale-" + os.path.splitext(os.path.basename(f))[0] + ".jpg"), height=320)
+                         os.path.join(pictures, "upscale-" + os.path.splitext(name)[0] + ".jpg"), height=320)
     ours, bic = float(np.mean([r["ours_db"] for r in rows])), float(np.mean([r["bicubic_db"] for r in rows]))
     return {"ours_db": ours, "bicubic_db": bic, "gain_db": ours - bic, "images": len(rows), "meets_bar": ours - bic >= 0.8}, rows
 

@@ -18,7 +18,7 @@ checkpoints and a CSV log in --out; --export writes ncnn .param/.bin with our ow
 
 Usage: python3 training/fast2x.py --steps 20000 --out training/runs/fast2x
 """
-import argparse, csv, glob, os, random, time
+import argparse, csv, os, random, time
 
 import numpy as np
 import torch
@@ -26,7 +26,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image
 
-from common import NcnnWriter, image_files, psnr
+from common import NcnnWriter, bicubic_pairs, image_files, psnr
 
 
 class Fast2x(nn.Module):
@@ -69,12 +69,7 @@ def batch(images, rng, n, patch):
 
 def evaluate(model, folder):
     gains = []
-    for f in sorted(glob.glob(os.path.join(folder, "*.png"))):
-        img = np.asarray(Image.open(f).convert("RGB"))
-        h, w = img.shape[0] // 2 * 2, img.shape[1] // 2 * 2
-        img = img[:h, :w]
-        small = Image.fromarray(img).resize((w // 2, h // 2), Image.BICUBIC)
-        bic = np.asarray(small.resize((w, h), Image.BICUBIC))
+    for _, img, small, bic in bicubic_pairs(folder):
         with torch.no_grad():
             x = torch.from_numpy(np.asarray(small).astype(np.float32) / 255).permute(2, 0, 1)[None]
             y = model(x)[0].permute(1, 2, 0).clamp(0, 1).numpy()
