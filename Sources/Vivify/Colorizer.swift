@@ -30,8 +30,8 @@ public final class Colorizer {
     private var fullL: [Float] = [], lowL: [Float] = [], outL: [Float] = []
     private var modelInput: [Float] = [], modelOutput: [Float] = []
     private var a: [Float] = [], b: [Float] = []
-    /// ab at the model's output size (both planes), and each plane alone: kept between frames.
-    private var ab: [Float] = [], aLow: [Float] = [], bLow: [Float] = []
+    /// ab at the model's output size (both planes): kept between frames.
+    private var ab: [Float] = []
 
     /// Loads a colorizer: the built-in `vivify-color`, a `colorize` .wifm bundle, or an ncnn
     /// `.param` (Core ML `.mlmodel`/`.mlpackage`) with its `.bin` and `.json` description beside it.
@@ -102,7 +102,7 @@ public final class Colorizer {
         let op = o.h * o.w
         if outL.count != op { outL = [Float](repeating: 0, count: op) }
         Resample.bilinear(fullL, w, h, into: &outL, o.w, o.h)
-        if ab.count != 2 * op { ab = [Float](repeating: 0, count: 2 * op); aLow = [Float](repeating: 0, count: op); bLow = aLow }
+        if ab.count != 2 * op { ab = [Float](repeating: 0, count: 2 * op) }
         switch spec.output {
         case .ab:
             for i in 0..<(2 * op) { ab[i] = modelOutput[i] * spec.abScale }
@@ -117,10 +117,7 @@ public final class Colorizer {
         stabilizer?.apply(l: outL, ab: &ab, width: o.w, height: o.h)
 
         // Back to full resolution, then fit each pixel's chroma into the RGB gamut at its own L.
-        for i in 0..<op { aLow[i] = ab[i]; bLow[i] = ab[op + i] }
-        Resample.bilinear(aLow, o.w, o.h, into: &a, w, h)
-        Resample.bilinear(bLow, o.w, o.h, into: &b, w, h)
-        for i in 0..<n { GamutFit.fit(l: fullL[i], a: &a[i], b: &b[i]) }
+        Resample.bilinearAB(ab, o.w, o.h, fittedTo: fullL, a: &a, b: &b, w, h)
         output.reshape(format: .rgb24, width: w, height: h)
         output.pts = frame.pts
         output.duration = frame.duration
@@ -155,6 +152,64 @@ public final class Colorizer {
 
 /// Plane resampling.
 public enum Resample {
+    /// Both planes of `ab` (a then b, each `sw`×`sh`) brought to `dw`×`dh` by `bilinear`'s
+    /// arithmetic, each pixel then fitted into the RGB gamut at its own lightness `l`
+    /// (`GamutFit`): one pass over the frame, rows split over the cores, column taps computed
+    /// once. The result equals `bilinear` on each plane followed by `GamutFit.fit`.
+    public static func bilinearAB(_ ab: [Float], _ sw: Int, _ sh: Int, fittedTo l: [Float], a: inout [Float], b: inout [Float],
+                                  _ dw: Int, _ dh: Int) {
+        let n = dw * dh
+        if a.count != n { a = [Float](repeating: 0, count: n) }
+        if b.count != n { b = [Float](repeating: 0, count: n) }
+        let sx = Float(sw) / Float(dw), sy = Float(sh) / Float(dh)
+        let same = sw == dw && sh == dh
+        var x0s = [Int](repeating: 0, count: dw), x1s = x0s, txs = [Float](repeating: 0, count: dw)
+        for x in 0..<dw {
+            let fx = same ? Float(x) : max(0, (Float(x) + 0.5) * sx - 0.5)
+            x0s[x] = min(Int(fx), sw - 1)
+            x1s[x] = min(x0s[x] + 1, sw - 1)
+            txs[x] = fx - Float(x0s[x])
+        }
+        let chunks = min(dh, max(1, ProcessInfo.processInfo.activeProcessorCount))
+        ab.withUnsafeBufferPointer { abp in
+            l.withUnsafeBufferPointer { lp in
+                a.withUnsafeMutableBufferPointer { ap in
+                    b.withUnsafeMutableBufferPointer { bp in
+                        x0s.withUnsafeBufferPointer { x0p in
+                            x1s.withUnsafeBufferPointer { x1p in
+                                txs.withUnsafeBufferPointer { txp in
+                                    // Each worker writes its own rows of a and b.
+                                    nonisolated(unsafe) let (sa, sl, da, db) = (abp.baseAddress!, lp.baseAddress!, ap.baseAddress!, bp.baseAddress!)
+                                    nonisolated(unsafe) let (cx0, cx1, ctx) = (x0p.baseAddress!, x1p.baseAddress!, txp.baseAddress!)
+                                    nonisolated(unsafe) let sb = sa + sw * sh
+                                    DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+                                        for y in (dh * chunk / chunks)..<(dh * (chunk + 1) / chunks) {
+                                            let fy = same ? Float(y) : max(0, (Float(y) + 0.5) * sy - 0.5)
+                                            let y0 = min(Int(fy), sh - 1), y1 = min(y0 + 1, sh - 1)
+                                            let ty = fy - Float(y0)
+                                            for x in 0..<dw {
+                                                let x0 = cx0[x], x1 = cx1[x], tx = ctx[x]
+                                                @inline(__always) func sample(_ s: UnsafePointer<Float>) -> Float {
+                                                    let top = s[y0 * sw + x0] * (1 - tx) + s[y0 * sw + x1] * tx
+                                                    let bottom = s[y1 * sw + x0] * (1 - tx) + s[y1 * sw + x1] * tx
+                                                    return top * (1 - ty) + bottom * ty
+                                                }
+                                                var va = sample(sa), vb = sample(sb)
+                                                GamutFit.fit(l: sl[y * dw + x], a: &va, b: &vb)
+                                                da[y * dw + x] = va
+                                                db[y * dw + x] = vb
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Bilinear resize of one float plane with half-pixel centres (align_corners = false),
     /// edges clamped.
     public static func bilinear(_ src: [Float], _ sw: Int, _ sh: Int, into dst: inout [Float], _ dw: Int, _ dh: Int) {
