@@ -19,17 +19,7 @@ public enum Flicker {
             case .packet:
                 continue
             case .frame:
-                let n = frame.width * frame.height
-                var l = [Float](repeating: 0, count: n), a = l, b = l
-                frame.planes[0].withUnsafeBufferPointer { rgb in
-                    l.withUnsafeMutableBufferPointer { pl in
-                        a.withUnsafeMutableBufferPointer { pa in
-                            b.withUnsafeMutableBufferPointer { pb in
-                                lab.rgbToLab(rgb: rgb, width: frame.width, height: frame.height, l: pl, a: pa, b: pb)
-                            }
-                        }
-                    }
-                }
+                let (l, a, b) = lab.lab(of: frame.planes[0], width: frame.width, height: frame.height)
                 meter.add(l: l, a: a, b: b)
                 frames += 1
             }

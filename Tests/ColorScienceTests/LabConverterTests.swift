@@ -239,32 +239,3 @@ extension [UInt8] {
         self[3 * i + 2] = UInt8(truncatingIfNeeded: c)
     }
 }
-
-extension LabConverter {
-    /// `rgbToLab` on arrays.
-    func lab(of rgb: [UInt8], width: Int, height: Int) -> (l: [Float], a: [Float], b: [Float]) {
-        var l = [Float](repeating: 0, count: width * height), a = l, b = l
-        rgb.withUnsafeBufferPointer { src in
-            l.withUnsafeMutableBufferPointer { lp in a.withUnsafeMutableBufferPointer { ap in b.withUnsafeMutableBufferPointer { bp in
-                rgbToLab(rgb: src, width: width, height: height, l: lp, a: ap, b: bp)
-            } } }
-        }
-        return (l, a, b)
-    }
-
-    /// `labToRGB` on arrays.
-    func rgb(l: [Float], a: [Float], b: [Float], width: Int, height: Int) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 3 * width * height)
-        l.withUnsafeBufferPointer { lp in a.withUnsafeBufferPointer { ap in b.withUnsafeBufferPointer { bp in
-            out.withUnsafeMutableBufferPointer { labToRGB(l: lp, a: ap, b: bp, width: width, height: height, rgb: $0) }
-        } } }
-        return out
-    }
-
-    /// `lightness` on arrays.
-    func lightness(of rgb: [UInt8], width: Int, height: Int) -> [Float] {
-        var l = [Float](repeating: 0, count: width * height)
-        rgb.withUnsafeBufferPointer { src in l.withUnsafeMutableBufferPointer { lightness(rgb: src, width: width, height: height, l: $0) } }
-        return l
-    }
-}

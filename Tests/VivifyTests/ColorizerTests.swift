@@ -28,18 +28,7 @@ final class ColorizerTests: XCTestCase {
     }
 
     static func lab(_ f: VideoFrame) -> (l: [Float], a: [Float], b: [Float]) {
-        let n = f.width * f.height
-        var l = [Float](repeating: 0, count: n), a = l, b = l
-        f.planes[0].withUnsafeBufferPointer { rgb in
-            l.withUnsafeMutableBufferPointer { pl in
-                a.withUnsafeMutableBufferPointer { pa in
-                    b.withUnsafeMutableBufferPointer { pb in
-                        LabConverter(threads: 1).rgbToLab(rgb: rgb, width: f.width, height: f.height, l: pl, a: pa, b: pb)
-                    }
-                }
-            }
-        }
-        return (l, a, b)
+        LabConverter(threads: 1).lab(of: f.planes[0], width: f.width, height: f.height)
     }
 
     func checkColorizer(_ param: String) throws {
@@ -109,14 +98,8 @@ final class ColorizerTests: XCTestCase {
             let t = Self.lab(truth)
             // The grey input: the truth's L with a = b = 0.
             var input = truth
-            t.l.withUnsafeBufferPointer { l in
-                let zero = [Float](repeating: 0, count: l.count)
-                zero.withUnsafeBufferPointer { z in
-                    input.planes[0].withUnsafeMutableBufferPointer {
-                        LabConverter(threads: 1).labToRGB(l: l, a: z, b: z, width: truth.width, height: truth.height, rgb: $0)
-                    }
-                }
-            }
+            let zero = [Float](repeating: 0, count: t.l.count)
+            input.planes[0] = LabConverter(threads: 1).rgb(l: t.l, a: zero, b: zero, width: truth.width, height: truth.height)
             var out = VideoFrame(format: .rgb24, width: 1, height: 1)
             try colorizer.colorize(input, into: &out)
             let o = Self.lab(out)
