@@ -1,46 +1,49 @@
 #!/usr/bin/env python3
-"""Train vivify-color: a compact CIE L -> ab colorizer for the CPU (issue 7, second part).
+"""Train vivify-color v2: a colorizer that knows what things are (issue 11).
 
-Network (input (L - 50) / 100 at 256x256, output ab / 110 at a quarter of the input size):
-    encoder  conv3x3/2 1->16, conv3x3/2 16->32, conv3x3 32->32            (skip at 1/4)
-             conv3x3/2 32->64, conv3x3 64->64                             (skip at 1/8)
-             conv3x3/2 64->96, two dilated (2) conv3x3 96->96             (1/16: context)
-    decoder  conv1x1 96->64, bilinear x2, + skip, ReLU, conv3x3 64->64
-             conv1x1 64->32, bilinear x2, + skip, ReLU, conv3x3 32->32
-    head     conv1x1 32->Q logits over quantized ab bins (grid 10, the bins seen in training),
-             softmax(logits / T), conv1x1 Q->2 with the bin centres: the annealed mean of
-             Zhang et al. (ECCV 2016), T folded into the logits at export.
-Batch norm after each 3x3 convolution while training (folded at export), ReLU everywhere;
-about 0.3 GMAC per 256x256 frame.
+Network (input L at 224x224 as (L - 50) / 50, output ab / 110 at 56x56):
+    encoder  MobileNetV2 1.0/224, ImageNet-trained, frozen: dequantised from the quantised
+             TFLite file by our own reader (training/tflite.py), its first convolution summed
+             over R, G, B so that it reads L directly (a grey picture is R = G = B, and
+             (L - 50) / 50 is within a few units of a grey sRGB pixel's x / 127.5 - 1), cut
+             after the 320 -> 1280 convolution (no classifier).
+    taps     hypercolumns: block outputs at 56x56 (24 ch), 28x28 (32), 14x14 (96), 7x7 (320),
+             and the 1280-channel map pooled to one global vector (Iizuka et al.'s global
+             prior), projected to 128 channels and added over the whole 7x7 map.
+    decoder  7x7: 1x1 320->128 + global, two 3x3 128 (BN, ReLU);
+             14x14: bilinear x2 + 1x1 96->128 of the tap, ReLU, two 3x3 128;
+             28x28: 1x1 128->64, x2, + 1x1 32->64 of the tap, ReLU, one 3x3 64;
+             56x56: 1x1 64->64, x2, + 1x1 24->64 of the tap, ReLU, one 3x3 64;
+             head 1x1 64->Q logits over the grid-10 ab bins seen in training,
+             softmax(logits / T), 1x1 Q->2 with the bin centres x chroma scale (annealed mean).
+Loss: cross-entropy against a Gaussian (sigma 5) soft encoding of the true ab, weighted by
+class rebalancing (lambda 0.5), as Zhang et al. (ECCV 2016).
 
-Loss: cross-entropy against a soft (Gaussian, sigma 5) encoding of the true ab over the bins,
-weighted per pixel by class rebalancing (w ~ 1 / ((1 - lambda) p + lambda / Q), lambda 0.5,
-E[w] = 1) so that the rare saturated colours are not drowned by the common greyish ones.
-
-Data: ../shared/datasets/train minus every tenth image (the "tune" split that picks T), random
-crops of 50-100% of each side (the engine squashes whole frames to 256x256, so aspect jitter is
-what it sees), flips, resized to --size. Validation: AuC of the ab error (thresholds 0-150,
-Zhang et al.) and Hasler-Suesstrunk colourfulness on ../shared/datasets/val/BSD100, against the
-grey baseline (ab = 0) and the ground truth. Deterministic seeds, checkpoints and a CSV log in
---out; at the end, T and a chroma scale are chosen on the tune split and the model is exported to ncnn
-.param/.bin by our own writer, with vivify-color.json (the colorizer description).
+Data: every photograph in ../shared/datasets/train, ImageNet-sample900 first, minus two
+held-out ImageNet splits: "tune" (every 10th file, picks T and the chroma scale) and "test"
+(every 10th from the 5th, reported by training/evaluate.py). Each training photograph gives
+--crops random crops (50-100% of each side, so aspect changes as the engine's squash does),
+flips, and on the input only, degradations of old film (gamma and contrast shifts, blur, grain,
+scratches, dust, JPEG). The frozen encoder's features for every crop are computed once and
+cached (fp16, --out/cache), so only the decoder trains: the CPU is enough.
 
 Usage: python3 training/color.py --minutes 40 --out training/runs/color
+       python3 training/color.py --out training/runs/color --export-only
 """
-import argparse, csv, json, math, os, random, time
+import argparse, csv, io, json, math, os, random, time
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from PIL import Image
+from PIL import Image, ImageFilter
 
-from common import NcnnWriter, auc, colourfulness, image_files
+from common import NcnnWriter, ab_prior, auc, colourfulness, image_files, rebalance_weights
+from tflite import ADD, CONV_2D, DEPTHWISE_CONV_2D, PAD_SAME, ACT_RELU6, TFLiteNet, same_padding
 
-GRID = 10.0
-SIGMA = 5.0
-LAMBDA = 0.5
-AB_SCALE = 110.0
+GRID, SIGMA, LAMBDA, AB_SCALE = 10.0, 5.0, 0.5, 110.0
+SIZE = 224
+BACKBONE = "../shared/models/backbones/mobilenet_v2_1.0_224_quant.tflite"
 
 
 # --- colour science (sRGB D65, CIE 1976 L*a*b*), in torch -------------------------------
@@ -70,75 +73,169 @@ def lab_to_rgb(lab):
     return torch.where(lin <= 0.0031308, lin * 12.92, 1.055 * lin.clamp(min=1e-12) ** (1 / 2.4) - 0.055).clamp(0, 1)
 
 
-# --- metrics -------------------------------------------------------------------------------
+# --- the frozen encoder ----------------------------------------------------------------------
 
-# --- model -----------------------------------------------------------------------------------
+class Encoder:
+    """MobileNetV2 from the TFLite file, reading one L channel, with the taps named above."""
 
-def cbr(i, o, stride=1, dilation=1):
-    return nn.Sequential(nn.Conv2d(i, o, 3, stride, padding=dilation, dilation=dilation, bias=False),
-                         nn.BatchNorm2d(o), nn.ReLU(inplace=True))
+    def __init__(self, path):
+        self.net = TFLiteNet(path)
+        first = self.net.layers[0]
+        # A grey picture has R = G = B: the first convolution on L alone is the sum over RGB.
+        first.weight = first.weight.sum(1, keepdim=True)
+        tensors = self.net.tensors
+        shape = lambda i: tensors[i].shape
+        # Block outputs: the last tensor of each size produced by a residual add or a linear
+        # (no activation) projection; the 1280 map: the last ReLU6 convolution.
+        taps = {}
+        for layer in self.net.layers:
+            s = shape(layer.output)
+            linear = layer.kind == ADD or (layer.kind == CONV_2D and layer.options["act"] == 0)
+            if linear and len(s) == 4 and s[1] in (56, 28, 14, 7):
+                taps[s[1]] = layer.output
+            if layer.kind == CONV_2D and layer.options["act"] == ACT_RELU6 and len(s) == 4 and s[1] == 7:
+                taps["global"] = layer.output
+        self.taps = [taps[56], taps[28], taps[14], taps[7], taps["global"]]
+        self.channels = [shape(t)[3] for t in self.taps]
+        self.last = taps["global"]
+        self.layers = [l for l in self.net.layers[:[l.output for l in self.net.layers].index(self.last) + 1]]
+
+    def __call__(self, x):
+        """x: (B,1,224,224) as (L - 50) / 50 -> [f56, f28, f14, f7, g(B,1280)]."""
+        _, feats = self.net.forward(x, taps=self.taps, stop_after=self.last)
+        return feats[:4] + [feats[4].mean((2, 3))]
 
 
-class VivifyColor(nn.Module):
-    def __init__(self, bins):
+# --- the decoder -------------------------------------------------------------------------------
+
+def cbr(i, o):
+    return nn.Sequential(nn.Conv2d(i, o, 3, 1, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU(inplace=True))
+
+
+class Decoder(nn.Module):
+    def __init__(self, channels, bins):
         super().__init__()
-        self.e1, self.e2, self.e3 = cbr(1, 16, 2), cbr(16, 32, 2), cbr(32, 32)
-        self.e4, self.e5 = cbr(32, 64, 2), cbr(64, 64)
-        self.e6, self.e7, self.e8 = cbr(64, 96, 2), cbr(96, 96, 1, 2), cbr(96, 96, 1, 2)
-        self.u1, self.d1 = nn.Conv2d(96, 64, 1), cbr(64, 64)
-        self.u2, self.d2 = nn.Conv2d(64, 32, 1), cbr(32, 32)
-        self.head = nn.Conv2d(32, len(bins), 1)
+        c56, c28, c14, c7, cg = channels
+        self.p7, self.pg = nn.Conv2d(c7, 128, 1), nn.Conv2d(cg, 128, 1)
+        self.c7a, self.c7b = cbr(128, 128), cbr(128, 128)
+        self.p14 = nn.Conv2d(c14, 128, 1)
+        self.c14a, self.c14b = cbr(128, 128), cbr(128, 128)
+        self.q28, self.p28, self.c28 = nn.Conv2d(128, 64, 1), nn.Conv2d(c28, 64, 1), cbr(64, 64)
+        self.q56, self.p56, self.c56 = nn.Conv2d(64, 64, 1), nn.Conv2d(c56, 64, 1), cbr(64, 64)
+        self.head = nn.Conv2d(64, len(bins), 1)
         self.register_buffer("bins", torch.as_tensor(bins, dtype=torch.float32))
 
-    def forward(self, l):
-        s4 = self.e3(self.e2(self.e1(l)))
-        s8 = self.e5(self.e4(s4))
-        x = self.e8(self.e7(self.e6(s8)))
+    def forward(self, f56, f28, f14, f7, g):
         up = lambda t: F.interpolate(t, scale_factor=2, mode="bilinear", align_corners=False)
-        x = self.d1(F.relu(up(self.u1(x)) + s8))
-        x = self.d2(F.relu(up(self.u2(x)) + s4))
+        x = F.relu(self.p7(f7) + self.pg(g[:, :, None, None]))
+        x = self.c7b(self.c7a(x))
+        x = self.c14b(self.c14a(F.relu(up(x) + self.p14(f14))))
+        x = self.c28(F.relu(up(self.q28(x)) + self.p28(f28)))
+        x = self.c56(F.relu(up(self.q56(x)) + self.p56(f56)))
         return self.head(x)
 
-    def ab(self, logits, t):
+    def ab(self, logits, t, scale=1.0):
         """Annealed mean in CIE units."""
-        p = F.softmax(logits / t, 1)
-        return torch.einsum("bqhw,qc->bchw", p, self.bins)
+        return torch.einsum("bqhw,qc->bchw", F.softmax(logits / t, 1), self.bins) * scale
 
 
-# --- data --------------------------------------------------------------------------------------
+# --- data: crops, film degradations, cached features -----------------------------------------
 
-def crops(images, rng, n, size):
-    out = []
-    while len(out) < n:
-        img = images[rng.randrange(len(images))]
-        w, h = img.size
-        cw, ch = int(w * rng.uniform(0.5, 1.0)), int(h * rng.uniform(0.5, 1.0))
-        x, y = rng.randrange(w - cw + 1), rng.randrange(h - ch + 1)
-        p = img.crop((x, y, x + cw, y + ch)).resize((size, size), Image.BILINEAR)
-        a = np.asarray(p)
-        if rng.random() < 0.5: a = a[:, ::-1]
-        out.append(a.copy())
-    return torch.from_numpy(np.stack(out).astype(np.float32) / 255).permute(0, 3, 1, 2)
+def split_files(train_root):
+    """(training files, tune files, test files): ImageNet-sample900 first; two ImageNet splits held out."""
+    imagenet = image_files(os.path.join(train_root, "ImageNet-sample900"))
+    others = [f for f in image_files(train_root) if "ImageNet-sample900" not in f]
+    tune = imagenet[::10]
+    test = imagenet[5::10]
+    held = set(tune) | set(test)
+    return [f for f in imagenet if f not in held] + others, tune, test
 
 
-def split_input(lab):
-    """(B,3,S,S) Lab -> model input (L - 50) / 100 and the true ab at a quarter size."""
-    return (lab[:, :1] - 50) / 100, F.avg_pool2d(lab[:, 1:], 4)
+def random_crop(img, rng):
+    w, h = img.size
+    cw, ch = int(w * rng.uniform(0.5, 1.0)), int(h * rng.uniform(0.5, 1.0))
+    x, y = rng.randrange(w - cw + 1), rng.randrange(h - ch + 1)
+    p = img.crop((x, y, x + cw, y + ch)).resize((SIZE, SIZE), Image.BILINEAR)
+    if rng.random() < 0.5:
+        p = p.transpose(Image.FLIP_LEFT_RIGHT)
+    return np.asarray(p, dtype=np.float32) / 255
 
 
-def quantize_prior(images, rng, size):
-    """Bins seen in the training data (grid 10) and their smoothed empirical distribution."""
+def degrade(l, rng):
+    """Old-film degradations of an L* plane (H, W) in 0..100; each with its own chance."""
+    nrng = np.random.default_rng(rng.randrange(1 << 30))
+    if rng.random() < 0.5:  # gamma and contrast / brightness shifts (exposure, printing)
+        l = 100 * (np.clip(l, 0, 100) / 100) ** rng.uniform(0.7, 1.4)
+        l = 50 + rng.uniform(0.7, 1.25) * (l - 50) + rng.uniform(-10, 10)
+    if rng.random() < 0.4:  # soft focus
+        img = Image.fromarray(np.clip(l * 2.55, 0, 255).astype(np.uint8)).filter(ImageFilter.GaussianBlur(rng.uniform(0.4, 1.6)))
+        l = np.asarray(img, dtype=np.float32) / 2.55
+    if rng.random() < 0.5:  # film grain, slightly clumped
+        n = nrng.normal(0, rng.uniform(1, 6), l.shape).astype(np.float32)
+        if rng.random() < 0.5:
+            n = (n + np.roll(n, 1, 0) + np.roll(n, 1, 1)) / math.sqrt(3)
+        l = l + n
+    if rng.random() < 0.3:  # vertical scratches, bright or dark, partial length
+        for _ in range(rng.randint(1, 3)):
+            x = rng.randrange(l.shape[1]); wdt = rng.randint(1, 2)
+            y0 = rng.randrange(l.shape[0] // 2); y1 = rng.randrange(y0 + 1, l.shape[0] + 1)
+            l[y0:y1, x:x + wdt] += rng.choice([-1, 1]) * rng.uniform(15, 40)
+    if rng.random() < 0.25:  # dust
+        for _ in range(rng.randint(1, 8)):
+            y, x = rng.randrange(l.shape[0] - 3), rng.randrange(l.shape[1] - 3)
+            l[y:y + rng.randint(1, 3), x:x + rng.randint(1, 3)] = rng.choice([3.0, 97.0])
+    l = np.clip(l, 0, 100)
+    if rng.random() < 0.4:  # JPEG of the grey picture
+        buf = io.BytesIO()
+        Image.fromarray(np.round(l * 2.55).astype(np.uint8)).save(buf, "JPEG", quality=rng.randint(20, 85))
+        l = np.asarray(Image.open(io.BytesIO(buf.getvalue())), dtype=np.float32) / 2.55
+    return l
+
+
+def build_cache(encoder, files, crops, seed, path, batch=32):
+    """Encoder features of `crops` degraded crops per file, and their true ab at 56x56 (fp16)."""
+    rng = random.Random(seed)
+    n = len(files) * crops
+    c = encoder.channels
+    shapes = [(n, c[0], 56, 56), (n, c[1], 28, 28), (n, c[2], 14, 14), (n, c[3], 7, 7), (n, c[4]), (n, 2, 56, 56)]
+    names = ["f56", "f28", "f14", "f7", "g", "ab"]
+    os.makedirs(path, exist_ok=True)
+    arrays = [np.lib.format.open_memmap(os.path.join(path, k + ".tmp.npy"), "w+", np.float16, s) for k, s in zip(names, shapes)]
+    start, k = time.time(), 0
+    jobs = [(f, j) for f in files for j in range(crops)]
+    while k < n:
+        part = jobs[k:k + batch]
+        rgb = torch.from_numpy(np.stack([random_crop(Image.open(f).convert("RGB"), rng) for f, _ in part])).permute(0, 3, 1, 2)
+        lab = rgb_to_lab(rgb)
+        ls = np.stack([degrade(lab[i, 0].numpy().copy(), rng) for i in range(len(part))])
+        with torch.no_grad():
+            feats = encoder(torch.from_numpy((ls[:, None] - 50) / 50).float())
+        feats.append(F.avg_pool2d(lab[:, 1:], 4))
+        for a, t in zip(arrays, feats):
+            a[k:k + len(part)] = t.numpy().astype(np.float16)
+        k += len(part)
+        print(f"\r  cache {k}/{n} crops, {time.time() - start:.0f} s", end="", flush=True)
+    print(flush=True)
+    for a, name in zip(arrays, names):
+        a.flush(); del a
+        os.replace(os.path.join(path, name + ".tmp.npy"), os.path.join(path, name + ".npy"))
+
+
+def load_cache(path):
+    return [np.load(os.path.join(path, k + ".npy"), mmap_mode="r") for k in ["f56", "f28", "f14", "f7", "g", "ab"]]
+
+
+def quantize_prior(ab):
+    """Bins seen in the cached training targets (grid 10) and the class-rebalancing weights."""
     counts = np.zeros((23, 23))
-    for i in range(0, len(images)):
-        lab = rgb_to_lab(crops([images[i]], rng, 1, size))
-        ab = F.avg_pool2d(lab[:, 1:], 4)[0].reshape(2, -1).numpy()
-        idx = np.clip(np.round(ab / GRID).astype(int) + 11, 0, 22)
-        np.add.at(counts, (idx[0], idx[1]), 1)
+    for i in range(0, len(ab), 256):
+        a = np.asarray(ab[i:i + 256], dtype=np.float32)
+        idx = np.clip(np.round(a / GRID).astype(int) + 11, 0, 22)
+        np.add.at(counts, (idx[:, 0].ravel(), idx[:, 1].ravel()), 1)
     keep = np.argwhere(counts > 0)
     bins = (keep - 11) * GRID
     p = counts[keep[:, 0], keep[:, 1]]
     p = p / p.sum()
-    # Smooth the distribution over the ab plane (Gaussian, sigma 5 ab units = half a bin).
     d2 = ((bins[:, None, :] - bins[None, :, :]) ** 2).sum(-1)
     k = np.exp(-d2 / (2 * SIGMA ** 2))
     p = (k @ p) / k.sum(1)
@@ -154,79 +251,164 @@ def soft_targets(ab, bins):
     return F.softmax(-d2 / (2 * SIGMA ** 2), 1)
 
 
-# --- evaluation --------------------------------------------------------------------------------
+# --- evaluation (whole photographs squashed to 224x224) --------------------------------------
 
-def evaluate(model, images, t, size=256, scale=1.0):
-    """Mean AuC (ours, grey) and colourfulness (ours, truth) over whole images at size x size."""
-    ours, grey, m_ours, m_true = [], [], [], []
+def prepare_eval(encoder, files):
+    """Features of each clean photograph's L and its true Lab at 224x224."""
+    out = []
     with torch.no_grad():
-        for img in images:
-            rgb = torch.from_numpy(np.asarray(img.resize((size, size), Image.BILINEAR)).astype(np.float32) / 255).permute(2, 0, 1)[None]
+        for f in files:
+            rgb = torch.from_numpy(np.asarray(Image.open(f).convert("RGB").resize((SIZE, SIZE), Image.BILINEAR), dtype=np.float32) / 255).permute(2, 0, 1)[None]
             lab = rgb_to_lab(rgb)
-            x, _ = split_input(lab)
-            ab = F.interpolate(model.ab(model(x), t) * scale, scale_factor=4, mode="bilinear", align_corners=False)
+            out.append(([t.clone() for t in encoder((lab[:, :1] - 50) / 50)], lab))
+    return out
+
+
+def evaluate(decoder, prepared, t, scale=1.0):
+    """Mean AuC (ours, grey), rebalanced AuC (ours, grey), colourfulness (ours, truth)."""
+    prior = ab_prior([lab[0, 1:].numpy() for _, lab in prepared], axis=0)
+    rows = []
+    with torch.no_grad():
+        for feats, lab in prepared:
+            ab = F.interpolate(decoder.ab(decoder(*feats), t, scale), scale_factor=4, mode="bilinear", align_corners=False)
             true_ab = lab[0, 1:].numpy()
-            ours.append(auc(ab[0].numpy(), true_ab, axis=0))
-            grey.append(auc(np.zeros_like(true_ab), true_ab, axis=0))
+            w = rebalance_weights(true_ab, prior, axis=0)
+            zero = np.zeros_like(true_ab)
             out = lab_to_rgb(torch.cat([lab[:, :1], ab], 1))[0].permute(1, 2, 0).numpy() * 255
-            m_ours.append(colourfulness(out))
-            m_true.append(colourfulness(rgb[0].permute(1, 2, 0).numpy() * 255))
-    return float(np.mean(ours)), float(np.mean(grey)), float(np.mean(m_ours)), float(np.mean(m_true))
+            rows.append([auc(ab[0].numpy(), true_ab, axis=0), auc(zero, true_ab, axis=0),
+                         auc(ab[0].numpy(), true_ab, axis=0, weights=w), auc(zero, true_ab, axis=0, weights=w),
+                         colourfulness(out), colourfulness(lab_to_rgb(lab)[0].permute(1, 2, 0).numpy() * 255)])
+    m = np.mean(rows, 0)
+    return dict(auc=m[0], grey_auc=m[1], rb_auc=m[2], grey_rb_auc=m[3], colourfulness=m[4], truth_colourfulness=m[5])
 
 
-def choose_decoding(model, images):
-    """Picks the annealing temperature T and a chroma scale s (ab x s, folded into the decoding
-    weights) on the tune split: the highest AuC among the settings whose colourfulness is at
-    least 60% of the truth's, so that the output is colourful and no further from the truth
-    than it must be. Returns (T, s, table)."""
+def choose_decoding(decoder, prepared):
+    """T and chroma scale on the tune split: the highest rebalanced AuC among the settings whose
+    plain AuC is above grey's and whose colourfulness is at least 75% of the truth's."""
     table = []
-    for t in [1.0, 0.7, 0.5, 0.38, 0.3]:
-        for scale in [1.0, 0.8, 0.65, 0.5, 0.4]:
-            a, g, m, mt = evaluate(model, images, t, scale=scale)
-            table.append({"T": t, "scale": scale, "auc": a, "grey_auc": g, "colourfulness": m, "truth_colourfulness": mt})
-            print(f"  T {t:.2f} scale {scale:.2f}: AuC {a:.4f} (grey {g:.4f}), colourfulness {m:.1f} (truth {mt:.1f})", flush=True)
-    colourful = [r for r in table if r["colourfulness"] >= 0.6 * r["truth_colourfulness"]] or table
-    best = max(colourful, key=lambda r: r["auc"])
+    for t in [1.0, 0.7, 0.5, 0.38, 0.3, 0.2]:
+        for scale in [1.2, 1.1, 1.0, 0.9, 0.8, 0.7]:
+            r = evaluate(decoder, prepared, t, scale)
+            r.update(T=t, scale=scale)
+            table.append({k: float(v) for k, v in r.items()})
+            print(f"  T {t:.2f} scale {scale:.2f}: AuC {r['auc']:.4f} (grey {r['grey_auc']:.4f}), rebalanced {r['rb_auc']:.4f} "
+                  f"(grey {r['grey_rb_auc']:.4f}), colourfulness {r['colourfulness']:.1f} (truth {r['truth_colourfulness']:.1f})", flush=True)
+    ok = [r for r in table if r["auc"] > r["grey_auc"] + 0.002 and r["colourfulness"] >= 0.75 * r["truth_colourfulness"]] or table
+    best = max(ok, key=lambda r: r["rb_auc"])
     return best["T"], best["scale"], table
 
 
 # --- export ------------------------------------------------------------------------------------
 
 def folded(block):
-    """Conv + BatchNorm folded into one convolution's weight and bias (numpy)."""
     conv, bn = block[0], block[1]
     s = (bn.weight / torch.sqrt(bn.running_var + bn.eps)).detach()
-    w = conv.weight.detach() * s[:, None, None, None]
-    b = bn.bias.detach() - bn.running_mean.detach() * s
-    return w.numpy(), b.numpy(), conv.stride[0], conv.dilation[0]
+    return (conv.weight.detach() * s[:, None, None, None]).numpy(), (bn.bias.detach() - bn.running_mean.detach() * s).numpy()
 
 
-def export(model, t, scale, param, binf):
+def export(encoder, decoder, t, scale, param, binf):
+    """The whole network (encoder + decoder + annealed-mean decoding) as ncnn, fp16 weights."""
     w = NcnnWriter()
-    w.add("Input", "in0", [], ["in0"], "0=0 1=0 2=1")
+    w.add("Input", "in0", [], ["in0"], f"0={SIZE} 1={SIZE} 2=1")
+    name = {encoder.net.graph_inputs[0]: "in0"}
+    uses = {}
+    for layer in encoder.layers:
+        for i in layer.inputs[:1] + (layer.inputs[1:2] if layer.kind == ADD else []):
+            uses[i] = uses.get(i, 0) + 1
+    for tap in encoder.taps:
+        uses[tap] = uses.get(tap, 0) + 1
+    pending = {}  # tensor -> list of split outputs still to hand out
 
-    def block(name, src, dst):
-        wt, b, s, d = folded(getattr(model, name))
-        w.conv(name, src, dst, wt, b, s, d, relu=True)
+    def read(i):
+        if i in pending:
+            return pending[i].pop()
+        return name[i]
 
-    block("e1", "in0", "e1"); block("e2", "e1", "e2"); block("e3", "e2", "e3")
-    w.add("Split", "split4", ["e3"], ["s4a", "s4b"])
-    block("e4", "s4a", "e4"); block("e5", "e4", "e5")
-    w.add("Split", "split8", ["e5"], ["s8a", "s8b"])
-    block("e6", "s8a", "e6"); block("e7", "e6", "e7"); block("e8", "e7", "e8")
-    for n, (u, d, src, skip) in enumerate([("u1", "d1", "e8", "s8b"), ("u2", "d2", "d1", "s4b")], 1):
-        conv = getattr(model, u)
-        w.conv(u, src, u, conv.weight.detach().numpy(), conv.bias.detach().numpy())
-        w.add("Interp", f"up{n}", [u], [f"up{n}"], "0=2 1=2.0 2=2.0")
-        w.add("BinaryOp", f"add{n}", [f"up{n}", skip], [f"sum{n}"], "0=0")
-        w.add("ReLU", f"relu{n}", [f"sum{n}"], [f"act{n}"])
-        block(d, f"act{n}", d)
-    head = model.head
-    w.conv("logits", "d2", "logits", head.weight.detach().numpy() / t, head.bias.detach().numpy() / t)
+    def produced(i, blob):
+        name[i] = blob
+        if uses.get(i, 0) > 1:
+            outs = [f"{blob}_{k}" for k in range(uses[i])]
+            w.add("Split", f"split_{blob}", [blob], outs)
+            pending[i] = outs[::-1]
+
+    size = SIZE
+    shapes = {encoder.net.graph_inputs[0]: (SIZE, SIZE)}
+    for n, layer in enumerate(encoder.layers):
+        o = layer.options
+        blob = f"e{n}"
+        h, wd = shapes[layer.inputs[0]]
+        if layer.kind in (CONV_2D, DEPTHWISE_CONV_2D):
+            k = layer.weight.shape[2]
+            ph = same_padding(h, k, o["stride"][0], 1) if o["padding"] == PAD_SAME else (0, 0)
+            pw = same_padding(wd, k, o["stride"][1], 1) if o["padding"] == PAD_SAME else (0, 0)
+            clip = (0.0, 6.0) if o["act"] == ACT_RELU6 else None
+            groups = layer.weight.shape[0] if layer.kind == DEPTHWISE_CONV_2D else 1
+            w.conv(blob, read(layer.inputs[0]), blob, layer.weight.numpy(), layer.bias.numpy(), o["stride"][0],
+                   pads=(ph[0], pw[0], ph[1], pw[1]), groups=groups, clip=clip, fp16=True)
+            shapes[layer.output] = (-(-h // o["stride"][0]), -(-wd // o["stride"][1]))
+        elif layer.kind == ADD:
+            a, b = read(layer.inputs[0]), read(layer.inputs[1])
+            w.add("BinaryOp", blob, [a, b], [blob], "0=0")
+            shapes[layer.output] = (h, wd)
+        else:
+            raise ValueError(f"unexpected encoder operator {layer.kind}")
+        produced(layer.output, blob)
+    f56, f28, f14, f7, g = [read(t) for t in encoder.taps]
+    w.add("Pooling", "gpool", [g], ["gvec"], "0=1 4=1")
+
+    d = decoder
+    conv = lambda nm, src, dst, m, relu=False: w.conv(nm, src, dst, m.weight.detach().numpy(), m.bias.detach().numpy(), relu=relu, fp16=True)
+    block = lambda nm, src, dst, m: w.conv(nm, src, dst, *folded(m), relu=True, fp16=True)
+    conv("p7", f7, "p7", d.p7); conv("pg", "gvec", "pg", d.pg)
+    w.add("BinaryOp", "add7", ["p7", "pg"], ["s7"], "0=0"); w.add("ReLU", "relu7", ["s7"], ["a7"])
+    block("c7a", "a7", "c7a", d.c7a); block("c7b", "c7a", "c7b", d.c7b)
+    w.add("Interp", "up14", ["c7b"], ["u14"], "0=2 1=2.0 2=2.0")
+    conv("p14", f14, "p14", d.p14)
+    w.add("BinaryOp", "add14", ["u14", "p14"], ["s14"], "0=0"); w.add("ReLU", "relu14", ["s14"], ["a14"])
+    block("c14a", "a14", "c14a", d.c14a); block("c14b", "c14a", "c14b", d.c14b)
+    for lo, hi, q, p, c, src, tap in [(14, 28, d.q28, d.p28, d.c28, "c14b", f28), (28, 56, d.q56, d.p56, d.c56, "c28", f56)]:
+        conv(f"q{hi}", src, f"q{hi}", q)
+        w.add("Interp", f"up{hi}", [f"q{hi}"], [f"u{hi}"], "0=2 1=2.0 2=2.0")
+        conv(f"p{hi}", tap, f"p{hi}", p)
+        w.add("BinaryOp", f"add{hi}", [f"u{hi}", f"p{hi}"], [f"s{hi}"], "0=0"); w.add("ReLU", f"relu{hi}", [f"s{hi}"], [f"a{hi}"])
+        block(f"c{hi}", f"a{hi}", f"c{hi}", c)
+    w.conv("logits", "c56", "logits", d.head.weight.detach().numpy() / t, d.head.bias.detach().numpy() / t)
     w.add("Softmax", "softmax", ["logits"], ["prob"], "0=0 1=1")
-    centres = (model.bins.numpy() * scale / AB_SCALE).T[:, :, None, None]  # (2, Q, 1, 1)
+    centres = (d.bins.numpy() * scale / AB_SCALE).T[:, :, None, None]
     w.conv("decode", "prob", "out0", centres, np.zeros(2, dtype=np.float32))
     w.write(param, binf)
+
+
+def reference_input():
+    """A deterministic 224x224 L test pattern (as (L - 50) / 50) that the Swift parity test
+    rebuilds with the same formula: smooth shading, stripes and a hard-edged square."""
+    y, x = np.mgrid[0:SIZE, 0:SIZE].astype(np.float64)
+    l = 50 + 30 * np.sin(x / 9.0) * np.cos(y / 13.0) + 12 * np.sin((x + 2 * y) / 3.0)
+    l[60:120, 80:150] = 85.0
+    return np.clip(l, 0, 100)
+
+
+def reference_pair(encoder, decoder, t, scale, out):
+    """The PyTorch output (ab / 110 at 56x56, float32 little-endian, a then b) of the exported
+    network on `reference_input`, for the engine's parity test."""
+    import copy
+    x = torch.from_numpy(((reference_input() - 50) / 50)[None, None]).float()
+    # The exported weights are fp16: compute the reference with the same rounding (BN folded).
+    enc, dec = copy.deepcopy(encoder), copy.deepcopy(decoder)
+    half = lambda t: t.half().float()
+    for layer in enc.net.layers:
+        if layer.weight is not None:
+            layer.weight = half(layer.weight)
+    with torch.no_grad():
+        for m in dec.modules():
+            if isinstance(m, nn.Sequential):  # conv + BN: round the folded weight, keep BN's shift
+                conv, bn = m[0], m[1]
+                s = bn.weight / torch.sqrt(bn.running_var + bn.eps)
+                conv.weight.copy_(half(conv.weight * s[:, None, None, None]) / s[:, None, None, None])
+            elif isinstance(m, nn.Conv2d) and m is not dec.head and not any(m is q[0] for q in dec.modules() if isinstance(q, nn.Sequential)):
+                m.weight.copy_(half(m.weight))
+        ab = dec.ab(dec(*enc(x)), t, scale) / AB_SCALE
+    ab.numpy().astype("<f4").tofile(os.path.join(out, "vivify-color.reference.bin"))
 
 
 # --- main --------------------------------------------------------------------------------------
@@ -235,100 +417,106 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--train", default="../shared/datasets/train")
     ap.add_argument("--val", default="../shared/datasets/val/BSD100")
+    ap.add_argument("--backbone", default=BACKBONE)
     ap.add_argument("--out", default="training/runs/color")
-    ap.add_argument("--steps", type=int, default=20000)
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--size", type=int, default=160)
+    ap.add_argument("--crops", type=int, default=8, help="cached crops per training photograph")
+    ap.add_argument("--steps", type=int, default=100000)
+    ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=max(1, os.cpu_count() or 1))
     ap.add_argument("--minutes", type=float, default=0, help="stop after this many minutes (0: no limit)")
-    ap.add_argument("--eval-every", type=int, default=500)
-    ap.add_argument("--resume", help="start from this checkpoint (weights and bins; a fresh optimizer and schedule)")
-    ap.add_argument("--export-only", action="store_true", help="choose the decoding for the checkpoint in --out and export it (an untrained model if there is none)")
+    ap.add_argument("--eval-every", type=int, default=300)
+    ap.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt (weights, optimizer, step)")
+    ap.add_argument("--export-only", action="store_true", help="choose the decoding for --out/checkpoint.pt and export it")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     random.seed(args.seed); np.random.seed(args.seed); torch.manual_seed(args.seed)
-    rng = random.Random(args.seed)
     torch.set_num_threads(args.threads)
-    files = image_files(args.train)
-    tune_files = files[::10]
-    train_files = [f for i, f in enumerate(files) if i % 10]
-    load = lambda fs: [Image.open(f).convert("RGB") for f in fs]
-    train, tune, val = load(train_files), load(tune_files), load(image_files(args.val))
-    print(f"{len(train)} training, {len(tune)} tune, {len(val)} validation images", flush=True)
-    bins, weights = quantize_prior(train, random.Random(args.seed + 1), args.size)
-    print(f"{len(bins)} ab bins", flush=True)
-    model = VivifyColor(bins)
+    encoder = Encoder(args.backbone)
+    train_files, tune_files, test_files = split_files(args.train)
+    print(f"{len(train_files)} training, {len(tune_files)} tune, {len(test_files)} test photographs", flush=True)
+    cache = os.path.join(args.out, "cache")
+    if not os.path.exists(os.path.join(cache, "ab.npy")):
+        build_cache(encoder, train_files, args.crops, args.seed, cache)
+    data = load_cache(cache)
+    bins, weights = quantize_prior(data[5])
+    print(f"{len(data[5])} cached crops, {len(bins)} ab bins", flush=True)
+    decoder = Decoder(encoder.channels, bins)
     ckpt = os.path.join(args.out, "checkpoint.pt")
-    if args.export_only:
-        if os.path.exists(ckpt):
-            state = torch.load(ckpt, weights_only=False)  # our own checkpoint (bins are a numpy array)
-            model = VivifyColor(state["bins"]); model.load_state_dict(state["model"])
-            model.eval()
-            finish(model, args, tune, val, state["step"], 0)
-        else:
-            model.eval()
-            export(model, 0.38, 1.0, os.path.join(args.out, "vivify-color.param"), os.path.join(args.out, "vivify-color.bin"))
-        return
-    first_step = 0
-    if args.resume:
-        state = torch.load(args.resume, weights_only=False)  # our own checkpoint
-        model = VivifyColor(state["bins"]); model.load_state_dict(state["model"])
-        bins, first_step = state["bins"], state["step"]
-        rng = random.Random(args.seed + first_step)
-        print(f"resuming from {args.resume} at step {first_step}", flush=True)
-    opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=1e-5)
-    budget = first_step + args.steps
-    log = open(os.path.join(args.out, "log.csv"), "w", newline="")
+    opt = torch.optim.Adam(decoder.parameters(), lr=args.lr, weight_decay=1e-5)
+    step, spent = 0, 0.0
+    if args.resume or args.export_only:
+        state = torch.load(ckpt, weights_only=False)  # our own checkpoint
+        decoder = Decoder(encoder.channels, state["bins"]); decoder.load_state_dict(state["model"])
+        bins, step, spent = state["bins"], state["step"], state.get("seconds", 0.0)
+        opt = torch.optim.Adam(decoder.parameters(), lr=args.lr, weight_decay=1e-5)
+        if "opt" in state:
+            opt.load_state_dict(state["opt"])
+        print(f"resumed at step {step} ({spent:.0f} s trained)", flush=True)
+    tune = prepare_eval(encoder, tune_files)
+    if not args.export_only:
+        val = prepare_eval(encoder, image_files(args.val)[::4])
+        train(decoder, opt, data, weights, val, args, ckpt, step, spent)
+    decoder.eval()
+    finish(encoder, decoder, tune, args)
+
+
+def train(decoder, opt, data, weights, val, args, ckpt, step, spent):
+    n = len(data[5])
+    log_path = os.path.join(args.out, "log.csv")
+    new = not os.path.exists(log_path)
+    log = open(log_path, "a", newline="")
     writer = csv.writer(log)
-    writer.writerow(["step", "loss", "val_auc", "grey_auc", "val_colourfulness", "truth_colourfulness", "seconds"])
-    start = time.time()
+    if new:
+        writer.writerow(["step", "loss", "val_auc", "grey_auc", "val_rb_auc", "grey_rb_auc", "val_colourfulness", "truth_colourfulness", "seconds"])
+    rng = np.random.default_rng(args.seed + step)
+    total = args.minutes * 60 + spent if args.minutes else None
+    start = time.time() - spent
     running, seen = 0.0, 0
-    step = first_step
-    bins_t = model.bins
-    while step < budget:
+    decoder.train()
+    while step < args.steps:
         step += 1
-        elapsed = time.time() - start
-        # Cosine schedule over the time budget when one is given, else over the steps.
-        frac = min(1.0, elapsed / (args.minutes * 60)) if args.minutes else (step - first_step) / args.steps
+        frac = min(1.0, (time.time() - start) / total) if total else step / args.steps
         for g in opt.param_groups:
             g["lr"] = args.lr * 0.5 * (1 + math.cos(math.pi * frac))
-        lab = rgb_to_lab(crops(train, rng, args.batch, args.size))
-        x, ab = split_input(lab)
-        target = soft_targets(ab, bins_t)
+        idx = np.sort(rng.choice(n, args.batch, replace=False))
+        batch = [torch.from_numpy(np.asarray(a[idx], dtype=np.float32)) for a in data]
+        target = soft_targets(batch[5], decoder.bins)
         w = weights[target.argmax(1)]
-        logits = model(x)
+        logits = decoder(*batch[:5])
         loss = (-(target * F.log_softmax(logits, 1)).sum(1) * w).mean()
         opt.zero_grad(); loss.backward(); opt.step()
         running += loss.item(); seen += 1
-        out_of_time = args.minutes and time.time() - start > args.minutes * 60
-        if step % args.eval_every == 0 or step == budget or out_of_time:
-            model.eval()
-            a, g, m, mt = evaluate(model, val[::4], 0.38)
-            model.train()
-            writer.writerow([step, running / seen, a, g, m, mt, round(time.time() - start)]); log.flush()
-            print(f"step {step}: loss {running / seen:.4f}, val AuC {a:.4f} (grey {g:.4f}), colourfulness {m:.1f} (truth {mt:.1f}) at T 0.38, {time.time() - start:.0f} s", flush=True)
+        out_of_time = total and time.time() - start > total
+        if step % args.eval_every == 0 or out_of_time or step == args.steps:
+            decoder.eval()
+            r = evaluate(decoder, val, 0.38)
+            decoder.train()
+            secs = time.time() - start
+            writer.writerow([step, running / seen, r["auc"], r["grey_auc"], r["rb_auc"], r["grey_rb_auc"], r["colourfulness"], r["truth_colourfulness"], round(secs)]); log.flush()
+            print(f"step {step}: loss {running / seen:.4f}, BSD100/4 AuC {r['auc']:.4f} (grey {r['grey_auc']:.4f}), rebalanced {r['rb_auc']:.4f} "
+                  f"(grey {r['grey_rb_auc']:.4f}), colourfulness {r['colourfulness']:.1f} (truth {r['truth_colourfulness']:.1f}), {secs:.0f} s", flush=True)
             running, seen = 0.0, 0
-            torch.save({"model": model.state_dict(), "bins": bins, "step": step, "seed": args.seed}, ckpt)
+            torch.save({"model": decoder.state_dict(), "opt": opt.state_dict(), "bins": decoder.bins.numpy(), "step": step,
+                        "seconds": secs, "seed": args.seed}, ckpt)
         if out_of_time:
             break
-    model.eval()
-    finish(model, args, tune, val, step, round(time.time() - start))
 
 
-def finish(model, args, tune, val, steps, seconds):
-    """Chooses the decoding on the tune split, reports BSD100, writes summary.json and exports."""
+def finish(encoder, decoder, tune, args):
     print("choosing the decoding on the tune split:", flush=True)
-    t, scale, table = choose_decoding(model, tune)
-    a, g, m, mt = evaluate(model, val, t, scale=scale)
-    print(f"T {t}, scale {scale}: BSD100 AuC {a:.4f} (grey {g:.4f}), colourfulness {m:.1f} (truth {mt:.1f}, {100 * m / mt:.0f}%)", flush=True)
+    t, scale, table = choose_decoding(decoder, tune)
+    state = torch.load(os.path.join(args.out, "checkpoint.pt"), weights_only=False)
+    print(f"chose T {t}, scale {scale}", flush=True)
     with open(os.path.join(args.out, "summary.json"), "w") as f:
-        json.dump({"steps": steps, "seconds": seconds, "temperature": t, "scale": scale, "tune": table,
-                   "bsd100_256px": {"auc": a, "grey_auc": g, "colourfulness": m, "truth_colourfulness": mt}}, f, indent=1)
-    export(model, t, scale, os.path.join(args.out, "vivify-color.param"), os.path.join(args.out, "vivify-color.bin"))
+        json.dump({"steps": state["step"], "seconds": state.get("seconds"), "temperature": t, "scale": scale, "bins": len(decoder.bins),
+                   "tune": table}, f, indent=1)
+    export(encoder, decoder, t, scale, os.path.join(args.out, "vivify-color.param"), os.path.join(args.out, "vivify-color.bin"))
+    reference_pair(encoder, decoder, t, scale, args.out)
     with open(os.path.join(args.out, "vivify-color.json"), "w") as f:
-        json.dump({"input": "l", "inputSize": 256, "inputMultiple": 16, "lCenter": 50, "lScale": 100, "output": "ab", "abScale": AB_SCALE}, f)
+        json.dump({"input": "l", "inputSize": SIZE, "inputMultiple": 32, "lCenter": 50, "lScale": 50, "output": "ab",
+                   "abScale": AB_SCALE, "upsample": "guided"}, f)
     print("exported", os.path.join(args.out, "vivify-color.param"), flush=True)
 
 

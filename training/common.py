@@ -11,11 +11,42 @@ def image_files(folder):
                   glob.glob(os.path.join(folder, "**", "*.jpg"), recursive=True))
 
 
-def auc(pred_ab, true_ab, axis=-1):
+def auc(pred_ab, true_ab, axis=-1, weights=None):
     """Zhang et al.'s AuC (ECCV 2016): the fraction of pixels whose ab error (Euclidean, CIE
-    units) is within a threshold, averaged over thresholds 0..150 (step 1). `axis` holds a, b."""
+    units) is within a threshold, averaged over thresholds 0..150 (step 1). `axis` holds a, b.
+    With `weights` (one per pixel, from `rebalance_weights`) each pixel counts by its weight:
+    the class-rebalanced AuC, where rare saturated colours count as much as common greys."""
     d = np.sqrt(((pred_ab - true_ab) ** 2).sum(axis=axis)).ravel()
-    return float(np.mean([(d <= t).mean() for t in range(0, 151)]))
+    w = np.ones_like(d) if weights is None else np.asarray(weights, dtype=np.float64).ravel()
+    # P(d <= t) for t = 0..150 from a weighted histogram of ceil(d).
+    hist = np.bincount(np.minimum(np.ceil(d).astype(np.int64), 151), weights=w, minlength=152)
+    return float(np.mean(np.cumsum(hist)[:151] / w.sum()))
+
+
+def ab_prior(true_abs, axis=-1, grid=10.0, sigma=5.0):
+    """The empirical distribution of ground-truth ab over grid-10 bins (a, b in -115..115),
+    Gaussian-smoothed (sigma 5 CIE units), from a list of ab arrays: (23, 23) probabilities."""
+    counts = np.zeros((23, 23))
+    for ab in true_abs:
+        a, b = np.moveaxis(ab, axis, -1).reshape(-1, 2).T
+        np.add.at(counts, (_bin(a, grid), _bin(b, grid)), 1)
+    centres = (np.arange(23) - 11) * grid
+    k = np.exp(-(centres[:, None] - centres[None, :]) ** 2 / (2 * sigma ** 2))
+    p = k @ counts @ k.T
+    return p / p.sum()
+
+
+def _bin(v, grid):
+    return np.clip(np.round(v / grid).astype(np.int64) + 11, 0, 22)
+
+
+def rebalance_weights(true_ab, prior, axis=-1, grid=10.0):
+    """Per-pixel weights 1 / p(bin of the true ab), normalised so that their mean over the
+    prior is 1 (Zhang et al.'s class-rebalanced AuC)."""
+    a, b = np.moveaxis(true_ab, axis, -1).reshape(-1, 2).T
+    inv = np.where(prior > 0, 1 / np.maximum(prior, 1e-12), 0)
+    inv = inv / (prior * inv).sum()
+    return inv[_bin(a, grid), _bin(b, grid)]
 
 
 def colourfulness(rgb255):
@@ -60,18 +91,37 @@ class NcnnWriter:
         self.layers.append(f"{kind:<16} {name:<16} {len(ins)} {len(outs)} {' '.join(ins + outs)} {params}".rstrip())
         self.blobs.update(ins + outs)
 
-    def tagged(self, a):
-        self.weights += struct.pack("<I", 0) + np.ascontiguousarray(a, dtype="<f4").tobytes()
+    def tagged(self, a, fp16=False):
+        """A weight array behind its ncnn tag: fp32 (tag 0) or fp16 (tag 0x01306B47, padded to 4 bytes)."""
+        if fp16:
+            data = np.ascontiguousarray(a, dtype="<f2").tobytes()
+            self.weights += struct.pack("<I", 0x01306B47) + data + b"\0" * (-len(data) % 4)
+        else:
+            self.weights += struct.pack("<I", 0) + np.ascontiguousarray(a, dtype="<f4").tobytes()
 
     def raw(self, a):
         self.weights += np.ascontiguousarray(a, dtype="<f4").tobytes()
 
-    def conv(self, name, src, dst, weight, bias, stride=1, dilation=1, relu=False):
-        """A convolution with 'same' padding; `weight` is (out, in, k, k)."""
+    def conv(self, name, src, dst, weight, bias, stride=1, dilation=1, relu=False, pads=None, groups=1, clip=None, fp16=False):
+        """A convolution; `weight` is (out, in/groups, k, k). Padding is 'same' (dilation * (k // 2)
+        each side) unless `pads` = (top, left, bottom, right). `groups` = out = in makes it a
+        ConvolutionDepthWise; `clip` = (lo, hi) fuses a clip (ReLU6 is (0, 6))."""
         o, i, k, _ = weight.shape
-        self.add("Convolution", name, [src], [dst],
-                 f"0={o} 1={k} 2={dilation} 3={stride} 4={dilation * (k // 2)} 5=1 6={weight.size}" + (" 9=1" if relu else ""))
-        self.tagged(weight.reshape(-1))
+        p = f"0={o} 1={k} 2={dilation} 3={stride} "
+        if pads is None:
+            p += f"4={dilation * (k // 2)}"
+        else:
+            top, left, bottom, right = pads
+            p += f"4={left} 15={right} 14={top} 16={bottom}"
+        p += f" 5=1 6={weight.size}"
+        if groups > 1:
+            p += f" 7={groups}"
+        if relu:
+            p += " 9=1"
+        elif clip is not None:
+            p += f" 9=3 -23310=2,{clip[0]:e},{clip[1]:e}"
+        self.add("ConvolutionDepthWise" if groups > 1 else "Convolution", name, [src], [dst], p)
+        self.tagged(weight.reshape(-1), fp16)
         self.raw(bias)
 
     def write(self, param, binf):

@@ -37,7 +37,7 @@ import Foundation
 ///   `alphaMode` are optional; `inputShape` has 1 channel (L) or 4 (L, two ab hints, mask).
 /// - Colorizer keys, read for `colorize` bundles (see `Colorizer`): `inputSize` (default 256,
 ///   or the `inputShape` side; `null` runs at the frame's own size), `inputMultiple` (8),
-///   `lCenter` (50), `lScale` (100), `abScale` (110).
+///   `lCenter` (50), `lScale` (100), `abScale` (110), `upsample` (`bilinear` or `guided`).
 /// - `inputs` / `outputs`: arrays of Tensor/IO-style entries (see `Tensor`), each naming a
 ///   submodel's `inputName` / `outputName`: `type` (`image` | `array`), `shape`, `format`
 ///   (`RGB` | `BGR`), `dtype` (`float32` only), `role` (`rgb` | `lab-l` | `lab-ab`), and
@@ -188,6 +188,8 @@ public struct WifmManifest: Sendable, Equatable {
         public var lScale: Float
         /// Model output × abScale = a*, b*.
         public var abScale: Float
+        /// How the colour returns to full resolution: "bilinear" or "guided" (by the full L).
+        public var upsample: String = "bilinear"
 
         /// Makes a description; the defaults are those of the ECCV16 / SIGGRAPH17 colorizers.
         public init(inputSize: Int? = 256, inputMultiple: Int = 8, lCenter: Float = 50, lScale: Float = 100, abScale: Float = 110) {

@@ -90,7 +90,7 @@ struct WifmManifestReader {
         "version", "name", "type", "subModels", "dataFormat", "inputShape", "shrinkSize", "scale", "alphaMode",
         "task", "inputs", "outputs",
     ]
-    private static let colorizerKeys = ["inputSize", "inputMultiple", "lCenter", "lScale", "abScale"]
+    private static let colorizerKeys = ["inputSize", "inputMultiple", "lCenter", "lScale", "abScale", "upsample"]
 
     mutating func read(_ data: Data) throws -> WifmManifest {
         var bytes = [UInt8](data)
@@ -548,6 +548,13 @@ struct WifmManifestReader {
             case "lScale": c.lScale = Float(d)
             default: c.abScale = Float(d)
             }
+        }
+        if let method = try string(root, "upsample", required: false) {
+            guard ["bilinear", "guided"].contains(method) else {
+                throw failure(.invalidColorizerValue, "upsample", method, "`upsample` must be \"bilinear\" or \"guided\"",
+                              "use \"guided\" (colour follows the full-resolution L) or \"bilinear\"")
+            }
+            c.upsample = method
         }
         return c
     }

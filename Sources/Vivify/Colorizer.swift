@@ -13,7 +13,10 @@ import ModelFormats
 ///                │                                                    │
 ///                │                      [temporal stabilizer] ◀───────┘
 ///                │                                  │
-///                └──────────────▶ Lab → RGB ◀── bilinear upsample, gamut fit keeping L
+///                │                  guided filter (or bilinear) at the model's size: ab = A·L + B
+///                │                                  │
+///                └──────────────▶ Lab → RGB ◀── A, B to full size applied to the full L,
+///                                                  × saturation, gamut fit keeping L
 public final class Colorizer {
     /// The model's declared inputs and outputs.
     public let spec: ColorizerSpec
@@ -23,6 +26,8 @@ public final class Colorizer {
     public let name: String
     /// The stabilizer, when on (video).
     public let stabilizer: TemporalStabilizer?
+    /// Chroma multiplier applied before the gamut fit (1 = the model's colour).
+    public let saturation: Float
     private let backend: InferenceBackend
     private let bundle: ModelBundle?
     private var prepared: [Shape: PreparedGraph] = [:]
@@ -32,10 +37,17 @@ public final class Colorizer {
     private var a: [Float] = [], b: [Float] = []
     /// ab at the model's output size (both planes): kept between frames.
     private var ab: [Float] = []
+    /// Slope and offset planes of ab as a linear function of L (`Resample.linearModelAB`).
+    private var coefficients: [Float] = []
 
     /// Loads a colorizer: the built-in `vivify-color`, a `colorize` .wifm bundle, or an ncnn
     /// `.param` (Core ML `.mlmodel`/`.mlpackage`) with its `.bin` and `.json` description beside it.
-    public init(model argument: String, backend: BackendChoice = .onednn, stabilize: Bool) throws {
+    /// `saturation` multiplies the predicted chroma (1 keeps it; the gamut fit still applies).
+    public init(model argument: String, backend: BackendChoice = .onednn, stabilize: Bool, saturation: Float = 1) throws {
+        guard saturation.isFinite, saturation >= 0, saturation <= 4 else {
+            throw MediaError(.invalidOptions, "'--saturation \(saturation)' is out of range. Use a chroma multiplier from 0 (grey) to 4; 1 keeps the model's colour.")
+        }
+        self.saturation = saturation
         let model = try BuiltinModels.resolve(colorize: argument)
         guard FileManager.default.fileExists(atPath: model) else {
             throw MediaError(.inputUnreadable, "Cannot open the colorizer '\(model)': no such file. Check the path, or give --colorize alone for the built-in \(BuiltinModels.color).")
@@ -80,7 +92,7 @@ public final class Colorizer {
         // The model's view: L at its input size, normalised, plus empty hints and mask.
         let (mw, mh) = modelSize(width: w, height: h)
         if lowL.count != mw * mh { lowL = [Float](repeating: 0, count: mw * mh) }
-        Resample.bilinear(fullL, w, h, into: &lowL, mw, mh)
+        Resample.area(fullL, w, h, into: &lowL, mw, mh)
         let channels = spec.input == .l ? 1 : 4
         let shape = Shape(c: channels, h: mh, w: mw)
         if modelInput.count != shape.count { modelInput = [Float](repeating: 0, count: shape.count) }
@@ -101,7 +113,7 @@ public final class Colorizer {
         // ab at the model's output size, in CIE units.
         let op = o.h * o.w
         if outL.count != op { outL = [Float](repeating: 0, count: op) }
-        Resample.bilinear(fullL, w, h, into: &outL, o.w, o.h)
+        Resample.area(fullL, w, h, into: &outL, o.w, o.h)
         if ab.count != 2 * op { ab = [Float](repeating: 0, count: 2 * op) }
         switch spec.output {
         case .ab:
@@ -117,7 +129,11 @@ public final class Colorizer {
         stabilizer?.apply(l: outL, ab: &ab, width: o.w, height: o.h)
 
         // Back to full resolution, then fit each pixel's chroma into the RGB gamut at its own L.
-        Resample.bilinearAB(ab, o.w, o.h, fittedTo: fullL, a: &a, b: &b, w, h)
+        switch spec.upsample {
+        case .guided: GuidedFilter.coefficients(guide: outL, ab: ab, o.w, o.h, into: &coefficients)
+        case .bilinear: Resample.bilinearModel(ab, o.w, o.h, into: &coefficients)
+        }
+        Resample.linearModelAB(coefficients, o.w, o.h, fittedTo: fullL, saturation: saturation, a: &a, b: &b, w, h)
         output.reshape(format: .rgb24, width: w, height: h)
         output.pts = frame.pts
         output.duration = frame.duration
@@ -147,92 +163,6 @@ public final class Colorizer {
         let g = try backend.prepare(graph, input: shape)
         prepared[shape] = g
         return g
-    }
-}
-
-/// Plane resampling.
-public enum Resample {
-    /// Both planes of `ab` (a then b, each `sw`×`sh`) brought to `dw`×`dh` by `bilinear`'s
-    /// arithmetic, each pixel then fitted into the RGB gamut at its own lightness `l`
-    /// (`GamutFit`): one pass over the frame, rows split over the cores, column taps computed
-    /// once. The result equals `bilinear` on each plane followed by `GamutFit.fit`.
-    public static func bilinearAB(_ ab: [Float], _ sw: Int, _ sh: Int, fittedTo l: [Float], a: inout [Float], b: inout [Float],
-                                  _ dw: Int, _ dh: Int) {
-        let n = dw * dh
-        if a.count != n { a = [Float](repeating: 0, count: n) }
-        if b.count != n { b = [Float](repeating: 0, count: n) }
-        let sx = Float(sw) / Float(dw), sy = Float(sh) / Float(dh)
-        let same = sw == dw && sh == dh
-        var x0s = [Int](repeating: 0, count: dw), x1s = x0s, txs = [Float](repeating: 0, count: dw)
-        for x in 0..<dw {
-            let fx = same ? Float(x) : max(0, (Float(x) + 0.5) * sx - 0.5)
-            x0s[x] = min(Int(fx), sw - 1)
-            x1s[x] = min(x0s[x] + 1, sw - 1)
-            txs[x] = fx - Float(x0s[x])
-        }
-        let chunks = min(dh, max(1, ProcessInfo.processInfo.activeProcessorCount))
-        ab.withUnsafeBufferPointer { abp in
-            l.withUnsafeBufferPointer { lp in
-                a.withUnsafeMutableBufferPointer { ap in
-                    b.withUnsafeMutableBufferPointer { bp in
-                        x0s.withUnsafeBufferPointer { x0p in
-                            x1s.withUnsafeBufferPointer { x1p in
-                                txs.withUnsafeBufferPointer { txp in
-                                    // Each worker writes its own rows of a and b.
-                                    nonisolated(unsafe) let (sa, sl, da, db) = (abp.baseAddress!, lp.baseAddress!, ap.baseAddress!, bp.baseAddress!)
-                                    nonisolated(unsafe) let (cx0, cx1, ctx) = (x0p.baseAddress!, x1p.baseAddress!, txp.baseAddress!)
-                                    nonisolated(unsafe) let sb = sa + sw * sh
-                                    DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
-                                        for y in (dh * chunk / chunks)..<(dh * (chunk + 1) / chunks) {
-                                            let fy = same ? Float(y) : max(0, (Float(y) + 0.5) * sy - 0.5)
-                                            let y0 = min(Int(fy), sh - 1), y1 = min(y0 + 1, sh - 1)
-                                            let ty = fy - Float(y0)
-                                            for x in 0..<dw {
-                                                let x0 = cx0[x], x1 = cx1[x], tx = ctx[x]
-                                                @inline(__always) func sample(_ s: UnsafePointer<Float>) -> Float {
-                                                    let top = s[y0 * sw + x0] * (1 - tx) + s[y0 * sw + x1] * tx
-                                                    let bottom = s[y1 * sw + x0] * (1 - tx) + s[y1 * sw + x1] * tx
-                                                    return top * (1 - ty) + bottom * ty
-                                                }
-                                                var va = sample(sa), vb = sample(sb)
-                                                GamutFit.fit(l: sl[y * dw + x], a: &va, b: &vb)
-                                                da[y * dw + x] = va
-                                                db[y * dw + x] = vb
-                                            }
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// Bilinear resize of one float plane with half-pixel centres (align_corners = false),
-    /// edges clamped.
-    public static func bilinear(_ src: [Float], _ sw: Int, _ sh: Int, into dst: inout [Float], _ dw: Int, _ dh: Int) {
-        if dst.count != dw * dh { dst = [Float](repeating: 0, count: dw * dh) }
-        if sw == dw && sh == dh { dst = src; return }
-        let sx = Float(sw) / Float(dw), sy = Float(sh) / Float(dh)
-        src.withUnsafeBufferPointer { s in
-            dst.withUnsafeMutableBufferPointer { d in
-                for y in 0..<dh {
-                    let fy = max(0, (Float(y) + 0.5) * sy - 0.5)
-                    let y0 = min(Int(fy), sh - 1), y1 = min(y0 + 1, sh - 1)
-                    let ty = fy - Float(y0)
-                    for x in 0..<dw {
-                        let fx = max(0, (Float(x) + 0.5) * sx - 0.5)
-                        let x0 = min(Int(fx), sw - 1), x1 = min(x0 + 1, sw - 1)
-                        let tx = fx - Float(x0)
-                        let top = s[y0 * sw + x0] * (1 - tx) + s[y0 * sw + x1] * tx
-                        let bottom = s[y1 * sw + x0] * (1 - tx) + s[y1 * sw + x1] * tx
-                        d[y * dw + x] = top * (1 - ty) + bottom * ty
-                    }
-                }
-            }
-        }
     }
 }
 

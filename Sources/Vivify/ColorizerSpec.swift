@@ -14,6 +14,14 @@ public struct ColorizerSpec: Codable, Sendable, Equatable {
         case lHintsMask = "l+hints+mask"
     }
 
+    /// How the colour returns to the frame's resolution.
+    public enum Upsample: String, Codable, Sendable {
+        /// Bilinear interpolation of ab.
+        case bilinear
+        /// A guided filter with the full-resolution L as guide: colour follows L's edges.
+        case guided
+    }
+
     /// What the model produces.
     public enum Output: String, Codable, Sendable {
         /// The two colour channels, multiplied by `abScale` to get CIE a*, b*.
@@ -37,12 +45,12 @@ public struct ColorizerSpec: Codable, Sendable, Equatable {
     public var output: Output
     /// Model ab × abScale = CIE a*, b*.
     public var abScale: Float
-    /// How ab is brought back to full resolution ("bilinear").
-    public var upsample: String
+    /// How ab is brought back to full resolution.
+    public var upsample: Upsample
 
     /// Makes a spec.
     public init(input: Input = .l, inputSize: Int? = 256, inputMultiple: Int = 8, lCenter: Float = 50, lScale: Float = 100,
-                output: Output = .ab, abScale: Float = 110, upsample: String = "bilinear") {
+                output: Output = .ab, abScale: Float = 110, upsample: Upsample = .bilinear) {
         self.input = input
         self.inputSize = inputSize
         self.inputMultiple = inputMultiple
@@ -68,10 +76,11 @@ public struct ColorizerSpec: Codable, Sendable, Equatable {
         lScale = try c.decodeIfPresent(Float.self, forKey: .lScale) ?? d.lScale
         output = try c.decodeIfPresent(Output.self, forKey: .output) ?? d.output
         abScale = try c.decodeIfPresent(Float.self, forKey: .abScale) ?? d.abScale
-        upsample = try c.decodeIfPresent(String.self, forKey: .upsample) ?? d.upsample
-        guard upsample == "bilinear" else {
-            throw MediaError(.invalidOptions, "Colorizer upsample '\(upsample)' is not supported; use \"bilinear\".")
+        let method = try c.decodeIfPresent(String.self, forKey: .upsample) ?? d.upsample.rawValue
+        guard let upsample = Upsample(rawValue: method) else {
+            throw MediaError(.invalidOptions, "Colorizer upsample '\(method)' is not supported; use \"bilinear\" or \"guided\".")
         }
+        self.upsample = upsample
         guard lScale != 0, inputMultiple >= 1, (inputSize ?? 1) >= 1 else {
             throw MediaError(.invalidOptions, "Colorizer description has lScale 0, inputMultiple < 1 or inputSize < 1.")
         }

@@ -69,6 +69,8 @@ public struct RunConfiguration: Sendable {
     public var colorizeAfter: Bool
     /// Keep colour steady across frames (temporal stabilization of ab).
     public var stabilize: Bool
+    /// Chroma multiplier for the colorizer (1 keeps the model's colour; gamut-safe).
+    public var saturation: Float
     /// Stop after this many input frames.
     public var maxFrames: Int?
     /// Backend running the models.
@@ -104,6 +106,7 @@ public struct RunConfiguration: Sendable {
         colorize = nil
         colorizeAfter = false
         stabilize = true
+        saturation = 1
         maxFrames = nil
         backend = .onednn
         mode = .offline

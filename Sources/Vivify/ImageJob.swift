@@ -20,7 +20,7 @@ public enum ImageJob {
     /// Reads `input`, upscales it (colour, and alpha on a 3-channel copy) and writes `output`.
     /// Returns warnings (e.g. alpha dropped by JPEG).
     public static func run(input: String, output: String, upscale: String?, tile: Int?, backend: BackendChoice = .onednn,
-                           colorize: String? = nil, colorizeAfter: Bool = false,
+                           colorize: String? = nil, colorizeAfter: Bool = false, saturation: Float = 1,
                            log: (String) -> Void = { _ in }) throws -> [String] {
         try ImageIO.validateOutputPath(output)
         let url = URL(fileURLWithPath: output)
@@ -30,7 +30,7 @@ public enum ImageJob {
             throw MediaError(.outputUnwritable, "Cannot write '\(output)': the directory '\(dir)' does not exist. Create it first or choose another output path.")
         }
         let upscaler = try upscale.map { try Upscaler(model: $0, tile: tile, backend: backend, log: log) }
-        let colorizer = try colorize.map { try Colorizer(model: $0, backend: backend, stabilize: false) }
+        let colorizer = try colorize.map { try Colorizer(model: $0, backend: backend, stabilize: false, saturation: saturation) }
         var image = try ImageIO.read(path: input)
         if let colorizer, !colorizeAfter { image.color = try colorizeImage(image.color, colorizer) }
         if let upscaler {

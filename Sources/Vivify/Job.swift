@@ -117,7 +117,7 @@ public final class Job {
 
         // Models load before anything is opened for writing, so a bad model name costs nothing.
         let upscaler = try c.upscale.map { try Upscaler(model: $0, tile: c.tile, backend: c.backend, log: onWarning) }
-        let colorizer = try c.colorize.map { try Colorizer(model: $0, backend: c.backend, stabilize: c.stabilize) }
+        let colorizer = try c.colorize.map { try Colorizer(model: $0, backend: c.backend, stabilize: c.stabilize, saturation: c.saturation) }
         let source = try Self.openSource(c)
         if let reader = source as? MediaReader {
             reader.onWarning = warn

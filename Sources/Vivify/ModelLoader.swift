@@ -112,7 +112,7 @@ enum ModelLoader {
             let channels = m.inputShape?.first ?? 1
             loaded.colorizer = ColorizerSpec(input: channels == 4 ? .lHintsMask : .l, inputSize: c.inputSize, inputMultiple: c.inputMultiple,
                                              lCenter: c.lCenter, lScale: c.lScale, output: m.output(for: m.main).role == .rgb ? .rgb : .ab,
-                                             abScale: c.abScale)
+                                             abScale: c.abScale, upsample: ColorizerSpec.Upsample(rawValue: c.upsample) ?? .bilinear)
         }
         return loaded
     }

@@ -131,9 +131,15 @@ struct ModelOptions: ParsableArguments {
     @Flag(help: "Upscale first, then colorize at the upscaled size (default: colorize at the source size, then upscale).")
     var colorizeAfter = false
 
+    @Option(help: "Multiply the colorizer's chroma by S (default 1; 0 is grey, 1.3 more vivid); colours stay within the RGB gamut.")
+    var saturation: Float = 1
+
     func validate() throws {
         if let tile, tile < 16 || tile > 4096 {
             throw ValidationError("'--tile \(tile)' is out of range. Use a tile size from 16 to 4096 pixels.")
+        }
+        if !(saturation >= 0 && saturation <= 4) {
+            throw ValidationError("'--saturation \(saturation)' is out of range. Use a chroma multiplier from 0 (grey) to 4; 1 keeps the model's colour.")
         }
     }
 
@@ -143,6 +149,7 @@ struct ModelOptions: ParsableArguments {
         c.backend = backend
         c.colorize = colorize
         c.colorizeAfter = colorizeAfter
+        c.saturation = saturation
     }
 }
 
@@ -309,7 +316,7 @@ struct ImageCommand: ParsableCommand {
         do {
             let warnings = try ImageJob.run(input: input, output: output, upscale: modelOptions.upscale, tile: modelOptions.tile,
                                             backend: modelOptions.backend, colorize: modelOptions.colorize,
-                                            colorizeAfter: modelOptions.colorizeAfter,
+                                            colorizeAfter: modelOptions.colorizeAfter, saturation: modelOptions.saturation,
                                             log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } })
             if !quiet { for w in warnings { ProgressReporter.writeStderr("vivify: warning: \(w)\n") } }
         } catch {

@@ -80,6 +80,19 @@ final class OpParityTests: XCTestCase {
         try check("conv + prelu", .convolution(conv(16, 8, k: 3, act: .prelu(slopes: rng.array(16)))), input: s)
     }
 
+    /// The MobileNetV2 encoder's shapes (vivify-color): blocked channel counts, TensorFlow's
+    /// 'same' padding of a stride-2 layer (nothing before, one pixel after), ReLU6.
+    func testMobileNetShapes() throws {
+        let s = Shape(c: 32, h: 28, w: 28)
+        let relu6 = Activation.clip(min: 0, max: 6)
+        try check("depthwise 3x3 stride 2 same + relu6", .convolution(conv(32, 32, k: 3, stride: 2, pads: (0, 0, 1, 1), groups: 32, act: relu6)), input: s)
+        try check("depthwise 3x3 + relu6", .convolution(conv(32, 32, k: 3, pads: (1, 1, 1, 1), groups: 32, act: relu6)), input: s)
+        try check("expand 1x1 + relu6", .convolution(conv(96, 32, k: 1, act: relu6)), input: s)
+        try check("project 1x1 linear", .convolution(conv(24, 32, k: 1)), input: s)
+        try check("first conv 1->32 stride 2 same + relu6", .convolution(conv(32, 1, k: 3, stride: 2, pads: (0, 0, 1, 1), act: relu6)), input: Shape(c: 1, h: 32, w: 32))
+        try check("global vector broadcast over a map", .binary(.add, coefficients: nil), input: Shape(c: 128, h: 7, w: 7), second: Shape(c: 128, h: 1, w: 1))
+    }
+
     func testTransposedConvolutions() throws {
         let s = Shape(c: 8, h: 11, w: 13)
         try check("deconv k4 s2 p3", .deconvolution(conv(3, 8, k: 4, stride: 2, pads: (3, 3, 3, 3), transposed: true)), input: s)
