@@ -33,6 +33,7 @@ let package = Package(
         .target(name: "ModelCatalog"),
         .target(name: "ColorScience", swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
         .executableTarget(name: "vivify-lab-bench", dependencies: ["ColorScience"]),
+        .executableTarget(name: "vivify-upsample-bench", dependencies: ["Vivify"]),
         .executableTarget(
             name: "vivify",
             dependencies: ["Vivify", "ModelCatalog", .product(name: "ArgumentParser", package: "swift-argument-parser")]

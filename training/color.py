@@ -38,7 +38,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image, ImageFilter
 
-from common import NcnnWriter, ab_prior, auc, colourfulness, image_files, rebalance_weights
+from common import NcnnWriter, ab_error_histogram, ab_prior, colourfulness, image_files, pooled_auc, rebalance_weights
 from tflite import ADD, CONV_2D, DEPTHWISE_CONV_2D, PAD_SAME, ACT_RELU6, TFLiteNet, same_padding
 
 GRID, SIGMA, LAMBDA, AB_SCALE = 10.0, 5.0, 0.5, 110.0
@@ -265,21 +265,24 @@ def prepare_eval(encoder, files):
 
 
 def evaluate(decoder, prepared, t, scale=1.0):
-    """Mean AuC (ours, grey), rebalanced AuC (ours, grey), colourfulness (ours, truth)."""
+    """AuC (ours, grey) and class-rebalanced AuC (ours, grey), each over all the set's pixels
+    together, and mean colourfulness (ours, truth)."""
     prior = ab_prior([lab[0, 1:].numpy() for _, lab in prepared], axis=0)
-    rows = []
+    hists = np.zeros((4, 152))
+    m = []
     with torch.no_grad():
         for feats, lab in prepared:
             ab = F.interpolate(decoder.ab(decoder(*feats), t, scale), scale_factor=4, mode="bilinear", align_corners=False)
             true_ab = lab[0, 1:].numpy()
             w = rebalance_weights(true_ab, prior, axis=0)
             zero = np.zeros_like(true_ab)
+            hists += [ab_error_histogram(ab[0].numpy(), true_ab, axis=0), ab_error_histogram(zero, true_ab, axis=0),
+                      ab_error_histogram(ab[0].numpy(), true_ab, axis=0, weights=w), ab_error_histogram(zero, true_ab, axis=0, weights=w)]
             out = lab_to_rgb(torch.cat([lab[:, :1], ab], 1))[0].permute(1, 2, 0).numpy() * 255
-            rows.append([auc(ab[0].numpy(), true_ab, axis=0), auc(zero, true_ab, axis=0),
-                         auc(ab[0].numpy(), true_ab, axis=0, weights=w), auc(zero, true_ab, axis=0, weights=w),
-                         colourfulness(out), colourfulness(lab_to_rgb(lab)[0].permute(1, 2, 0).numpy() * 255)])
-    m = np.mean(rows, 0)
-    return dict(auc=m[0], grey_auc=m[1], rb_auc=m[2], grey_rb_auc=m[3], colourfulness=m[4], truth_colourfulness=m[5])
+            m.append([colourfulness(out), colourfulness(lab_to_rgb(lab)[0].permute(1, 2, 0).numpy() * 255)])
+    a = [pooled_auc(h) for h in hists]
+    m = np.mean(m, 0)
+    return dict(auc=a[0], grey_auc=a[1], rb_auc=a[2], grey_rb_auc=a[3], colourfulness=m[0], truth_colourfulness=m[1])
 
 
 def choose_decoding(decoder, prepared):

