@@ -11,8 +11,10 @@ names=(vivify-fast-2x vivify-color)
 for i in 0 1; do
   name=${names[$i]} run=${runs[$i]}
   if [ -f "$run/$name.param" ]; then cp "$run/$name.param" "$run/$name.bin" Models/; fi
-  # A colorizer's description beside its .param (for bench-model and direct use).
+  # A colorizer's description beside its .param (for bench-model and direct use), and the
+  # PyTorch output on the test pattern for the engine's parity test.
   if [ -f "$run/$name.json" ]; then cp "$run/$name.json" Models/; fi
+  if [ -f "$run/$name.reference.bin" ]; then cp "$run/$name.reference.bin" Models/; fi
 done
 swift build --product vivify
 for name in "${names[@]}"; do

@@ -195,7 +195,12 @@ final class WifmManifestRuleTests: WifmTestCase {
         frameSize["inputSize"] = NSNull()
         XCTAssertNil(try open(zip(manifest: Fixture.json(frameSize), files: files)).manifest.colorizer?.inputSize)
 
-        for (key, value) in [("inputSize", 0 as Any), ("inputMultiple", 0), ("lScale", 0), ("abScale", 0), ("inputSize", 2.5)] {
+        var guided = manifest
+        guided["upsample"] = "guided"
+        XCTAssertEqual(try open(zip(manifest: Fixture.json(guided), files: files)).manifest.colorizer?.upsample, "guided")
+        XCTAssertEqual(plain.colorizer?.upsample, "bilinear")
+
+        for (key, value) in [("inputSize", 0 as Any), ("inputMultiple", 0), ("lScale", 0), ("abScale", 0), ("inputSize", 2.5), ("upsample", "bicubic")] {
             var bad = manifest
             bad[key] = value
             refuse(.invalidColorizerValue, key: key, bad, files: files)
