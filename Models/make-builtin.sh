@@ -4,24 +4,26 @@
 #   python3 training/color.py --out training/runs/color     (trains, exports vivify-color.param/.bin)
 #   Models/make-builtin.sh [FAST2X_RUN] [COLOR_RUN]          (copies them here, packs Models/*.wifm
 #                                                             with manifest and info.md, embeds them)
+# A model whose run folder holds no export keeps its current bundle (zip timestamps would
+# otherwise change its hash for nothing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=("${1:-training/runs/fast2x}" "${2:-training/runs/color}")
 names=(vivify-fast-2x vivify-color)
+swift build --product vivify
 for i in 0 1; do
   name=${names[$i]} run=${runs[$i]}
-  if [ -f "$run/$name.param" ]; then cp "$run/$name.param" "$run/$name.bin" Models/; fi
-  # A colorizer's description beside its .param (for bench-model and direct use), and the
-  # PyTorch output on the test pattern for the engine's parity test.
-  if [ -f "$run/$name.json" ]; then cp "$run/$name.json" Models/; fi
-  if [ -f "$run/$name.reference.bin" ]; then cp "$run/$name.reference.bin" Models/; fi
-done
-swift build --product vivify
-for name in "${names[@]}"; do
-  stage=$(mktemp -d)
-  cp "Models/$name.info.md" "$stage/info.md"
-  .build/debug/vivify models pack --manifest "Models/$name.manifest.json" \
-    "Models/$name.param" "Models/$name.bin" "$stage/info.md" -o "Models/$name.wifm"
-  rm -rf "$stage"
+  if [ -f "$run/$name.param" ] || [ ! -f "Models/$name.wifm" ]; then
+    if [ -f "$run/$name.param" ]; then cp "$run/$name.param" "$run/$name.bin" Models/; fi
+    # A colorizer's description beside its .param (for bench-model and direct use), and the
+    # PyTorch output on the test pattern for the engine's parity test.
+    if [ -f "$run/$name.json" ]; then cp "$run/$name.json" Models/; fi
+    if [ -f "$run/$name.reference.bin" ]; then cp "$run/$name.reference.bin" Models/; fi
+    stage=$(mktemp -d)
+    cp "Models/$name.info.md" "$stage/info.md"
+    .build/debug/vivify models pack --manifest "Models/$name.manifest.json" \
+      "Models/$name.param" "Models/$name.bin" "$stage/info.md" -o "Models/$name.wifm"
+    rm -rf "$stage"
+  fi
 done
 python3 training/embed_builtin.py Models/vivify-fast-2x.wifm Models/vivify-color.wifm

@@ -15,9 +15,11 @@ Network (input L at 224x224 as (L - 50) / 50, output ab / 110 at 56x56):
              28x28: 1x1 128->64, x2, + 1x1 32->64 of the tap, ReLU, one 3x3 64;
              56x56: 1x1 64->64, x2, + 1x1 24->64 of the tap, ReLU, one 3x3 64;
              head 1x1 64->Q logits over the grid-10 ab bins seen in training,
-             softmax(logits / T), 1x1 Q->2 with the bin centres x chroma scale (annealed mean).
+             softmax((logits - alpha log w) / T), 1x1 Q->2 with the bin centres x chroma scale
+             (the annealed mean; alpha undoes part of the rebalancing), all folded at export.
 Loss: cross-entropy against a Gaussian (sigma 5) soft encoding of the true ab, weighted by
-class rebalancing (lambda 0.5), as Zhang et al. (ECCV 2016).
+class rebalancing w (lambda 0.5), as Zhang et al. (ECCV 2016). alpha, T and the chroma scale
+are chosen on the tune split for the largest margin over the weakest of the three bars.
 
 Data: every photograph in ../shared/datasets/train, ImageNet-sample900 first, minus two
 held-out ImageNet splits: "tune" (every 10th file, picks T and the chroma scale) and "test"
@@ -113,8 +115,9 @@ def cbr(i, o):
 
 
 class Decoder(nn.Module):
-    def __init__(self, channels, bins):
+    def __init__(self, channels, bins, dropout=0.1):
         super().__init__()
+        self.dropout = dropout
         c56, c28, c14, c7, cg = channels
         self.p7, self.pg = nn.Conv2d(c7, 128, 1), nn.Conv2d(cg, 128, 1)
         self.c7a, self.c7b = cbr(128, 128), cbr(128, 128)
@@ -124,9 +127,15 @@ class Decoder(nn.Module):
         self.q56, self.p56, self.c56 = nn.Conv2d(64, 64, 1), nn.Conv2d(c56, 64, 1), cbr(64, 64)
         self.head = nn.Conv2d(64, len(bins), 1)
         self.register_buffer("bins", torch.as_tensor(bins, dtype=torch.float32))
+        self.register_buffer("log_w", torch.zeros(len(bins)))
 
     def forward(self, f56, f28, f14, f7, g):
         up = lambda t: F.interpolate(t, scale_factor=2, mode="bilinear", align_corners=False)
+        if self.training:
+            # The features of each cached crop are fixed: dropping whole feature maps (and part
+            # of the global vector) keeps the decoder from memorising them.
+            f56, f28, f14, f7 = [F.dropout2d(f, self.dropout) for f in (f56, f28, f14, f7)]
+            g = F.dropout(g, 2 * self.dropout)
         x = F.relu(self.p7(f7) + self.pg(g[:, :, None, None]))
         x = self.c7b(self.c7a(x))
         x = self.c14b(self.c14a(F.relu(up(x) + self.p14(f14))))
@@ -134,9 +143,10 @@ class Decoder(nn.Module):
         x = self.c56(F.relu(up(self.q56(x)) + self.p56(f56)))
         return self.head(x)
 
-    def ab(self, logits, t, scale=1.0):
-        """Annealed mean in CIE units."""
-        return torch.einsum("bqhw,qc->bchw", F.softmax(logits / t, 1), self.bins) * scale
+    def ab(self, logits, t, scale=1.0, alpha=0.0):
+        """Annealed mean in CIE units. `alpha` undoes that share of the class rebalancing: a
+        rebalanced model predicts q(bin) ~ p(bin) w(bin), so logits - log w are calibrated."""
+        return torch.einsum("bqhw,qc->bchw", F.softmax((logits - alpha * self.log_w[:, None, None]) / t, 1), self.bins) * scale
 
 
 # --- data: crops, film degradations, cached features -----------------------------------------
@@ -225,7 +235,31 @@ def load_cache(path):
     return [np.load(os.path.join(path, k + ".npy"), mmap_mode="r") for k in ["f56", "f28", "f14", "f7", "g", "ab"]]
 
 
-def quantize_prior(ab):
+class Caches:
+    """Several caches (each --crops crops per photograph, its own seed) read as one."""
+
+    def __init__(self, paths):
+        self.parts = [load_cache(p) for p in paths]
+        self.starts = np.cumsum([0] + [len(p[5]) for p in self.parts])
+
+    def __len__(self):
+        return int(self.starts[-1])
+
+    def ab(self):
+        return np.concatenate([np.asarray(p[5]) for p in self.parts])
+
+    def batch(self, idx):
+        """Six float tensors (f56, f28, f14, f7, g, ab) for the sorted global indices `idx`."""
+        out = [[] for _ in range(6)]
+        for k, part in enumerate(self.parts):
+            local = idx[(idx >= self.starts[k]) & (idx < self.starts[k + 1])] - self.starts[k]
+            if len(local):
+                for j in range(6):
+                    out[j].append(np.asarray(part[j][local], dtype=np.float32))
+        return [torch.from_numpy(np.concatenate(o)) for o in out]
+
+
+def quantize_prior(ab, lam=LAMBDA):
     """Bins seen in the cached training targets (grid 10) and the class-rebalancing weights."""
     counts = np.zeros((23, 23))
     for i in range(0, len(ab), 256):
@@ -240,7 +274,7 @@ def quantize_prior(ab):
     k = np.exp(-d2 / (2 * SIGMA ** 2))
     p = (k @ p) / k.sum(1)
     p = p / p.sum()
-    w = 1 / ((1 - LAMBDA) * p + LAMBDA / len(p))
+    w = 1 / ((1 - lam) * p + lam / len(p))
     w = w / (p * w).sum()
     return bins.astype(np.float32), torch.as_tensor(w, dtype=torch.float32)
 
@@ -264,7 +298,7 @@ def prepare_eval(encoder, files):
     return out
 
 
-def evaluate(decoder, prepared, t, scale=1.0):
+def evaluate(decoder, prepared, t, scale=1.0, alpha=0.0):
     """AuC (ours, grey) and class-rebalanced AuC (ours, grey), each over all the set's pixels
     together, and mean colourfulness (ours, truth)."""
     prior = ab_prior([lab[0, 1:].numpy() for _, lab in prepared], axis=0)
@@ -272,7 +306,7 @@ def evaluate(decoder, prepared, t, scale=1.0):
     m = []
     with torch.no_grad():
         for feats, lab in prepared:
-            ab = F.interpolate(decoder.ab(decoder(*feats), t, scale), scale_factor=4, mode="bilinear", align_corners=False)
+            ab = F.interpolate(decoder.ab(decoder(*feats), t, scale, alpha), scale_factor=4, mode="bilinear", align_corners=False)
             true_ab = lab[0, 1:].numpy()
             w = rebalance_weights(true_ab, prior, axis=0)
             zero = np.zeros_like(true_ab)
@@ -285,20 +319,32 @@ def evaluate(decoder, prepared, t, scale=1.0):
     return dict(auc=a[0], grey_auc=a[1], rb_auc=a[2], grey_rb_auc=a[3], colourfulness=m[0], truth_colourfulness=m[1])
 
 
+def margin(r):
+    """How far a setting clears the weakest of issue 11's three bars, in AuC points: plain AuC
+    over grey's, rebalanced AuC over grey's + 5, colourfulness over 70% of the truth's (5% of
+    colourfulness counted as one point)."""
+    return min(100 * (r["auc"] - r["grey_auc"]), 100 * (r["rb_auc"] - r["grey_rb_auc"]) - 5,
+               (100 * r["colourfulness"] / r["truth_colourfulness"] - 70) / 5)
+
+
 def choose_decoding(decoder, prepared):
-    """T and chroma scale on the tune split: the highest rebalanced AuC among the settings whose
-    plain AuC is above grey's and whose colourfulness is at least 75% of the truth's."""
+    """The decoding on the tune split: the share alpha of the rebalancing undone, the
+    temperature T and the chroma scale whose weakest bar margin (`margin`) is largest, so that
+    the output is no greyer, no more garish and no further from the truth than it must be."""
     table = []
-    for t in [1.0, 0.7, 0.5, 0.38, 0.3, 0.2]:
-        for scale in [1.2, 1.1, 1.0, 0.9, 0.8, 0.7]:
-            r = evaluate(decoder, prepared, t, scale)
-            r.update(T=t, scale=scale)
-            table.append({k: float(v) for k, v in r.items()})
-            print(f"  T {t:.2f} scale {scale:.2f}: AuC {r['auc']:.4f} (grey {r['grey_auc']:.4f}), rebalanced {r['rb_auc']:.4f} "
-                  f"(grey {r['grey_rb_auc']:.4f}), colourfulness {r['colourfulness']:.1f} (truth {r['truth_colourfulness']:.1f})", flush=True)
-    ok = [r for r in table if r["auc"] > r["grey_auc"] + 0.002 and r["colourfulness"] >= 0.75 * r["truth_colourfulness"]] or table
-    best = max(ok, key=lambda r: r["rb_auc"])
-    return best["T"], best["scale"], table
+    for alpha in [0.0, 0.25, 0.5, 0.75, 1.0]:
+        for t in [1.0, 0.7, 0.5, 0.38]:
+            for scale in [0.9, 1.0, 1.1, 1.2, 1.35]:
+                r = evaluate(decoder, prepared, t, scale, alpha)
+                r.update(alpha=alpha, T=t, scale=scale)
+                r = {k: float(v) for k, v in r.items()}
+                r["margin"] = margin(r)
+                table.append(r)
+                print(f"  alpha {alpha:.2f} T {t:.2f} scale {scale:.2f}: AuC {100 * r['auc']:.2f} (grey {100 * r['grey_auc']:.2f}), "
+                      f"rebalanced {100 * r['rb_auc']:.2f} (grey {100 * r['grey_rb_auc']:.2f}), colourfulness {r['colourfulness']:.1f} "
+                      f"(truth {r['truth_colourfulness']:.1f}), margin {r['margin']:+.2f}", flush=True)
+    best = max(table, key=lambda r: r["margin"])
+    return best["alpha"], best["T"], best["scale"], table
 
 
 # --- export ------------------------------------------------------------------------------------
@@ -309,7 +355,7 @@ def folded(block):
     return (conv.weight.detach() * s[:, None, None, None]).numpy(), (bn.bias.detach() - bn.running_mean.detach() * s).numpy()
 
 
-def export(encoder, decoder, t, scale, param, binf):
+def export(encoder, decoder, t, scale, alpha, param, binf):
     """The whole network (encoder + decoder + annealed-mean decoding) as ncnn, fp16 weights."""
     w = NcnnWriter()
     w.add("Input", "in0", [], ["in0"], f"0={SIZE} 1={SIZE} 2=1")
@@ -375,7 +421,8 @@ def export(encoder, decoder, t, scale, param, binf):
         conv(f"p{hi}", tap, f"p{hi}", p)
         w.add("BinaryOp", f"add{hi}", [f"u{hi}", f"p{hi}"], [f"s{hi}"], "0=0"); w.add("ReLU", f"relu{hi}", [f"s{hi}"], [f"a{hi}"])
         block(f"c{hi}", f"a{hi}", f"c{hi}", c)
-    w.conv("logits", "c56", "logits", d.head.weight.detach().numpy() / t, d.head.bias.detach().numpy() / t)
+    head_bias = d.head.bias.detach() - alpha * d.log_w
+    w.conv("logits", "c56", "logits", d.head.weight.detach().numpy() / t, head_bias.numpy() / t)
     w.add("Softmax", "softmax", ["logits"], ["prob"], "0=0 1=1")
     centres = (d.bins.numpy() * scale / AB_SCALE).T[:, :, None, None]
     w.conv("decode", "prob", "out0", centres, np.zeros(2, dtype=np.float32))
@@ -391,7 +438,7 @@ def reference_input():
     return np.clip(l, 0, 100)
 
 
-def reference_pair(encoder, decoder, t, scale, out):
+def reference_pair(encoder, decoder, t, scale, alpha, out):
     """The PyTorch output (ab / 110 at 56x56, float32 little-endian, a then b) of the exported
     network on `reference_input`, for the engine's parity test."""
     import copy
@@ -410,7 +457,7 @@ def reference_pair(encoder, decoder, t, scale, out):
                 conv.weight.copy_(half(conv.weight * s[:, None, None, None]) / s[:, None, None, None])
             elif isinstance(m, nn.Conv2d) and m is not dec.head and not any(m is q[0] for q in dec.modules() if isinstance(q, nn.Sequential)):
                 m.weight.copy_(half(m.weight))
-        ab = dec.ab(dec(*enc(x)), t, scale) / AB_SCALE
+        ab = dec.ab(dec(*enc(x)), t, scale, alpha) / AB_SCALE
     ab.numpy().astype("<f4").tofile(os.path.join(out, "vivify-color.reference.bin"))
 
 
@@ -422,10 +469,14 @@ def main():
     ap.add_argument("--val", default="../shared/datasets/val/BSD100")
     ap.add_argument("--backbone", default=BACKBONE)
     ap.add_argument("--out", default="training/runs/color")
-    ap.add_argument("--crops", type=int, default=8, help="cached crops per training photograph")
+    ap.add_argument("--crops", type=int, default=12, help="cached crops per training photograph in each cache set")
+    ap.add_argument("--cache-sets", type=int, default=2, help="cache sets, each with its own seed (crops and degradations)")
+    ap.add_argument("--dropout", type=float, default=0.1, help="feature-map dropout on the encoder taps while training")
+    ap.add_argument("--weight-decay", type=float, default=1e-4)
     ap.add_argument("--steps", type=int, default=100000)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--rebalance", type=float, default=LAMBDA, help="class rebalancing lambda (Zhang et al.): 0 weighs every colour bin alike, 1 every pixel alike (no rebalancing)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=max(1, os.cpu_count() or 1))
     ap.add_argument("--minutes", type=float, default=0, help="stop after this many minutes (0: no limit)")
@@ -439,40 +490,58 @@ def main():
     encoder = Encoder(args.backbone)
     train_files, tune_files, test_files = split_files(args.train)
     print(f"{len(train_files)} training, {len(tune_files)} tune, {len(test_files)} test photographs", flush=True)
-    cache = os.path.join(args.out, "cache")
-    if not os.path.exists(os.path.join(cache, "ab.npy")):
-        build_cache(encoder, train_files, args.crops, args.seed, cache)
-    data = load_cache(cache)
-    bins, weights = quantize_prior(data[5])
-    print(f"{len(data[5])} cached crops, {len(bins)} ab bins", flush=True)
-    decoder = Decoder(encoder.channels, bins)
+    paths = [os.path.join(args.out, "cache" + ("" if k == 0 else str(k + 1))) for k in range(args.cache_sets)]
+    for k, cache in enumerate(paths):
+        if not os.path.exists(os.path.join(cache, "ab.npy")):
+            build_cache(encoder, train_files, args.crops, args.seed + k, cache)
+    data = Caches(paths)
+    bins, weights = quantize_prior(data.parts[0][5], args.rebalance)
+    print(f"{len(data)} cached crops in {len(paths)} sets, {len(bins)} ab bins", flush=True)
+    decoder = Decoder(encoder.channels, bins, args.dropout)
+    decoder.log_w.copy_(torch.log(weights))
     ckpt = os.path.join(args.out, "checkpoint.pt")
-    opt = torch.optim.Adam(decoder.parameters(), lr=args.lr, weight_decay=1e-5)
+    opt = torch.optim.Adam(decoder.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     step, spent = 0, 0.0
     if args.resume or args.export_only:
         state = torch.load(ckpt, weights_only=False)  # our own checkpoint
-        decoder = Decoder(encoder.channels, state["bins"]); decoder.load_state_dict(state["model"])
+        decoder = Decoder(encoder.channels, state["bins"], args.dropout); decoder.load_state_dict(state["model"], strict=False)
+        if not np.allclose(state["bins"], bins):
+            raise SystemExit("the checkpoint's bins differ from the cache's: resume with the cache it was trained on")
+        decoder.log_w.copy_(torch.log(weights))
         bins, step, spent = state["bins"], state["step"], state.get("seconds", 0.0)
-        opt = torch.optim.Adam(decoder.parameters(), lr=args.lr, weight_decay=1e-5)
+        opt = torch.optim.Adam(decoder.parameters(), lr=args.lr, weight_decay=args.weight_decay)
         if "opt" in state:
             opt.load_state_dict(state["opt"])
         print(f"resumed at step {step} ({spent:.0f} s trained)", flush=True)
     tune = prepare_eval(encoder, tune_files)
     if not args.export_only:
         val = prepare_eval(encoder, image_files(args.val)[::4])
-        train(decoder, opt, data, weights, val, args, ckpt, step, spent)
+        train(decoder, opt, data, weights, val, tune, args, ckpt, step, spent)
+    # The decoder that cleared the bars by the most on the tune split while training.
+    best = os.path.join(args.out, "checkpoint-best.pt")
+    if os.path.exists(best):
+        state = torch.load(best, weights_only=False)
+        decoder.load_state_dict(state["model"], strict=False)
+        decoder.log_w.copy_(torch.log(weights))
+        print(f"best checkpoint: step {state['step']} (tune margin {state['margin']:+.2f})", flush=True)
     decoder.eval()
     finish(encoder, decoder, tune, args)
 
 
-def train(decoder, opt, data, weights, val, args, ckpt, step, spent):
-    n = len(data[5])
+# A few decodings tried on the tune split at each evaluation to pick the best checkpoint.
+SELECTION_GRID = [(0.5, 0.38, 1.0), (0.5, 0.5, 1.1), (0.25, 0.5, 1.0), (0.75, 0.38, 1.2), (0.5, 0.38, 1.2), (0.25, 0.38, 0.9)]
+
+
+def train(decoder, opt, data, weights, val, tune, args, ckpt, step, spent):
+    n = len(data)
+    best_path = os.path.join(args.out, "checkpoint-best.pt")
+    best = torch.load(best_path, weights_only=False)["margin"] if os.path.exists(best_path) else -float("inf")
     log_path = os.path.join(args.out, "log.csv")
     new = not os.path.exists(log_path)
     log = open(log_path, "a", newline="")
     writer = csv.writer(log)
     if new:
-        writer.writerow(["step", "loss", "val_auc", "grey_auc", "val_rb_auc", "grey_rb_auc", "val_colourfulness", "truth_colourfulness", "seconds"])
+        writer.writerow(["step", "loss", "val_auc", "grey_auc", "val_rb_auc", "grey_rb_auc", "val_colourfulness", "truth_colourfulness", "seconds", "tune_margin"])
     rng = np.random.default_rng(args.seed + step)
     total = args.minutes * 60 + spent if args.minutes else None
     start = time.time() - spent
@@ -484,7 +553,7 @@ def train(decoder, opt, data, weights, val, args, ckpt, step, spent):
         for g in opt.param_groups:
             g["lr"] = args.lr * 0.5 * (1 + math.cos(math.pi * frac))
         idx = np.sort(rng.choice(n, args.batch, replace=False))
-        batch = [torch.from_numpy(np.asarray(a[idx], dtype=np.float32)) for a in data]
+        batch = data.batch(idx)
         target = soft_targets(batch[5], decoder.bins)
         w = weights[target.argmax(1)]
         logits = decoder(*batch[:5])
@@ -495,28 +564,36 @@ def train(decoder, opt, data, weights, val, args, ckpt, step, spent):
         if step % args.eval_every == 0 or out_of_time or step == args.steps:
             decoder.eval()
             r = evaluate(decoder, val, 0.38)
+            tune_margin = max(margin(evaluate(decoder, tune, t, sc, a)) for a, t, sc in SELECTION_GRID)
             decoder.train()
             secs = time.time() - start
-            writer.writerow([step, running / seen, r["auc"], r["grey_auc"], r["rb_auc"], r["grey_rb_auc"], r["colourfulness"], r["truth_colourfulness"], round(secs)]); log.flush()
+            writer.writerow([step, running / seen, r["auc"], r["grey_auc"], r["rb_auc"], r["grey_rb_auc"], r["colourfulness"], r["truth_colourfulness"],
+                             round(secs), tune_margin]); log.flush()
             print(f"step {step}: loss {running / seen:.4f}, BSD100/4 AuC {r['auc']:.4f} (grey {r['grey_auc']:.4f}), rebalanced {r['rb_auc']:.4f} "
-                  f"(grey {r['grey_rb_auc']:.4f}), colourfulness {r['colourfulness']:.1f} (truth {r['truth_colourfulness']:.1f}), {secs:.0f} s", flush=True)
+                  f"(grey {r['grey_rb_auc']:.4f}), colourfulness {r['colourfulness']:.1f} (truth {r['truth_colourfulness']:.1f}), "
+                  f"tune margin {tune_margin:+.2f}, {secs:.0f} s", flush=True)
             running, seen = 0.0, 0
-            torch.save({"model": decoder.state_dict(), "opt": opt.state_dict(), "bins": decoder.bins.numpy(), "step": step,
-                        "seconds": secs, "seed": args.seed}, ckpt)
+            state = {"model": decoder.state_dict(), "opt": opt.state_dict(), "bins": decoder.bins.numpy(), "step": step,
+                     "seconds": secs, "seed": args.seed, "margin": tune_margin}
+            torch.save(state, ckpt)
+            if tune_margin > best:
+                best = tune_margin
+                torch.save(state, best_path)
         if out_of_time:
             break
 
 
 def finish(encoder, decoder, tune, args):
     print("choosing the decoding on the tune split:", flush=True)
-    t, scale, table = choose_decoding(decoder, tune)
-    state = torch.load(os.path.join(args.out, "checkpoint.pt"), weights_only=False)
-    print(f"chose T {t}, scale {scale}", flush=True)
+    alpha, t, scale, table = choose_decoding(decoder, tune)
+    best = os.path.join(args.out, "checkpoint-best.pt")
+    state = torch.load(best if os.path.exists(best) else os.path.join(args.out, "checkpoint.pt"), weights_only=False)
+    print(f"chose alpha {alpha}, T {t}, scale {scale}", flush=True)
     with open(os.path.join(args.out, "summary.json"), "w") as f:
-        json.dump({"steps": state["step"], "seconds": state.get("seconds"), "temperature": t, "scale": scale, "bins": len(decoder.bins),
-                   "tune": table}, f, indent=1)
-    export(encoder, decoder, t, scale, os.path.join(args.out, "vivify-color.param"), os.path.join(args.out, "vivify-color.bin"))
-    reference_pair(encoder, decoder, t, scale, args.out)
+        json.dump({"steps": state["step"], "seconds": state.get("seconds"), "alpha": alpha, "temperature": t, "scale": scale,
+                   "bins": len(decoder.bins), "rebalance_lambda": args.rebalance, "tune": table}, f, indent=1)
+    export(encoder, decoder, t, scale, alpha, os.path.join(args.out, "vivify-color.param"), os.path.join(args.out, "vivify-color.bin"))
+    reference_pair(encoder, decoder, t, scale, alpha, args.out)
     with open(os.path.join(args.out, "vivify-color.json"), "w") as f:
         json.dump({"input": "l", "inputSize": SIZE, "inputMultiple": 32, "lCenter": 50, "lScale": 50, "output": "ab",
                    "abScale": AB_SCALE, "upsample": "guided"}, f)

@@ -203,29 +203,23 @@ public enum GuidedFilter {
         }
     }
 
-    /// Mean over the (2r+1)² window around each pixel, the window cut at the borders.
+    /// Mean over the (2r+1)² window around each pixel, the window cut at the borders: a
+    /// running sum along the rows, then along the columns.
     static func boxMean(_ src: [Float], _ w: Int, _ h: Int, _ r: Int) -> [Float] {
         var rows = [Float](repeating: 0, count: w * h), out = rows
-        for y in 0..<h {
-            var acc: Float = 0
-            for x in 0...min(r, w - 1) { acc += src[y * w + x] }
-            for x in 0..<w {
-                let lo = max(0, x - r), hi = min(w - 1, x + r)
-                rows[y * w + x] = acc / Float(hi - lo + 1)
-                if x + r + 1 < w { acc += src[y * w + x + r + 1] }
-                if x - r >= 0 { acc -= src[y * w + x - r] }
-            }
-        }
-        for x in 0..<w {
-            var acc: Float = 0
-            for y in 0...min(r, h - 1) { acc += rows[y * w + x] }
-            for y in 0..<h {
-                let lo = max(0, y - r), hi = min(h - 1, y + r)
-                out[y * w + x] = acc / Float(hi - lo + 1)
-                if y + r + 1 < h { acc += rows[(y + r + 1) * w + x] }
-                if y - r >= 0 { acc -= rows[(y - r) * w + x] }
-            }
-        }
+        for y in 0..<h { boxLine(src, into: &rows, start: y * w, step: 1, length: w, r) }
+        for x in 0..<w { boxLine(rows, into: &out, start: x, step: w, length: h, r) }
         return out
+    }
+
+    /// The windowed mean along one line of `length` values `step` apart from `start`.
+    private static func boxLine(_ src: [Float], into dst: inout [Float], start: Int, step: Int, length: Int, _ r: Int) {
+        var acc: Float = 0
+        for i in 0...min(r, length - 1) { acc += src[start + i * step] }
+        for i in 0..<length {
+            dst[start + i * step] = acc / Float(min(length - 1, i + r) - max(0, i - r) + 1)
+            if i + r + 1 < length { acc += src[start + (i + r + 1) * step] }
+            if i - r >= 0 { acc -= src[start + (i - r) * step] }
+        }
     }
 }

@@ -34,7 +34,12 @@ var seed: UInt64 = 1
     seed = seed &* 6364136223846793005 &+ 1442695040888963407
     return Float((seed >> 40) % 1000) / 1000
 }
-let ab = (0..<(2 * sw * sh)).map { _ in noise() * 60 - 30 }
+// Smooth colour fields with a little noise, as a colorizer predicts them (mostly in gamut,
+// so both paths do the same gamut-fit work).
+let ab = (0..<(2 * sw * sh)).map { i -> Float in
+    let x = Float(i % sw), y = Float((i / sw) % sh)
+    return (i < sw * sh ? 18 * sin(x / 7) : 14 * cos(y / 9)) + noise() * 4 - 2
+}
 for (w, h) in [(640, 360), (1920, 1080)] {
     let l = (0..<(w * h)).map { i in Float(i % w) / Float(w) * 80 + 10 + noise() * 4 }
     var lowL: [Float] = [], coefficients: [Float] = [], a: [Float] = [], b: [Float] = []

@@ -128,6 +128,13 @@ final class ColorizerTests: XCTestCase {
         return (srg * srg + syb * syb).squareRoot() + 0.3 * (mrg * mrg + myb * myb).squareRoot()
     }
 
+    /// The built-in vivify-color, written to a private model folder.
+    static func builtinColorizer(stabilize: Bool) throws -> Colorizer {
+        let store = ModelStore(directory: URL(fileURLWithPath: NSTemporaryDirectory() + "vivify-builtin-color-\(getpid())"))
+        let path = try XCTUnwrap(try BuiltinModels.path(for: BuiltinModels.color, store: store), "no built-in colorizer")
+        return try Colorizer(model: path, stabilize: stabilize)
+    }
+
     /// (AuC, grey's AuC, rebalanced AuC, grey's rebalanced AuC) over all the pixels of a set of
     /// (ours, truth) ab pairs, rebalanced by the set's own ground-truth prior.
     static func setAuC(_ pairs: [(ours: (a: [Float], b: [Float]), truth: (a: [Float], b: [Float]))]) -> (Double, Double, Double, Double) {
@@ -151,9 +158,7 @@ final class ColorizerTests: XCTestCase {
     func testBuiltinColorBeatsGreyAndIsColourful() throws {
         let folder = Self.shared.appendingPathComponent("datasets/val/BSD100").path
         guard FileManager.default.fileExists(atPath: folder) else { throw XCTSkip("../shared/datasets/val is not present") }
-        let store = ModelStore(directory: URL(fileURLWithPath: NSTemporaryDirectory() + "vivify-builtin-color-\(getpid())"))
-        guard let path = try BuiltinModels.path(for: BuiltinModels.color, store: store) else { return XCTFail("no built-in colorizer") }
-        let colorizer = try Colorizer(model: path, stabilize: false)
+        let colorizer = try Self.builtinColorizer(stabilize: false)
         let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".jpg") }.sorted()
         var pairs: [(ours: (a: [Float], b: [Float]), truth: (a: [Float], b: [Float]))] = []
         var mOurs = 0.0, mTruth = 0.0
@@ -189,9 +194,7 @@ final class ColorizerTests: XCTestCase {
     func testBuiltinColorOnDAVISClip() throws {
         let clip = Self.shared.appendingPathComponent("media/videos/color_davis_bedroom_123f.mp4").path
         guard FileManager.default.fileExists(atPath: clip) else { throw XCTSkip("\(clip) not present") }
-        let store = ModelStore(directory: URL(fileURLWithPath: NSTemporaryDirectory() + "vivify-builtin-color-\(getpid())"))
-        guard let path = try BuiltinModels.path(for: BuiltinModels.color, store: store) else { return XCTFail("no built-in colorizer") }
-        let colorizer = try Colorizer(model: path, stabilize: true)
+        let colorizer = try Self.builtinColorizer(stabilize: true)
         let reader = try MediaReader(path: clip, outputFormat: .rgb24, copyStreams: false)
         let lab = LabConverter()
         var frame = VideoFrame(format: .rgb24, width: 1, height: 1), out = frame
