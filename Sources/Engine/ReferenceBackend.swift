@@ -41,8 +41,16 @@ final class ReferencePrepared: PreparedGraph {
     }
 
     private func execute(_ node: Node, _ y: UnsafeMutableBufferPointer<Float>) throws {
-        // Every buffer is a separate array, so pointers to them stay valid while `y` is written.
-        let inputs = node.inputs.map { i in buffers[i].withUnsafeBufferPointer { $0 } }
-        Kernels.execute(node.op, inputs, node.inputs.map { shapes[$0] }, y, shapes[node.output])
+        // Each input's pointer is only used inside its own `withUnsafeBufferPointer`: the
+        // calls nest, one per input, and the kernel runs in the innermost.
+        withInputs(node.inputs[...], []) { inputs in
+            Kernels.execute(node.op, inputs, node.inputs.map { shapes[$0] }, y, shapes[node.output])
+        }
+    }
+
+    private func withInputs(_ ids: ArraySlice<Int>, _ bound: [UnsafeBufferPointer<Float>],
+                            _ body: ([UnsafeBufferPointer<Float>]) -> Void) {
+        guard let first = ids.first else { return body(bound) }
+        buffers[first].withUnsafeBufferPointer { p in withInputs(ids.dropFirst(), bound + [p], body) }
     }
 }
