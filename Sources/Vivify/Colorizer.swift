@@ -50,6 +50,13 @@ public final class Colorizer {
         self.saturation = saturation
         let model = try BuiltinModels.resolve(colorize: argument)
         guard FileManager.default.fileExists(atPath: model) else {
+            // A bare word was meant as a name: say which built-in colorizer is close to it.
+            let close = model.contains("/") ? [] : BuiltinModels.names.filter { name in
+                editDistance(model.lowercased(), name) <= max(2, name.count / 4)
+            }
+            if let name = close.first {
+                throw MediaError(.inputUnreadable, "Cannot open the colorizer '\(model)': no such file or model. Did you mean '\(name)'? (--colorize alone uses the built-in \(BuiltinModels.color).)")
+            }
             throw MediaError(.inputUnreadable, "Cannot open the colorizer '\(model)': no such file. Check the path, or give --colorize alone for the built-in \(BuiltinModels.color).")
         }
         if model.lowercased().hasSuffix(".wifm") {

@@ -154,6 +154,15 @@ final class ColorizeCLITests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/bad.png"))
     }
 
+    /// A misspelt built-in colorizer name gets the right name suggested, exit 66.
+    func testMisspeltBuiltinNameIsSuggested() throws {
+        let dir = try CLI.tempDir()
+        let r = try CLI.vivify(["run", CLI.clip("untagged-240x136-24fps.avi"), dir + "/o.mkv", "--colorize", "vivify-colour"])
+        XCTAssertEqual(r.code, 66, r.stderr)
+        XCTAssertTrue(r.stderr.contains("Did you mean 'vivify-color'?"), r.stderr)
+        XCTAssertEqual(CLI.leftovers(dir), [])
+    }
+
     func testMissingDescriptionIsAClearError() throws {
         let dir = try CLI.tempDir()
         let fixtures = CLI.packageRoot.appendingPathComponent("Tests/EngineTests/Fixtures/colorizers").path
