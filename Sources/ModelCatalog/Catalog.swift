@@ -34,28 +34,33 @@ public struct Catalog: Sendable {
         throw CatalogError(.invalid, "Unknown model '\(name)'.\(hint) Run `vivify models list` to see every model name.")
     }
 
-    /// Up to `limit` catalog names close to `name`: by edit distance, plus names that contain it
-    /// or that it contains, nearest first.
-    ///
-    /// Complexity: O(n·m²) for n entries of names of length m.
+    /// Up to `limit` catalog names close to `name` (`closeNames`).
     public func suggestions(for name: String, limit: Int = 3) -> [String] {
-        let wanted = name.lowercased()
-        guard !wanted.isEmpty else { return [] }
-        let budget = max(2, wanted.count / 3)
-        var scored: [(distance: Int, name: String)] = []
-        for candidate in names {
-            let d = editDistance(wanted, candidate)
-            if d <= budget {
-                scored.append((d, candidate))
-            } else if candidate.contains(wanted) || (wanted.count >= 4 && wanted.contains(candidate)) {
-                // A prefix like "realcugan" is far from "realcugan-2x-conservative" by edits but
-                // plainly meant it; rank these after the genuine near-misses.
-                scored.append((budget + 1 + abs(candidate.count - wanted.count), candidate))
-            }
-        }
-        scored.sort { ($0.distance, $0.name) < ($1.distance, $1.name) }
-        return Array(scored.prefix(limit).map(\.name))
+        closeNames(to: name, among: names, limit: limit)
     }
+}
+
+/// Up to `limit` of `names` close to `name`: by edit distance, plus names that contain it or
+/// that it contains, nearest first (the did-you-mean of every model name).
+///
+/// Complexity: O(n·m²) for n names of length m.
+public func closeNames(to name: String, among names: [String], limit: Int = 3) -> [String] {
+    let wanted = name.lowercased()
+    guard !wanted.isEmpty else { return [] }
+    let budget = max(2, wanted.count / 3)
+    var scored: [(distance: Int, name: String)] = []
+    for candidate in names {
+        let d = editDistance(wanted, candidate)
+        if d <= budget {
+            scored.append((d, candidate))
+        } else if candidate.contains(wanted) || (wanted.count >= 4 && wanted.contains(candidate)) {
+            // A prefix like "realcugan" is far from "realcugan-2x-conservative" by edits but
+            // plainly meant it; rank these after the genuine near-misses.
+            scored.append((budget + 1 + abs(candidate.count - wanted.count), candidate))
+        }
+    }
+    scored.sort { ($0.distance, $0.name) < ($1.distance, $1.name) }
+    return Array(scored.prefix(limit).map(\.name))
 }
 
 /// The Levenshtein distance between `a` and `b` (insertions, deletions, substitutions of

@@ -28,6 +28,12 @@ public final class Colorizer {
     public let stabilizer: TemporalStabilizer?
     /// Chroma multiplier applied before the gamut fit (1 = the model's colour).
     public let saturation: Float
+    /// The saturations a colorizer takes (0 is grey).
+    public static let saturationRange: ClosedRange<Float> = 0...4
+    /// Why a saturation is refused, for the CLI and the library alike.
+    public static func saturationError(_ s: Float) -> String {
+        "'--saturation \(s)' is out of range. Use a chroma multiplier from 0 (grey) to 4; 1 keeps the model's colour."
+    }
     private let backend: InferenceBackend
     private let bundle: ModelBundle?
     private var prepared: [Shape: PreparedGraph] = [:]
@@ -44,16 +50,14 @@ public final class Colorizer {
     /// `.param` (Core ML `.mlmodel`/`.mlpackage`) with its `.bin` and `.json` description beside it.
     /// `saturation` multiplies the predicted chroma (1 keeps it; the gamut fit still applies).
     public init(model argument: String, backend: BackendChoice = .onednn, stabilize: Bool, saturation: Float = 1) throws {
-        guard saturation.isFinite, saturation >= 0, saturation <= 4 else {
-            throw MediaError(.invalidOptions, "'--saturation \(saturation)' is out of range. Use a chroma multiplier from 0 (grey) to 4; 1 keeps the model's colour.")
+        guard Self.saturationRange.contains(saturation) else {
+            throw MediaError(.invalidOptions, Self.saturationError(saturation))
         }
         self.saturation = saturation
         let model = try BuiltinModels.resolve(colorize: argument)
         guard FileManager.default.fileExists(atPath: model) else {
             // A bare word was meant as a name: say which built-in colorizer is close to it.
-            let close = model.contains("/") ? [] : BuiltinModels.names.filter { name in
-                editDistance(model.lowercased(), name) <= max(2, name.count / 4)
-            }
+            let close = model.contains("/") ? [] : closeNames(to: model, among: BuiltinModels.names)
             if let name = close.first {
                 throw MediaError(.inputUnreadable, "Cannot open the colorizer '\(model)': no such file or model. Did you mean '\(name)'? (--colorize alone uses the built-in \(BuiltinModels.color).)")
             }
@@ -117,10 +121,16 @@ public final class Colorizer {
         if modelOutput.count != o.count { modelOutput = [Float](repeating: 0, count: o.count) }
         try modelInput.withUnsafeBufferPointer { i in try modelOutput.withUnsafeMutableBufferPointer { try run.run(input: i, output: $0) } }
 
-        // ab at the model's output size, in CIE units.
+        // ab at the model's output size, in CIE units; L there for the stabilizer and the
+        // guided filter, shrunk from the model's input (area shrinks compose: no second pass
+        // over the full frame) unless the output is larger than the input.
         let op = o.h * o.w
         if outL.count != op { outL = [Float](repeating: 0, count: op) }
-        Resample.area(fullL, w, h, into: &outL, o.w, o.h)
+        if o.w <= mw && o.h <= mh {
+            Resample.area(lowL, mw, mh, into: &outL, o.w, o.h)
+        } else {
+            Resample.area(fullL, w, h, into: &outL, o.w, o.h)
+        }
         if ab.count != 2 * op { ab = [Float](repeating: 0, count: 2 * op) }
         switch spec.output {
         case .ab:

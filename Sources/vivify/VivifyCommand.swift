@@ -138,8 +138,8 @@ struct ModelOptions: ParsableArguments {
         if let tile, tile < 16 || tile > 4096 {
             throw ValidationError("'--tile \(tile)' is out of range. Use a tile size from 16 to 4096 pixels.")
         }
-        if !(saturation >= 0 && saturation <= 4) {
-            throw ValidationError("'--saturation \(saturation)' is out of range. Use a chroma multiplier from 0 (grey) to 4; 1 keeps the model's colour.")
+        if !Colorizer.saturationRange.contains(saturation) {
+            throw ValidationError(Colorizer.saturationError(saturation))
         }
     }
 
