@@ -76,6 +76,13 @@ public final class FrameQueue<Element>: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Whether `cancel()` was called.
+    public var isCancelled: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return state.isCancelled
+    }
+
     /// Items dropped so far.
     public var dropped: Int {
         condition.lock()

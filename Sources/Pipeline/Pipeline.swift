@@ -26,12 +26,16 @@ public struct Stage<Item> {
     public var inputPolicy: QueuePolicy
     /// The work. Runs on the stage's own thread, one item at a time.
     public var process: (Item) throws -> [Item]
+    /// Called once after the last item, on the same thread: the items the stage still holds.
+    public var flush: () throws -> [Item]
 
     /// Makes a stage.
-    public init(name: String, inputPolicy: QueuePolicy, process: @escaping (Item) throws -> [Item]) {
+    public init(name: String, inputPolicy: QueuePolicy, process: @escaping (Item) throws -> [Item],
+                flush: @escaping () throws -> [Item] = { [] }) {
         self.name = name
         self.inputPolicy = inputPolicy
         self.process = process
+        self.flush = flush
     }
 }
 
@@ -86,9 +90,10 @@ public final class Pipeline<Item: PipelineItem>: @unchecked Sendable {
     /// Runs the source and every stage on the calling thread, one item at a time: the plain
     /// loop the threaded pipeline is measured against. Nothing is dropped.
     public func runSequentially() throws {
-        while let item = try source() {
-            var items = [item]
-            for (k, stage) in stages.enumerated() {
+        func pass(_ items: [Item], from first: Int) throws {
+            var items = items
+            for k in first..<stages.count {
+                let stage = stages[k]
                 var next: [Item] = []
                 for it in items {
                     let start = observer?.now() ?? 0
@@ -98,6 +103,9 @@ public final class Pipeline<Item: PipelineItem>: @unchecked Sendable {
                 items = next
             }
         }
+        while let item = try source() { try pass([item], from: 0) }
+        // End of stream: each stage gives what it holds, which the later stages still process.
+        for k in stages.indices { try pass(try stages[k].flush(), from: k + 1) }
     }
 
     /// Runs to the end and rethrows the first error.
@@ -140,6 +148,15 @@ public final class Pipeline<Item: PipelineItem>: @unchecked Sendable {
                         fail(error)
                         return
                     }
+                }
+                // The input ended (or was cancelled: then nothing is flushed).
+                if input.isCancelled { return }
+                do {
+                    let held = try stage.flush()
+                    if let output { for o in held { if !output.push(o) { return } } }
+                } catch {
+                    fail(error)
+                    return
                 }
                 output?.finish()
             }

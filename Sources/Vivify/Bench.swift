@@ -1,4 +1,3 @@
-import Engine
 import Foundation
 
 /// `vivify bench`: generated frames through the real pipeline (offline, nothing dropped,
@@ -41,23 +40,12 @@ public enum Bench {
         let job = Job(configuration: c)
         job.onWarning = log
         let result = try job.run()
-        var flops: [String: Double] = [:], gflops: [String: Double] = [:]
-        if let upscale {
-            let upscaler = try Upscaler(model: upscale, tile: tile, backend: backend)
-            let f = try upscaler.flopsPerFrame(width: size.width, height: size.height)
-            flops["upscale"] = f
-            if let stage = result.report.stages.first(where: { $0.name == "upscale" }), stage.p50_ms > 0 {
-                gflops["upscale"] = f / (stage.p50_ms / 1000) / 1e9
-            }
-        }
-        if let colorize {
-            let colorizer = try Colorizer(model: colorize, backend: backend, stabilize: false)
-            let (mw, mh) = colorizer.modelSize(width: size.width, height: size.height)
-            let channels = colorizer.spec.input == .l ? 1 : 4
-            let f = 2 * Double(try colorizer.graph.multiplyAdds(input: Shape(c: channels, h: mh, w: mw)))
-            flops["colorize"] = f
-            if let stage = result.report.stages.first(where: { $0.name == "colorize" }), stage.p50_ms > 0 {
-                gflops["colorize"] = f / (stage.p50_ms / 1000) / 1e9
+        // FLOPs from the chain that ran (the same processors, configured for these frames).
+        let flops = try job.lastChain?.flopsPerFrame() ?? [:]
+        var gflops: [String: Double] = [:]
+        for (name, f) in flops {
+            if let stage = result.report.stages.first(where: { $0.name == name }), stage.p50_ms > 0 {
+                gflops[name] = f / (stage.p50_ms / 1000) / 1e9
             }
         }
         return Result(report: result.report, flopsPerFrame: flops, gflops: gflops, tracer: job.lastTracer)

@@ -92,14 +92,77 @@ public final class Colorizer {
         return (roundUp(width), roundUp(height))
     }
 
-    /// Colorizes an `rgb24` frame into `output` (same size), keeping its L.
+    /// Colorizes an `rgb24` frame into `output` (same size, rgb24), keeping its L.
     public func colorize(_ frame: VideoFrame, into output: inout VideoFrame) throws {
+        try lightness(of: frame)
+        try predictColour(width: frame.width, height: frame.height)
+        let w = frame.width, h = frame.height
+        output.reshape(format: .rgb24, width: w, height: h)
+        output.pts = frame.pts
+        output.duration = frame.duration
+        output.timeBase = frame.timeBase
+        output.color = frame.color
+        output.sampleAspectRatio = frame.sampleAspectRatio
+        fullL.withUnsafeBufferPointer { l in
+            a.withUnsafeBufferPointer { pa in
+                b.withUnsafeBufferPointer { pb in
+                    output.planes[0].withUnsafeMutableBufferPointer { lab.labToRGB(l: l, a: pa, b: pb, width: w, height: h, rgb: $0) }
+                }
+            }
+        }
+    }
+
+    /// Colorizes an `rgb24` frame into planar float RGB in [0, 1], not rounded to 8 bits (the
+    /// hand-over to a following model stage).
+    public func colorize(_ frame: VideoFrame, into output: inout FloatPlanarImage) throws {
+        try lightness(of: frame)
+        try predictColour(width: frame.width, height: frame.height)
+        storePlanar(width: frame.width, height: frame.height, into: &output)
+    }
+
+    /// Colorizes planar float RGB (3 channels) or grey (1 channel), values in [0, 1], into
+    /// planar float RGB, not rounded to 8 bits.
+    public func colorize(_ image: FloatPlanarImage, into output: inout FloatPlanarImage) throws {
+        let w = image.width, h = image.height, n = w * h
+        precondition(image.channels == 3 || image.channels == 1, "the colorizer takes 1 or 3 channels")
+        if fullL.count != n { fullL = [Float](repeating: 0, count: n); a = fullL; b = fullL }
+        if image.channels == 3 {
+            image.data.withUnsafeBufferPointer { rgb in
+                fullL.withUnsafeMutableBufferPointer { lab.lightness(planarRGB: rgb, width: w, height: h, l: $0) }
+            }
+        } else {
+            let rgb = image.expandedToRGB()
+            rgb.data.withUnsafeBufferPointer { p in
+                fullL.withUnsafeMutableBufferPointer { lab.lightness(planarRGB: p, width: w, height: h, l: $0) }
+            }
+        }
+        try predictColour(width: w, height: h)
+        storePlanar(width: w, height: h, into: &output)
+    }
+
+    /// L of an rgb24 frame into `fullL` (sized to the frame).
+    private func lightness(of frame: VideoFrame) throws {
         precondition(frame.format == .rgb24, "the colorizer takes rgb24 frames")
         let w = frame.width, h = frame.height, n = w * h
         if fullL.count != n { fullL = [Float](repeating: 0, count: n); a = fullL; b = fullL }
         frame.planes[0].withUnsafeBufferPointer { rgb in
             fullL.withUnsafeMutableBufferPointer { lab.lightness(rgb: rgb, width: w, height: h, l: $0) }
         }
+    }
+
+    private func storePlanar(width w: Int, height h: Int, into output: inout FloatPlanarImage) {
+        if output.channels != 3 || output.width != w || output.height != h { output = FloatPlanarImage(channels: 3, width: w, height: h) }
+        fullL.withUnsafeBufferPointer { l in
+            a.withUnsafeBufferPointer { pa in
+                b.withUnsafeBufferPointer { pb in
+                    output.data.withUnsafeMutableBufferPointer { lab.labToRGB(l: l, a: pa, b: pb, width: w, height: h, planarRGB: $0) }
+                }
+            }
+        }
+    }
+
+    /// The model's colour for the L in `fullL`, brought to full resolution into `a` and `b`.
+    private func predictColour(width w: Int, height h: Int) throws {
         // The model's view: L at its input size, normalised, plus empty hints and mask.
         let (mw, mh) = modelSize(width: w, height: h)
         if lowL.count != mw * mh { lowL = [Float](repeating: 0, count: mw * mh) }
@@ -151,19 +214,6 @@ public final class Colorizer {
         case .bilinear: Resample.bilinearModel(ab, o.w, o.h, into: &coefficients)
         }
         Resample.linearModelAB(coefficients, o.w, o.h, fittedTo: fullL, saturation: saturation, a: &a, b: &b, w, h)
-        output.reshape(format: .rgb24, width: w, height: h)
-        output.pts = frame.pts
-        output.duration = frame.duration
-        output.timeBase = frame.timeBase
-        output.color = frame.color
-        output.sampleAspectRatio = frame.sampleAspectRatio
-        fullL.withUnsafeBufferPointer { l in
-            a.withUnsafeBufferPointer { pa in
-                b.withUnsafeBufferPointer { pb in
-                    output.planes[0].withUnsafeMutableBufferPointer { lab.labToRGB(l: l, a: pa, b: pb, width: w, height: h, rgb: $0) }
-                }
-            }
-        }
     }
 
     /// Runs once on a blank frame (so the first real frame pays no set-up cost), then forgets

@@ -4,20 +4,8 @@ import MediaIO
 /// `vivify image`: one still image through the stages, written to a temporary file beside the
 /// target and renamed at the end.
 public enum ImageJob {
-    /// Colorizes a still picture (grey or colour: colour is re-colorized from its L) through
-    /// 8-bit RGB, as video frames are.
-    static func colorizeImage(_ image: FloatPlanarImage, _ colorizer: Colorizer) throws -> FloatPlanarImage {
-        let rgb = image.expandedToRGB()
-        var frame = VideoFrame(format: .rgb24, width: 1, height: 1)
-        rgb.store(into: &frame)
-        var out = VideoFrame(format: .rgb24, width: 1, height: 1)
-        try colorizer.colorize(frame, into: &out)
-        var result = FloatPlanarImage(channels: 3, width: 1, height: 1)
-        result.load(from: out)
-        return result
-    }
-
-    /// Reads `input`, upscales it (colour, and alpha on a 3-channel copy) and writes `output`.
+    /// Reads `input`, runs it through the same processing chain as `vivify run` (colorize and
+    /// upscale in the configured order; alpha upscaled beside the colour) and writes `output`.
     /// Returns warnings (e.g. alpha dropped by JPEG).
     public static func run(input: String, output: String, upscale: String?, tile: Int?, backend: BackendChoice = .onednn,
                            colorize: String? = nil, colorizeAfter: Bool = false, saturation: Float = 1,
@@ -29,18 +17,47 @@ public enum ImageJob {
         guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
             throw MediaError(.outputUnwritable, "Cannot write '\(output)': the directory '\(dir)' does not exist. Create it first or choose another output path.")
         }
-        let upscaler = try upscale.map { try Upscaler(model: $0, tile: tile, backend: backend, log: log) }
-        let colorizer = try colorize.map { try Colorizer(model: $0, backend: backend, stabilize: false, saturation: saturation) }
+        var c = RunConfiguration(input: input, output: output)
+        c.colorize = colorize
+        c.upscale = upscale
+        c.tile = tile
+        c.colorizeAfter = colorizeAfter
+        c.stabilize = false
+        c.saturation = saturation
+        let models = try c.modelStages.map { try ProcessorFactory.make($0, backend: backend, log: log) }
         var image = try ImageIO.read(path: input)
-        if let colorizer, !colorizeAfter { image.color = try colorizeImage(image.color, colorizer) }
-        if let upscaler {
-            let started = Date()
-            image.color = try upscaler.upscale(image.color)
-            if let alpha = image.alpha { image.alpha = try upscaler.upscaleAlpha(alpha) }
-            log(String(format: "%@: %dx%d with %@ (%d× , tile %d) in %.2f s", (input as NSString).lastPathComponent,
-                       image.width, image.height, upscaler.name, upscaler.scale, upscaler.tileSize, Date().timeIntervalSince(started)))
+        // 8-bit pictures enter packed, as a decoder gives frames to `vivify run`, so one frame
+        // through either command gives the same pixels; 16-bit ones enter as planar float.
+        let pixels: FramePixels
+        if image.bitDepth == 8 {
+            var packed = VideoFrame(format: .rgb24, width: 1, height: 1)
+            image.color.store(into: &packed)
+            pixels = .packed(packed)
+        } else {
+            pixels = .planar(image.color)
         }
-        if let colorizer, colorizeAfter { image.color = try colorizeImage(image.color, colorizer) }
+        var chain = try ProcessingChain(models, input: FrameDescription(
+            width: image.width, height: image.height, frameRate: Rational(1, 1), layout: pixels.layout, hasAlpha: image.alpha != nil))
+        // Written with 8 bits: rounded once, in the chain's last stage, as the video sink's frames are.
+        let eightBit = image.bitDepth == 8 || ["jpg", "jpeg"].contains(url.pathExtension.lowercased())
+        if eightBit && chain.output.layout != PixelLayout.packed(chain.output.layout.packedFormat) {
+            try chain.append(OutputConversionProcessor(format: chain.output.layout.packedFormat))
+        }
+        let started = Date()
+        let timing = FrameTiming(of: VideoFrame(format: .gray, width: 0, height: 0))
+        let frames = try chain.process(ChainFrame(id: 0, pixels: pixels, alpha: image.alpha, timing: timing)) + chain.flush()
+        guard let result = frames.first else {
+            throw MediaError(.invalidOptions, "The stages gave no picture for '\(input)'.")
+        }
+        switch result.pixels {
+        case .packed(let f): image.color.load(from: f)
+        case .planar(let p): image.color = p
+        }
+        image.alpha = result.alpha
+        if let upscaler = models.compactMap({ ($0 as? UpscaleProcessor)?.upscaler }).first {
+            log(String(format: "%@: %dx%d with %@ (%d× , tile %d) in %.2f s", (input as NSString).lastPathComponent,
+                       chain.input.width, chain.input.height, upscaler.name, upscaler.scale, upscaler.tileSize, Date().timeIntervalSince(started)))
+        }
         let ext = url.pathExtension
         let temp = url.deletingLastPathComponent().appendingPathComponent(".\(url.deletingPathExtension().lastPathComponent).vivify-\(getpid()).partial.\(ext)").path
         do {

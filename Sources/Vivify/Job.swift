@@ -60,6 +60,8 @@ public final class Job {
     public var sequential = false
     /// The tracer of the last run (its trace and plot can be exported).
     public private(set) var lastTracer: FrameTracer?
+    /// The processing chain of the last run (its stages' FLOPs can be asked).
+    public private(set) var lastChain: ProcessingChain?
 
     /// Prepares a job; nothing is opened until `run()`.
     public init(configuration: RunConfiguration) {
@@ -116,8 +118,7 @@ public final class Job {
         let warn: (String) -> Void = { [onWarning] in warnings.append($0); onWarning($0) }
 
         // Models load before anything is opened for writing, so a bad model name costs nothing.
-        let upscaler = try c.upscale.map { try Upscaler(model: $0, tile: c.tile, backend: c.backend, log: onWarning) }
-        let colorizer = try c.colorize.map { try Colorizer(model: $0, backend: c.backend, stabilize: c.stabilize, saturation: c.saturation) }
+        let models = try c.modelStages.map { try ProcessorFactory.make($0, backend: c.backend, log: onWarning) }
         let source = try Self.openSource(c)
         if let reader = source as? MediaReader {
             reader.onWarning = warn
@@ -125,11 +126,17 @@ public final class Job {
         if let y4m = source as? Y4MReader {
             for a in y4m.assumptions { warn("\(c.input == "-" ? "standard input" : "'\(c.input)'"): assuming \(a).") }
         }
-        var video = source.info.video
-        let scale = upscaler?.scale ?? 1
-        let hasModel = upscaler != nil || colorizer != nil
-        if hasModel { video.pixelFormat = .rgb24 }
-        let outSize = c.resize ?? FrameSize(width: video.width * scale, height: video.height * scale)
+        let video = source.info.video
+        // The chain: [to RGB] → models → [resize]; the sink is configured from what it gives.
+        var processors: [FrameProcessor] = []
+        if !models.isEmpty && video.pixelFormat != .rgb24 { processors.append(ToRGBProcessor()) }
+        processors += models
+        if let size = c.resize { processors.append(ResizeProcessor(size: size)) }
+        var chain = try ProcessingChain(processors, input: FrameDescription(
+            width: video.width, height: video.height, frameRate: video.frameRate, layout: .packed(video.pixelFormat)))
+        var produced = video
+        produced.pixelFormat = chain.output.layout.packedFormat
+        let outSize = chain.output.size
         var resolved = video.color.resolved(height: video.height)
         if let name = c.assumeMatrix, let code = ColorInfo.matrixCode(named: name) {
             resolved.info.matrix = code
@@ -155,18 +162,21 @@ public final class Job {
 
         let sink: FrameSink
         do {
-            sink = try makeSink(c, path: temp, source: source, video: video, size: outSize, resolvedColor: resolved, warn: warn)
+            sink = try makeSink(c, path: temp, source: source, video: produced, size: outSize, resolvedColor: resolved, warn: warn)
         } catch {
             if temp != "-" { unlink(temp) }
             throw error
         }
         if let writer = sink as? MediaWriter { writer.warnings.forEach(warn) }
+        // The last stage: round to 8 bits (once) and convert to what the sink takes.
+        let sinkFormat = sink.requiredFormat ?? produced.pixelFormat
+        if chain.output.layout != .packed(sinkFormat) { try chain.append(OutputConversionProcessor(format: sinkFormat)) }
         if !resolved.assumptions.isEmpty, sink.requiredFormat == .rgb24, video.pixelFormat.isYUV {
             warn("\(c.input == "-" ? "standard input" : "'\(c.input)'") has no colour tags; converting to RGB assuming \(resolved.assumptions.joined(separator: ", ")). Pass --assume-matrix to choose.")
         }
         let live = c.mode == .live
-        if live, let upscaler { try upscaler.warmUp(width: video.width, height: video.height) }
-        if live, let colorizer { try colorizer.warmUp(width: video.width, height: video.height) }
+        if live { try chain.warmUp() }
+        lastChain = chain
         onStart(video.frameCount)
         var stageList: [Stage<JobItem>] = []
         let offlineQueue = QueuePolicy.backpressure(capacity: 3)
@@ -212,75 +222,33 @@ public final class Job {
                     nextID += 1
                     timestamps.append(pts: frame.pts, duration: frame.duration)
                     tracer.span(stage: 0, id: id, thread: "decode", start: start, end: tracer.now())
-                    return .frame(FrameEnvelope(id: id, frame: frame))
+                    return .frame(ChainFrame(id: id, frame: frame))
                 }
             }
         }
 
-        // convert: to RGB for the models.
-        if hasModel && source.info.video.pixelFormat != .rgb24 {
-            let converter = FrameConverter(filter: .bicubic)
-            var rgb = VideoFrame(format: .rgb24, width: video.width, height: video.height)
-            stageList.append(Stage(name: "convert", inputPolicy: offlineQueue) { item in
-                guard case .frame(var env) = item else { return [item] }
-                rgb.reshape(format: .rgb24, width: env.frame.width, height: env.frame.height)
-                try converter.convert(env.frame, into: &rgb)
-                env.frame = rgb
-                return [.frame(env)]
-            })
-        }
-        // The model stages, colorize before upscale unless --colorize-after. Live mode keeps
-        // only the newest frame in front of the first one.
-        var modelStages: [(String, (inout FrameEnvelope) throws -> Void)] = []
-        if let colorizer {
-            var colored = VideoFrame(format: .rgb24, width: 1, height: 1)
-            modelStages.append(("colorize", { env in
-                try colorizer.colorize(env.frame, into: &colored)
-                env.frame = colored
+        // The chain's stages, each on its own thread (conversions after the last model share
+        // "finish"). Live mode keeps only the newest frame in front of the first model.
+        var firstModel = true
+        for group in chain.stageGroups {
+            let isModel = group.processors.contains { $0.runsModel }
+            let policy = live && isModel && firstModel ? QueuePolicy.newestOnly : offlineQueue
+            if isModel { firstModel = false }
+            let members = group.processors
+            stageList.append(Stage(name: group.name, inputPolicy: policy, process: { item in
+                guard case .frame(let frame) = item else { return [item] }
+                var frames = [frame]
+                for p in members { frames = try frames.flatMap { try p.process($0) } }
+                return frames.map { .frame($0) }
+            }, flush: {
+                var held: [ChainFrame] = []
+                for (k, p) in members.enumerated() {
+                    var frames = try p.flush()
+                    for q in members[(k + 1)...] { frames = try frames.flatMap { try q.process($0) } }
+                    held += frames
+                }
+                return held.map { .frame($0) }
             }))
-        }
-        if let upscaler {
-            var upscaled = VideoFrame(format: .rgb24, width: video.width * scale, height: video.height * scale)
-            let step: (String, (inout FrameEnvelope) throws -> Void) = ("upscale", { env in
-                try upscaler.upscale(env.frame, into: &upscaled)
-                env.frame = upscaled
-            })
-            if c.colorizeAfter { modelStages.insert(step, at: 0) } else { modelStages.append(step) }
-        }
-        for (k, (name, work)) in modelStages.enumerated() {
-            stageList.append(Stage(name: name, inputPolicy: live && k == 0 ? .newestOnly : offlineQueue) { item in
-                guard case .frame(var env) = item else { return [item] }
-                try work(&env)
-                return [.frame(env)]
-            })
-        }
-        // finish: resize and convert to the layout the output takes.
-        let produced = hasModel ? .rgb24 : video.pixelFormat
-        let producedSize = FrameSize(width: video.width * scale, height: video.height * scale)
-        let needsResize = producedSize != outSize
-        let needsConvert = sink.requiredFormat.map { $0 != produced } ?? false
-        if needsResize || needsConvert || !hasModel && source.info.video.pixelFormat != produced {
-            let resizer = FrameConverter(filter: .lanczos)
-            let converter = FrameConverter(filter: .bicubic)
-            var resized = VideoFrame(format: produced, width: outSize.width, height: outSize.height)
-            var converted = VideoFrame(format: sink.requiredFormat ?? produced, width: outSize.width, height: outSize.height)
-            let required = sink.requiredFormat
-            stageList.append(Stage(name: "finish", inputPolicy: offlineQueue) { item in
-                guard case .frame(var env) = item else { return [item] }
-                if outSize.width != env.frame.width || outSize.height != env.frame.height {
-                    resized.reshape(format: env.frame.format, width: outSize.width, height: outSize.height)
-                    resized.color = env.frame.color
-                    try resizer.convert(env.frame, into: &resized)
-                    env.frame = resized
-                }
-                if let required, required != env.frame.format {
-                    converted.reshape(format: required, width: outSize.width, height: outSize.height)
-                    converted.color = env.frame.color
-                    try converter.convert(env.frame, into: &converted)
-                    env.frame = converted
-                }
-                return [.frame(env)]
-            })
         }
         // encode: the sink; with --live-output hold, dropped frames are replaced by the last
         // processed one at their own timestamps, so the output keeps the source's rate.
@@ -290,8 +258,8 @@ public final class Job {
         stageList.append(Stage(name: "encode", inputPolicy: offlineQueue) { item in
             switch item {
             case .packet(let p): try sink.copy(p)
-            case .frame(let env):
-                try writer.write(env)
+            case .frame(let frame):
+                try writer.write(frame)
                 progress(writer.framesWritten)
             }
             return []

@@ -3,15 +3,9 @@ import MediaIO
 import Pipeline
 import Tracing
 
-/// A frame with its sequence number, as it travels through the pipeline.
-struct FrameEnvelope {
-    var id: Int
-    var frame: VideoFrame
-}
-
 /// What flows between the stages of a job: frames, and packets copied through untouched.
 enum JobItem: PipelineItem {
-    case frame(FrameEnvelope)
+    case frame(ChainFrame)
     case packet(MediaPacket)
 
     var traceID: Int? {
@@ -77,12 +71,15 @@ final class HoldingWriter {
         self.hold = hold
     }
 
-    func write(_ env: FrameEnvelope) throws {
-        if hold { try holdUntil(env.id) }
-        try sink.write(env.frame)
+    func write(_ frame: ChainFrame) throws {
+        guard let video = frame.videoFrame else {
+            preconditionFailure("the chain ends in a conversion to packed frames")
+        }
+        if hold { try holdUntil(frame.id) }
+        try sink.write(video)
         framesWritten += 1
-        last = env.frame
-        next = env.id + 1
+        last = video
+        next = frame.id + 1
     }
 
     /// Repeats the last written frame for every source frame before `id` not yet written.

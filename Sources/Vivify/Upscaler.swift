@@ -202,6 +202,21 @@ public final class Upscaler {
         output.sampleAspectRatio = frame.sampleAspectRatio
     }
 
+    /// Upscales an `rgb24` frame into planar float RGB (`scale ×`), not rounded to 8 bits.
+    public func upscale(_ frame: VideoFrame, into output: inout FloatPlanarImage) throws {
+        planar.load(from: frame)
+        try upscale(planar, into: &output)
+    }
+
+    /// Upscales planar float RGB into `output` (`scale ×`), reusing its storage.
+    public func upscale(_ image: FloatPlanarImage, into output: inout FloatPlanarImage) throws {
+        guard image.channels == 3 else { output = try upscale(image); return }
+        if output.channels != 3 || output.width != image.width * scale || output.height != image.height * scale {
+            output = FloatPlanarImage(channels: 3, width: image.width * scale, height: image.height * scale)
+        }
+        try run(image, into: &output)
+    }
+
     /// Runs the model once on a blank frame of this size, so the first real frame does not pay
     /// for primitive creation and first-touch of buffers (live mode measures every frame).
     public func warmUp(width: Int, height: Int) throws {

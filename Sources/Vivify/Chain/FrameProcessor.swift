@@ -1,0 +1,176 @@
+import MediaIO
+
+// The stages of a job as processors (libavfilter's config_props, video2x's Processor): each
+// one is told what frames it will get, says what it will give, before a frame flows; then it
+// turns frames into frames, and may flush at the end of the stream.
+//
+//     FrameDescription ─▶ configure ─▶ FrameDescription ─▶ configure ─▶ … ─▶ the sink's settings
+//     ChainFrame       ─▶ process   ─▶ [ChainFrame]      ─▶ process   ─▶ … ─▶ the sink
+//
+// Between model stages frames stay planar float (`PixelLayout.planarFloat`); the one rounding
+// to 8 bits happens in the last stage before the sink.
+
+/// How the pixels of a frame are laid out.
+public enum PixelLayout: Equatable, Sendable, CustomStringConvertible {
+    /// Packed 8-bit planes of a `PixelFormat` (what decoders give and encoders take).
+    case packed(PixelFormat)
+    /// Planar float in [0, 1], 1 (grey) or 3 (R, G, B) channels: what the models read and write.
+    case planarFloat(channels: Int)
+
+    public var description: String {
+        switch self {
+        case .packed(let f): return f.rawValue
+        case .planarFloat(let c): return "planar float \(c == 1 ? "grey" : "RGB")"
+        }
+    }
+}
+
+/// What the frames at one point of the chain look like, known before any frame flows.
+public struct FrameDescription: Equatable, Sendable {
+    /// Width in pixels.
+    public var width: Int
+    /// Height in pixels.
+    public var height: Int
+    /// Frames per second (the nominal rate; frames carry their own timestamps).
+    public var frameRate: Rational
+    /// The pixel layout.
+    public var layout: PixelLayout
+    /// Whether frames carry an alpha plane.
+    public var hasAlpha: Bool
+
+    /// Makes a description.
+    public init(width: Int, height: Int, frameRate: Rational, layout: PixelLayout, hasAlpha: Bool = false) {
+        self.width = width
+        self.height = height
+        self.frameRate = frameRate
+        self.layout = layout
+        self.hasAlpha = hasAlpha
+    }
+
+    /// The size as a `FrameSize`.
+    public var size: FrameSize { FrameSize(width: width, height: height) }
+}
+
+/// When and how a frame is shown: carried unchanged through the stages.
+public struct FrameTiming: Sendable, Equatable {
+    /// Presentation timestamp in `timeBase` units, when known.
+    public var pts: Int64?
+    /// Duration in `timeBase` units, when known.
+    public var duration: Int64?
+    /// Unit of `pts` and `duration`.
+    public var timeBase: Rational
+    /// Colour description.
+    public var color: ColorInfo
+    /// Pixel shape.
+    public var sampleAspectRatio: Rational
+
+    /// The timing of a decoded frame.
+    public init(of frame: VideoFrame) {
+        pts = frame.pts
+        duration = frame.duration
+        timeBase = frame.timeBase
+        color = frame.color
+        sampleAspectRatio = frame.sampleAspectRatio
+    }
+
+    /// Puts this timing on `frame`.
+    public func apply(to frame: inout VideoFrame) {
+        frame.pts = pts
+        frame.duration = duration
+        frame.timeBase = timeBase
+        frame.color = color
+        frame.sampleAspectRatio = sampleAspectRatio
+    }
+}
+
+/// The pixels of a frame in the chain.
+public enum FramePixels: Sendable {
+    /// Packed 8-bit planes (timing fields of the frame are not used: `ChainFrame.timing` is).
+    case packed(VideoFrame)
+    /// Planar float in [0, 1].
+    case planar(FloatPlanarImage)
+
+    /// Width in pixels.
+    public var width: Int {
+        switch self {
+        case .packed(let f): return f.width
+        case .planar(let p): return p.width
+        }
+    }
+
+    /// Height in pixels.
+    public var height: Int {
+        switch self {
+        case .packed(let f): return f.height
+        case .planar(let p): return p.height
+        }
+    }
+
+    /// The layout of these pixels.
+    public var layout: PixelLayout {
+        switch self {
+        case .packed(let f): return .packed(f.format)
+        case .planar(let p): return .planarFloat(channels: p.channels)
+        }
+    }
+}
+
+/// One frame as it travels through the chain: its own id (a stage may emit more or fewer
+/// frames than it takes), pixels, optional alpha and timing.
+public struct ChainFrame: Sendable {
+    /// Sequence number (the source's frame number unless a stage makes new frames).
+    public var id: Int
+    /// The picture.
+    public var pixels: FramePixels
+    /// Opacity, 1 channel in [0, 1], when the source has it (still images).
+    public var alpha: FloatPlanarImage?
+    /// When and how it is shown.
+    public var timing: FrameTiming
+
+    /// Makes a chain frame.
+    public init(id: Int, pixels: FramePixels, alpha: FloatPlanarImage? = nil, timing: FrameTiming) {
+        self.id = id
+        self.pixels = pixels
+        self.alpha = alpha
+        self.timing = timing
+    }
+
+    /// A decoded frame entering the chain.
+    public init(id: Int, frame: VideoFrame) {
+        self.init(id: id, pixels: .packed(frame), timing: FrameTiming(of: frame))
+    }
+
+    /// The pixels as packed 8-bit, with this frame's timing (the sink's view).
+    public var videoFrame: VideoFrame? {
+        guard case .packed(var f) = pixels else { return nil }
+        timing.apply(to: &f)
+        return f
+    }
+}
+
+/// One stage of the chain. Configured once, then fed frames on one thread, in order.
+public protocol FrameProcessor: AnyObject {
+    /// Name in traces and messages ("colorize").
+    var name: String { get }
+    /// Whether this stage runs a model (live mode drops stale frames in front of the first one).
+    var runsModel: Bool { get }
+    /// Says what this stage outputs for `input`, and prepares for it; throws (naming the
+    /// stage and the fix) when it cannot take such frames.
+    func configure(input: FrameDescription) throws -> FrameDescription
+    /// Turns one frame into the frames to pass on (usually one).
+    func process(_ frame: ChainFrame) throws -> [ChainFrame]
+    /// Frames still held at the end of the stream.
+    func flush() throws -> [ChainFrame]
+    /// Runs once on a blank frame of the configured input, so the first real frame pays no
+    /// set-up cost (live mode measures every frame); forgets any state it built.
+    func warmUp() throws
+    /// Floating-point operations (2 per multiply-add) per frame of the configured input.
+    func flopsPerFrame() throws -> Double
+}
+
+extension FrameProcessor {
+    public var runsModel: Bool { false }
+    public func flush() throws -> [ChainFrame] { [] }
+    public func warmUp() throws {}
+    public func flopsPerFrame() throws -> Double { 0 }
+}

@@ -1,0 +1,135 @@
+import MediaIO
+
+/// One stage of a job as configuration: what to build, before any model is loaded.
+public enum StageSpec: Sendable, Equatable {
+    /// Decoded frames to packed RGB.
+    case toRGB
+    /// A colorizer (built-in name, bundle or path), with its stabilizer and saturation.
+    case colorize(model: String, stabilize: Bool, saturation: Float)
+    /// An upscaler (built-in or catalog name, bundle or path) with its tile size.
+    case upscale(model: String, tile: Int?)
+    /// Resize to a fixed size.
+    case resize(FrameSize)
+    /// Round to 8 bits and convert to the sink's packed format.
+    case output(PixelFormat)
+
+    /// Whether the stage runs a model.
+    public var runsModel: Bool {
+        switch self {
+        case .colorize, .upscale: return true
+        case .toRGB, .resize, .output: return false
+        }
+    }
+}
+
+/// Makes processors from stage specs (video2x's ProcessorFactory).
+public enum ProcessorFactory {
+    /// Builds the processor for `spec`, loading its model on `backend`; `log` gets one line
+    /// when a model is fetched.
+    public static func make(_ spec: StageSpec, backend: BackendChoice, log: (String) -> Void = { _ in }) throws -> FrameProcessor {
+        switch spec {
+        case .toRGB: return ToRGBProcessor()
+        case .colorize(let model, let stabilize, let saturation):
+            return ColorizeProcessor(try Colorizer(model: model, backend: backend, stabilize: stabilize, saturation: saturation))
+        case .upscale(let model, let tile):
+            return UpscaleProcessor(try Upscaler(model: model, tile: tile, backend: backend, log: log))
+        case .resize(let size): return ResizeProcessor(size: size)
+        case .output(let format): return OutputConversionProcessor(format: format)
+        }
+    }
+}
+
+/// Processors configured in order: each one's output description is the next one's input.
+/// `vivify run`, `vivify image` and `vivify bench` all go through one.
+public struct ProcessingChain {
+    /// The processors, in order.
+    public private(set) var processors: [FrameProcessor]
+    /// What the chain takes.
+    public let input: FrameDescription
+    /// What the chain gives (after every processor).
+    public private(set) var output: FrameDescription
+
+    /// Configures `processors` in order for frames described by `input`.
+    public init(_ processors: [FrameProcessor], input: FrameDescription) throws {
+        self.processors = []
+        self.input = input
+        output = input
+        for p in processors { try append(p) }
+    }
+
+    /// Adds a processor at the end, configured for what the chain gives now.
+    public mutating func append(_ processor: FrameProcessor) throws {
+        output = try processor.configure(input: output)
+        processors.append(processor)
+    }
+
+    /// Runs one frame through every processor, on this thread (then `flush()` at the end).
+    public func process(_ frame: ChainFrame) throws -> [ChainFrame] {
+        try pass([frame], from: 0)
+    }
+
+    /// What the processors still hold at the end of the stream, through the ones after them.
+    public func flush() throws -> [ChainFrame] {
+        var out: [ChainFrame] = []
+        for k in processors.indices { out += try pass(try processors[k].flush(), from: k + 1) }
+        return out
+    }
+
+    private func pass(_ frames: [ChainFrame], from first: Int) throws -> [ChainFrame] {
+        var frames = frames
+        for p in processors[first...] { frames = try frames.flatMap { try p.process($0) } }
+        return frames
+    }
+
+    /// Warms up every model stage (live mode measures every frame, the first one too).
+    public func warmUp() throws {
+        for p in processors where p.runsModel { try p.warmUp() }
+    }
+
+    /// FLOPs per frame of each model stage, by name.
+    public func flopsPerFrame() throws -> [String: Double] {
+        var flops: [String: Double] = [:]
+        for p in processors where p.runsModel { flops[p.name] = try p.flopsPerFrame() }
+        return flops
+    }
+
+    /// The processors grouped into pipeline stages, each group on its own thread: one per
+    /// model, one per conversion before the first model ("convert"), and everything after
+    /// the last model (resize, final conversion: cheap) together as "finish".
+    public var stageGroups: [(name: String, processors: [FrameProcessor])] {
+        let lastModel = processors.lastIndex { $0.runsModel } ?? -1
+        var groups: [(name: String, processors: [FrameProcessor])] = []
+        for (k, p) in processors.enumerated() {
+            if k > lastModel {
+                if k == lastModel + 1 { groups.append(("finish", [p])) } else { groups[groups.count - 1].processors.append(p) }
+            } else {
+                groups.append((p.name, [p]))
+            }
+        }
+        return groups
+    }
+}
+
+extension RunConfiguration {
+    /// The model stages in order: colorize then upscale, or the reverse with `colorizeAfter`.
+    public var modelStages: [StageSpec] {
+        var specs: [StageSpec] = []
+        if let colorize { specs.append(.colorize(model: colorize, stabilize: stabilize, saturation: saturation)) }
+        if let upscale {
+            let step = StageSpec.upscale(model: upscale, tile: tile)
+            if colorizeAfter { specs.insert(step, at: 0) } else { specs.append(step) }
+        }
+        return specs
+    }
+}
+
+extension PixelLayout {
+    /// The packed format frames of this layout become at the sink (planar float is rounded
+    /// to rgb24 or gray).
+    public var packedFormat: PixelFormat {
+        switch self {
+        case .packed(let f): return f
+        case .planarFloat(let c): return c == 1 ? .gray : .rgb24
+        }
+    }
+}

@@ -1,0 +1,254 @@
+import Engine
+import MediaIO
+
+// The stages of a job, one processor each:
+//
+//     ToRGB ─▶ Colorize ─▶ Upscale ─▶ Resize ─▶ OutputConversion ─▶ sink
+//     packed   rgb24 or    rgb24 or   packed or  planar float or
+//     any  ─▶  float  ─▶   float  ─▶  float  ─▶  packed ─▶ the sink's packed format
+//
+// (Colorize and upscale swap places with --colorize-after.) Model stages hand planar float
+// to each other; Resize and OutputConversion round to 8 bits, once.
+
+/// A stage that refuses the frames it would get: names the stage, what it got and the fix.
+func layoutError(_ stage: String, _ input: FrameDescription, wants: String) -> MediaError {
+    MediaError(.invalidOptions, "The \(stage) stage takes \(wants), but the stage before it gives \(input.layout). Put a to-RGB conversion before it.")
+}
+
+/// Decoded frames (YUV, grey) to packed RGB for the models (bicubic swscale, the frame's own
+/// matrix and range).
+public final class ToRGBProcessor: FrameProcessor {
+    public let name = "convert"
+    private let converter = FrameConverter(filter: .bicubic)
+    private var rgb = VideoFrame(format: .rgb24, width: 1, height: 1)
+
+    /// Makes the stage.
+    public init() {}
+
+    public func configure(input: FrameDescription) throws -> FrameDescription {
+        var out = input
+        if case .packed = input.layout { out.layout = .packed(.rgb24) }
+        return out
+    }
+
+    public func process(_ frame: ChainFrame) throws -> [ChainFrame] {
+        guard case .packed(var source) = frame.pixels, source.format != .rgb24 else { return [frame] }
+        frame.timing.apply(to: &source)
+        rgb.reshape(format: .rgb24, width: source.width, height: source.height)
+        try converter.convert(source, into: &rgb)
+        var out = frame
+        out.pixels = .packed(rgb)
+        out.timing.color = rgb.color
+        return [out]
+    }
+}
+
+/// The colorizer as a stage: rgb24 or planar float in, planar float RGB out (same size).
+public final class ColorizeProcessor: FrameProcessor {
+    public let name = "colorize"
+    public var runsModel: Bool { true }
+    /// The model.
+    public let colorizer: Colorizer
+    private var input: FrameDescription?
+    private var output = FloatPlanarImage(channels: 3, width: 1, height: 1)
+    private var grey = VideoFrame(format: .rgb24, width: 1, height: 1)
+
+    /// Wraps a loaded colorizer.
+    public init(_ colorizer: Colorizer) { self.colorizer = colorizer }
+
+    public func configure(input: FrameDescription) throws -> FrameDescription {
+        switch input.layout {
+        case .packed(.rgb24), .packed(.gray), .planarFloat(channels: 1), .planarFloat(channels: 3): break
+        default: throw layoutError(name, input, wants: "rgb24, gray or planar float")
+        }
+        self.input = input
+        var out = input
+        out.layout = .planarFloat(channels: 3)
+        return out
+    }
+
+    public func process(_ frame: ChainFrame) throws -> [ChainFrame] {
+        switch frame.pixels {
+        case .packed(let f) where f.format == .gray:
+            grey.reshape(format: .rgb24, width: f.width, height: f.height)
+            f.planes[0].withUnsafeBufferPointer { g in
+                grey.planes[0].withUnsafeMutableBufferPointer { rgb in
+                    for i in 0..<g.count { rgb[3 * i] = g[i]; rgb[3 * i + 1] = g[i]; rgb[3 * i + 2] = g[i] }
+                }
+            }
+            try colorizer.colorize(grey, into: &output)
+        case .packed(let f): try colorizer.colorize(f, into: &output)
+        case .planar(let p): try colorizer.colorize(p, into: &output)
+        }
+        var out = frame
+        out.pixels = .planar(output)
+        return [out]
+    }
+
+    public func warmUp() throws {
+        guard let input else { return }
+        try colorizer.warmUp(width: input.width, height: input.height)
+    }
+
+    public func flopsPerFrame() throws -> Double {
+        guard let input else { return 0 }
+        let (mw, mh) = colorizer.modelSize(width: input.width, height: input.height)
+        let channels = colorizer.spec.input == .l ? 1 : 4
+        return 2 * Double(try colorizer.graph.multiplyAdds(input: Shape(c: channels, h: mh, w: mw)))
+    }
+}
+
+/// The upscaler as a stage: rgb24 or planar float in, planar float out (`scale ×`); an alpha
+/// plane is upscaled too (through the bundle's alpha model when it has one).
+public final class UpscaleProcessor: FrameProcessor {
+    public let name = "upscale"
+    public var runsModel: Bool { true }
+    /// The model.
+    public let upscaler: Upscaler
+    private var input: FrameDescription?
+    private var output = FloatPlanarImage(channels: 3, width: 1, height: 1)
+
+    /// Wraps a loaded upscaler.
+    public init(_ upscaler: Upscaler) { self.upscaler = upscaler }
+
+    public func configure(input: FrameDescription) throws -> FrameDescription {
+        var out = input
+        switch input.layout {
+        case .packed(.rgb24): out.layout = .planarFloat(channels: 3)
+        case .packed(.gray): out.layout = .planarFloat(channels: 1)
+        case .planarFloat(channels: 1), .planarFloat(channels: 3): break
+        default: throw layoutError(name, input, wants: "rgb24, gray or planar float")
+        }
+        self.input = input
+        out.width = input.width * upscaler.scale
+        out.height = input.height * upscaler.scale
+        return out
+    }
+
+    public func process(_ frame: ChainFrame) throws -> [ChainFrame] {
+        var out = frame
+        switch frame.pixels {
+        case .packed(let f) where f.format == .gray:
+            var plane = FloatPlanarImage(channels: 1, width: f.width, height: f.height)
+            plane.load(from: f)
+            out.pixels = .planar(try upscaler.upscale(plane))
+        case .packed(let f):
+            try upscaler.upscale(f, into: &output)
+            out.pixels = .planar(output)
+        case .planar(let p) where p.channels == 3:
+            try upscaler.upscale(p, into: &output)
+            out.pixels = .planar(output)
+        case .planar(let p):
+            out.pixels = .planar(try upscaler.upscale(p))
+        }
+        if let alpha = frame.alpha { out.alpha = try upscaler.upscaleAlpha(alpha) }
+        return [out]
+    }
+
+    public func warmUp() throws {
+        guard let input else { return }
+        try upscaler.warmUp(width: input.width, height: input.height)
+    }
+
+    public func flopsPerFrame() throws -> Double {
+        guard let input else { return 0 }
+        return try upscaler.flopsPerFrame(width: input.width, height: input.height)
+    }
+}
+
+/// Rounds planar float to packed 8 bits (rgb24 or gray): the one quantisation of the chain.
+func quantise(_ image: FloatPlanarImage, timing: FrameTiming, into frame: inout VideoFrame) {
+    image.store(into: &frame)
+    timing.apply(to: &frame)
+}
+
+/// Resizes to a fixed size (lanczos swscale). Planar float is rounded to 8 bits first.
+public final class ResizeProcessor: FrameProcessor {
+    public let name = "resize"
+    /// The output size.
+    public let size: FrameSize
+    private let resizer = FrameConverter(filter: .lanczos)
+    private var packed = VideoFrame(format: .rgb24, width: 1, height: 1)
+    private var resized = VideoFrame(format: .rgb24, width: 1, height: 1)
+
+    /// Makes the stage.
+    public init(size: FrameSize) { self.size = size }
+
+    public func configure(input: FrameDescription) throws -> FrameDescription {
+        if input.hasAlpha {
+            throw MediaError(.invalidOptions, "Resizing keeps no alpha plane. Drop the resize, or use a source without alpha.")
+        }
+        var out = input
+        out.width = size.width
+        out.height = size.height
+        if case .planarFloat(let c) = input.layout { out.layout = .packed(c == 1 ? .gray : .rgb24) }
+        return out
+    }
+
+    public func process(_ frame: ChainFrame) throws -> [ChainFrame] {
+        var source: VideoFrame
+        switch frame.pixels {
+        case .packed(let f):
+            source = f
+            frame.timing.apply(to: &source)
+        case .planar(let p):
+            quantise(p, timing: frame.timing, into: &packed)
+            source = packed
+        }
+        guard source.width != size.width || source.height != size.height else {
+            var out = frame
+            out.pixels = .packed(source)
+            return [out]
+        }
+        resized.reshape(format: source.format, width: size.width, height: size.height)
+        resized.color = source.color
+        try resizer.convert(source, into: &resized)
+        var out = frame
+        out.pixels = .packed(resized)
+        out.timing.color = resized.color
+        return [out]
+    }
+}
+
+/// The last stage before the sink: planar float rounded to 8 bits (once), then converted to
+/// the packed format the sink takes (bicubic swscale, the frame's matrix and range).
+public final class OutputConversionProcessor: FrameProcessor {
+    public let name = "finish"
+    /// The format the sink takes.
+    public let format: PixelFormat
+    private let converter = FrameConverter(filter: .bicubic)
+    private var packed = VideoFrame(format: .rgb24, width: 1, height: 1)
+    private var converted = VideoFrame(format: .rgb24, width: 1, height: 1)
+
+    /// Makes the stage.
+    public init(format: PixelFormat) { self.format = format }
+
+    public func configure(input: FrameDescription) throws -> FrameDescription {
+        var out = input
+        out.layout = .packed(format)
+        return out
+    }
+
+    public func process(_ frame: ChainFrame) throws -> [ChainFrame] {
+        var source: VideoFrame
+        switch frame.pixels {
+        case .packed(let f):
+            source = f
+            frame.timing.apply(to: &source)
+        case .planar(let p):
+            quantise(p, timing: frame.timing, into: &packed)
+            source = packed
+        }
+        var out = frame
+        if source.format == format {
+            out.pixels = .packed(source)
+            return [out]
+        }
+        converted.reshape(format: format, width: source.width, height: source.height)
+        converted.color = source.color
+        try converter.convert(source, into: &converted)
+        out.pixels = .packed(converted)
+        out.timing.color = converted.color
+        return [out]
+    }
+}
