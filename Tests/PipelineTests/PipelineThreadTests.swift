@@ -27,6 +27,26 @@ final class PipelineThreadTests: XCTestCase {
         XCTAssertEqual(out.value, Array(0..<500))
     }
 
+    /// A stage that holds one item back (as a frame interpolator would) gives it up at the end
+    /// of the stream; the stages after it still process it, threaded and sequential alike.
+    func testFlushAtEndOfStreamReachesTheLaterStages() throws {
+        for sequential in [false, true] {
+            var n = 0
+            var held: Item?
+            let out = Locked<[Int]>([])
+            let p = Pipeline<Item>(source: { n < 20 ? { defer { n += 1 }; return Item(traceID: n) }() : nil }, stages: [
+                Stage(name: "delay", inputPolicy: .backpressure(capacity: 2), process: { item in
+                    defer { held = item }
+                    return held.map { [$0] } ?? []
+                }, flush: { held.map { [$0] } ?? [] }),
+                Stage(name: "double", inputPolicy: .backpressure(capacity: 2)) { [Item(traceID: $0.traceID! * 2)] },
+                Stage(name: "sink", inputPolicy: .backpressure(capacity: 2)) { item in out.mutate { $0.append(item.traceID!) }; return [] },
+            ], observer: nil)
+            if sequential { try p.runSequentially() } else { try p.run() }
+            XCTAssertEqual(out.value, (0..<20).map { $0 * 2 }, "sequential: \(sequential)")
+        }
+    }
+
     /// The model stage blocks on a gate; frames keep arriving; only the newest waits, the rest
     /// are dropped and reported, and the model never runs two frames at once.
     func testLiveDropsStaleFramesWhileTheModelIsBusy() throws {

@@ -113,6 +113,26 @@ final class ColorizeCLITests: XCTestCase {
         XCTAssertNotEqual(outputs[0], outputs[1], "the two orders are different pipelines")
     }
 
+    /// `vivify image` and `vivify run` go through one processing chain: one frame (a colour
+    /// PNG) colorized and upscaled by both gives the same pixels, in both orders.
+    func testOneFrameThroughImageAndRunGivesTheSamePixels() throws {
+        let dir = try CLI.tempDir()
+        let frame = dir + "/frame.png"
+        try CLI.ffmpeg(["-i", CLI.clip("odd-161x91-25fps.webm"), "-frames:v", "1", "-pix_fmt", "rgb24", frame])
+        for order in [[], ["--colorize-after"]] {
+            let png = dir + "/image\(order.count).png"
+            let r1 = try CLI.vivify(["image", frame, png, "--colorize", "--upscale", "--quiet"] + order)
+            XCTAssertEqual(r1.code, 0, r1.stderr)
+            let r2 = try CLI.vivify(["run", frame, "-", "--output-format", "rgb24", "--colorize", "--upscale", "--quiet"] + order)
+            XCTAssertEqual(r2.code, 0, r2.stderr)
+            let decoded = try CLI.run("/usr/bin/ffmpeg", ["-v", "error", "-i", png, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
+            XCTAssertEqual(decoded.stdout.count, 322 * 182 * 3, "\(order)")
+            XCTAssertEqual(decoded.stdout.count, r2.stdout.count, "\(order)")
+            XCTAssertTrue(decoded.stdout == r2.stdout, "\(order): image and run differ")
+            XCTAssertGreaterThan(colourfulness([UInt8](r2.stdout)), 3)
+        }
+    }
+
     func testGreyPhotoColorized() throws {
         let dir = try CLI.tempDir()
         let photo = CLI.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/media/images/historic-bw/1890Surfer.jpg").path
