@@ -40,7 +40,7 @@ let package = Package(
         ),
         .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "Vivify"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "ModelFormats"], exclude: ["Fixtures"]),
-        .testTarget(name: "VivifyTests", dependencies: ["Vivify"]),
+        .testTarget(name: "VivifyTests", dependencies: ["Vivify", "ModelFormats"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
         .testTarget(name: "TracingTests", dependencies: ["Tracing"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["CZip", "CDNNL", "CFFmpeg"]),

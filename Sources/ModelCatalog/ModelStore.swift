@@ -191,19 +191,12 @@ public struct ModelStore: Sendable {
 
     // MARK: - Resolving what the user typed
 
-    /// Turns a user's model argument into the files to load: either a catalog name (the model
-    /// must be installed; ncnn entries give `paramURL` and `binURL`, Core ML entries `modelURL`)
-    /// or a path to an ncnn `.param` file with its `.bin` beside it (`x.param` → `x.bin`). An
-    /// argument is taken as a path when it ends in `.param` or contains a `/`.
-    ///
-    /// - Throws: `.invalid` for an unknown name (naming close ones) or a path that is not a
-    ///   `.param` file; `.notFound` when the model is not installed, the `.param` file does not
-    ///   exist, or its `.bin` is missing (naming the file expected).
-    public func resolve(_ argument: String) throws -> ResolvedModel {
-        if argument.hasSuffix(".param") || argument.contains("/") {
-            return try resolvePath(argument)
-        }
-        let entry = try catalog.lookup(argument)
+    /// The files of the installed catalog model `name` (paths are the resolver's business:
+    /// `ModelResolver` in the library face, through the model-format table).
+    /// - Throws: `CatalogError` `.invalid` for an unknown name (with close names); `.notFound`
+    ///   when the model is not installed or incomplete.
+    public func resolve(_ name: String) throws -> ResolvedModel {
+        let entry = try catalog.lookup(name)
         switch state(of: entry) {
         case .installed:
             switch entry.format {
@@ -223,22 +216,6 @@ public struct ModelStore: Sendable {
         case .incomplete(let problems):
             throw CatalogError(.notFound, "Model '\(entry.name)' in '\(modelDirectory(for: entry).path)' is incomplete (\(problems.joined(separator: "; "))). Run `vivify models fetch \(entry.name)` to repair it.")
         }
-    }
-
-    private func resolvePath(_ argument: String) throws -> ResolvedModel {
-        let param = URL(fileURLWithPath: argument).standardizedFileURL
-        guard param.pathExtension == "param" else {
-            throw CatalogError(.invalid, "'\(argument)' is not an ncnn .param file. Pass a path ending in .param (with its .bin beside it) or a model name from `vivify models list`.")
-        }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: param.path, isDirectory: &isDirectory), !isDirectory.boolValue else {
-            throw CatalogError(.notFound, "Model graph '\(param.path)' does not exist. Check the path, or pass a model name from `vivify models list`.")
-        }
-        let bin = param.deletingPathExtension().appendingPathExtension("bin")
-        guard fileSize(bin) != nil else {
-            throw CatalogError(.notFound, "Model graph '\(param.path)' has no weights beside it: '\(bin.path)' is missing. Put the .bin file next to the .param file with the same name.")
-        }
-        return ResolvedModel(name: param.deletingPathExtension().lastPathComponent, entry: nil, paramURL: param, binURL: bin)
     }
 }
 

@@ -34,16 +34,19 @@ public enum BuiltinModels {
         return file.path
     }
 
-    /// What an `--upscale` argument names: "2" (or the name) is the built-in 2× upscaler.
-    static func resolve(upscale argument: String) throws -> String {
-        if argument == "2" || argument == fast2x, let path = try path(for: fast2x) { return path }
-        return argument
-    }
+    /// The task of each built-in model.
+    static let tasks: [String: WifmManifest.Task] = [fast2x: .upscale, color: .colorize]
 
-    /// What a `--colorize` argument names: the built-in colorizer's name is its bundle.
-    static func resolve(colorize argument: String) throws -> String {
-        if argument == color, let path = try path(for: color) { return path }
-        return argument
+    /// The task of the built-in model `name`, or nil when there is none.
+    static func task(of name: String) -> WifmManifest.Task? { tasks[name] }
+
+    /// The built-in model an argument names for `task`: "2" or vivify-fast-2x for upscaling,
+    /// vivify-color for colorizing; nil otherwise.
+    static func name(for argument: String, task: WifmManifest.Task) -> String? {
+        switch task {
+        case .upscale: return argument == "2" || argument == fast2x ? fast2x : nil
+        case .colorize: return argument == color ? color : nil
+        }
     }
 
     /// A built-in model as `vivify models list` and `info` show it.

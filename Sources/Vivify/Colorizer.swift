@@ -54,28 +54,12 @@ public final class Colorizer {
             throw MediaError(.invalidOptions, Self.saturationError(saturation))
         }
         self.saturation = saturation
-        let model = try BuiltinModels.resolve(colorize: argument)
-        guard FileManager.default.fileExists(atPath: model) else {
-            // A bare word was meant as a name: say which built-in colorizer is close to it.
-            let close = model.contains("/") ? [] : closeNames(to: model, among: BuiltinModels.names)
-            if let name = close.first {
-                throw MediaError(.inputUnreadable, "Cannot open the colorizer '\(model)': no such file or model. Did you mean '\(name)'? (--colorize alone uses the built-in \(BuiltinModels.color).)")
-            }
-            throw MediaError(.inputUnreadable, "Cannot open the colorizer '\(model)': no such file. Check the path, or give --colorize alone for the built-in \(BuiltinModels.color).")
-        }
-        if model.lowercased().hasSuffix(".wifm") {
-            let loaded = try ModelLoader.load(model, task: .colorize)
-            graph = loaded.graph
-            spec = loaded.colorizer ?? ColorizerSpec()
-            bundle = loaded.bundle
-        } else if model.hasSuffix(".param") || ModelLoader.handles(model) {
-            spec = try ColorizerSpec.beside(param: model)
-            graph = try ModelLoader.importGraph(model).0
-            bundle = nil
-        } else {
-            throw MediaError(.invalidOptions, "Colorizer '\(model)': give a .wifm bundle, or an ncnn .param, Core ML .mlmodel or .mlpackage with its .json description beside it.")
-        }
-        name = ((model as NSString).lastPathComponent as NSString).deletingPathExtension
+        let loaded = try ModelResolver.resolve(argument, task: .colorize)
+        graph = loaded.graph
+        spec = loaded.colorizer ?? ColorizerSpec()
+        bundle = loaded.bundle
+        name = loaded.name
+        let model = argument
         self.backend = try backend.make()
         stabilizer = stabilize ? TemporalStabilizer() : nil
         let channels = spec.input == .l ? 1 : 4

@@ -48,12 +48,9 @@ public enum EngineBench {
     /// The graph of an upscaler (catalog name, file or bundle) or of a colorizer (`.param`
     /// with its description, or a `colorize` bundle).
     static func graph(_ model: String, store: ModelStore) throws -> Graph {
-        if model.lowercased().hasSuffix(".wifm"), let m = try? ModelBundle.open(path: model).manifest, m.task == .colorize {
-            return try ModelLoader.load(model, task: .colorize).graph
-        }
-        if model.hasSuffix(".param"), (try? ColorizerSpec.beside(param: model)) != nil {
-            return try ModelLoader.importGraph(model).0
-        }
-        return try Upscaler(model: model, tile: 64, backend: .reference, store: store).graph
+        let colorizer = BuiltinModels.task(of: model) == .colorize
+            || (model.lowercased().hasSuffix(".wifm") && (try? ModelBundle.open(path: model).manifest.task) == .colorize)
+            || (ModelFileFormat.forPath(model)?.importer != nil && (try? ColorizerSpec.beside(param: model)) != nil)
+        return try ModelResolver.resolve(model, task: colorizer ? .colorize : .upscale, store: store).graph
     }
 }

@@ -20,25 +20,24 @@ public enum ModelTools {
     /// A text description of a bundle or model file: manifest, I/O and info.md for bundles;
     /// what the importer found for Core ML and ncnn files.
     public static func describe(path: String) throws -> String {
-        let ext = (path as NSString).pathExtension.lowercased()
-        if ext == "wifm" {
-            let bundle: ModelBundle
-            do { bundle = try ModelBundle.open(path: path) } catch let e as BundleError { throw MediaError(.corruptInput, e.message) }
-            var text = bundle.manifest.summary
-            if !text.hasSuffix("\n") { text += "\n" }
-            for w in bundle.warnings { text += "warning: \(w)\n" }
-            if let info = bundle.infoMarkdown { text += "\ninfo.md:\n" + info + (info.hasSuffix("\n") ? "" : "\n") }
-            return text
+        guard let format = ModelFileFormat.forPath(path) else {
+            throw MediaError(.unsupported, "Cannot describe '\(path)': it is not a model file Vivify reads. Use \(ModelFileFormat.extensionList).")
         }
-        switch ext {
-        case "mlmodel": return try CoreMLImporter.load(path: path).description + "\n"
-        case "mlpackage": return try CoreMLProgramImporter.load(path: path).description + "\n"
-        case "param":
-            let g = try NCNNImporter.load(paramPath: path)
-            return "ncnn model \(path): \(g.nodes.count) layers, input '\(g.valueNames[g.input])', output '\(g.valueNames[g.output])'\n"
-        default:
-            throw MediaError(.unsupported, "Cannot describe '\(path)': use a .wifm, .mlmodel, .mlpackage or ncnn .param.")
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw MediaError(.inputUnreadable, "Cannot describe '\(path)': no such file. Check the path.")
         }
+        do {
+            return try format.describer(path)
+        } catch let e as BundleError {
+            throw MediaError(.corruptInput, e.message)
+        }
+    }
+
+    /// Whether `argument` looks like a model file: its extension is one of the format table's,
+    /// or a companion file's (.bin weights, .json description) or a format still to come (.onnx).
+    public static func looksLikeModelFile(_ argument: String) -> Bool {
+        let ext = (argument as NSString).pathExtension.lowercased()
+        return ModelFileFormat.allExtensions.contains(ext) || ["json", "bin", "onnx"].contains(ext)
     }
 
     /// What a dry run of an upscaler found.

@@ -38,119 +38,29 @@ public final class Upscaler {
     private var planar = FloatPlanarImage(channels: 3, width: 1, height: 1)
     private var result = FloatPlanarImage(channels: 3, width: 1, height: 1)
 
-    /// Loads `model` (a catalog name, fetched on first use, or a path to an ncnn `.param`,
-    /// a Core ML `.mlmodel`/`.mlpackage` or a `.wifm`). Catalog entries in a Core ML format load
-    /// through `ModelLoader` with the entry's tiling (scale, padding, border).
+    /// Loads `model`: the built-in ("2" or vivify-fast-2x), a catalog name (fetched on first
+    /// use), or a path to an ncnn `.param`, a Core ML `.mlmodel`/`.mlpackage` or a `.wifm`
+    /// (see `ModelResolver`), tiled by the catalog's, the bundle's or the graph's own rules.
     /// - Parameters:
     ///   - tile: interior tile size in input pixels; nil picks one from a 3 GiB budget.
     ///   - log: receives one line when a model is fetched.
     public init(model: String, tile: Int? = nil, backend: BackendChoice = .onednn, store: ModelStore = ModelStore(),
                 log: (String) -> Void = { _ in }) throws {
         let engine = try backend.make()
-        // "2" (or its name) is the built-in 2× upscaler carried inside the binary.
-        let model = try BuiltinModels.resolve(upscale: model)
-        if ModelLoader.handles(model) {
-            // Core ML files and .wifm bundles: the loader adapts the graph to [0, 1] RGB.
-            let loaded = try ModelLoader.load(model, task: .upscale)
-            loaded.warnings.forEach(log)
-            name = loaded.name
-            graph = loaded.graph
-            let tiling = try loaded.spec ?? Self.inferSpec(loaded.graph)
-            spec = tiling
-            bundle = loaded.bundle
-            alphaRunner = try loaded.alphaGraph.map { try TiledRunner(graph: $0, spec: tiling, backend: engine, tileSize: tile) }
-        } else {
-            let resolved = try Self.resolve(model, store: store, log: log)
-            name = resolved.name
-            switch resolved.format {
-            case .coreml, .mlprogram:
-                // A catalog Core ML model: the loader adapts it to [0, 1] RGB; the catalog says how to tile it.
-                let loaded = try ModelLoader.load(resolved.primaryURL.path, task: .upscale)
-                loaded.warnings.forEach(log)
-                graph = loaded.graph
-                spec = try resolved.entry.map { try Self.spec(for: $0, graph: loaded.graph) } ?? loaded.spec ?? Self.inferSpec(loaded.graph)
-            case .ncnn:
-                guard let param = resolved.paramURL, let bin = resolved.binURL else {
-                    throw MediaError(.invalidOptions, "Model '\(resolved.name)' resolved to no .param/.bin pair.")
-                }
-                let loaded = try NCNNImporter.load(paramPath: param.path, binPath: bin.path,
-                                                   inputName: resolved.entry?.inputBlob, outputName: resolved.entry?.outputBlob)
-                graph = loaded
-                spec = try resolved.entry.map { try Self.spec(for: $0, graph: loaded) } ?? Self.inferSpec(loaded)
-            }
-            bundle = nil
-            alphaRunner = nil
-        }
+        let loaded = try ModelResolver.resolve(model, task: .upscale, store: store, log: log)
+        loaded.warnings.forEach(log)
+        name = loaded.name
+        graph = loaded.graph
+        let tiling = try loaded.spec ?? ModelResolver.inferTiling(loaded.graph)
+        spec = tiling
+        bundle = loaded.bundle
+        alphaRunner = try loaded.alphaGraph.map { try TiledRunner(graph: $0, spec: tiling, backend: engine, tileSize: tile) }
         scale = spec.scale
         runner = try TiledRunner(graph: graph, spec: spec, backend: engine, tileSize: tile)
     }
 
     /// Interior tile side in input pixels.
     public var tileSize: Int { runner.tileSize }
-
-    static func resolve(_ model: String, store: ModelStore, log: (String) -> Void) throws -> ResolvedModel {
-        do {
-            if let entry = store.catalog.entry(named: model), !store.isInstalled(entry) {
-                let report = try store.fetch(entry)
-                log("fetched model \(entry.name) into \(store.modelDirectory(for: entry).path) (\(report.files.count) files, SHA-256 verified)")
-            }
-            let r = try store.resolve(model)
-            if r.entry == nil, let param = r.paramURL, let bin = r.binURL,
-               let entry = try Self.catalogEntry(matching: param, store: store) {
-                return ResolvedModel(name: r.name, entry: entry, paramURL: param, binURL: bin)
-            }
-            return r
-        } catch let e as CatalogError {
-            throw MediaError(e.kind == .invalid ? .invalidOptions : e.kind == .notFound ? .inputUnreadable : .corruptInput, e.message)
-        }
-    }
-
-    /// A user's `.param` that is byte for byte a catalog model gets that model's tiling rules.
-    static func catalogEntry(matching param: URL, store: ModelStore) throws -> ModelEntry? {
-        guard let digest = try? SHA256.hash(fileAt: param).hex else { return nil }
-        return store.catalog.entries.first { $0.paramFile?.sha256 == digest }
-    }
-
-    static func spec(for e: ModelEntry, graph: Graph) throws -> TilingSpec {
-        switch e.border {
-        case .none:
-            // "Same"-padded network: overlap tiles by its receptive field so tiles are exact.
-            return TilingSpec(scale: e.scale, padding: max(e.tileOverlap, graph.receptiveRadius()), border: .reflect,
-                              multiple: e.tileMultiple, addNearestInput: e.outputIsResidualOverNearest)
-        case .replicate:
-            return TilingSpec(scale: e.scale, padding: e.padding, border: .replicate, multiple: e.tileMultiple,
-                              addNearestInput: e.outputIsResidualOverNearest)
-        case .reflect:
-            return TilingSpec(scale: e.scale, padding: e.padding, border: .reflect, multiple: e.tileMultiple,
-                              addNearestInput: e.outputIsResidualOverNearest)
-        }
-    }
-
-    /// Learns scale and border loss of an unknown model from its shapes at two input sizes:
-    /// out = scale · (in − 2·loss).
-    static func inferSpec(_ graph: Graph) throws -> TilingSpec {
-        let c = graph.inputChannels ?? 3
-        var outs: [Int] = []
-        for n in [64, 96] {
-            let shapes = try graph.inferShapes(input: Shape(c: c, h: n, w: n))
-            guard let o = shapes[graph.output] else { throw EngineError("\(graph.source): the output is never produced.") }
-            outs.append(o.h)
-        }
-        let diff = outs[1] - outs[0]
-        guard diff > 0, diff % 32 == 0 else {
-            throw EngineError("\(graph.source): cannot tell the model's scale from its shapes (64 → \(outs[0]), 96 → \(outs[1])). Use a catalog model or a model with an integer scale.")
-        }
-        let s = diff / 32
-        let loss2 = 64 * s - outs[0]
-        guard loss2 >= 0, loss2 % (2 * s) == 0 else {
-            throw EngineError("\(graph.source): the output size does not fit scale \(s) with an even border.")
-        }
-        let loss = loss2 / (2 * s)
-        if loss == 0 {
-            return TilingSpec(scale: s, padding: graph.receptiveRadius(), border: .reflect, multiple: 4)
-        }
-        return TilingSpec(scale: s, padding: loss, border: .replicate, multiple: 4)
-    }
 
     /// Upscales an alpha plane: through the bundle's alpha model when it has one, else through
     /// the main model as a 3-channel copy.

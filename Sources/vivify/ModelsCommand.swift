@@ -149,7 +149,7 @@ struct ModelsCommand: ParsableCommand {
 
         func run() throws {
             // A path to a bundle or model file: describe the file itself.
-            if name.contains("/") || ["wifm", "mlmodel", "mlpackage", "param"].contains((name as NSString).pathExtension.lowercased()) {
+            if name.contains("/") || ModelTools.looksLikeModelFile(name) {
                 do {
                     print(try ModelTools.describe(path: name), terminator: "")
                 } catch {

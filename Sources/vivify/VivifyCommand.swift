@@ -43,7 +43,7 @@ enum OptionalModelValues {
     /// Whether `value` after `option` names a model (rather than being the next argument).
     static func isModel(_ value: String, for option: String) -> Bool {
         if value.hasPrefix("-") { return false }  // another option, or "-" (standard input)
-        if ["wifm", "param", "mlmodel", "mlpackage", "json", "bin", "onnx"].contains((value as NSString).pathExtension.lowercased()) { return true }
+        if ModelTools.looksLikeModelFile(value) { return true }
         if option == "--upscale", Int(value) != nil { return true }
         if BuiltinModels.names.contains(value) || ModelStore().catalog.entries.contains(where: { $0.name == value }) { return true }
         // A bare word that is no file (a misspelt model name) is still meant as the model, so

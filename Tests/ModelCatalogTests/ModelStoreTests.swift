@@ -146,40 +146,4 @@ final class ModelStoreTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("realcugan-"), "\(error)")
         }
     }
-
-    func testResolvingAParamPathNeedsTheBinBesideIt() throws {
-        let mirror = try Fixtures.requireMirror()
-        let dir = try Fixtures.temporaryDirectory(self)
-        let param = dir.appendingPathComponent("custom.param")
-        try FileManager.default.copyItem(at: mirror.appendingPathComponent("ncnn/waifu2x-upconv7-art/scale2.0x_model.param"), to: param)
-        let store = ModelStore(directory: try Fixtures.temporaryDirectory(self, "models"))
-
-        XCTAssertThrowsError(try store.resolve(param.path)) { error in
-            let e = error as? CatalogError
-            XCTAssertEqual(e?.kind, .notFound)
-            XCTAssertEqual(e?.kind.exitCode, 66)
-            XCTAssertTrue(e?.message.contains(dir.appendingPathComponent("custom.bin").path) ?? false, "\(error)")
-        }
-
-        try FileManager.default.copyItem(at: mirror.appendingPathComponent("ncnn/waifu2x-upconv7-art/scale2.0x_model.bin"),
-                                         to: dir.appendingPathComponent("custom.bin"))
-        let resolved = try store.resolve(param.path)
-        XCTAssertNil(resolved.entry)
-        XCTAssertEqual(resolved.name, "custom")
-        XCTAssertEqual(resolved.paramURL, param)
-        XCTAssertEqual(resolved.binURL, dir.appendingPathComponent("custom.bin"))
-    }
-
-    func testResolvingBadPaths() throws {
-        let dir = try Fixtures.temporaryDirectory(self)
-        let store = ModelStore(directory: dir)
-        XCTAssertThrowsError(try store.resolve(dir.appendingPathComponent("absent.param").path)) { error in
-            XCTAssertEqual((error as? CatalogError)?.kind, .notFound)
-            XCTAssertTrue("\(error)".contains("absent.param"))
-        }
-        XCTAssertThrowsError(try store.resolve(dir.appendingPathComponent("model.onnx").path)) { error in
-            XCTAssertEqual((error as? CatalogError)?.kind, .invalid)
-            XCTAssertTrue("\(error)".contains("model.onnx"))
-        }
-    }
 }

@@ -1,0 +1,260 @@
+import Engine
+import Foundation
+import ModelCatalog
+import ModelFormats
+
+/// A model read from any supported form (ncnn `.param`, Core ML `.mlmodel`, ML Program
+/// `.mlpackage`, or a `.wifm` bundle of any of them), with its graph adapted to take the
+/// engine's frames: RGB in [0, 1] in, RGB in [0, 1] out for upscalers.
+struct LoadedModel {
+    var name: String
+    var graph: Graph
+    /// How to tile it (upscalers): from the catalog, the bundle, or learnt from its shapes.
+    var spec: TilingSpec?
+    /// The bundle's alpha submodel (`alphaMode` `separateModel`).
+    var alphaGraph: Graph?
+    /// The bundle's colorizer keys (`task` `colorize`).
+    var colorizer: ColorizerSpec?
+    /// Keeps a bundle's private extraction directory alive as long as the model.
+    var bundle: ModelBundle?
+    /// Warnings from reading it (tolerated bundle mistakes).
+    var warnings: [String] = []
+
+    init(name: String, graph: Graph, spec: TilingSpec? = nil, bundle: ModelBundle? = nil, warnings: [String] = []) {
+        self.name = name
+        self.graph = graph
+        self.spec = spec
+        self.bundle = bundle
+        self.warnings = warnings
+    }
+}
+
+/// Turns any model argument into a loaded model for a task: one place for every kind of name.
+///
+///     argument ─▶ built-in name ("2", vivify-fast-2x, vivify-color) ─▶ its embedded .wifm
+///              ─▶ path (has a '/', exists, or ends in a table extension) ─▶ ModelFileFormat by extension
+///              ─▶ catalog name ─▶ fetched on first use, its files, its tiling rules
+///              ─▶ none of these: "no such model", with the close names of every kind
+///
+/// The graph comes back adapted to the engine's frames (upscalers: RGB in [0, 1] in and out)
+/// with the tiling rules an upscaler needs, or the description a colorizer needs.
+enum ModelResolver {
+    /// Resolves and loads `argument` for `task`; `log` gets one line when a model is fetched.
+    static func resolve(_ argument: String, task: WifmManifest.Task, store: ModelStore = ModelStore(),
+                        log: (String) -> Void = { _ in }) throws -> LoadedModel {
+        let what = task == .upscale ? "upscaler" : "colorizer"
+        // Built-in names.
+        if let builtin = BuiltinModels.name(for: argument, task: task) ?? (BuiltinModels.names.contains(argument) ? argument : nil),
+           let path = try BuiltinModels.path(for: builtin, store: store) {
+            var loaded = try loadBundle(path, name: builtin, task: task)
+            loaded.name = builtin
+            return loaded
+        }
+        // Paths.
+        let format = ModelFileFormat.forPath(argument)
+        if argument.contains("/") || format != nil || FileManager.default.fileExists(atPath: argument) {
+            guard FileManager.default.fileExists(atPath: argument) else {
+                let close = argument.contains("/") ? [] : closeNames(to: argument, among: names(for: task, store: store))
+                let hint = close.first.map { " Did you mean '\($0)'?" } ?? ""
+                throw MediaError(.inputUnreadable, "Cannot open the \(what) '\(argument)': no such file.\(hint) Check the path, or run `vivify models list` for model names.")
+            }
+            guard let format else {
+                let ext = (argument as NSString).pathExtension
+                throw MediaError(.unsupported, "Cannot read the \(what) '\(argument)': \(ext.isEmpty ? "a file without an extension" : "'.\(ext)'") is not a model format Vivify reads. Use \(ModelFileFormat.extensionList).")
+            }
+            return try load(argument, format: format, task: task, store: store)
+        }
+        // Catalog names (upscalers and denoisers).
+        if let entry = store.catalog.entry(named: argument) {
+            guard task == .upscale else {
+                throw MediaError(.invalidOptions, "'\(argument)' is an upscaling model from the catalog; use it with --upscale. --colorize takes \(BuiltinModels.color), a colorize .wifm, or a model file with its .json description.")
+            }
+            return try loadCatalog(entry, store: store, log: log)
+        }
+        let close = closeNames(to: argument, among: names(for: task, store: store))
+        let hint: String
+        switch close.count {
+        case 0: hint = ""
+        case 1: hint = " Did you mean '\(close[0])'?"
+        default: hint = " Did you mean " + close.dropLast().map { "'\($0)'" }.joined(separator: ", ") + " or '\(close.last!)'?"
+        }
+        throw MediaError(.invalidOptions, "There is no \(what) named '\(argument)'.\(hint) Run `vivify models list` for every model name, or give a path to \(ModelFileFormat.extensionList) file.")
+    }
+
+    /// Names a user may give for `task`: the built-ins of that task, and catalog names for upscaling.
+    static func names(for task: WifmManifest.Task, store: ModelStore) -> [String] {
+        let builtins = BuiltinModels.names.filter { BuiltinModels.task(of: $0) == task }
+        return builtins + (task == .upscale ? store.catalog.names : [])
+    }
+
+    /// A model file of a known format.
+    static func load(_ path: String, format: ModelFileFormat, task: WifmManifest.Task, store: ModelStore) throws -> LoadedModel {
+        let name = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
+        guard let importer = format.importer else { return try loadBundle(path, name: name, task: task) }
+        if task == .colorize {
+            // A bare colorizer graph needs its description beside it.
+            let spec = try ColorizerSpec.beside(param: path)
+            var loaded = LoadedModel(name: name, graph: try importer(path, nil).graph)
+            loaded.colorizer = spec
+            return loaded
+        }
+        if format.kind == .ncnn {
+            // ncnn models take and give [0, 1] RGB; a file that is byte for byte a catalog
+            // model gets that model's blob names and tiling rules.
+            let bin = (path as NSString).deletingPathExtension + ".bin"
+            guard FileManager.default.fileExists(atPath: bin) else {
+                throw MediaError(.inputUnreadable, "The ncnn model '\(path)' has no weights beside it: '\(bin)' is missing. Put the .bin file next to the .param file with the same name.")
+            }
+            let entry = catalogEntry(matching: URL(fileURLWithPath: path), store: store)
+            let graph = try NCNNImporter.load(paramPath: path, binPath: bin, inputName: entry?.inputBlob, outputName: entry?.outputBlob)
+            var loaded = LoadedModel(name: name, graph: graph)
+            loaded.spec = try entry.map { try tiling(for: $0, graph: graph) } ?? inferTiling(graph)
+            return loaded
+        }
+        let imported = try importer(path, nil)
+        var g = imported.graph
+        // Image inputs take 0–255 pixels; the output range is measured on a grey tile.
+        if imported.inputIsImage { g = g.prependingAffine(scale: [255], bias: [0]) }
+        g = try normalisedOutput(g)
+        var loaded = LoadedModel(name: name, graph: g)
+        loaded.spec = try inferTiling(g)
+        return loaded
+    }
+
+    /// A catalog model, fetched on first use.
+    static func loadCatalog(_ entry: ModelEntry, store: ModelStore, log: (String) -> Void) throws -> LoadedModel {
+        let r: ResolvedModel
+        do {
+            if !store.isInstalled(entry) {
+                let report = try store.fetch(entry)
+                log("fetched model \(entry.name) into \(store.modelDirectory(for: entry).path) (\(report.files.count) files, SHA-256 verified)")
+            }
+            r = try store.resolve(entry.name)
+        } catch let e as CatalogError {
+            throw MediaError(e.kind == .invalid ? .invalidOptions : e.kind == .notFound ? .inputUnreadable : .corruptInput, e.message)
+        }
+        var loaded: LoadedModel
+        switch r.format {
+        case .ncnn:
+            guard let param = r.paramURL, let bin = r.binURL else {
+                throw CatalogError(.invalid, "Catalog entry '\(entry.name)' names no .param/.bin pair; it cannot be loaded.")
+            }
+            loaded = LoadedModel(name: entry.name, graph: try NCNNImporter.load(paramPath: param.path, binPath: bin.path,
+                                                                                inputName: entry.inputBlob, outputName: entry.outputBlob))
+        case .coreml, .mlprogram:
+            guard let url = r.modelURL, let format = ModelFileFormat.forPath(url.path) else {
+                throw CatalogError(.invalid, "Catalog entry '\(entry.name)' names no Core ML model file; it cannot be loaded.")
+            }
+            loaded = try load(url.path, format: format, task: .upscale, store: store)
+            loaded.name = entry.name
+        }
+        loaded.spec = try tiling(for: entry, graph: loaded.graph)
+        return loaded
+    }
+
+    /// A user's `.param` that is byte for byte a catalog model's.
+    static func catalogEntry(matching param: URL, store: ModelStore) -> ModelEntry? {
+        guard let digest = try? SHA256.hash(fileAt: param).hex else { return nil }
+        return store.catalog.entries.first { $0.paramFile?.sha256 == digest }
+    }
+
+    /// The tiling rules of a catalog model.
+    static func tiling(for e: ModelEntry, graph: Graph) throws -> TilingSpec {
+        switch e.border {
+        case .none:
+            // "Same"-padded network: overlap tiles by its receptive field so tiles are exact.
+            return TilingSpec(scale: e.scale, padding: max(e.tileOverlap, graph.receptiveRadius()), border: .reflect,
+                              multiple: e.tileMultiple, addNearestInput: e.outputIsResidualOverNearest)
+        case .replicate:
+            return TilingSpec(scale: e.scale, padding: e.padding, border: .replicate, multiple: e.tileMultiple,
+                              addNearestInput: e.outputIsResidualOverNearest)
+        case .reflect:
+            return TilingSpec(scale: e.scale, padding: e.padding, border: .reflect, multiple: e.tileMultiple,
+                              addNearestInput: e.outputIsResidualOverNearest)
+        }
+    }
+
+    /// Learns scale and border loss of an unknown model from its shapes at two input sizes:
+    /// out = scale · (in − 2·loss).
+    static func inferTiling(_ graph: Graph) throws -> TilingSpec {
+        let c = graph.inputChannels ?? 3
+        var outs: [Int] = []
+        for n in [64, 96] {
+            let shapes = try graph.inferShapes(input: Shape(c: c, h: n, w: n))
+            guard let o = shapes[graph.output] else { throw EngineError("\(graph.source): the output is never produced.") }
+            outs.append(o.h)
+        }
+        let diff = outs[1] - outs[0]
+        guard diff > 0, diff % 32 == 0 else {
+            throw EngineError("\(graph.source): cannot tell the model's scale from its shapes (64 → \(outs[0]), 96 → \(outs[1])). Use a catalog model or a model with an integer scale.")
+        }
+        let s = diff / 32
+        let loss2 = 64 * s - outs[0]
+        guard loss2 >= 0, loss2 % (2 * s) == 0 else {
+            throw EngineError("\(graph.source): the output size does not fit scale \(s) with an even border.")
+        }
+        let loss = loss2 / (2 * s)
+        if loss == 0 {
+            return TilingSpec(scale: s, padding: graph.receptiveRadius(), border: .reflect, multiple: 4)
+        }
+        return TilingSpec(scale: s, padding: loss, border: .replicate, multiple: 4)
+    }
+
+    /// Scales a graph's output to [0, 1] when it produces 0–255: a mid-grey tile must come
+    /// back mid-grey from any upscaler.
+    static func normalisedOutput(_ graph: Graph) throws -> Graph {
+        let side = 48
+        let c = graph.inputChannels ?? 3
+        let prepared = try ReferenceBackend().prepare(graph, input: Shape(c: c, h: side, w: side))
+        let out = try prepared.run(Tensor(shape: prepared.inputShape, data: [Float](repeating: 0.5, count: prepared.inputShape.count)))
+        let mean = out.data.reduce(0, +) / Float(max(out.data.count, 1))
+        return mean > 8 ? graph.appendingAffine(scale: [1 / 255], bias: [0]) : graph
+    }
+
+    static func loadBundle(_ path: String, name: String, task: WifmManifest.Task) throws -> LoadedModel {
+        let bundle: ModelBundle
+        do {
+            bundle = try ModelBundle.open(path: path)
+        } catch let e as BundleError {
+            throw MediaError(.corruptInput, e.message)
+        }
+        let m = bundle.manifest
+        guard m.task == task else {
+            throw MediaError(.invalidOptions, "The bundle '\(path)' is a \(m.task.rawValue) model; use it with --\(m.task == .upscale ? "upscale" : "colorize").")
+        }
+        func adapted(_ sub: WifmManifest.SubModel) throws -> Graph {
+            let file = bundle.url(for: sub).path
+            guard let importer = ModelFileFormat.forPath(file)?.importer else {
+                throw MediaError(.unsupported, "The bundle '\(path)' holds '\((file as NSString).lastPathComponent)', which is not a model format Vivify reads. Use \(ModelFileFormat.extensionList) inside.")
+            }
+            let imported = try importer(file, bundle.weightsURL(for: sub)?.path)
+            let (raw, isImage) = (imported.graph, imported.inputIsImage)
+            guard task == .upscale else { return raw }
+            var g = raw
+            let input = m.inputs.contains(where: { $0.name == sub.inputName }) ? m.input(for: sub) : nil
+            // Tensor/IO: model input = scale · pixel + bias, pixel = 255 · x. A Core ML image
+            // input takes pixels itself (its scaler is in the graph).
+            let n = input?.normalize ?? (isImage ? .none : .zeroToOne)
+            g = g.prependingAffine(scale: [255 * n.scale], bias: [n.redBias, n.greenBias, n.blueBias])
+            if let out = m.outputs.first(where: { $0.name == sub.outputName }), let d = out.denormalize {
+                // Tensor/IO: pixel = (y + bias) · scale; x = pixel / 255.
+                let k = d.scale / 255
+                g = g.appendingAffine(scale: [k], bias: [d.redBias * k, d.greenBias * k, d.blueBias * k])
+            } else {
+                g = try normalisedOutput(g)
+            }
+            return g
+        }
+        var loaded = LoadedModel(name: m.name, graph: try adapted(m.main), bundle: bundle, warnings: bundle.warnings)
+        if task == .upscale {
+            loaded.spec = TilingSpec(scale: m.scale, padding: m.shrinkSize, border: .replicate, multiple: 1)
+            if m.alphaMode == .separateModel, let alpha = m.alpha { loaded.alphaGraph = try adapted(alpha) }
+        } else if let c = m.colorizer {
+            let channels = m.inputShape?.first ?? 1
+            loaded.colorizer = ColorizerSpec(input: channels == 4 ? .lHintsMask : .l, inputSize: c.inputSize, inputMultiple: c.inputMultiple,
+                                             lCenter: c.lCenter, lScale: c.lScale, output: m.output(for: m.main).role == .rgb ? .rgb : .ab,
+                                             abScale: c.abScale, upsample: ColorizerSpec.Upsample(rawValue: c.upsample) ?? .bilinear)
+        }
+        return loaded
+    }
+}
