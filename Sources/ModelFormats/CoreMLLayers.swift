@@ -88,9 +88,10 @@ extension CoreMLImporter {
         let source: String
         let declaredInput: Shape?
         var inputChannels: Int?
-        var names: [String] = []
+        var graph = GraphBuilder()
         var blobs: [String: Int] = [:]
-        var nodes: [Node] = []
+        var names: [String] { graph.names }
+        var nodes: [Node] { graph.nodes }
         var input = 0
         var constants: [String: Constant] = [:]
         /// The first output of the last layer (a classifier's default probability blob).
@@ -106,9 +107,9 @@ extension CoreMLImporter {
         }
 
         mutating func newValue(_ name: String) -> Int {
-            names.append(name)
-            blobs[name] = names.count - 1
-            return names.count - 1
+            let v = graph.newValue(name)
+            blobs[name] = v
+            return v
         }
 
         mutating func note(_ s: String) {
@@ -129,7 +130,7 @@ extension CoreMLImporter {
             let name = names[input]
             let out = newValue(name + "#preprocessed")
             blobs[name] = out
-            nodes.append(Node(name: "preprocessing", op: op, inputs: [input], output: out))
+            graph.append(Node(name: "preprocessing", op: op, inputs: [input], output: out))
         }
 
         func value(_ blob: String, _ l: Layer) throws -> Int {
@@ -151,7 +152,7 @@ extension CoreMLImporter {
             if needsSize && declaredInput == nil {
                 throw l.unsupported("\(what) in a model whose input declares no size")
             }
-            let partial = Graph(valueNames: names, nodes: nodes, input: input, output: v, source: source)
+            let partial = graph.graph(input: input, output: v, source: source)
             guard let s = try partial.inferShapes(input: probe)[v] else {
                 throw l.fail("reads a blob whose shape cannot be told")
             }
@@ -167,7 +168,7 @@ extension CoreMLImporter {
             var current = from
             for (k, op) in ops.enumerated() {
                 let out = newValue(k == ops.count - 1 ? l.outputs[0] : "\(l.outputs[0])#\(k)")
-                nodes.append(Node(name: l.name, op: op, inputs: [current], output: out))
+                graph.append(Node(name: l.name, op: op, inputs: [current], output: out))
                 current = out
             }
         }
@@ -175,7 +176,7 @@ extension CoreMLImporter {
         /// Appends a node with several inputs writing the layer's output blob (or `name`).
         mutating func emit(_ l: Layer, _ op: Engine.Operation, inputs: [Int], name: String? = nil) -> Int {
             let out = newValue(name ?? l.outputs[0])
-            nodes.append(Node(name: l.name, op: op, inputs: inputs, output: out))
+            graph.append(Node(name: l.name, op: op, inputs: inputs, output: out))
             return out
         }
 
@@ -613,7 +614,7 @@ extension CoreMLImporter {
                 producer[node.output] = fused.count
                 fused.append(node)
             }
-            return Graph(valueNames: names, nodes: fused, input: input, output: out, source: source)
+            return graph.graph(input: input, output: out, source: source, nodes: fused)
         }
     }
 }

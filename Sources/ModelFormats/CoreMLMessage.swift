@@ -18,15 +18,7 @@ extension CoreMLImporter {
     }
 
     /// Float16 values stored little-endian in `d`, widened to Float (exactly).
-    static func littleEndianHalves(_ d: Data) -> [Float] {
-        var out = [Float](repeating: 0, count: d.count / 2)
-        d.withUnsafeBytes { raw in
-            for k in 0..<out.count {
-                out[k] = Float(Float16(bitPattern: UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: k * 2, as: UInt16.self))))
-            }
-        }
-        return out
-    }
+    static func littleEndianHalves(_ d: Data) -> [Float] { HalfFloats.decode(d) }
 
     /// How a weight tensor's quantization scales map onto its values: the tensor is read as
     /// `[outer][channels][inner]` and a per-channel scale applies along `channels`. Core ML

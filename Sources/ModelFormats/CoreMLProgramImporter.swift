@@ -82,14 +82,14 @@ public enum CoreMLProgramImporter {
         guard let outputName = function.outputs.first else {
             throw EngineError("The ML Program in '\(source)' returns nothing.")
         }
-        var builder = GraphBuilder(source: source, blobs: BlobFiles(modelDirectory: weightsDirectory))
+        var builder = ProgramBuilder(source: source, blobs: BlobFiles(modelDirectory: weightsDirectory))
         let (inputName, inputType) = function.inputs[0]
         let input = try builder.addInput(inputName, inputType)
         for op in function.operations { try builder.add(op) }
         guard case .variable(let output, let outputType) = builder.symbols[outputName] else {
             throw EngineError("The ML Program output '\(outputName)' in \(source) is a constant or never computed; Vivify runs networks whose output depends on the input.")
         }
-        let raw = Graph(valueNames: builder.names, nodes: builder.nodes, input: input, output: output, source: source)
+        let raw = builder.graph.graph(input: input, output: output, source: source)
         let graph = simplify(raw)
         let inputIsImage = info.inputs[inputName]?.isImage ?? false
         var text = "ML Program '\((source as NSString).lastPathComponent)' (function '\(functionName)', opset \(function.opset)): "

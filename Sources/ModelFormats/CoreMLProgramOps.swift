@@ -34,11 +34,12 @@ extension CoreMLProgramImporter {
     ]
 
     /// Builds a `Graph` from a MIL function's ops.
-    struct GraphBuilder {
+    struct ProgramBuilder {
         let source: String
         let blobs: BlobFiles
-        var names: [String] = []
-        var nodes: [Node] = []
+        var graph = GraphBuilder()
+        var names: [String] { graph.names }
+        var nodes: [Node] { graph.nodes }
         var symbols: [String: Symbol] = [:]
         /// Element types of the float tensors read and the decompression ops used, for the
         /// description ("fp16", "lut to dense").
@@ -62,8 +63,7 @@ extension CoreMLProgramImporter {
         // MARK: values
 
         mutating func newValue(_ name: String) -> Int {
-            names.append(name)
-            return names.count - 1
+            graph.newValue(name)
         }
 
         /// Declares the function input `name` of `type` (must be a 1×C×H×W float tensor).
@@ -79,7 +79,7 @@ extension CoreMLProgramImporter {
         /// Appends a node computing `operation` from `inputs` into the op's output.
         mutating func emit(_ op: Op, _ operation: Engine.Operation, inputs: [Int], name: String? = nil) -> Int {
             let out = newValue(name ?? op.name)
-            nodes.append(Node(name: op.name, op: operation, inputs: inputs, output: out))
+            graph.append(Node(name: op.name, op: operation, inputs: inputs, output: out))
             if name == nil { symbols[op.name] = .variable(out, op.outputs.first?.type ?? TensorType(dataType: .float32, shape: [])) }
             return out
         }

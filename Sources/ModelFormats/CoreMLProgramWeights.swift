@@ -90,7 +90,7 @@ extension CoreMLProgramImporter {
         switch t {
         case .float16:
             try need(count * 2)
-            return .floats((0..<count).map { Float(Float16(bitPattern: UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 2, as: UInt16.self)))) })
+            return .floats(HalfFloats.decode(raw, count: count))
         case .bfloat16:
             try need(count * 2)
             return .floats((0..<count).map { Float(bitPattern: UInt32(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 2, as: UInt16.self))) << 16) })

@@ -85,7 +85,7 @@ public enum NCNNImporter {
         if let inputName, builder.blobs[inputName] == nil {
             throw EngineError("\(source) has no input blob '\(inputName)'.")
         }
-        return Graph(valueNames: builder.names, nodes: builder.nodes, input: input, output: output, source: source)
+        return builder.graph.graph(input: input, output: output, source: source)
     }
 
     struct WeightReader {
@@ -118,12 +118,7 @@ public enum NCNNImporter {
             switch tag {
             case 0x0130_6B47:
                 guard offset + count * 2 <= data.count else { throw short(layer) }
-                var out = [Float](repeating: 0, count: count)
-                data.withUnsafeBytes { src in
-                    for i in 0..<count {
-                        out[i] = Float(Float16(bitPattern: src.loadUnaligned(fromByteOffset: offset + i * 2, as: UInt16.self)))
-                    }
-                }
+                let out = data.withUnsafeBytes { HalfFloats.decode($0, offset: offset, count: count) }
                 offset += (count * 2 + 3) / 4 * 4
                 return out
             case 0, 0x0002_C056:
@@ -143,9 +138,8 @@ public enum NCNNImporter {
     struct Builder {
         let source: String
         var reader: WeightReader
-        var names: [String] = []
+        var graph = GraphBuilder()
         var blobs: [String: Int] = [:]
-        var nodes: [Node] = []
         var inputValue: Int?
 
         init(source: String, reader: WeightReader) {
@@ -154,9 +148,9 @@ public enum NCNNImporter {
         }
 
         mutating func newValue(_ name: String) -> Int {
-            names.append(name)
-            blobs[name] = names.count - 1
-            return names.count - 1
+            let v = graph.newValue(name)
+            blobs[name] = v
+            return v
         }
 
         func value(_ name: String, _ layer: Layer) throws -> Int {
@@ -184,7 +178,7 @@ public enum NCNNImporter {
 
         mutating func emit(_ layer: Layer, _ op: Engine.Operation, inputs: [Int], top: String? = nil) {
             let out = newValue(top ?? layer.tops[0])
-            nodes.append(Node(name: layer.name, op: op, inputs: inputs, output: out))
+            graph.append(Node(name: layer.name, op: op, inputs: inputs, output: out))
         }
 
         mutating func add(_ l: Layer) throws {
@@ -223,7 +217,7 @@ public enum NCNNImporter {
                     let c: [Float]? = coeffs.map { [k == 0 ? $0[0] : 1, $0[k + 1]] }
                     let isLast = k == ins.count - 2
                     let out = newValue(isLast ? l.tops[0] : "\(l.tops[0])#\(k)")
-                    nodes.append(Node(name: l.name, op: .binary(kind, coefficients: c), inputs: [acc, next], output: out))
+                    graph.append(Node(name: l.name, op: .binary(kind, coefficients: c), inputs: [acc, next], output: out))
                     acc = out
                 }
             case "BinaryOp":
