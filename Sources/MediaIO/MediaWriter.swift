@@ -178,6 +178,12 @@ public final class MediaWriter {
             }
         }
         let r = avformat_write_header(ctx, nil)
+        if r == -EINVAL {
+            // The muxer refused the streams (an audio-only or subtitle container, a picture
+            // format with a video codec it cannot hold): a bad output name, not a disk problem.
+            let ext = (targetName as NSString).pathExtension
+            throw MediaError(.invalidOptions, "The .\(ext) container cannot hold this \(settings.codec) video. Choose another output extension (.mkv holds them all) or --codec.")
+        }
         if r < 0 {
             throw MediaError(.outputUnwritable, "Cannot start writing '\(targetName)': \(avErrorString(r)).")
         }

@@ -54,12 +54,12 @@ public enum CoreMLImporter {
             // An .mlpackage keeps its spec at a fixed place; ML Programs are refused below by type.
             let inner = (path as NSString).appendingPathComponent("Data/com.apple.CoreML/model.mlmodel")
             guard FileManager.default.fileExists(atPath: inner) else {
-                throw EngineError("'\(path)' is a folder without Data/com.apple.CoreML/model.mlmodel, so it is not a Core ML model package. Pass an .mlmodel file or an .mlpackage folder.")
+                throw ModelFormatError(.malformed, "'\(path)' is a folder without Data/com.apple.CoreML/model.mlmodel, so it is not a Core ML model package. Pass an .mlmodel file or an .mlpackage folder.")
             }
             file = inner
         }
         guard let data = FileManager.default.contents(atPath: file) else {
-            throw EngineError("Cannot read the Core ML model '\(path)'. Check the path and its permissions.")
+            throw ModelFormatError(.unreadable, "Cannot read the Core ML model '\(path)'. Check the path and its permissions.")
         }
         return try parse(data, source: path)
     }
@@ -69,7 +69,7 @@ public enum CoreMLImporter {
         let model = try Message(data, what: "the model", source: source)
         let version = model.int(1)
         guard version >= 1 else {
-            throw EngineError("'\(source)' is not a Core ML model: its specificationVersion is \(version), and every .mlmodel has 1 or more. Pass a Core ML .mlmodel file.")
+            throw ModelFormatError(.malformed, "'\(source)' is not a Core ML model: its specificationVersion is \(version), and every .mlmodel has 1 or more. Pass a Core ML .mlmodel file.")
         }
         let networkField: Int
         if model.has(500) {
@@ -83,16 +83,16 @@ public enum CoreMLImporter {
         }
         let kind = [500: "NeuralNetwork", 403: "NeuralNetworkClassifier", 303: "NeuralNetworkRegressor"][networkField]!
         guard let description = try model.message(2, what: "the model description", source: source) else {
-            throw EngineError("'\(source)' has no model description, so its input and output are unknown. The file is incomplete.")
+            throw ModelFormatError(.malformed, "'\(source)' has no model description, so its input and output are unknown. The file is incomplete.")
         }
         let network = try model.message(networkField, what: "the \(kind)", source: source)!
         let inputs = try description.messages(1, what: "an input feature", source: source).map { try Feature($0, source: source) }
         let outputs = try description.messages(10, what: "an output feature", source: source).map { try Feature($0, source: source) }
         guard let input = inputs.first else {
-            throw EngineError("'\(source)' declares no input feature. The file is incomplete.")
+            throw ModelFormatError(.malformed, "'\(source)' declares no input feature. The file is incomplete.")
         }
         guard inputs.count == 1 else {
-            throw EngineError("'\(source)' has \(inputs.count) inputs (\(inputs.map { "'\($0.name)'" }.joined(separator: ", "))); Vivify's engine runs networks with one input. Use a model with a single image or multi-array input.")
+            throw ModelFormatError(.unsupported, "'\(source)' has \(inputs.count) inputs (\(inputs.map { "'\($0.name)'" }.joined(separator: ", "))); Vivify's engine runs networks with one input. Use a model with a single image or multi-array input.")
         }
         let inputShape = try input.tensorShape(source: source)
         let preprocessing = try Preprocessing(network, input: input, source: source)
@@ -118,7 +118,7 @@ public enum CoreMLImporter {
             outputNote = "Output: blob '\(outputName)', the class probabilities behind the classifier's \(labels) labels (the label and dictionary outputs are not produced)."
         } else {
             guard let first = outputs.first else {
-                throw EngineError("'\(source)' declares no output feature. The file is incomplete.")
+                throw ModelFormatError(.malformed, "'\(source)' declares no output feature. The file is incomplete.")
             }
             outputName = first.name
             outputNote = "Output: '\(first.name)', \(first.summary)."
@@ -149,7 +149,7 @@ public enum CoreMLImporter {
     }
 
     /// The error for a model whose type is not a NeuralNetwork.
-    static func refusal(_ model: Message, version: Int, source: String) -> EngineError {
+    static func refusal(_ model: Message, version: Int, source: String) -> ModelFormatError {
         let types: [Int: String] = [
             200: "pipeline classifier", 201: "pipeline regressor", 202: "pipeline", 300: "GLM regressor",
             301: "support vector regressor", 302: "tree ensemble regressor", 304: "Bayesian probit regressor",
@@ -162,10 +162,10 @@ public enum CoreMLImporter {
             2004: "gazetteer", 2005: "word embedding", 2006: "audio feature print", 3000: "serialized model",
         ]
         if model.has(502) {
-            return EngineError("'\(source)' is a Core ML ML Program (mlProgram, specification version \(version)), not a NeuralNetwork. This importer reads NeuralNetwork .mlmodel files; load ML Programs with Vivify's ML Program importer.")
+            return ModelFormatError(.malformed, "'\(source)' is a Core ML ML Program (mlProgram, specification version \(version)), not a NeuralNetwork. This importer reads NeuralNetwork .mlmodel files; load ML Programs with Vivify's ML Program importer.")
         }
         let kind = model.numbers.compactMap { types[$0] }.first
-        return EngineError("'\(source)' is a Core ML \(kind.map { "\($0) model" } ?? "model with no model type") (specification version \(version)), not a neural network. Vivify runs neuralNetwork, neuralNetworkClassifier and neuralNetworkRegressor models.")
+        return ModelFormatError(.unsupported, "'\(source)' is a Core ML \(kind.map { "\($0) model" } ?? "model with no model type") (specification version \(version)), not a neural network. Vivify runs neuralNetwork, neuralNetworkClassifier and neuralNetworkRegressor models.")
     }
 
     /// An input or output feature (FeatureDescription: name 1, type 3).
@@ -250,12 +250,12 @@ public enum CoreMLImporter {
                 return (image.channels, image.height, image.width)
             }
             guard let shape = arrayShape else {
-                throw EngineError("Input '\(name)' of '\(source)' is a \(other ?? "non-tensor") feature; Vivify's engine takes an image or a multi-array input.")
+                throw ModelFormatError(.unsupported, "Input '\(name)' of '\(source)' is a \(other ?? "non-tensor") feature; Vivify's engine takes an image or a multi-array input.")
             }
             if shape.isEmpty { return nil }
             let lead = shape.dropLast(min(3, shape.count))
             guard lead.allSatisfy({ $0 == 1 }) else {
-                throw EngineError("Input '\(name)' of '\(source)' has shape \(shape.map(String.init).joined(separator: "×")); Vivify's engine runs batch 1, at most C×H×W.")
+                throw ModelFormatError(.unsupported, "Input '\(name)' of '\(source)' has shape \(shape.map(String.init).joined(separator: "×")); Vivify's engine runs batch 1, at most C×H×W.")
             }
             let last = Array(shape.suffix(3))
             switch last.count {
@@ -295,7 +295,7 @@ public enum CoreMLImporter {
                 guard feature.isEmpty || feature == input.name else { continue }
                 if let s = try p.message(10, what: "the image scaler", source: source) {
                     guard let image = input.image else {
-                        throw EngineError("'\(source)' has an image scaler on input '\(input.name)', which is not an image; Core ML scales only image inputs. The file is inconsistent.")
+                        throw ModelFormatError(.malformed, "'\(source)' has an image scaler on input '\(input.name)', which is not an image; Core ML scales only image inputs. The file is inconsistent.")
                     }
                     scale = s.float(10)
                     switch image.colorSpace {
@@ -306,14 +306,14 @@ public enum CoreMLImporter {
                 } else if let m = try p.message(11, what: "the mean image", source: source) {
                     let values = m.floats(1)
                     guard let shape = try input.tensorShape(source: source), values.count == shape.c * shape.h * shape.w else {
-                        throw EngineError("'\(source)': the mean image of input '\(input.name)' has \(values.count) values, which does not match the input size. The file is inconsistent.")
+                        throw ModelFormatError(.malformed, "'\(source)': the mean image of input '\(input.name)' has \(values.count) values, which does not match the input size. The file is inconsistent.")
                     }
                     let plane = shape.h * shape.w
                     var perChannel: [Float] = []
                     for c in 0..<shape.c {
                         let slice = values[(c * plane)..<((c + 1) * plane)]
                         guard slice.allSatisfy({ $0 == slice.first }) else {
-                            throw EngineError("'\(source)': input '\(input.name)' subtracts a mean image that varies across the picture; Vivify's engine applies only per-channel constants. Use a model without mean-image preprocessing.")
+                            throw ModelFormatError(.unsupported, "'\(source)': input '\(input.name)' subtracts a mean image that varies across the picture; Vivify's engine applies only per-channel constants. Use a model without mean-image preprocessing.")
                         }
                         perChannel.append(slice.first ?? 0)
                     }

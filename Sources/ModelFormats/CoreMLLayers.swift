@@ -56,12 +56,12 @@ extension CoreMLImporter {
         var params: Message
         let source: String
 
-        func fail(_ why: String) -> EngineError {
-            EngineError("Layer '\(name)' (\(type)) in \(source): \(why).")
+        func fail(_ why: String) -> ModelFormatError {
+            ModelFormatError(.malformed, "Layer '\(name)' (\(type)) in \(source): \(why).")
         }
 
-        func unsupported(_ what: String) -> EngineError {
-            EngineError("Layer '\(name)' (\(type)) in \(source): \(what) is not supported by Vivify's engine.")
+        func unsupported(_ what: String) -> ModelFormatError {
+            ModelFormatError(.unsupported, "Layer '\(name)' (\(type)) in \(source): \(what) is not supported by Vivify's engine.")
         }
 
         /// A nested message of the parameters.
@@ -183,10 +183,10 @@ extension CoreMLImporter {
         mutating func add(_ m: Message, index: Int) throws {
             let name = m.string(1).isEmpty ? "#\(index)" : m.string(1)
             guard let field = m.numbers.first(where: { $0 >= 100 }) else {
-                throw EngineError("Layer '\(name)' in \(source) has no layer parameters. The file is damaged.")
+                throw ModelFormatError(.malformed, "Layer '\(name)' in \(source) has no layer parameters. The file is damaged.")
             }
             guard let type = CoreMLImporter.layerTypes[field] else {
-                throw EngineError("Layer '\(name)' in \(source): the Core ML layer type with field number \(field) is unknown to Vivify (newer than its schema) and not supported. Supported layer types: \(CoreMLImporter.supportedLayerTypes).")
+                throw ModelFormatError(.unsupported, "Layer '\(name)' in \(source): the Core ML layer type with field number \(field) is unknown to Vivify (newer than its schema) and not supported. Supported layer types: \(CoreMLImporter.supportedLayerTypes).")
             }
             let params = try m.message(field, what: "the \(type) parameters of layer '\(name)'", source: source)
                 ?? Message(Data(), what: "", source: source)
@@ -233,7 +233,7 @@ extension CoreMLImporter {
             case 760:
                 emit(l, [.activation(.tanh)], from: try value(l.inputs[0], l))
             default:
-                throw EngineError("Layer '\(name)' in \(source): the Core ML layer type '\(type)' is not supported by Vivify's engine. Supported layer types: \(CoreMLImporter.supportedLayerTypes).")
+                throw ModelFormatError(.unsupported, "Layer '\(name)' in \(source): the Core ML layer type '\(type)' is not supported by Vivify's engine. Supported layer types: \(CoreMLImporter.supportedLayerTypes).")
             }
         }
 
@@ -571,10 +571,10 @@ extension CoreMLImporter {
         /// activations that follow a convolution or inner product alone are fused into it.
         func finish(output: String) throws -> Graph {
             if let c = constants[output] {
-                throw EngineError("'\(source)': the output '\(output)' is the constant of loadConstant layer '\(c.layer)', which Vivify's engine cannot produce as a result.")
+                throw ModelFormatError(.unsupported, "'\(source)': the output '\(output)' is the constant of loadConstant layer '\(c.layer)', which Vivify's engine cannot produce as a result.")
             }
             guard let out = blobs[output] else {
-                throw EngineError("'\(source)' declares the output '\(output)', but no layer produces it. The file is inconsistent.")
+                throw ModelFormatError(.malformed, "'\(source)' declares the output '\(output)', but no layer produces it. The file is inconsistent.")
             }
             var needed = Set([out])
             var kept: [Node] = []

@@ -35,8 +35,8 @@ extension CoreMLImporter {
     /// error naming the layer, the parameter and the file.
     static func weights(_ m: Message?, count: Int, axis: ChannelAxis? = nil, param: String,
                         layer: String, type: String, source: String) throws -> [Float] {
-        func fail(_ why: String) -> EngineError {
-            EngineError("Layer '\(layer)' (\(type)) in \(source): \(param) \(why).")
+        func fail(_ why: String) -> ModelFormatError {
+            ModelFormatError(.malformed, "Layer '\(layer)' (\(type)) in \(source): \(param) \(why).")
         }
         guard let m else { throw fail("is missing") }
         var values: [Float]
@@ -67,7 +67,7 @@ extension CoreMLImporter {
     /// as coremltools writes them) through linear (`w = q · scale + bias`, per channel or one
     /// for all) or look-up-table quantization. `signed`: int8RawValue.
     static func dequantize(_ packed: Data, signed: Bool, quantization q: Message, count: Int, axis: ChannelAxis,
-                           fail: (String) -> EngineError) throws -> [Float] {
+                           fail: (String) -> ModelFormatError) throws -> [Float] {
         let bits = signed ? 8 : q.int(1)
         guard (1...8).contains(bits) else { throw fail("is quantized to \(bits) bits; only 1 to 8 bits are supported") }
         guard packed.count * 8 >= count * bits else {

@@ -35,7 +35,7 @@ public enum CoreMLProgramImporter {
     public static func load(path: String) throws -> CoreMLProgramModel {
         let modelPath = try modelFile(package: path)
         guard let data = FileManager.default.contents(atPath: modelPath) else {
-            throw EngineError("Cannot read '\(modelPath)', the model inside '\(path)'. Check that the .mlpackage is complete.")
+            throw ModelFormatError(.unreadable, "Cannot read '\(modelPath)', the model inside '\(path)'. Check that the .mlpackage is complete.")
         }
         let modelDirectory = (modelPath as NSString).deletingLastPathComponent
         return try parse(model: data, weightsDirectory: modelDirectory, source: path)
@@ -45,21 +45,21 @@ public enum CoreMLProgramImporter {
     static func modelFile(package path: String) throws -> String {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw EngineError("Cannot open the Core ML model '\(path)': no such file or directory. Pass the path of an .mlpackage.")
+            throw ModelFormatError(.unreadable, "Cannot open the Core ML model '\(path)': no such file or directory. Pass the path of an .mlpackage.")
         }
         guard isDirectory.boolValue else { return path }
         let fallback = path + "/Data/com.apple.CoreML/model.mlmodel"
         let manifestPath = path + "/Manifest.json"
         guard let manifest = FileManager.default.contents(atPath: manifestPath) else {
             if FileManager.default.fileExists(atPath: fallback) { return fallback }
-            throw EngineError("'\(path)' is not an .mlpackage: it has no Manifest.json. Pass the path of an .mlpackage directory.")
+            throw ModelFormatError(.malformed, "'\(path)' is not an .mlpackage: it has no Manifest.json. Pass the path of an .mlpackage directory.")
         }
         guard let json = try? JSONSerialization.jsonObject(with: manifest) as? [String: Any],
               let root = json["rootModelIdentifier"] as? String,
               let items = json["itemInfoEntries"] as? [String: Any],
               let item = items[root] as? [String: Any], let relative = item["path"] as? String else {
             if FileManager.default.fileExists(atPath: fallback) { return fallback }
-            throw EngineError("Cannot read '\(manifestPath)': it does not name the root model. The package is damaged; export it again.")
+            throw ModelFormatError(.unreadable, "Cannot read '\(manifestPath)': it does not name the root model. The package is damaged; export it again.")
         }
         return path + "/Data/" + relative
     }
@@ -70,24 +70,24 @@ public enum CoreMLProgramImporter {
         let model = try Message(data, what: "the model", source: source)
         guard let program = try model.message(502, what: "the ML Program", source: source) else {
             if model.has(500) || model.has(403) || model.has(303) {
-                throw EngineError("'\(source)' holds a Core ML NeuralNetwork, not an ML Program. Load it with the Core ML NeuralNetwork importer.")
+                throw ModelFormatError(.malformed, "'\(source)' holds a Core ML NeuralNetwork, not an ML Program. Load it with the Core ML NeuralNetwork importer.")
             }
-            throw EngineError("'\(source)' holds no ML Program (a Core ML model of another kind). Vivify runs ML Programs and NeuralNetworks only.")
+            throw ModelFormatError(.unsupported, "'\(source)' holds no ML Program (a Core ML model of another kind). Vivify runs ML Programs and NeuralNetworks only.")
         }
         let info = try Interface(model.message(2, what: "the model description", source: source), source: source)
         let (functionName, function) = try function(program: program, named: info.defaultFunction, source: source)
         guard function.inputs.count == 1 else {
-            throw EngineError("The ML Program in '\(source)' has \(function.inputs.count) inputs (\(function.inputs.map(\.name).joined(separator: ", "))); Vivify's engine runs single-input models.")
+            throw ModelFormatError(.unsupported, "The ML Program in '\(source)' has \(function.inputs.count) inputs (\(function.inputs.map(\.name).joined(separator: ", "))); Vivify's engine runs single-input models.")
         }
         guard let outputName = function.outputs.first else {
-            throw EngineError("The ML Program in '\(source)' returns nothing.")
+            throw ModelFormatError(.malformed, "The ML Program in '\(source)' returns nothing.")
         }
         var builder = ProgramBuilder(source: source, blobs: BlobFiles(modelDirectory: weightsDirectory))
         let (inputName, inputType) = function.inputs[0]
         let input = try builder.addInput(inputName, inputType)
         for op in function.operations { try builder.add(op) }
         guard case .variable(let output, let outputType) = builder.symbols[outputName] else {
-            throw EngineError("The ML Program output '\(outputName)' in \(source) is a constant or never computed; Vivify runs networks whose output depends on the input.")
+            throw ModelFormatError(.unsupported, "The ML Program output '\(outputName)' in \(source) is a constant or never computed; Vivify runs networks whose output depends on the input.")
         }
         let raw = builder.graph.graph(input: input, output: output, source: source)
         let graph = simplify(raw)

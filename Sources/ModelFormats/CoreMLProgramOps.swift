@@ -52,12 +52,12 @@ extension CoreMLProgramImporter {
 
         // MARK: errors
 
-        func fail(_ op: Op, _ why: String) -> EngineError {
-            EngineError("The \(op.type) op '\(op.name)' in \(source): \(why).")
+        func fail(_ op: Op, _ why: String) -> ModelFormatError {
+            ModelFormatError(.malformed, "The \(op.type) op '\(op.name)' in \(source): \(why).")
         }
 
-        func unsupported(_ op: Op, _ what: String) -> EngineError {
-            EngineError("The \(op.type) op '\(op.name)' in \(source): \(what) is not supported by Vivify's engine.")
+        func unsupported(_ op: Op, _ what: String) -> ModelFormatError {
+            ModelFormatError(.unsupported, "The \(op.type) op '\(op.name)' in \(source): \(what) is not supported by Vivify's engine.")
         }
 
         // MARK: values
@@ -69,7 +69,7 @@ extension CoreMLProgramImporter {
         /// Declares the function input `name` of `type` (must be a 1×C×H×W float tensor).
         mutating func addInput(_ name: String, _ type: TensorType) throws -> Int {
             guard type.shape.count == 4, type.shape[0] == nil || type.shape[0] == 1, type.dataType.isFloat else {
-                throw EngineError("The ML Program input '\(name)' in \(source) is \(type); Vivify's engine runs models whose input is a 1×C×H×W float tensor or image.")
+                throw ModelFormatError(.unsupported, "The ML Program input '\(name)' in \(source) is \(type); Vivify's engine runs models whose input is a 1×C×H×W float tensor or image.")
             }
             let v = newValue(name)
             symbols[name] = .variable(v, type)
@@ -243,7 +243,7 @@ extension CoreMLProgramImporter {
                 }
                 _ = emit(op, .globalAveragePool, inputs: [x])
             default:
-                throw EngineError("The ML Program op type '\(op.type)' (output '\(op.name)') in \(source) is not supported by Vivify's engine. Supported op types: \(CoreMLProgramImporter.supportedOps.joined(separator: ", ")).")
+                throw ModelFormatError(.unsupported, "The ML Program op type '\(op.type)' (output '\(op.name)') in \(source) is not supported by Vivify's engine. Supported op types: \(CoreMLProgramImporter.supportedOps.joined(separator: ", ")).")
             }
         }
 

@@ -173,11 +173,11 @@ extension CoreMLProgramImporter {
     /// Decodes the function `name` (or "main", or the only one) of a Program message.
     static func function(program p: Message, named name: String?, source: String) throws -> (String, Function) {
         let functions = try p.map(2, what: "a function", source: source)
-        guard !functions.isEmpty else { throw EngineError("The ML Program in '\(source)' has no functions.") }
+        guard !functions.isEmpty else { throw ModelFormatError(.malformed, "The ML Program in '\(source)' has no functions.") }
         let wanted = name.flatMap { n in functions.first { $0.0 == n } }
             ?? functions.first { $0.0 == "main" } ?? (functions.count == 1 ? functions[0] : nil)
         guard let (fname, f) = wanted else {
-            throw EngineError("The ML Program in '\(source)' has functions \(functions.map(\.0).sorted()) and none is 'main'. Vivify runs the main function only.")
+            throw ModelFormatError(.unsupported, "The ML Program in '\(source)' has functions \(functions.map(\.0).sorted()) and none is 'main'. Vivify runs the main function only.")
         }
         let inputs = try f.messages(1, what: "an input of function '\(fname)'", source: source).map {
             ($0.string(1), try TensorType(valueType: $0.message(2, what: "an input type", source: source), source: source))
@@ -185,7 +185,7 @@ extension CoreMLProgramImporter {
         let opset = f.string(2)
         let blocks = try f.map(3, what: "a block of function '\(fname)'", source: source)
         guard let block = blocks.first(where: { $0.0 == opset })?.1 ?? (blocks.count == 1 ? blocks[0].1 : nil) else {
-            throw EngineError("Function '\(fname)' of the ML Program in '\(source)' has no block for its opset '\(opset)'.")
+            throw ModelFormatError(.malformed, "Function '\(fname)' of the ML Program in '\(source)' has no block for its opset '\(opset)'.")
         }
         let ops = try block.messages(3, what: "an op of function '\(fname)'", source: source).map { try Op($0, source: source) }
         let outputs = block.values(2).compactMap(\.string)

@@ -116,7 +116,7 @@ extension CoreMLProgramImporter {
         }
     }
 
-    /// A problem with one constant, completed into an `EngineError` by the caller (which knows
+    /// A problem with one constant, completed into a `ModelFormatError` by the caller (which knows
     /// the op and the file).
     struct DecodeFailure: Error {
         let why: String

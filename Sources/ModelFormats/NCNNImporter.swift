@@ -13,10 +13,10 @@ public enum NCNNImporter {
                             outputName: String? = nil) throws -> Graph {
         let bin = binPath ?? (paramPath.hasSuffix(".param") ? String(paramPath.dropLast(6)) + ".bin" : paramPath + ".bin")
         guard let text = try? String(contentsOfFile: paramPath, encoding: .utf8) else {
-            throw EngineError("Cannot read the ncnn model '\(paramPath)'. Check the path.")
+            throw ModelFormatError(.unreadable, "Cannot read the ncnn model '\(paramPath)'. Check the path.")
         }
         guard let weights = FileManager.default.contents(atPath: bin) else {
-            throw EngineError("Cannot read '\(bin)', the weights of '\(paramPath)'. Put the .bin file beside the .param file.")
+            throw ModelFormatError(.unreadable, "Cannot read '\(bin)', the weights of '\(paramPath)'. Put the .bin file beside the .param file.")
         }
         return try parse(param: text, weights: weights, source: paramPath, inputName: inputName, outputName: outputName)
     }
@@ -40,22 +40,22 @@ public enum NCNNImporter {
                              outputName: String? = nil) throws -> Graph {
         var lines = param.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         guard lines.first == "7767517" else {
-            throw EngineError("\(source) is not an ncnn .param file (the first line is not the magic number 7767517).")
+            throw ModelFormatError(.malformed, "\(source) is not an ncnn .param file (the first line is not the magic number 7767517).")
         }
         lines.removeFirst()
-        guard !lines.isEmpty else { throw EngineError("\(source) has no layer count line.") }
+        guard !lines.isEmpty else { throw ModelFormatError(.malformed, "\(source) has no layer count line.") }
         lines.removeFirst()
         var layers: [Layer] = []
         for (n, line) in lines.enumerated() {
             let f = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
             guard f.count >= 4, let nb = Int(f[2]), let nt = Int(f[3]), f.count >= 4 + nb + nt else {
-                throw EngineError("\(source), layer line \(n + 3): cannot parse '\(line)'.")
+                throw ModelFormatError(.malformed, "\(source), layer line \(n + 3): cannot parse '\(line)'.")
             }
             var layer = Layer(type: f[0], name: f[1], bottoms: Array(f[4..<4 + nb]), tops: Array(f[4 + nb..<4 + nb + nt]))
             for kv in f[(4 + nb + nt)...] {
                 let parts = kv.split(separator: "=", maxSplits: 1)
                 guard parts.count == 2, let key = Int(parts[0]) else {
-                    throw EngineError("\(source), layer '\(layer.name)': cannot parse parameter '\(kv)'.")
+                    throw ModelFormatError(.malformed, "\(source), layer '\(layer.name)': cannot parse parameter '\(kv)'.")
                 }
                 if key <= -23300 {
                     let values = parts[1].split(separator: ",").compactMap { Float($0) }
@@ -65,7 +65,7 @@ public enum NCNNImporter {
                 } else if let v = Float(parts[1]) {
                     layer.floats[key] = v
                 } else {
-                    throw EngineError("\(source), layer '\(layer.name)': cannot parse parameter '\(kv)'.")
+                    throw ModelFormatError(.malformed, "\(source), layer '\(layer.name)': cannot parse parameter '\(kv)'.")
                 }
             }
             layers.append(layer)
@@ -73,17 +73,17 @@ public enum NCNNImporter {
         var builder = Builder(source: source, reader: WeightReader(data: weights, source: source))
         for layer in layers { try builder.add(layer) }
         guard let input = builder.inputValue ?? inputName.flatMap({ builder.blobs[$0] }) else {
-            throw EngineError("\(source) has no Input layer.")
+            throw ModelFormatError(.malformed, "\(source) has no Input layer.")
         }
         let outName = outputName ?? layers.last?.tops.first ?? ""
         guard let output = builder.blobs[outName] else {
-            throw EngineError("\(source) has no blob named '\(outName)' to use as output.")
+            throw ModelFormatError(.malformed, "\(source) has no blob named '\(outName)' to use as output.")
         }
         if !builder.reader.atEnd {
-            throw EngineError("\(source): the .bin file has \(builder.reader.remaining) bytes left over after the last layer; the .param and .bin do not belong together.")
+            throw ModelFormatError(.malformed, "\(source): the .bin file has \(builder.reader.remaining) bytes left over after the last layer; the .param and .bin do not belong together.")
         }
         if let inputName, builder.blobs[inputName] == nil {
-            throw EngineError("\(source) has no input blob '\(inputName)'.")
+            throw ModelFormatError(.malformed, "\(source) has no input blob '\(inputName)'.")
         }
         return builder.graph.graph(input: input, output: output, source: source)
     }
@@ -124,14 +124,14 @@ public enum NCNNImporter {
             case 0, 0x0002_C056:
                 return try raw(count, layer: layer)
             case 0x000D_4B38:
-                throw EngineError("Layer '\(layer)' in \(source): int8-quantised ncnn weights are not supported. Use the fp16 or fp32 model files.")
+                throw ModelFormatError(.unsupported, "Layer '\(layer)' in \(source): int8-quantised ncnn weights are not supported. Use the fp16 or fp32 model files.")
             default:
-                throw EngineError("Layer '\(layer)' in \(source): codebook-quantised ncnn weights (tag \(String(tag, radix: 16))) are not supported. Use the fp16 or fp32 model files.")
+                throw ModelFormatError(.unsupported, "Layer '\(layer)' in \(source): codebook-quantised ncnn weights (tag \(String(tag, radix: 16))) are not supported. Use the fp16 or fp32 model files.")
             }
         }
 
-        func short(_ layer: String) -> EngineError {
-            EngineError("Layer '\(layer)' in \(source): the .bin file ends before this layer's weights; the .param and .bin do not belong together.")
+        func short(_ layer: String) -> ModelFormatError {
+            ModelFormatError(.malformed, "Layer '\(layer)' in \(source): the .bin file ends before this layer's weights; the .param and .bin do not belong together.")
         }
     }
 
@@ -155,13 +155,13 @@ public enum NCNNImporter {
 
         func value(_ name: String, _ layer: Layer) throws -> Int {
             guard let v = blobs[name] else {
-                throw EngineError("Layer '\(layer.name)' in \(source) reads blob '\(name)', which no earlier layer produces.")
+                throw ModelFormatError(.malformed, "Layer '\(layer.name)' in \(source) reads blob '\(name)', which no earlier layer produces.")
             }
             return v
         }
 
-        func unsupported(_ layer: Layer, _ why: String) -> EngineError {
-            EngineError("Layer '\(layer.name)' (\(layer.type)) in \(source): \(why) is not supported by Vivify's engine.")
+        func unsupported(_ layer: Layer, _ why: String) -> ModelFormatError {
+            ModelFormatError(.unsupported, "Layer '\(layer.name)' (\(layer.type)) in \(source): \(why) is not supported by Vivify's engine.")
         }
 
         func activation(_ layer: Layer) throws -> Activation {
@@ -279,7 +279,7 @@ public enum NCNNImporter {
                 guard let mode = modes[l.int(4, 0)], l.int(6, 0) == 0 else { throw unsupported(l, "Padding type \(l.int(4, 0))") }
                 emit(l, .pad(top: l.int(0, 0), left: l.int(2, 0), bottom: l.int(1, 0), right: l.int(3, 0), mode: mode), inputs: ins)
             default:
-                throw EngineError("Layer '\(l.name)' in \(source): the ncnn layer type '\(l.type)' is not supported by Vivify's engine.")
+                throw ModelFormatError(.unsupported, "Layer '\(l.name)' in \(source): the ncnn layer type '\(l.type)' is not supported by Vivify's engine.")
             }
         }
 
@@ -295,7 +295,7 @@ public enum NCNNImporter {
             let transposed = l.type.hasPrefix("Deconvolution")
             guard pl >= 0, pt >= 0 else { throw unsupported(l, "automatic 'same' padding (\(pl))") }
             guard out > 0, kw > 0, kh > 0, count % (out * kw * kh) == 0 else {
-                throw EngineError("Layer '\(l.name)' in \(source): weight count \(count) does not fit \(out) outputs of \(kw)x\(kh).")
+                throw ModelFormatError(.malformed, "Layer '\(l.name)' in \(source): weight count \(count) does not fit \(out) outputs of \(kw)x\(kh).")
             }
             if l.int(8, 0) != 0 { throw unsupported(l, "int8 convolution") }
             let inPerGroup = transposed ? count / (out * kw * kh) : count / (out * kw * kh)

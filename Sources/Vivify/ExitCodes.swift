@@ -1,4 +1,7 @@
+import Engine
 import MediaIO
+import ModelCatalog
+import ModelFormats
 
 /// The process exit codes of `vivify`, documented in the README.
 public enum VivifyExitCode: Int32, Sendable, CaseIterable {
@@ -16,6 +19,8 @@ public enum VivifyExitCode: Int32, Sendable, CaseIterable {
     case software = 70
     /// The output cannot be created or written.
     case cannotCreateOutput = 73
+    /// A model could not be fetched or stored: download, pip or disk error.
+    case ioError = 74
     /// Stopped by SIGINT or SIGTERM; the frames done so far were finalised into a playable file.
     case interrupted = 130
 
@@ -28,6 +33,54 @@ public enum VivifyExitCode: Int32, Sendable, CaseIterable {
         case .outputUnwritable: self = .cannotCreateOutput
         case .invalidOptions: self = .usage
         case .internalFailure: self = .software
+        }
+    }
+}
+
+/// The one mapping from the typed errors of every layer — media (`MediaError`), model files
+/// (`ModelFormatError`), engine (`EngineError`), catalog (`CatalogError`) and bundles
+/// (`BundleError`) — to the documented exit code and the one sentence to print. Every command
+/// reports through it.
+public enum ErrorReport {
+    /// The exit code for `error`.
+    public static func exitCode(for error: Error) -> VivifyExitCode {
+        switch error {
+        case let e as MediaError: return VivifyExitCode(e.kind)
+        case let e as PartialOutputError: return VivifyExitCode(e.underlying.kind)
+        case let e as ModelFormatError:
+            switch e.kind {
+            case .unreadable: return .noInput
+            case .malformed: return .dataError
+            case .unsupported: return .unsupported
+            }
+        case is EngineError: return .unsupported
+        case let e as CatalogError:
+            switch e.kind {
+            case .notFound: return .noInput
+            case .hashMismatch: return .dataError
+            case .invalid: return .usage
+            case .io, .network: return .ioError
+            }
+        case let e as BundleError:
+            switch e.kind {
+            case .writeFailed: return .cannotCreateOutput
+            case .invalidPackInput: return .usage
+            default: return .dataError  // every rule of reading: the bundle is malformed
+            }
+        default: return .software
+        }
+    }
+
+    /// The sentence to print for `error`.
+    public static func message(for error: Error) -> String {
+        switch error {
+        case let e as MediaError: return e.message
+        case let e as PartialOutputError: return e.description
+        case let e as ModelFormatError: return e.message
+        case let e as EngineError: return e.message
+        case let e as CatalogError: return e.message
+        case let e as BundleError: return e.message
+        default: return "\(error)"
         }
     }
 }

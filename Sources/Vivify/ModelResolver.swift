@@ -123,16 +123,13 @@ enum ModelResolver {
 
     /// A catalog model, fetched on first use.
     static func loadCatalog(_ entry: ModelEntry, store: ModelStore, log: (String) -> Void) throws -> LoadedModel {
-        let r: ResolvedModel
-        do {
-            if !store.isInstalled(entry) {
-                let report = try store.fetch(entry)
-                log("fetched model \(entry.name) into \(store.modelDirectory(for: entry).path) (\(report.files.count) files, SHA-256 verified)")
-            }
-            r = try store.resolve(entry.name)
-        } catch let e as CatalogError {
-            throw MediaError(e.kind == .invalid ? .invalidOptions : e.kind == .notFound ? .inputUnreadable : .corruptInput, e.message)
+        // Catalog errors go up typed: a failed first-use download is an I/O error (74) here as
+        // in `vivify models fetch`.
+        if !store.isInstalled(entry) {
+            let report = try store.fetch(entry)
+            log("fetched model \(entry.name) into \(store.modelDirectory(for: entry).path) (\(report.files.count) files, SHA-256 verified)")
         }
+        let r = try store.resolve(entry.name)
         var loaded: LoadedModel
         switch r.format {
         case .ncnn:
@@ -212,12 +209,7 @@ enum ModelResolver {
     }
 
     static func loadBundle(_ path: String, name: String, task: WifmManifest.Task) throws -> LoadedModel {
-        let bundle: ModelBundle
-        do {
-            bundle = try ModelBundle.open(path: path)
-        } catch let e as BundleError {
-            throw MediaError(.corruptInput, e.message)
-        }
+        let bundle = try ModelBundle.open(path: path)
         let m = bundle.manifest
         guard m.task == task else {
             throw MediaError(.invalidOptions, "The bundle '\(path)' is a \(m.task.rawValue) model; use it with --\(m.task == .upscale ? "upscale" : "colorize").")

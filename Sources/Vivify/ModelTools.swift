@@ -12,8 +12,10 @@ public enum ModelTools {
         }
         do {
             return try ModelBundle.pack(manifestJSON: json, files: files.map { URL(fileURLWithPath: $0) }, to: URL(fileURLWithPath: output))
-        } catch let e as BundleError {
-            throw MediaError(.invalidOptions, e.message)
+        } catch let e as BundleError where e.kind != .writeFailed {
+            // What is wrong with a bundle being packed is wrong with the pack command's inputs
+            // (a usage error), not with a file on disk (a data error, as when opening one).
+            throw BundleError(.invalidPackInput, key: e.key, e.message)
         }
     }
 
@@ -26,11 +28,7 @@ public enum ModelTools {
         guard FileManager.default.fileExists(atPath: path) else {
             throw MediaError(.inputUnreadable, "Cannot describe '\(path)': no such file. Check the path.")
         }
-        do {
-            return try format.describer(path)
-        } catch let e as BundleError {
-            throw MediaError(.corruptInput, e.message)
-        }
+        return try format.describer(path)
     }
 
     /// Whether `argument` looks like a model file: its extension is one of the format table's,

@@ -134,7 +134,7 @@ struct ModelsCommand: ParsableCommand {
                 if entries.count > 1 {
                     writeStderr("vivify: \(failures) of \(entries.count) models were not installed.\n")
                 }
-                throw ExitCode(firstFailure.kind.exitCode)
+                throw ExitCode(ErrorReport.exitCode(for: firstFailure).rawValue)
             }
         }
     }
@@ -296,8 +296,7 @@ extension ModelsCommand {
 
 /// Prints `error` and returns the exit code for its kind.
 private func fail(_ error: CatalogError) -> ExitCode {
-    writeStderr("vivify: error: \(error.message)\n")
-    return ExitCode(error.kind.exitCode)
+    report(error)
 }
 
 private func writeStderr(_ text: String) {

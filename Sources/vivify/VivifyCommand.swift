@@ -155,20 +155,8 @@ struct ModelOptions: ParsableArguments {
 
 /// Prints an error from any layer of the library and returns the exit code for it.
 func report(_ error: Error) -> ExitCode {
-    switch error {
-    case let e as MediaError:
-        ProgressReporter.writeStderr("vivify: error: \(e.message)\n")
-        return ExitCode(VivifyExitCode(e.kind).rawValue)
-    case let e as PartialOutputError:
-        ProgressReporter.writeStderr("vivify: error: \(e.description)\n")
-        return ExitCode(VivifyExitCode(e.underlying.kind).rawValue)
-    case let e as EngineError:
-        ProgressReporter.writeStderr("vivify: error: \(e.message)\n")
-        return ExitCode(VivifyExitCode.unsupported.rawValue)
-    default:
-        ProgressReporter.writeStderr("vivify: error: \(error)\n")
-        return ExitCode(VivifyExitCode.software.rawValue)
-    }
+    ProgressReporter.writeStderr("vivify: error: \(ErrorReport.message(for: error))\n")
+    return ExitCode(ErrorReport.exitCode(for: error).rawValue)
 }
 
 struct Run: ParsableCommand {

@@ -3,7 +3,7 @@ import Vivify
 import XCTest
 
 /// The Core ML catalog entries through `Upscaler(model:store:)` in process: fetched on first
-/// use into a private model directory, loaded through `ModelLoader` with the catalog's tiling.
+/// use into a private model directory, loaded through `ModelResolver` with the catalog's tiling.
 final class CoreMLCatalogUpscalerTests: XCTestCase {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let mirror = root.deletingLastPathComponent().appendingPathComponent("shared/models")
@@ -70,7 +70,7 @@ final class CoreMLCatalogUpscalerTests: XCTestCase {
         let upscaler: Upscaler
         do {
             upscaler = try Upscaler(model: "pipersr-2x", store: store)
-        } catch let e as MediaError where e.message.contains("failed with status") || e.message.contains("no pip module")
+        } catch let e as CatalogError where e.message.contains("failed with status") || e.message.contains("no pip module")
                                           || e.message.contains("with pip, which is not installed") {
             throw XCTSkip("PiperSR could not be fetched through pip: \(e.message)")
         }

@@ -1,0 +1,65 @@
+import Foundation
+import Vivify
+import XCTest
+
+/// Every documented exit code comes from at least one real case through the binary (70, an
+/// error no layer types, in process), and one failure gives the same code in every command.
+final class ExitCodeTests: XCTestCase {
+    func testEveryDocumentedExitCodeHasARealCase() throws {
+        let dir = try CLI.tempDir()
+        let clip = CLI.clip("testsrc-320x180-30fps-audio.mp4")
+        let audio = dir + "/tone.m4a"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "sine=duration=0.3", "-c:a", "aac", audio])
+        let garbage = dir + "/garbage.wifm"
+        try Data("not a zip archive".utf8).write(to: URL(fileURLWithPath: garbage))
+        // A models directory that cannot be created: its parent is a file.
+        let blocker = dir + "/blocker"
+        FileManager.default.createFile(atPath: blocker, contents: Data([1]))
+        let unwritableModels = ["VIVIFY_MODELS": blocker + "/models", "VIVIFY_MODEL_MIRROR": UpscaleCLITests.mirror]
+
+        let cases: [(VivifyExitCode, [String], [String: String])] = [
+            (.success, ["run", clip, dir + "/ok.mkv", "--max-frames", "2", "--quiet"], [:]),
+            (.usage, ["run", clip, dir + "/o.mkv", "--upscale", "waifu2x-foto-2x"], [:]),
+            (.usage, ["run", clip, dir + "/o.mp3", "--max-frames", "2"], [:]),
+            (.dataError, ["run", clip, dir + "/o.mkv", "--upscale", garbage], [:]),
+            (.noInput, ["run", dir + "/absent.mp4", dir + "/o.mkv"], [:]),
+            (.unsupported, ["run", audio, dir + "/o.mkv"], [:]),
+            (.cannotCreateOutput, ["run", clip, dir + "/no/such/dir/o.mkv"], [:]),
+            // A failed first-use fetch is the same I/O error in `run` as in `models fetch`.
+            (.ioError, ["run", clip, dir + "/o.mkv", "--upscale", "waifu2x-photo-2x", "--max-frames", "1"], unwritableModels),
+            (.ioError, ["models", "fetch", "waifu2x-photo-2x"], unwritableModels),
+        ]
+        var seen = Set<VivifyExitCode>()
+        for (code, args, env) in cases {
+            let r = try Self.vivify(args, environment: env)
+            XCTAssertEqual(r.code, code.rawValue, "\(args): \(r.stderr)")
+            if code != .success {
+                XCTAssertTrue(r.stderr.hasPrefix("vivify: error: "), "\(args): one sentence on stderr: \(r.stderr)")
+            }
+            seen.insert(code)
+        }
+        XCTAssertEqual(CLI.leftovers(dir), [], "failed runs leave no partial files")
+        // 130 (interrupted) comes from BadInputTests.testInterruptLeavesAPlayableFile; 70 from
+        // an error no layer types, mapped in process.
+        XCTAssertEqual(ErrorReport.exitCode(for: DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "x"))), .software)
+        seen.formUnion([.interrupted, .software])
+        XCTAssertEqual(seen, Set(VivifyExitCode.allCases), "every documented exit code has a case")
+    }
+
+    static func vivify(_ args: [String], environment: [String: String]) throws -> CLI.Result {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: CLI.binary)
+        p.arguments = args
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        p.environment = env
+        let err = Pipe()
+        p.standardError = err
+        p.standardOutput = FileHandle.nullDevice
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        let e = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        return CLI.Result(code: p.terminationStatus, stdout: Data(), stderr: e)
+    }
+}
