@@ -4,6 +4,7 @@ import PackageDescription
 // Layout (see ../shared/STYLE.md):
 //   C modules   CFFmpeg, CZip, CDNNL  — system libraries from Debian, each with a shim header
 //   MediaIO     demux/decode/encode/mux, y4m and raw frame streams, frames and pixel formats
+//   SafeFiles   PartialFile: every output written beside its target and renamed into place
 //   Vivify      the library face: Configuration + the job runner wiring the stages
 //   vivify      the thin command-line tool
 let package = Package(
@@ -26,14 +27,15 @@ let package = Package(
         .target(name: "MediaIO", dependencies: ["CFFmpeg"]),
         // The engine's loops are the product: optimise them even in debug builds and tests.
         .target(name: "Engine", dependencies: ["CDNNL"], swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
-        .target(name: "ModelFormats", dependencies: ["Engine", "CZip"]),
+        .target(name: "SafeFiles"),
+        .target(name: "ModelFormats", dependencies: ["Engine", "CZip", "SafeFiles"]),
         .target(name: "Pipeline"),
         .target(name: "Tracing"),
-        .target(name: "Vivify", dependencies: ["MediaIO", "Engine", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing", "ColorScience"]),
+        .target(name: "Vivify", dependencies: ["MediaIO", "Engine", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing", "ColorScience", "SafeFiles"]),
         .target(name: "ModelCatalog"),
         .target(name: "ColorScience", swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
         .executableTarget(name: "vivify-lab-bench", dependencies: ["ColorScience"]),
-        .executableTarget(name: "vivify-upsample-bench", dependencies: ["Vivify"]),
+        .executableTarget(name: "vivify-upsample-bench", dependencies: ["ColorScience"]),
         .executableTarget(
             name: "vivify",
             dependencies: ["Vivify", "ModelCatalog", .product(name: "ArgumentParser", package: "swift-argument-parser")]
@@ -48,5 +50,6 @@ let package = Package(
         .testTarget(name: "ModelCatalogTests", dependencies: ["ModelCatalog"]),
         .testTarget(name: "ColorScienceTests", dependencies: ["ColorScience"], exclude: ["Fixtures"]),
         .testTarget(name: "WifmTests", dependencies: ["ModelFormats"]),
+        .testTarget(name: "SafeFilesTests", dependencies: ["SafeFiles"]),
     ]
 )

@@ -1,4 +1,5 @@
 import Foundation
+import SafeFiles
 
 /// An opened `.wifm` model bundle: its validated manifest, and its model files extracted to a
 /// private temporary folder that lives as long as the bundle.
@@ -260,8 +261,8 @@ public final class ModelBundle: Sendable {
             warnings.append("the files \(unused.map { "'\($0)'" }.joined(separator: ", ")) are not named by the manifest; they were packed, but readers ignore them: leave them out.")
         }
 
-        let folder = output.deletingLastPathComponent()
-        let temporary = folder.appendingPathComponent(".\(output.lastPathComponent).\(UUID().uuidString).partial")
+        let partial = PartialFile(target: output)
+        let temporary = partial.temporary
         do {
             let writer = try WifmZipWriter(path: temporary.path)
             try writer.add(name: "manifest.json", data: manifestJSON)
@@ -274,12 +275,13 @@ public final class ModelBundle: Sendable {
             try writer.close()
             // libzip makes its file 0600; a bundle is meant to be shared.
             chmod(temporary.path, 0o644)
-            guard rename(temporary.path, output.path) == 0 else {
-                throw BundleError(.writeFailed, key: nil,
-                                  "cannot move the finished archive into place (\(String(cString: strerror(errno)))); check that the folder is writable.")
+            do {
+                try partial.commit()
+            } catch {
+                throw BundleError(.writeFailed, key: nil, "cannot move the finished archive into place (\(error.reason)); check that the folder is writable.")
             }
         } catch {
-            unlink(temporary.path)
+            partial.discard()
             throw error
         }
         return warnings

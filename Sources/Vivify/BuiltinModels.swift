@@ -1,6 +1,7 @@
 import Foundation
 import ModelCatalog
 import ModelFormats
+import SafeFiles
 
 /// Models that ship inside the vivify binary (our own trained weights): written once into the
 /// model directory (`<models>/builtin/NAME.wifm`, checked by SHA-256) and loaded from there.
@@ -25,9 +26,7 @@ public enum BuiltinModels {
         }
         do {
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-            let temp = dir.appendingPathComponent(".\(name).\(getpid()).partial")
-            try bytes.write(to: temp)
-            if rename(temp.path, file.path) != 0 { throw MediaError(.outputUnwritable, "rename failed") }
+            try PartialFile(target: file).write { try bytes.write(to: $0) }
         } catch {
             throw MediaError(.outputUnwritable, "Cannot install the built-in model \(name) into '\(dir.path)': \(error). Set VIVIFY_MODELS to a writable folder.")
         }

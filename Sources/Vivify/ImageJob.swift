@@ -1,5 +1,6 @@
 import Foundation
 import MediaIO
+import SafeFiles
 
 /// `vivify image`: one still image through the stages, written to a temporary file beside the
 /// target and renamed at the end.
@@ -58,17 +59,11 @@ public enum ImageJob {
             log(String(format: "%@: %dx%d with %@ (%d× , tile %d) in %.2f s", (input as NSString).lastPathComponent,
                        chain.input.width, chain.input.height, upscaler.name, upscaler.scale, upscaler.tileSize, Date().timeIntervalSince(started)))
         }
-        let ext = url.pathExtension
-        let temp = url.deletingLastPathComponent().appendingPathComponent(".\(url.deletingPathExtension().lastPathComponent).vivify-\(getpid()).partial.\(ext)").path
+        let partial = PartialFile(target: url, keepExtension: true)
         do {
-            let warnings = try ImageIO.write(image, to: temp)
-            guard rename(temp, output) == 0 else {
-                throw MediaError(.outputUnwritable, "Cannot move the finished image into place as '\(output)': \(String(cString: strerror(errno))).")
-            }
-            return warnings
-        } catch {
-            unlink(temp)
-            throw error
+            return try partial.write { try ImageIO.write(image, to: $0.path) }
+        } catch let e as PartialFile.Failure {
+            throw MediaError(.outputUnwritable, "Cannot move the finished image into place as '\(output)': \(e.reason).")
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import MediaIO
 import Pipeline
+import SafeFiles
 import Tracing
 
 /// What a finished (or interrupted) job did.
@@ -144,10 +145,8 @@ public final class Job {
         }
 
         // Temporary file beside the target, renamed at the end.
-        let temp: String
-        if c.output == "-" || c.discardOutput {
-            temp = "-"
-        } else {
+        var partial: PartialFile?
+        if c.output != "-" && !c.discardOutput {
             let url = URL(fileURLWithPath: c.output)
             let dir = url.deletingLastPathComponent().path
             var isDir: ObjCBool = false
@@ -157,14 +156,15 @@ public final class Job {
             guard FileManager.default.isWritableFile(atPath: dir) else {
                 throw MediaError(.outputUnwritable, "Cannot write '\(c.output)': the directory '\(dir)' is not writable. Choose a writable location.")
             }
-            temp = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).vivify-\(getpid()).partial").path
+            partial = PartialFile(target: url)
         }
+        let temp = partial?.temporary.path ?? "-"
 
         let sink: FrameSink
         do {
             sink = try makeSink(c, path: temp, source: source, video: produced, size: outSize, resolvedColor: resolved, warn: warn)
         } catch {
-            if temp != "-" { unlink(temp) }
+            partial?.discard()
             throw error
         }
         if let writer = sink as? MediaWriter { writer.warnings.forEach(warn) }
@@ -273,11 +273,10 @@ public final class Job {
         func finalize() throws {
             if hold { try writer.holdUntil(timestamps.count) }
             try sink.finish()
-            if temp != "-" {
-                if rename(temp, c.output) != 0 {
-                    let reason = String(cString: strerror(errno))
-                    throw MediaError(.outputUnwritable, "Cannot move the finished output into place as '\(c.output)': \(reason). It is still at '\(temp)'.")
-                }
+            do {
+                try partial?.commit()
+            } catch {
+                throw MediaError(.outputUnwritable, "Cannot move the finished output into place as '\(c.output)': \(error.reason). It is still at '\(temp)'.")
             }
         }
 
@@ -287,13 +286,13 @@ public final class Job {
             try finalize()
             throw PartialOutputError(underlying: error, framesWritten: writer.framesWritten, output: c.output)
         } catch {
-            if temp != "-" { unlink(temp) }
+            partial?.discard()
             throw error
         }
         do {
             try finalize()
         } catch {
-            if temp != "-" { unlink(temp) }
+            partial?.discard()
             throw error
         }
         let report = tracer.report()

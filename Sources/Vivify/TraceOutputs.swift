@@ -1,4 +1,5 @@
 import Foundation
+import SafeFiles
 import Tracing
 
 @_exported import struct Tracing.TraceReport
@@ -23,15 +24,12 @@ public struct TraceOutputs: Sendable {
     /// Writes every requested file (each through a temporary file and a rename).
     public func write(_ tracer: FrameTracer, report: TraceReport) throws {
         func put(_ data: Data, _ path: String) throws {
-            let temp = path + ".vivify-\(getpid()).partial"
             do {
-                try data.write(to: URL(fileURLWithPath: temp))
+                try PartialFile(target: URL(fileURLWithPath: path)).write { try data.write(to: $0) }
+            } catch let e as PartialFile.Failure {
+                throw MediaError(.outputUnwritable, "Cannot write '\(path)': \(e.reason). Choose a writable location.")
             } catch {
                 throw MediaError(.outputUnwritable, "Cannot write '\(path)': \(error.localizedDescription). Choose a writable location.")
-            }
-            guard rename(temp, path) == 0 else {
-                unlink(temp)
-                throw MediaError(.outputUnwritable, "Cannot write '\(path)': \(String(cString: strerror(errno))).")
             }
         }
         if let stats { try put(try report.json(), stats) }

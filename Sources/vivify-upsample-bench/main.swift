@@ -6,7 +6,7 @@
 // Usage: swift build -c release --product vivify-upsample-bench
 //        .build/release/vivify-upsample-bench [--runs N]
 import Foundation
-import Vivify
+import ColorScience
 
 var runs = 31
 var args = CommandLine.arguments.dropFirst().makeIterator()

@@ -1,5 +1,5 @@
 import Foundation
-import Vivify
+import ColorScience
 import XCTest
 
 /// The colorizer's resampling: area shrinking, and colour brought back to full resolution

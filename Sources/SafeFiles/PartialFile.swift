@@ -1,0 +1,75 @@
+import Foundation
+
+/// A file written under a temporary name beside its target and renamed into place at the end
+/// (rename(2) in one folder is atomic): readers never see a half-written target, and a failed
+/// write leaves an existing target untouched. Every output of vivify is written this way —
+/// videos, pictures, bundles, the built-in models — and the segment files of resumable jobs.
+///
+///     target:     out/clip.mkv
+///     temporary:  out/.clip.mkv.vivify-<pid>-<n>.partial        (or .partial.png: keepExtension)
+public struct PartialFile: Sendable {
+    /// Why the temporary file could not be put into place.
+    public struct Failure: Error, Sendable, CustomStringConvertible {
+        /// The target path.
+        public let target: String
+        /// The temporary path (still there when `commit` failed).
+        public let temporary: String
+        /// The system's reason.
+        public let reason: String
+        public var description: String { "cannot move '\(temporary)' into place as '\(target)': \(reason)" }
+    }
+
+    /// The file the caller wants.
+    public let target: URL
+    /// Where it is written until `commit()`.
+    public let temporary: URL
+
+    private static let counter = Counter()
+
+    /// Names a temporary file beside `target`. With `keepExtension` the temporary name ends in
+    /// the target's extension (for writers that choose the format by extension).
+    public init(target: URL, keepExtension: Bool = false) {
+        self.target = target
+        let folder = target.deletingLastPathComponent()
+        let ext = target.pathExtension
+        let base = keepExtension && !ext.isEmpty ? target.deletingPathExtension().lastPathComponent : target.lastPathComponent
+        var name = ".\(base).vivify-\(getpid())-\(Self.counter.next()).partial"
+        if keepExtension && !ext.isEmpty { name += ".\(ext)" }
+        temporary = folder.appendingPathComponent(name)
+    }
+
+    /// Renames the temporary file onto the target.
+    public func commit() throws(Failure) {
+        if rename(temporary.path, target.path) != 0 {
+            throw Failure(target: target.path, temporary: temporary.path, reason: String(cString: strerror(errno)))
+        }
+    }
+
+    /// Removes the temporary file (after a failure), if it exists.
+    public func discard() {
+        unlink(temporary.path)
+    }
+
+    /// Writes `body`'s file at `temporary`, then commits; discards it if `body` or the rename fails.
+    public func write<T>(_ body: (URL) throws -> T) throws -> T {
+        do {
+            let result = try body(temporary)
+            try commit()
+            return result
+        } catch {
+            discard()
+            throw error
+        }
+    }
+
+    /// A process-wide sequence number, so two partial files of one process never share a name.
+    private final class Counter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = 0
+        func next() -> Int {
+            lock.lock(); defer { lock.unlock() }
+            value += 1
+            return value
+        }
+    }
+}
