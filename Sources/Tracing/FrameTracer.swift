@@ -80,43 +80,61 @@ public struct TraceReport: Codable, Sendable {
     /// Latency percentiles of one stage, in milliseconds.
     public struct StageStats: Codable, Sendable {
         public var name: String
-        public var p50_ms: Double
-        public var p95_ms: Double
-        public var p99_ms: Double
-        public var max_ms: Double
-        public var mean_ms: Double
+        public var p50Ms: Double
+        public var p95Ms: Double
+        public var p99Ms: Double
+        public var maxMs: Double
+        public var meanMs: Double
         public var count: Int
         /// Median time a frame waited in the queue in front of this stage.
-        public var queue_wait_p50_ms: Double
+        public var queueWaitP50Ms: Double
+
+        enum CodingKeys: String, CodingKey {
+            case name, count
+            case p50Ms = "p50_ms", p95Ms = "p95_ms", p99Ms = "p99_ms", maxMs = "max_ms", meanMs = "mean_ms"
+            case queueWaitP50Ms = "queue_wait_p50_ms"
+        }
     }
 
     /// End-to-end latency percentiles (arrival to the end of the last stage), in milliseconds.
     public struct Latency: Codable, Sendable {
-        public var p50_ms: Double
-        public var p95_ms: Double
-        public var p99_ms: Double
-        public var max_ms: Double
+        public var p50Ms: Double
+        public var p95Ms: Double
+        public var p99Ms: Double
+        public var maxMs: Double
+
+        enum CodingKeys: String, CodingKey {
+            case p50Ms = "p50_ms", p95Ms = "p95_ms", p99Ms = "p99_ms", maxMs = "max_ms"
+        }
     }
 
-    public var frames_in: Int
-    public var frames_processed: Int
-    public var frames_dropped: Int
-    public var target_fps: Double
-    public var achieved_fps: Double
-    public var budget_ms: Double
-    public var budget_met_ratio: Double
-    public var bottleneck_stage: String
+    public var framesIn: Int
+    public var framesProcessed: Int
+    public var framesDropped: Int
+    public var targetFps: Double
+    public var achievedFps: Double
+    public var budgetMs: Double
+    public var budgetMetRatio: Double
+    public var bottleneckStage: String
     /// How far the bottleneck stage's median exceeds the budget (negative: within it).
-    public var bottleneck_excess_ms: Double
+    public var bottleneckExcessMs: Double
     public var stages: [StageStats]
-    public var end_to_end: Latency
+    public var endToEnd: Latency
     /// Where frames were dropped: stage name → count.
-    public var drops_by_stage: [String: Int]
+    public var dropsByStage: [String: Int]
     /// Wall time from the first arrival to the last stage end, in seconds.
-    public var wall_seconds: Double
+    public var wallSeconds: Double
     /// The rate frames arrived at (first to last arrival); below the target for a paced
     /// (`--realtime`, live) source slower than the target.
-    public var input_fps: Double
+    public var inputFps: Double
+
+    /// The `--stats` JSON keeps its snake_case keys.
+    enum CodingKeys: String, CodingKey {
+        case framesIn = "frames_in", framesProcessed = "frames_processed", framesDropped = "frames_dropped"
+        case targetFps = "target_fps", achievedFps = "achieved_fps", budgetMs = "budget_ms", budgetMetRatio = "budget_met_ratio"
+        case bottleneckStage = "bottleneck_stage", bottleneckExcessMs = "bottleneck_excess_ms", stages
+        case endToEnd = "end_to_end", dropsByStage = "drops_by_stage", wallSeconds = "wall_seconds", inputFps = "input_fps"
+    }
 
     /// Nearest-rank percentile of sorted values.
     static func percentile(_ sorted: [Double], _ p: Double) -> Double {
@@ -152,52 +170,52 @@ public struct TraceReport: Codable, Sendable {
             }
         }
         e2e.sort()
-        frames_in = arrived
-        frames_processed = e2e.count
-        frames_dropped = drops.values.reduce(0, +)
-        target_fps = targetFPS
-        wall_seconds = lastEnd > first ? lastEnd - first : 0
-        achieved_fps = wall_seconds > 0 ? Double(frames_processed) / wall_seconds : 0
-        input_fps = arrived > 1 && lastArrival > first ? Double(arrived - 1) / (lastArrival - first) : 0
-        budget_ms = budget
-        budget_met_ratio = e2e.isEmpty ? 0 : Double(e2e.filter { $0 <= budget }.count) / Double(e2e.count)
+        framesIn = arrived
+        framesProcessed = e2e.count
+        framesDropped = drops.values.reduce(0, +)
+        targetFps = targetFPS
+        wallSeconds = lastEnd > first ? lastEnd - first : 0
+        achievedFps = wallSeconds > 0 ? Double(framesProcessed) / wallSeconds : 0
+        inputFps = arrived > 1 && lastArrival > first ? Double(arrived - 1) / (lastArrival - first) : 0
+        budgetMs = budget
+        budgetMetRatio = e2e.isEmpty ? 0 : Double(e2e.filter { $0 <= budget }.count) / Double(e2e.count)
         stages = stageNames.enumerated().map { k, name in
             let v = perStage[k].sorted(), w = waits[k].sorted()
-            return StageStats(name: name, p50_ms: Self.percentile(v, 50), p95_ms: Self.percentile(v, 95), p99_ms: Self.percentile(v, 99),
-                              max_ms: v.last ?? 0, mean_ms: v.isEmpty ? 0 : v.reduce(0, +) / Double(v.count), count: v.count,
-                              queue_wait_p50_ms: Self.percentile(w, 50))
+            return StageStats(name: name, p50Ms: Self.percentile(v, 50), p95Ms: Self.percentile(v, 95), p99Ms: Self.percentile(v, 99),
+                              maxMs: v.last ?? 0, meanMs: v.isEmpty ? 0 : v.reduce(0, +) / Double(v.count), count: v.count,
+                              queueWaitP50Ms: Self.percentile(w, 50))
         }
-        let worst = stages.max { $0.p50_ms < $1.p50_ms }
-        bottleneck_stage = worst?.name ?? ""
-        bottleneck_excess_ms = (worst?.p50_ms ?? 0) - budget
-        end_to_end = Latency(p50_ms: Self.percentile(e2e, 50), p95_ms: Self.percentile(e2e, 95), p99_ms: Self.percentile(e2e, 99),
-                             max_ms: e2e.last ?? 0)
-        drops_by_stage = drops
+        let worst = stages.max { $0.p50Ms < $1.p50Ms }
+        bottleneckStage = worst?.name ?? ""
+        bottleneckExcessMs = (worst?.p50Ms ?? 0) - budget
+        endToEnd = Latency(p50Ms: Self.percentile(e2e, 50), p95Ms: Self.percentile(e2e, 95), p99Ms: Self.percentile(e2e, 99),
+                             maxMs: e2e.last ?? 0)
+        dropsByStage = drops
     }
 
     /// The human summary printed on standard error.
     public var text: String {
         func f(_ v: Double) -> String { String(format: "%.1f", v) }
-        var lines = ["frame timing (budget \(f(budget_ms)) ms at \(f(target_fps)) fps):"]
+        var lines = ["frame timing (budget \(f(budgetMs)) ms at \(f(targetFps)) fps):"]
         let width = max(8, stages.map(\.name.count).max() ?? 8)
         lines.append("  " + "stage".padding(toLength: width, withPad: " ", startingAt: 0) + "      p50      p95      p99      max   frames")
         for s in stages {
-            let cols = [s.p50_ms, s.p95_ms, s.p99_ms, s.max_ms].map { f($0).leftPadded(9) }.joined()
+            let cols = [s.p50Ms, s.p95Ms, s.p99Ms, s.maxMs].map { f($0).leftPadded(9) }.joined()
             lines.append("  " + s.name.padding(toLength: width, withPad: " ", startingAt: 0) + cols + String(s.count).leftPadded(9))
         }
-        lines.append("  end-to-end latency p50 \(f(end_to_end.p50_ms)) ms, p95 \(f(end_to_end.p95_ms)) ms, p99 \(f(end_to_end.p99_ms)) ms")
+        lines.append("  end-to-end latency p50 \(f(endToEnd.p50Ms)) ms, p95 \(f(endToEnd.p95Ms)) ms, p99 \(f(endToEnd.p99Ms)) ms")
         // A paced source slower than the target cannot be processed faster than it arrives:
         // keeping up with it (nothing dropped, throughput at its rate) is what can be met.
-        let pacedBelowTarget = input_fps > 0 && input_fps < 0.98 * target_fps
-        let keptUp = pacedBelowTarget && frames_dropped == 0 && achieved_fps >= 0.97 * input_fps
-        let verdict = achieved_fps >= target_fps ? "met" : keptUp ? "kept up with the input's \(f(input_fps)) fps" : "NOT met"
-        lines.append("  throughput \(f(achieved_fps)) fps (target \(f(target_fps))): \(verdict); \(f(100 * budget_met_ratio))% of frames within the budget")
-        lines.append("  frames in \(frames_in), processed \(frames_processed), dropped \(frames_dropped)"
-                     + (drops_by_stage.isEmpty ? "" : " (" + drops_by_stage.map { "before \($0.key): \($0.value)" }.sorted().joined(separator: ", ") + ")"))
-        if bottleneck_excess_ms > 0 {
-            lines.append("  bottleneck: \(bottleneck_stage), median \(f(bottleneck_excess_ms)) ms over the budget")
+        let pacedBelowTarget = inputFps > 0 && inputFps < 0.98 * targetFps
+        let keptUp = pacedBelowTarget && framesDropped == 0 && achievedFps >= 0.97 * inputFps
+        let verdict = achievedFps >= targetFps ? "met" : keptUp ? "kept up with the input's \(f(inputFps)) fps" : "NOT met"
+        lines.append("  throughput \(f(achievedFps)) fps (target \(f(targetFps))): \(verdict); \(f(100 * budgetMetRatio))% of frames within the budget")
+        lines.append("  frames in \(framesIn), processed \(framesProcessed), dropped \(framesDropped)"
+                     + (dropsByStage.isEmpty ? "" : " (" + dropsByStage.map { "before \($0.key): \($0.value)" }.sorted().joined(separator: ", ") + ")"))
+        if bottleneckExcessMs > 0 {
+            lines.append("  bottleneck: \(bottleneckStage), median \(f(bottleneckExcessMs)) ms over the budget")
         } else {
-            lines.append("  bottleneck: \(bottleneck_stage), median within the budget by \(f(-bottleneck_excess_ms)) ms")
+            lines.append("  bottleneck: \(bottleneckStage), median within the budget by \(f(-bottleneckExcessMs)) ms")
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -20,8 +20,8 @@ public enum Bench {
             for (name, flops) in flopsPerFrame.sorted(by: { $0.key < $1.key }) {
                 lines.append(String(format: "  %@: %.1f GFLOP per frame, %.0f GFLOP/s achieved", name, flops / 1e9, gflops[name] ?? 0))
             }
-            let met = report.achieved_fps >= report.target_fps
-            lines.append("result: \(met ? "meets" : "does NOT meet") \(String(format: "%.0f", report.target_fps)) fps (achieved \(String(format: "%.1f", report.achieved_fps)) fps); limiting stage: \(report.bottleneck_stage)")
+            let met = report.achievedFps >= report.targetFps
+            lines.append("result: \(met ? "meets" : "does NOT meet") \(String(format: "%.0f", report.targetFps)) fps (achieved \(String(format: "%.1f", report.achievedFps)) fps); limiting stage: \(report.bottleneckStage)")
             return lines.joined(separator: "\n") + "\n"
         }
     }
@@ -44,8 +44,8 @@ public enum Bench {
         let flops = try job.lastChain?.flopsPerFrame() ?? [:]
         var gflops: [String: Double] = [:]
         for (name, f) in flops {
-            if let stage = result.report.stages.first(where: { $0.name == name }), stage.p50_ms > 0 {
-                gflops[name] = f / (stage.p50_ms / 1000) / 1e9
+            if let stage = result.report.stages.first(where: { $0.name == name }), stage.p50Ms > 0 {
+                gflops[name] = f / (stage.p50Ms / 1000) / 1e9
             }
         }
         return Result(report: result.report, flopsPerFrame: flops, gflops: gflops, tracer: job.lastTracer)

@@ -297,7 +297,7 @@ public final class Job {
         }
         let report = tracer.report()
         return JobResult(framesIn: timestamps.count, framesOut: writer.framesWritten, corrupt: source.corruptCount,
-                         interrupted: shouldStop(), warnings: warnings, dropped: report.frames_dropped, report: report)
+                         interrupted: shouldStop(), warnings: warnings, dropped: report.framesDropped, report: report)
     }
 
     private func makeSink(_ c: RunConfiguration, path: String, source: FrameSource, video: VideoStreamInfo, size: FrameSize,
