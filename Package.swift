@@ -38,15 +38,15 @@ let package = Package(
         .executableTarget(name: "vivify-upsample-bench", dependencies: ["ColorScience"]),
         .executableTarget(
             name: "vivify",
-            dependencies: ["Vivify", "ModelCatalog", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Vivify", "MediaIO", "ModelCatalog", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "Vivify"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "ModelFormats"], exclude: ["Fixtures"]),
-        .testTarget(name: "VivifyTests", dependencies: ["Vivify", "ModelFormats"]),
+        .testTarget(name: "VivifyTests", dependencies: ["Vivify", "ModelFormats", "MediaIO", "ModelCatalog", "Tracing"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
         .testTarget(name: "TracingTests", dependencies: ["Tracing"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["CZip", "CDNNL", "CFFmpeg"]),
-        .testTarget(name: "VivifyCLITests", dependencies: ["Vivify", "vivify"]),
+        .testTarget(name: "VivifyCLITests", dependencies: ["Vivify", "vivify", "MediaIO", "ModelCatalog"]),
         .testTarget(name: "ModelCatalogTests", dependencies: ["ModelCatalog"]),
         .testTarget(name: "ColorScienceTests", dependencies: ["ColorScience"], exclude: ["Fixtures"]),
         .testTarget(name: "WifmTests", dependencies: ["ModelFormats"]),

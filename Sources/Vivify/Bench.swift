@@ -1,4 +1,5 @@
 import Foundation
+public import Tracing
 
 /// `vivify bench`: generated frames through the real pipeline (offline, nothing dropped,
 /// output discarded), reported against the target frame rate.

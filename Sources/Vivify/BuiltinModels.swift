@@ -1,6 +1,7 @@
 import Foundation
-import ModelCatalog
-import ModelFormats
+internal import MediaIO
+public import ModelCatalog
+internal import ModelFormats
 import SafeFiles
 
 /// Models that ship inside the vivify binary (our own trained weights): written once into the

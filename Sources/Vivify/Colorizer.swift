@@ -1,8 +1,8 @@
-import ColorScience
-import Engine
+internal import ColorScience
+public import Engine
 import Foundation
-import MediaIO
-import ModelFormats
+public import MediaIO
+internal import ModelFormats
 
 /// The colorizer stage: reads the lightness L of a frame, lets a model predict the colour
 /// channels ab (at the model's own input size), brings ab back to full resolution, and

@@ -1,4 +1,5 @@
 import Foundation
+internal import MediaIO
 
 /// A colorizer's inputs and outputs, described declaratively (from a model bundle or a
 /// `.json` beside the model), so a new model needs no code:

@@ -1,4 +1,4 @@
-import MediaIO
+public import MediaIO
 
 /// A frame size in pixels, written `WxH` on the command line.
 public struct FrameSize: Sendable, Equatable, CustomStringConvertible {

@@ -1,6 +1,7 @@
-import Engine
+internal import Engine
 import Foundation
-import ModelFormats
+public import ModelCatalog
+internal import ModelFormats
 
 /// Times one model's graph on one padded frame, the way the ncnn peer benchmark does (same
 /// input size, no tiling, input copy and output copy included in each run).
@@ -44,6 +45,10 @@ public enum EngineBench {
         return Result(model: model, inputShape: [shape.c, shape.h, shape.w], outputShape: [o.c, o.h, o.w], runs: times,
                       medianSeconds: median, gflop: gflop, achievedGFLOPS: gflop / median, backend: backend.rawValue)
     }
+
+    /// The single-precision matrix-multiply peak of this machine in GFLOP/s (oneDNN sgemm), the
+    /// roofline the engine's achieved GFLOP/s is read against.
+    public static func gemmPeakGFLOPS() throws -> Double { try GEMMPeak.measure() }
 
     /// The graph of an upscaler (catalog name, file or bundle) or of a colorizer (`.param`
     /// with its description, or a `colorize` bundle).

@@ -1,7 +1,7 @@
-import Engine
-import MediaIO
-import ModelCatalog
-import ModelFormats
+internal import Engine
+public import MediaIO
+internal import ModelCatalog
+internal import ModelFormats
 
 /// The process exit codes of `vivify`, documented in the README.
 public enum VivifyExitCode: Int32, Sendable, CaseIterable {

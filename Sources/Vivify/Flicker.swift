@@ -1,6 +1,6 @@
-import ColorScience
+internal import ColorScience
 import Foundation
-import MediaIO
+internal import MediaIO
 
 /// Measures the flicker metric of a video file (see `FlickerMeter`), decoding it to RGB and
 /// converting every frame to Lab.

@@ -1,5 +1,5 @@
 import Foundation
-import MediaIO
+internal import MediaIO
 import SafeFiles
 
 /// `vivify image`: one still image through the stages, written to a temporary file beside the

@@ -1,8 +1,8 @@
 import Foundation
-import MediaIO
-import Pipeline
+public import MediaIO
+internal import Pipeline
 import SafeFiles
-import Tracing
+public import Tracing
 
 /// What a finished (or interrupted) job did.
 public struct JobResult: Sendable {

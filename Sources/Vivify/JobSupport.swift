@@ -1,7 +1,7 @@
 import Foundation
-import MediaIO
-import Pipeline
-import Tracing
+internal import MediaIO
+public import Pipeline
+public import Tracing
 
 /// What flows between the stages of a job: frames, and packets copied through untouched.
 enum JobItem: PipelineItem {

@@ -1,7 +1,8 @@
-import Engine
+internal import Engine
 import Foundation
-import ModelCatalog
-import ModelFormats
+internal import MediaIO
+internal import ModelCatalog
+internal import ModelFormats
 
 /// A model read from any supported form (ncnn `.param`, Core ML `.mlmodel`, ML Program
 /// `.mlpackage`, or a `.wifm` bundle of any of them), with its graph adapted to take the

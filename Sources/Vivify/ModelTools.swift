@@ -1,6 +1,7 @@
-import Engine
+internal import Engine
 import Foundation
-import ModelFormats
+internal import MediaIO
+internal import ModelFormats
 
 /// `vivify models pack|info|verify` for model files and bundles (the library half).
 public enum ModelTools {

@@ -1,5 +1,5 @@
 import Foundation
-import MediaIO
+public import MediaIO
 
 /// `vivify probe`: what an input holds, as text or JSON.
 public enum Probe {

@@ -1,4 +1,4 @@
-import MediaIO
+internal import MediaIO
 
 /// Generated RGB frames for `vivify bench`: a moving gradient with fine detail, at a fixed
 /// size and rate, so the real pipeline can be measured without any file.

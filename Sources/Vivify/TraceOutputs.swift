@@ -1,9 +1,7 @@
 import Foundation
+internal import MediaIO
 import SafeFiles
-import Tracing
-
-@_exported import struct Tracing.TraceReport
-@_exported import class Tracing.FrameTracer
+public import Tracing
 
 /// Where a run's frame-timing outputs go.
 public struct TraceOutputs: Sendable {

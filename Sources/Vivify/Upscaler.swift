@@ -1,8 +1,8 @@
-import Engine
+public import Engine
 import Foundation
-import MediaIO
-import ModelCatalog
-import ModelFormats
+public import MediaIO
+public import ModelCatalog
+internal import ModelFormats
 
 /// Which backend runs the models.
 public enum BackendChoice: String, Sendable, CaseIterable {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import MediaIO
 import ModelCatalog
 import Vivify
 
@@ -374,7 +375,7 @@ struct BenchModelCommand: ParsableCommand {
             let r = try EngineBench.run(model: model, width: frame.width, height: frame.height, pad: pads, runs: runs, backend: backend)
             var json: [String: Any] = ["model": r.model, "input_shape": r.inputShape, "output_shape": r.outputShape, "runs": r.runs,
                                        "median_s": r.medianSeconds, "gflop": r.gflop, "achieved_gflops": r.achievedGFLOPS, "backend": r.backend]
-            if gemmPeak { json["sgemm_peak_gflops"] = try GEMMPeak.measure() }
+            if gemmPeak { json["sgemm_peak_gflops"] = try EngineBench.gemmPeakGFLOPS() }
             let data = try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])
             print(String(decoding: data, as: UTF8.self))
         } catch {

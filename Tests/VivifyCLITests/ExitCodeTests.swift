@@ -14,7 +14,7 @@ final class ExitCodeTests: XCTestCase {
         try Data("not a zip archive".utf8).write(to: URL(fileURLWithPath: garbage))
         // A models directory that cannot be created: its parent is a file.
         let blocker = dir + "/blocker"
-        FileManager.default.createFile(atPath: blocker, contents: Data([1]))
+        _ = FileManager.default.createFile(atPath: blocker, contents: Data([1]))
         let unwritableModels = ["VIVIFY_MODELS": blocker + "/models", "VIVIFY_MODEL_MIRROR": UpscaleCLITests.mirror]
 
         let cases: [(VivifyExitCode, [String], [String: String])] = [

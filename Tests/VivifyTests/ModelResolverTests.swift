@@ -1,4 +1,6 @@
 import Foundation
+import MediaIO
+import ModelCatalog
 import ModelFormats
 import Vivify
 import XCTest

@@ -1,6 +1,7 @@
 import ColorScience
 import Foundation
 import MediaIO
+import ModelCatalog
 import Vivify
 import XCTest
 

@@ -1,4 +1,6 @@
 import Foundation
+import MediaIO
+import ModelCatalog
 import Vivify
 import XCTest
 

@@ -1,4 +1,4 @@
-import MediaIO
+public import MediaIO
 
 // The stages of a job as processors (libavfilter's config_props, video2x's Processor): each
 // one is told what frames it will get, says what it will give, before a frame flows; then it

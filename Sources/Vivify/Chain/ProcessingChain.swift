@@ -1,4 +1,4 @@
-import MediaIO
+public import MediaIO
 
 /// One stage of a job as configuration: what to build, before any model is loaded.
 public enum StageSpec: Sendable, Equatable {

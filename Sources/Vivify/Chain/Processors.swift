@@ -1,5 +1,5 @@
-import Engine
-import MediaIO
+internal import Engine
+public import MediaIO
 
 // The stages of a job, one processor each:
 //
