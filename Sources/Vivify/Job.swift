@@ -119,7 +119,7 @@ public final class Job {
         let warn: (String) -> Void = { [onWarning] in warnings.append($0); onWarning($0) }
 
         // Models load before anything is opened for writing, so a bad model name costs nothing.
-        let models = try c.modelStages.map { try ProcessorFactory.make($0, backend: c.backend, log: onWarning) }
+        var models = try c.modelStages.map { try ProcessorFactory.make($0, backend: c.backend, log: onWarning) }
         let source = try Self.openSource(c)
         if let reader = source as? MediaReader {
             reader.onWarning = warn
@@ -128,11 +128,12 @@ public final class Job {
             for a in y4m.assumptions { warn("\(c.input == "-" ? "standard input" : "'\(c.input)'"): assuming \(a).") }
         }
         let video = source.info.video
-        // The chain: [to RGB] → models → [resize]; the sink is configured from what it gives.
+        // The chain from the ordered stage specs ([to RGB] → models → [resize]), the models
+        // already loaded; the sink is configured from what it gives.
         var processors: [FrameProcessor] = []
-        if !models.isEmpty && video.pixelFormat != .rgb24 { processors.append(ToRGBProcessor()) }
-        processors += models
-        if let size = c.resize { processors.append(ResizeProcessor(size: size)) }
+        for spec in c.stageSpecs(sourceFormat: video.pixelFormat) {
+            processors.append(spec.runsModel ? models.removeFirst() : try ProcessorFactory.make(spec, backend: c.backend))
+        }
         var chain = try ProcessingChain(processors, input: FrameDescription(
             width: video.width, height: video.height, frameRate: video.frameRate, layout: .packed(video.pixelFormat)))
         var produced = video

@@ -123,6 +123,20 @@ extension RunConfiguration {
     }
 }
 
+extension RunConfiguration {
+    /// Every stage of a run whose frames arrive as `sourceFormat`, in order: to RGB (when a
+    /// model needs it), the models, then resize. The final conversion is added once the sink
+    /// says what it takes.
+    public func stageSpecs(sourceFormat: PixelFormat) -> [StageSpec] {
+        let models = modelStages
+        var specs: [StageSpec] = []
+        if !models.isEmpty && sourceFormat != .rgb24 { specs.append(.toRGB) }
+        specs += models
+        if let resize { specs.append(.resize(resize)) }
+        return specs
+    }
+}
+
 extension PixelLayout {
     /// The packed format frames of this layout become at the sink (planar float is rounded
     /// to rgb24 or gray).
