@@ -24,20 +24,20 @@ public struct Catalog: Sendable {
     /// - Throws: `CatalogError` of kind `.invalid` naming up to three close names.
     public func lookup(_ name: String) throws -> ModelEntry {
         if let e = entry(named: name) { return e }
-        let close = suggestions(for: name)
-        let hint: String
-        switch close.count {
-        case 0: hint = ""
-        case 1: hint = " Did you mean '\(close[0])'?"
-        default: hint = " Did you mean " + close.dropLast().map { "'\($0)'" }.joined(separator: ", ") + " or '\(close.last!)'?"
-        }
-        throw CatalogError(.invalid, "Unknown model '\(name)'.\(hint) Run `vivify models list` to see every model name.")
+        throw CatalogError(.invalid, "Unknown model '\(name)'.\(didYouMean(suggestions(for: name))) Run `vivify models list` to see every model name.")
     }
 
     /// Up to `limit` catalog names close to `name` (`closeNames`).
     public func suggestions(for name: String, limit: Int = 3) -> [String] {
         closeNames(to: name, among: names, limit: limit)
     }
+}
+
+/// " Did you mean 'a', 'b' or 'c'?" for close names (empty for none), to follow a sentence.
+public func didYouMean(_ close: [String]) -> String {
+    guard let last = close.last else { return "" }
+    if close.count == 1 { return " Did you mean '\(last)'?" }
+    return " Did you mean " + close.dropLast().map { "'\($0)'" }.joined(separator: ", ") + " or '\(last)'?"
 }
 
 /// Up to `limit` of `names` close to `name`: by edit distance, plus names that contain it or

@@ -55,8 +55,7 @@ enum ModelResolver {
         let format = ModelFileFormat.forPath(argument)
         if argument.contains("/") || format != nil || FileManager.default.fileExists(atPath: argument) {
             guard FileManager.default.fileExists(atPath: argument) else {
-                let close = argument.contains("/") ? [] : closeNames(to: argument, among: names(for: task, store: store))
-                let hint = close.first.map { " Did you mean '\($0)'?" } ?? ""
+                let hint = argument.contains("/") ? "" : didYouMean(Array(closeNames(to: argument, among: names(for: task, store: store)).prefix(1)))
                 throw MediaError(.inputUnreadable, "Cannot open the \(what) '\(argument)': no such file.\(hint) Check the path, or run `vivify models list` for model names.")
             }
             guard let format else {
@@ -72,13 +71,7 @@ enum ModelResolver {
             }
             return try loadCatalog(entry, store: store, log: log)
         }
-        let close = closeNames(to: argument, among: names(for: task, store: store))
-        let hint: String
-        switch close.count {
-        case 0: hint = ""
-        case 1: hint = " Did you mean '\(close[0])'?"
-        default: hint = " Did you mean " + close.dropLast().map { "'\($0)'" }.joined(separator: ", ") + " or '\(close.last!)'?"
-        }
+        let hint = didYouMean(closeNames(to: argument, among: names(for: task, store: store)))
         throw MediaError(.invalidOptions, "There is no \(what) named '\(argument)'.\(hint) Run `vivify models list` for every model name, or give a path to \(ModelFileFormat.extensionList) file.")
     }
 

@@ -157,9 +157,18 @@ public final class UpscaleProcessor: FrameProcessor {
 }
 
 /// Rounds planar float to packed 8 bits (rgb24 or gray): the one quantisation of the chain.
-func quantise(_ image: FloatPlanarImage, timing: FrameTiming, into frame: inout VideoFrame) {
-    image.store(into: &frame)
-    timing.apply(to: &frame)
+/// The frame as packed 8 bits with its timing: planar float is rounded (the one quantisation
+/// of the chain) into `scratch`, packed frames pass as they are.
+func packedFrame(_ frame: ChainFrame, scratch: inout VideoFrame) -> VideoFrame {
+    switch frame.pixels {
+    case .packed(var f):
+        frame.timing.apply(to: &f)
+        return f
+    case .planar(let p):
+        p.store(into: &scratch)
+        frame.timing.apply(to: &scratch)
+        return scratch
+    }
 }
 
 /// Resizes to a fixed size (lanczos swscale). Planar float is rounded to 8 bits first.
@@ -186,15 +195,7 @@ public final class ResizeProcessor: FrameProcessor {
     }
 
     public func process(_ frame: ChainFrame) throws -> [ChainFrame] {
-        var source: VideoFrame
-        switch frame.pixels {
-        case .packed(let f):
-            source = f
-            frame.timing.apply(to: &source)
-        case .planar(let p):
-            quantise(p, timing: frame.timing, into: &packed)
-            source = packed
-        }
+        let source = packedFrame(frame, scratch: &packed)
         guard source.width != size.width || source.height != size.height else {
             var out = frame
             out.pixels = .packed(source)
@@ -230,15 +231,7 @@ public final class OutputConversionProcessor: FrameProcessor {
     }
 
     public func process(_ frame: ChainFrame) throws -> [ChainFrame] {
-        var source: VideoFrame
-        switch frame.pixels {
-        case .packed(let f):
-            source = f
-            frame.timing.apply(to: &source)
-        case .planar(let p):
-            quantise(p, timing: frame.timing, into: &packed)
-            source = packed
-        }
+        let source = packedFrame(frame, scratch: &packed)
         var out = frame
         if source.format == format {
             out.pixels = .packed(source)
