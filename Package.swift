@@ -38,7 +38,7 @@ let package = Package(
         .executableTarget(name: "vivify-upsample-bench", dependencies: ["ColorScience"]),
         .executableTarget(
             name: "vivify",
-            dependencies: ["Vivify", "MediaIO", "ModelCatalog", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Vivify", "MediaIO", "ModelCatalog", "SafeFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "Vivify"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "ModelFormats"], exclude: ["Fixtures"]),

@@ -49,7 +49,7 @@ SHARED = "../shared"
 
 
 def vivify(binary, args, command="image"):
-    r = subprocess.run([binary, command] + args, capture_output=True, text=True)
+    r = subprocess.run([binary, command] + args + ["-y"], capture_output=True, text=True)  # docs/images are rewritten
     if r.returncode != 0:
         sys.exit(f"vivify {command} {' '.join(args)} failed ({r.returncode}): {r.stderr.strip()}")
     return r.stdout

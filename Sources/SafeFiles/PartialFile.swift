@@ -38,11 +38,26 @@ public struct PartialFile: Sendable {
         temporary = folder.appendingPathComponent(name)
     }
 
-    /// Renames the temporary file onto the target.
-    public func commit() throws(Failure) {
-        if rename(temporary.path, target.path) != 0 {
-            throw Failure(target: target.path, temporary: temporary.path, reason: String(cString: strerror(errno)))
+    /// Renames the temporary file onto the target (or onto `other`, beside it). Refuses to
+    /// replace anything that is not a regular file (a device, FIFO, directory or socket that
+    /// appeared there meanwhile).
+    public func commit(as other: URL? = nil) throws(Failure) {
+        let destination = other ?? target
+        var info = stat()
+        if lstat(destination.path, &info) == 0 && info.st_mode & S_IFMT != S_IFREG {
+            throw Failure(target: destination.path, temporary: temporary.path, reason: "it is not a regular file, so it is left as it is")
         }
+        if rename(temporary.path, destination.path) != 0 {
+            throw Failure(target: destination.path, temporary: temporary.path, reason: String(cString: strerror(errno)))
+        }
+    }
+
+    /// Where a failed run keeps what it wrote, beside the target without replacing it:
+    /// `clip.mkv` → `clip.incomplete.mkv`.
+    public var incompleteTarget: URL {
+        let ext = target.pathExtension
+        let stem = target.deletingPathExtension().lastPathComponent
+        return target.deletingLastPathComponent().appendingPathComponent(ext.isEmpty ? "\(stem).incomplete" : "\(stem).incomplete.\(ext)")
     }
 
     /// Removes the temporary file (after a failure), if it exists.

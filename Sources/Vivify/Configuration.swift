@@ -1,4 +1,5 @@
 public import MediaIO
+public import SafeFiles
 
 /// A frame size in pixels, written `WxH` on the command line.
 public struct FrameSize: Sendable, Equatable, CustomStringConvertible {
@@ -87,6 +88,8 @@ public struct RunConfiguration: Sendable {
     public var synthetic: (size: FrameSize, frames: Int)?
     /// Throw the frames away instead of writing `output` (`vivify bench`).
     public var discardOutput: Bool
+    /// What to do when `output` exists: refuse (default), replace (`-y`) or skip (`-n`).
+    public var existingOutput: ExistingOutput
 
     /// A configuration with defaults: auto formats, libx264, audio copied, lenient.
     public init(input: String, output: String) {
@@ -115,6 +118,7 @@ public struct RunConfiguration: Sendable {
         targetFPS = 30
         synthetic = nil
         discardOutput = false
+        existingOutput = .refuse
     }
 
     /// The input layout after applying the naming rule.

@@ -2,6 +2,7 @@ internal import Engine
 public import MediaIO
 internal import ModelCatalog
 internal import ModelFormats
+import SafeFiles
 
 /// The process exit codes of `vivify`, documented in the README.
 public enum VivifyExitCode: Int32, Sendable, CaseIterable {
@@ -61,6 +62,11 @@ public enum ErrorReport {
             case .invalid: return .usage
             case .io, .network: return .ioError
             }
+        case let e as OutputProblem:
+            switch e.kind {
+            case .missingFolder, .readOnlyFolder, .exists: return .cannotCreateOutput
+            case .notRegularFile, .sameAsInput: return .usage
+            }
         case let e as BundleError:
             switch e.kind {
             case .writeFailed: return .cannotCreateOutput
@@ -80,6 +86,7 @@ public enum ErrorReport {
         case let e as EngineError: return e.message
         case let e as CatalogError: return e.message
         case let e as BundleError: return e.message
+        case let e as OutputProblem: return e.message
         default: return "\(error)"
         }
     }

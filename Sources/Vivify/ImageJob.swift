@@ -1,6 +1,6 @@
 import Foundation
 internal import MediaIO
-import SafeFiles
+public import SafeFiles
 
 /// `vivify image`: one still image through the stages, written to a temporary file beside the
 /// target and renamed at the end.
@@ -10,13 +10,14 @@ public enum ImageJob {
     /// Returns warnings (e.g. alpha dropped by JPEG).
     public static func run(input: String, output: String, upscale: String?, tile: Int?, backend: BackendChoice = .onednn,
                            colorize: String? = nil, colorizeAfter: Bool = false, saturation: Float = 1,
-                           log: (String) -> Void = { _ in }) throws -> [String] {
+                           existingOutput: ExistingOutput = .refuse, log: (String) -> Void = { _ in }) throws -> [String] {
         try ImageIO.validateOutputPath(output)
-        let url = URL(fileURLWithPath: output)
-        let dir = url.deletingLastPathComponent().path
-        var isDir: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
-            throw MediaError(.outputUnwritable, "Cannot write '\(output)': the directory '\(dir)' does not exist. Create it first or choose another output path.")
+        // Checked before any work, as for video: never a device or the input, and an existing
+        // picture only replaced with -y.
+        let url: URL
+        switch try OutputGuard.check(output: output, inputs: [input], existing: existingOutput) {
+        case .write(let target): url = target
+        case .skip: return ["'\(output)' exists; skipped (-n)."]
         }
         var c = RunConfiguration(input: input, output: output)
         c.colorize = colorize

@@ -20,10 +20,13 @@ public struct JobResult: Sendable {
     public var dropped: Int
     /// The frame-timing summary.
     public var report: TraceReport
+    /// Whether nothing was done because the output exists and `existingOutput` is `.skip`.
+    public var skipped = false
 }
 
-/// An error that happened after some frames were already saved: the output was finalised with
-/// them and renamed into place, and the job still failed.
+/// An error that happened after some frames were already saved: they were finalised into a
+/// playable file beside the target (NAME.incomplete.EXT, an existing target kept), and the job
+/// still failed.
 public struct PartialOutputError: Error, CustomStringConvertible {
     /// The underlying failure.
     public let underlying: MediaError
@@ -106,10 +109,15 @@ public final class Job {
         if let name = c.assumeMatrix, ColorInfo.matrixCode(named: name) == nil {
             throw MediaError(.invalidOptions, "Unknown colour matrix '\(name)'. Use bt709, smpte170m (BT.601), bt470bg or bt2020nc.")
         }
+        // The output is checked before any work: never a device, FIFO or directory, never an
+        // input, and an existing one only replaced with -y (or left alone with -n).
+        var target: URL?
         if c.output != "-" && !c.discardOutput {
-            let target = URL(fileURLWithPath: c.output).standardizedFileURL.path
-            if c.input != "-" && URL(fileURLWithPath: c.input).standardizedFileURL.path == target {
-                throw MediaError(.invalidOptions, "The output '\(c.output)' is the input file. Choose a different output path.")
+            switch try OutputGuard.check(output: c.output, inputs: [c.input], existing: c.existingOutput) {
+            case .write(let url): target = url
+            case .skip:
+                let empty = FrameTracer(stageNames: ["decode"], targetFPS: c.targetFPS).report()
+                return JobResult(framesIn: 0, framesOut: 0, corrupt: 0, interrupted: false, warnings: [], dropped: 0, report: empty, skipped: true)
             }
         }
         if c.output == "-" && c.effectiveOutputFormat == nil {
@@ -146,19 +154,7 @@ public final class Job {
         }
 
         // Temporary file beside the target, renamed at the end.
-        var partial: PartialFile?
-        if c.output != "-" && !c.discardOutput {
-            let url = URL(fileURLWithPath: c.output)
-            let dir = url.deletingLastPathComponent().path
-            var isDir: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
-                throw MediaError(.outputUnwritable, "Cannot write '\(c.output)': the directory '\(dir)' does not exist. Create it first or choose another output path.")
-            }
-            guard FileManager.default.isWritableFile(atPath: dir) else {
-                throw MediaError(.outputUnwritable, "Cannot write '\(c.output)': the directory '\(dir)' is not writable. Choose a writable location.")
-            }
-            partial = PartialFile(target: url)
-        }
+        let partial = target.map { PartialFile(target: $0) }
         let temp = partial?.temporary.path ?? "-"
 
         let sink: FrameSink
@@ -271,27 +267,33 @@ public final class Job {
         let pipeline = Pipeline(source: readNext, stages: stageList, observer: tracer)
         lastTracer = tracer
 
-        func finalize() throws {
+        /// Finishes the file and puts it in place: at the target when the run is complete (or
+        /// interrupted on purpose), beside it as NAME.incomplete.EXT when it failed.
+        func finalize(failed: Bool = false) throws -> String {
             if hold { try writer.holdUntil(timestamps.count) }
             try sink.finish()
+            guard let partial else { return c.output }
+            let destination = failed ? partial.incompleteTarget : partial.target
             do {
-                try partial?.commit()
+                try partial.commit(as: destination)
             } catch {
-                throw MediaError(.outputUnwritable, "Cannot move the finished output into place as '\(c.output)': \(error.reason). It is still at '\(temp)'.")
+                throw MediaError(.outputUnwritable, "Cannot move the finished output into place as '\(destination.path)': \(error.reason). It is still at '\(temp)'.")
             }
+            return destination.path
         }
 
         do {
             if sequential { try pipeline.runSequentially() } else { try pipeline.run() }
         } catch let error as MediaError where error.kind == .corruptInput && writer.framesWritten > 0 {
-            try finalize()
-            throw PartialOutputError(underlying: error, framesWritten: writer.framesWritten, output: c.output)
+            // Damaged input after some frames: keep them, without replacing an existing output.
+            let kept = try finalize(failed: true)
+            throw PartialOutputError(underlying: error, framesWritten: writer.framesWritten, output: kept)
         } catch {
             partial?.discard()
             throw error
         }
         do {
-            try finalize()
+            _ = try finalize()
         } catch {
             partial?.discard()
             throw error

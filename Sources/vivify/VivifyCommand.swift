@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MediaIO
+import SafeFiles
 import ModelCatalog
 import Vivify
 
@@ -51,6 +52,22 @@ enum OptionalModelValues {
         // its error can suggest the right name; media paths have extensions or exist.
         return !value.contains("/") && (value as NSString).pathExtension.isEmpty && !FileManager.default.fileExists(atPath: value)
     }
+}
+
+/// What to do with an output that already exists (ffmpeg's -y and -n).
+struct OverwriteOptions: ParsableArguments {
+    @Flag(name: [.customShort("y"), .customLong("overwrite")], help: "Replace an existing output once the new one is complete.")
+    var overwrite = false
+
+    @Flag(name: [.customShort("n"), .customLong("no-overwrite")], help: "Leave an existing output alone and do nothing (exit 0).")
+    var noOverwrite = false
+
+    func validate() throws {
+        if overwrite && noOverwrite { throw ValidationError("Pass -y (replace) or -n (skip), not both.") }
+    }
+
+    /// The rule: refuse unless -y or -n.
+    var existing: ExistingOutput { overwrite ? .replace : noOverwrite ? .skip : .refuse }
 }
 
 /// Options shared by commands that read raw or y4m frames.
@@ -171,6 +188,8 @@ struct Run: ParsableCommand {
     @Argument(help: "Output file, or '-' for standard output.")
     var output: String
 
+    @OptionGroup var overwriteOptions: OverwriteOptions
+
     @Option(help: "Resize every frame to WxH with a lanczos filter.")
     var resize: String?
 
@@ -248,6 +267,7 @@ struct Run: ParsableCommand {
         c.stabilize = stabilize
         c.maxFrames = maxFrames
         c.targetFPS = timing.targetFps
+        c.existingOutput = overwriteOptions.existing
 
         let interrupts = InterruptMonitor()
         let job = Job(configuration: c)
@@ -264,6 +284,10 @@ struct Run: ParsableCommand {
         job.sequential = sequential
         do {
             let result = try job.run()
+            if result.skipped {
+                if !quiet { ProgressReporter.writeStderr("vivify: '\(output)' exists; skipped (-n).\n") }
+                return
+            }
             reporter?.finish(framesDone: result.framesOut)
             if let tracer = job.lastTracer { try timing.outputs.write(tracer, report: result.report) }
             if !quiet && (timing.summary || mode == .live) { ProgressReporter.writeStderr(result.report.text) }
@@ -295,6 +319,8 @@ struct ImageCommand: ParsableCommand {
     @Argument(help: "Output image (.png, .jpg).")
     var output: String
 
+    @OptionGroup var overwriteOptions: OverwriteOptions
+
     @OptionGroup var modelOptions: ModelOptions
 
     @Flag(help: "Print nothing but errors.")
@@ -306,6 +332,7 @@ struct ImageCommand: ParsableCommand {
             let warnings = try ImageJob.run(input: input, output: output, upscale: modelOptions.upscale, tile: modelOptions.tile,
                                             backend: modelOptions.backend, colorize: modelOptions.colorize,
                                             colorizeAfter: modelOptions.colorizeAfter, saturation: modelOptions.saturation,
+                                            existingOutput: overwriteOptions.existing,
                                             log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } })
             if !quiet { for w in warnings { ProgressReporter.writeStderr("vivify: warning: \(w)\n") } }
         } catch {

@@ -71,9 +71,12 @@ final class BadInputTests: XCTestCase {
         let cut = dir + "/cut.y4m"
         try data.prefix(headerBytes + 5 * frameBytes + 1000).write(to: URL(fileURLWithPath: cut))
         let out = dir + "/o.mkv"
-        try expectFailure(["run", "-", out, "--quiet"], code: 65, mentions: ["standard input", "truncated", "frame 5"], stdinFile: cut)
-        // Nothing lost: the five whole frames were saved and the file plays.
-        XCTAssertEqual(CLI.decodedFrames(try CLI.probe(out)), 5)
+        // An older complete output is kept: a failed run never replaces it.
+        try Data("an older complete output".utf8).write(to: URL(fileURLWithPath: out))
+        try expectFailure(["run", "-", out, "--quiet", "-y"], code: 65, mentions: ["standard input", "truncated", "frame 5", "o.incomplete.mkv"], stdinFile: cut)
+        XCTAssertEqual(try String(contentsOfFile: out, encoding: .utf8), "an older complete output")
+        // Nothing lost: the five whole frames were saved beside it, and the file plays.
+        XCTAssertEqual(CLI.decodedFrames(try CLI.probe(dir + "/o.incomplete.mkv")), 5)
         XCTAssertEqual(CLI.leftovers(dir), [])
     }
 
@@ -114,6 +117,32 @@ final class BadInputTests: XCTestCase {
         XCTAssertTrue(lenient.stderr.contains("damaged"), lenient.stderr)
         XCTAssertEqual(CLI.decodedFrames(try CLI.probe(out)), 24)
         try expectFailure(["run", damaged, dir + "/strict.mkv", "--strict"], code: 65, mentions: ["damaged.avi", "--strict"])
+    }
+
+    /// The output guard through the binary: a device, the input under another name, an
+    /// existing file without -y; -n skips with exit 0; -y replaces.
+    func testOutputsThatWouldDestroyAFileAreRefused() throws {
+        let dir = try CLI.tempDir()
+        let clip = dir + "/in.avi"
+        try FileManager.default.copyItem(atPath: CLI.clip("untagged-240x136-24fps.avi"), toPath: clip)
+        try FileManager.default.createSymbolicLink(atPath: dir + "/alias.avi", withDestinationPath: clip)
+        try expectFailure(["run", clip, "/dev/null"], code: 64, mentions: ["/dev/null", "character device"])
+        try expectFailure(["run", clip, dir + "/alias.avi", "-y"], code: 64, mentions: ["is the input"])
+        let photo = dir + "/p.png"
+        try CLI.ffmpeg(["-i", clip, "-frames:v", "1", photo])
+        let before = try Data(contentsOf: URL(fileURLWithPath: photo))
+        try expectFailure(["image", photo, photo, "--upscale", "-y"], code: 64, mentions: ["is the input"])
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: photo)), before)
+        let out = dir + "/o.mkv"
+        try Data("older".utf8).write(to: URL(fileURLWithPath: out))
+        try expectFailure(["run", clip, out, "--max-frames", "2"], code: 73, mentions: ["already exists", "-y", "-n"])
+        let skip = try CLI.vivify(["run", clip, out, "--max-frames", "2", "-n"])
+        XCTAssertEqual(skip.code, 0, skip.stderr)
+        XCTAssertEqual(try String(contentsOfFile: out, encoding: .utf8), "older")
+        let replace = try CLI.vivify(["run", clip, out, "--max-frames", "2", "-y", "--quiet"])
+        XCTAssertEqual(replace.code, 0, replace.stderr)
+        XCTAssertEqual(CLI.decodedFrames(try CLI.probe(out)), 2)
+        XCTAssertEqual(CLI.leftovers(dir), [])
     }
 
     func testInputEqualToOutputIsRefused() throws {
