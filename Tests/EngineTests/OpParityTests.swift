@@ -1,4 +1,5 @@
 @testable import Engine
+@testable import EngineDNNL
 import XCTest
 
 /// Every operation, run alone by the oneDNN backend and by the reference backend on the same

@@ -1,3 +1,4 @@
+import Engine
 import Foundation
 
 /// The tail of a residual 2× upscaler in one pass over the output:
@@ -11,7 +12,7 @@ import Foundation
 /// the small inputs once and writes the output once.
 ///
 /// The resize is bilinear or bicubic (A = −0.75) with half-pixel centres and replicated
-/// edges, exactly what `Kernels.resize` / `Kernels.separableBicubic` compute for ×2.
+/// edges, exactly what `Kernels.resize` / `FastKernels.separableBicubic` compute for ×2.
 public enum UpsampleDetail {
     /// One output phase (even or odd row/column): four taps at offsets −2…1 or −1…2.
     struct Phase {

@@ -1,4 +1,5 @@
 import CDNNL
+import Engine
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -800,7 +801,11 @@ final class DNNLPrepared: PreparedGraph {
             _ = keep
             // oneDNN work queued before must be done before Swift reads its output.
             try dnnlCheck(dnnl_stream_wait(stream), "synchronise")
-            Kernels.execute(op, inputs, inShapes, y, o, fast: true)
+            if case .resize(.bicubic, _, _, _, _, let align) = op {
+                FastKernels.separableBicubic(align, inputs[0], inShapes[0], y, o)
+            } else {
+                Kernels.execute(op, inputs, inShapes, y, o)
+            }
         }
         current[node.output] = dst
         plainCopies[node.output] = dst
