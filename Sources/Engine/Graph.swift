@@ -226,7 +226,11 @@ public struct Graph: Sendable {
             case .convolution(let p), .deconvolution(let p): return p.inChannels
             case .channelAffine(let scale, _): return scale.count
             case .scalar, .activation: frontier.insert(node.output)
-            default: continue
+            case .binary, .softmaxChannels, .pixelShuffle, .resize, .pad, .crop, .cropLike, .sliceChannels,
+                 .concatChannels, .globalAveragePool, .fullyConnected:
+                // These take any channel count (a fully connected layer's weights cover the
+                // flattened input, not one pixel): they do not say; look no further down here.
+                continue
             }
         }
         return nil

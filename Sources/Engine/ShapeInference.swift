@@ -31,7 +31,9 @@ extension Graph {
                 total += i.h * i.w * p.inChannels * (p.outChannels / p.groups) * p.kernelH * p.kernelW
             case .fullyConnected(_, let weights, _, _):
                 total += weights.count
-            default:
+            case .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle, .resize, .pad, .crop,
+                 .cropLike, .sliceChannels, .concatChannels, .globalAveragePool:
+                // No weights: a handful of operations per value, not counted.
                 break
             }
         }
@@ -50,7 +52,9 @@ extension Node {
         switch op {
         case .binary, .cropLike: expectedInputs = 2
         case .concatChannels: expectedInputs = max(ins.count, 1)
-        default: expectedInputs = 1
+        case .convolution, .deconvolution, .activation, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle, .resize,
+             .pad, .crop, .sliceChannels, .globalAveragePool, .fullyConnected:
+            expectedInputs = 1
         }
         guard ins.count == expectedInputs else { throw fail("expects \(expectedInputs) inputs, has \(ins.count)", source) }
         let x = ins[0]
