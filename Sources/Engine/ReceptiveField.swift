@@ -27,6 +27,10 @@ extension Graph {
                 let factor = oh > 0 ? 1 : Double(sh)
                 s *= factor
                 r += Self.resizeReach(mode) / s
+            case .upsampleDetail(let mode, _):
+                // resize×2(base) + pixelShuffle×2(detail): the resize reaches around the base.
+                s *= 2
+                r = max(radius[ins[0]] + Self.resizeReach(mode) / s, radius[ins[1]])
             case .pad(let t, let l, let b, let rt, _), .crop(let t, let l, let b, let rt):
                 // Padding or cropping both sides alike only moves the origin (the layers after
                 // it see a centred window); unequal sides shift the centre by half the difference.
