@@ -4,6 +4,8 @@ import PackageDescription
 // Layout (see ../shared/STYLE.md):
 //   C modules   CFFmpeg, CZip, CDNNL  — system libraries from Debian, each with a shim header
 //   MediaIO     demux/decode/encode/mux, y4m and raw frame streams, frames and pixel formats
+//   Engine      graph IR, shape inference, graph passes, reference backend, tiler (no C libraries)
+//   EngineDNNL  the oneDNN backend and its fast kernels (links libdnnl); importers never see it
 //   SafeFiles   PartialFile: every output written beside its target and renamed into place
 //   Vivify      the library face: Configuration + the job runner wiring the stages
 //   vivify      the thin command-line tool
@@ -25,13 +27,20 @@ let package = Package(
         .systemLibrary(name: "CZip", pkgConfig: "libzip", providers: [.apt(["libzip-dev"])]),
         .systemLibrary(name: "CDNNL", providers: [.apt(["libdnnl-dev"])]),
         .target(name: "MediaIO", dependencies: ["CFFmpeg"]),
-        // The engine's loops are the product: optimise them even in debug builds and tests.
-        .target(name: "Engine", dependencies: ["CDNNL"], swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
+        // Engine: the graph IR, shape inference, graph passes, the reference backend (plain
+        // loops, the yardstick) and the tiler. Optimised even in debug builds and tests (the
+        // reference runs whole models there), but with checks: -Ounchecked stays out of the
+        // reference path.
+        .target(name: "Engine", swiftSettings: [.unsafeFlags(["-O"])]),
+        // EngineDNNL: the oneDNN backend and its hand-written fast kernels (the fused upscaler
+        // tail, separable bicubic), the only engine code that links libdnnl. Its loops are the
+        // product: -Ounchecked, even in debug builds and tests.
+        .target(name: "EngineDNNL", dependencies: ["Engine", "CDNNL"], swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
         .target(name: "SafeFiles"),
         .target(name: "ModelFormats", dependencies: ["Engine", "CZip", "SafeFiles"]),
         .target(name: "Pipeline"),
         .target(name: "Tracing"),
-        .target(name: "Vivify", dependencies: ["MediaIO", "Engine", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing", "ColorScience", "SafeFiles"]),
+        .target(name: "Vivify", dependencies: ["MediaIO", "Engine", "EngineDNNL", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing", "ColorScience", "SafeFiles"]),
         .target(name: "ModelCatalog"),
         .target(name: "ColorScience", swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
         .executableTarget(name: "vivify-lab-bench", dependencies: ["ColorScience"]),
@@ -41,7 +50,7 @@ let package = Package(
             dependencies: ["Vivify", "MediaIO", "ModelCatalog", "SafeFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "Vivify"]),
-        .testTarget(name: "EngineTests", dependencies: ["Engine", "ModelFormats"], exclude: ["Fixtures"]),
+        .testTarget(name: "EngineTests", dependencies: ["Engine", "EngineDNNL", "ModelFormats"], exclude: ["Fixtures"]),
         .testTarget(name: "VivifyTests", dependencies: ["Vivify", "ModelFormats", "MediaIO", "ModelCatalog", "Tracing"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
         .testTarget(name: "TracingTests", dependencies: ["Tracing"]),

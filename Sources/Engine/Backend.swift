@@ -2,9 +2,23 @@
 public protocol InferenceBackend: Sendable {
     /// A short name ("reference", "onednn").
     var name: String { get }
+    /// Whether this backend can run `op` (with these parameters). Preparing a graph with an
+    /// operation it cannot run fails naming the layer (`checkSupport`); graph passes ask it
+    /// before emitting an operation.
+    func supports(_ op: Operation) -> Bool
     /// Prepares `graph` for inputs of `inputShape` (weights laid out, buffers allocated,
     /// primitives created). Errors name the layer the backend cannot run.
     func prepare(_ graph: Graph, input inputShape: Shape) throws -> PreparedGraph
+}
+
+extension InferenceBackend {
+    /// Throws naming the first layer of `graph` this backend cannot run, and the backend that can.
+    public func checkSupport(_ graph: Graph) throws {
+        for node in graph.nodes where !supports(node.op) {
+            throw EngineError("Layer '\(node.name)' (\(node.op.kindName)) in \(graph.source): the \(name) backend cannot run this operation. "
+                              + "Run the model on the reference backend (--backend reference).")
+        }
+    }
 }
 
 /// A graph ready to run on one input shape. Not thread-safe: one run at a time.

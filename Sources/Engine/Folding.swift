@@ -2,7 +2,7 @@ extension Graph {
     /// The same graph with every per-channel affine (inference batch norm) that directly
     /// follows a convolution without activation folded into that convolution's weights and
     /// bias, when nothing else reads the convolution's output.
-    func withFoldedChannelAffine() -> Graph {
+    package func withFoldedChannelAffine() -> Graph {
         var readers = [Int](repeating: 0, count: valueNames.count)
         for node in nodes { for i in node.inputs { readers[i] += 1 } }
         readers[output] += 1

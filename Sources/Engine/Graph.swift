@@ -172,6 +172,12 @@ public enum Operation: Sendable, Equatable {
     case globalAveragePool
     /// Fully connected: weights [out][in] over the flattened input; bias per output.
     case fullyConnected(outFeatures: Int, weights: [Float], bias: [Float], activation: Activation)
+    /// The tail of a residual 2× upscaler, `resize×2(base) + pixelShuffle×2(detail)`, as one
+    /// operation. Inputs: `base` (C×H×W) and `detail` (4·C×H×W, a detail per channel, or
+    /// 4×H×W, one detail added to every channel), the shuffle in `order`. The resize has
+    /// half-pixel centres and replicated edges. The upsample-detail pass
+    /// (`fusingUpsampleDetailTails`) makes it from the add of the three separate operations.
+    case upsampleDetail(ResizeMode, order: ShuffleOrder)
 }
 
 /// One step of the graph: an operation reading values and producing one value.
@@ -226,7 +232,11 @@ public struct Graph: Sendable {
             case .convolution(let p), .deconvolution(let p): return p.inChannels
             case .channelAffine(let scale, _): return scale.count
             case .scalar, .activation: frontier.insert(node.output)
-            default: continue
+            case .binary, .softmaxChannels, .pixelShuffle, .resize, .pad, .crop, .cropLike, .sliceChannels,
+                 .concatChannels, .globalAveragePool, .fullyConnected, .upsampleDetail:
+                // These take any channel count (a fully connected layer's weights cover the
+                // flattened input, not one pixel): they do not say; look no further down here.
+                continue
             }
         }
         return nil

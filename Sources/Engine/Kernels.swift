@@ -2,9 +2,10 @@ import Foundation
 
 // Plain implementations of every operation on CHW float buffers. The reference backend runs
 // everything through these; the oneDNN backend uses them only for operations oneDNN lacks
-// (pixel shuffle, bicubic resize, padding, softmax, slicing), and the op tests say which.
+// (pixel shuffle, padding, slicing, …), and the op tests say which. Its own fast loops (the
+// fused upscaler tail, separable bicubic) live in EngineDNNL, built with -Ounchecked.
 
-enum Kernels {
+package enum Kernels {
     @inline(__always)
     static func activate(_ x: Float, _ a: Activation, channel: Int) -> Float {
         switch a {
@@ -159,56 +160,11 @@ enum Kernels {
 
     /// Cubic convolution weights (Keys, A = −0.75, as PyTorch, OpenCV and ncnn use).
     @inline(__always)
-    static func cubicWeights(_ t: Float) -> (Float, Float, Float, Float) {
+    package static func cubicWeights(_ t: Float) -> (Float, Float, Float, Float) {
         let a: Float = -0.75
         func near(_ d: Float) -> Float { ((a + 2) * d - (a + 3)) * d * d + 1 }
         func far(_ d: Float) -> Float { ((a * d - 5 * a) * d + 8 * a) * d - 4 * a }
         return (far(t + 1), near(t), near(1 - t), far(2 - t))
-    }
-
-    /// Bicubic resize as two 1-D passes (rows, then columns) with precomputed taps: the same
-    /// result as the 2-D form below up to float rounding, at a fraction of its cost.
-    static func separableBicubic(_ alignCorners: Bool, _ x: UnsafeBufferPointer<Float>, _ s: Shape,
-                                 _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
-        func taps(_ outSize: Int, _ inSize: Int) -> (index: [Int], weight: [Float]) {
-            var index = [Int](repeating: 0, count: outSize * 4), weight = [Float](repeating: 0, count: outSize * 4)
-            for d in 0..<outSize {
-                let f: Float = alignCorners
-                    ? (outSize > 1 ? Float(d) * Float(inSize - 1) / Float(outSize - 1) : 0)
-                    : (Float(d) + 0.5) * Float(inSize) / Float(outSize) - 0.5
-                let i0 = Int(f.rounded(.down))
-                let w = cubicWeights(f - Float(i0))
-                let ws = [w.0, w.1, w.2, w.3]
-                for k in 0..<4 {
-                    index[d * 4 + k] = min(max(i0 - 1 + k, 0), inSize - 1)
-                    weight[d * 4 + k] = ws[k]
-                }
-            }
-            return (index, weight)
-        }
-        let (xi, xw) = taps(o.w, s.w), (yi, yw) = taps(o.h, s.h)
-        var rows = [Float](repeating: 0, count: s.h * o.w)
-        for c in 0..<s.c {
-            let src = x.baseAddress! + c * s.h * s.w
-            rows.withUnsafeMutableBufferPointer { r in
-                for iy in 0..<s.h {
-                    let line = src + iy * s.w
-                    for ox in 0..<o.w {
-                        let b = ox * 4
-                        r[iy * o.w + ox] = line[xi[b]] * xw[b] + line[xi[b + 1]] * xw[b + 1] + line[xi[b + 2]] * xw[b + 2] + line[xi[b + 3]] * xw[b + 3]
-                    }
-                }
-                let dst = y.baseAddress! + c * o.h * o.w
-                for oy in 0..<o.h {
-                    let b = oy * 4
-                    let r0 = r.baseAddress! + yi[b] * o.w, r1 = r.baseAddress! + yi[b + 1] * o.w
-                    let r2 = r.baseAddress! + yi[b + 2] * o.w, r3 = r.baseAddress! + yi[b + 3] * o.w
-                    let w0 = yw[b], w1 = yw[b + 1], w2 = yw[b + 2], w3 = yw[b + 3]
-                    let out = dst + oy * o.w
-                    for ox in 0..<o.w { out[ox] = r0[ox] * w0 + r1[ox] * w1 + r2[ox] * w2 + r3[ox] * w3 }
-                }
-            }
-        }
     }
 
     static func resize(_ mode: ResizeMode, _ alignCorners: Bool, _ x: UnsafeBufferPointer<Float>, _ s: Shape,
@@ -311,10 +267,29 @@ enum Kernels {
         }
     }
 
+    /// `resize×2(base) + pixelShuffle×2(detail)` done the plain way: the reference resize,
+    /// then each output pixel adds its detail value (the one detail channel set for every
+    /// channel when `detail` has 4 channels).
+    static func upsampleDetail(_ mode: ResizeMode, _ order: ShuffleOrder, _ base: UnsafeBufferPointer<Float>, _ s: Shape,
+                               _ detail: UnsafeBufferPointer<Float>, _ ds: Shape, _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
+        resize(mode, false, base, s, y, o)
+        let perPhase = ds.c / 4
+        for c in 0..<o.c {
+            let dc = perPhase == 1 ? 0 : c
+            for oy in 0..<o.h {
+                for ox in 0..<o.w {
+                    let phase = (oy % 2) * 2 + ox % 2
+                    let ic = order == .crd ? dc * 4 + phase : phase * perPhase + dc
+                    y[(c * o.h + oy) * o.w + ox] += detail[(ic * ds.h + oy / 2) * ds.w + ox / 2]
+                }
+            }
+        }
+    }
+
     /// Runs `op` on plain CHW inputs into `y`: the one dispatcher both backends use for the
     /// operations they run as loops.
-    static func execute(_ op: Operation, _ inputs: [UnsafeBufferPointer<Float>], _ shapes: [Shape],
-                        _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape, fast: Bool = false) {
+    package static func execute(_ op: Operation, _ inputs: [UnsafeBufferPointer<Float>], _ shapes: [Shape],
+                                _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
         let x = inputs[0], s0 = shapes[0]
         switch op {
         case .convolution(let p): convolution(p, x, s0, y, o)
@@ -325,8 +300,7 @@ enum Kernels {
         case .channelAffine(let scale, let bias): channelAffine(scale, bias, x, s0, y)
         case .softmaxChannels: softmaxChannels(x, s0, y)
         case .pixelShuffle(let r, let order): pixelShuffle(r, order, x, s0, y, o)
-        case .resize(let mode, _, _, _, _, let align):
-            if mode == .bicubic && fast { separableBicubic(align, x, s0, y, o) } else { resize(mode, align, x, s0, y, o) }
+        case .resize(let mode, _, _, _, _, let align): resize(mode, align, x, s0, y, o)
         case .pad(let t, let l, _, _, let mode): pad(t, l, mode, x, s0, y, o)
         case .crop(let t, let l, _, _), .cropLike(let t, let l): window(t, l, 0, x, s0, y, o)
         case .sliceChannels(let start, _): window(0, 0, start, x, s0, y, o)
@@ -338,6 +312,7 @@ enum Kernels {
             }
         case .globalAveragePool: globalAveragePool(x, s0, y)
         case .fullyConnected(let out, let w, let b, let a): fullyConnected(out, w, b, a, x, y)
+        case .upsampleDetail(let mode, let order): upsampleDetail(mode, order, x, s0, inputs[1], shapes[1], y, o)
         }
     }
 }

@@ -1,7 +1,10 @@
 extension Graph {
     /// How far, in input pixels, an output pixel can see from its own position: the border a
     /// tile needs so that "same"-padded models give exactly the whole-frame result. Global
-    /// pooling is ignored (it sees everything by design).
+    /// pooling and fully connected layers are ignored (they see everything by design).
+    ///
+    /// Every operation is listed: a new one must say how far it reaches, or tiles would get too
+    /// little border.
     public func receptiveRadius() -> Int {
         // Per value: radius in input pixels, and resolution relative to the input.
         var radius = [Double](repeating: 0, count: valueNames.count)
@@ -23,15 +26,35 @@ extension Graph {
             case .resize(let mode, let sh, _, let oh, _, _):
                 let factor = oh > 0 ? 1 : Double(sh)
                 s *= factor
-                r += (mode == .bicubic ? 2 : 1) / s
-            case .cropLike, .crop, .pad, .globalAveragePool, .fullyConnected:
+                r += Self.resizeReach(mode) / s
+            case .upsampleDetail(let mode, _):
+                // resize×2(base) + pixelShuffle×2(detail): the resize reaches around the base.
+                s *= 2
+                r = max(radius[ins[0]] + Self.resizeReach(mode) / s, radius[ins[1]])
+            case .pad(let t, let l, let b, let rt, _), .crop(let t, let l, let b, let rt):
+                // Padding or cropping both sides alike only moves the origin (the layers after
+                // it see a centred window); unequal sides shift the centre by half the difference.
+                r += Double(max(abs(t - b), abs(l - rt))) / 2 / s
+            case .cropLike(let t, let l):
+                // The far side depends on the other input's size: count the whole offset.
+                r += Double(max(t, l)) / s
+            case .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .sliceChannels, .concatChannels:
+                // Per pixel: sees nothing beyond its inputs' reach.
                 break
-            default:
+            case .globalAveragePool, .fullyConnected:
                 break
             }
             radius[node.output] = r
             scale[node.output] = s
         }
         return Int(radius[output].rounded(.up))
+    }
+
+    /// Input pixels (at the output's resolution) a resize's taps reach on either side.
+    private static func resizeReach(_ mode: ResizeMode) -> Double {
+        switch mode {
+        case .bicubic: return 2
+        case .bilinear, .nearest: return 1
+        }
     }
 }

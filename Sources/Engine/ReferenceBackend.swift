@@ -1,12 +1,30 @@
 /// The plain Swift backend: simple loops, obviously correct, the yardstick for every fast path.
 public struct ReferenceBackend: InferenceBackend {
     public var name: String { "reference" }
+    /// Whether `prepare` runs the graph passes (the upsample-detail fusion) first, as the
+    /// oneDNN backend does; without them it runs the graph exactly as given, the yardstick for
+    /// the passes themselves.
+    public var runsPasses: Bool
 
     /// Makes the backend.
-    public init() {}
+    public init(runsPasses: Bool = true) {
+        self.runsPasses = runsPasses
+    }
+
+    /// Every operation: the reference runs the whole IR.
+    public func supports(_ op: Operation) -> Bool {
+        switch op {
+        case .convolution, .deconvolution, .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle,
+             .resize, .pad, .crop, .cropLike, .sliceChannels, .concatChannels, .globalAveragePool, .fullyConnected,
+             .upsampleDetail:
+            return true
+        }
+    }
 
     public func prepare(_ graph: Graph, input inputShape: Shape) throws -> PreparedGraph {
-        try ReferencePrepared(graph: graph, input: inputShape)
+        let graph = runsPasses ? try graph.fusingUpsampleDetailTails(input: inputShape, where: supports) : graph
+        try checkSupport(graph)
+        return try ReferencePrepared(graph: graph, input: inputShape)
     }
 }
 

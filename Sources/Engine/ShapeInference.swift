@@ -31,7 +31,9 @@ extension Graph {
                 total += i.h * i.w * p.inChannels * (p.outChannels / p.groups) * p.kernelH * p.kernelW
             case .fullyConnected(_, let weights, _, _):
                 total += weights.count
-            default:
+            case .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle, .resize, .pad, .crop,
+                 .cropLike, .sliceChannels, .concatChannels, .globalAveragePool, .upsampleDetail:
+                // No weights: a handful of operations per value, not counted.
                 break
             }
         }
@@ -48,9 +50,11 @@ extension Node {
     func outputShape(_ ins: [Shape], source: String) throws -> Shape {
         let expectedInputs: Int
         switch op {
-        case .binary, .cropLike: expectedInputs = 2
+        case .binary, .cropLike, .upsampleDetail: expectedInputs = 2
         case .concatChannels: expectedInputs = max(ins.count, 1)
-        default: expectedInputs = 1
+        case .convolution, .deconvolution, .activation, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle, .resize,
+             .pad, .crop, .sliceChannels, .globalAveragePool, .fullyConnected:
+            expectedInputs = 1
         }
         guard ins.count == expectedInputs else { throw fail("expects \(expectedInputs) inputs, has \(ins.count)", source) }
         let x = ins[0]
@@ -138,6 +142,12 @@ extension Node {
             }
             guard bias.isEmpty || bias.count == out else { throw fail("has \(bias.count) biases for \(out) outputs", source) }
             return Shape(c: out, h: 1, w: 1)
+        case .upsampleDetail:
+            let d = ins[1]
+            guard d.h == x.h, d.w == x.w, d.c == 4 || d.c == 4 * x.c else {
+                throw fail("detail \(d) does not fit base \(x): it needs 4 or \(4 * x.c) channels of \(x.h)x\(x.w)", source)
+            }
+            return Shape(c: x.c, h: 2 * x.h, w: 2 * x.w)
         }
     }
 }
@@ -162,6 +172,7 @@ extension Operation {
         case .concatChannels: return "concat"
         case .globalAveragePool: return "global average pooling"
         case .fullyConnected: return "fully connected"
+        case .upsampleDetail(let m, _): return "upsample detail \(m.rawValue)"
         }
     }
 }

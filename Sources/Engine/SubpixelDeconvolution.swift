@@ -6,7 +6,7 @@ extension Graph {
     ///
     /// For stride s and kernel k, output row Z = q·s + r (before cropping the padding) is
     /// Σ_m in[q − m] · W[r + s·m] over m < T = ⌈k/s⌉: a T-tap convolution per phase r.
-    func withSubpixelDeconvolutions() -> Graph {
+    package func withSubpixelDeconvolutions() -> Graph {
         var g = self
         var nodes: [Node] = []
         for node in self.nodes {

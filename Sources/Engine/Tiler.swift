@@ -155,7 +155,8 @@ public final class TiledRunner {
                 // Mirror without repeating the edge; fold again for borders wider than the picture.
                 while j < 0 || j >= n { j = j < 0 ? -j : 2 * (n - 1) - j; if n == 1 { return 0 } }
                 return j
-            default:
+            case .replicate, .constant:
+                // A constant border never reads the picture there; the clamp keeps the index valid.
                 return min(max(i, 0), n - 1)
             }
         }

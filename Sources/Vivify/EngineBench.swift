@@ -1,4 +1,5 @@
 internal import Engine
+internal import EngineDNNL
 import Foundation
 public import ModelCatalog
 internal import ModelFormats

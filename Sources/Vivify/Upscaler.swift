@@ -1,4 +1,5 @@
 public import Engine
+internal import EngineDNNL
 import Foundation
 public import MediaIO
 public import ModelCatalog

@@ -1,4 +1,5 @@
 import Engine
+import EngineDNNL
 import Foundation
 import ModelFormats
 import XCTest

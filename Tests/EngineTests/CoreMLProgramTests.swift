@@ -1,4 +1,5 @@
 import Engine
+import EngineDNNL
 import Foundation
 @testable import ModelFormats
 import XCTest

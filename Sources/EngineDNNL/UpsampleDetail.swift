@@ -1,6 +1,8 @@
+import Engine
 import Foundation
 
-/// The tail of a residual 2× upscaler in one pass over the output:
+/// The tail of a residual 2× upscaler (the IR's `.upsampleDetail`, made by the
+/// upsample-detail pass) in one pass over the output:
 ///
 ///     out = resize×2(base) + pixelShuffle×2(detail)
 ///
@@ -11,7 +13,8 @@ import Foundation
 /// the small inputs once and writes the output once.
 ///
 /// The resize is bilinear or bicubic (A = −0.75) with half-pixel centres and replicated
-/// edges, exactly what `Kernels.resize` / `Kernels.separableBicubic` compute for ×2.
+/// edges, exactly what `Kernels.resize` / `FastKernels.separableBicubic` compute for ×2.
+/// Its plain form is the reference backend's `Kernels.upsampleDetail`.
 public enum UpsampleDetail {
     /// One output phase (even or odd row/column): four taps at offsets −2…1 or −1…2.
     struct Phase {
@@ -19,27 +22,28 @@ public enum UpsampleDetail {
         var w: (Float, Float, Float, Float)
     }
 
-    static func phases(_ mode: ResizeMode) -> (Phase, Phase) {
+    /// The taps of each phase; nil for a mode the kernel does not compute.
+    static func phases(_ mode: ResizeMode) -> (Phase, Phase)? {
         switch mode {
         case .bicubic:
             // Even outputs sit at i − 0.25: taps i−2…i+1 at fraction 0.75; odd at i + 0.25.
             return (Phase(offset: -2, w: Kernels.cubicWeights(0.75)), Phase(offset: -1, w: Kernels.cubicWeights(0.25)))
-        default:
+        case .bilinear:
             return (Phase(offset: -2, w: (0, 0.25, 0.75, 0)), Phase(offset: -1, w: (0, 0.75, 0.25, 0)))
+        case .nearest:
+            return nil
         }
     }
 
-    /// Whether the fused kernel computes `mode` (bilinear or bicubic, not align-corners).
-    public static func supports(_ mode: ResizeMode, alignCorners: Bool) -> Bool {
-        !alignCorners && (mode == .bilinear || mode == .bicubic)
-    }
+    /// Whether the fused kernel computes `mode` (bilinear or bicubic; nearest is not done).
+    public static func supports(_ mode: ResizeMode) -> Bool { phases(mode) != nil }
 
     /// Computes `y` (C×2H×2W) from `base` (C×H×W) and `detail` (4C or 4 channels × H×W, in
     /// `order`), splitting rows over the cores.
     public static func run(_ mode: ResizeMode, base: UnsafePointer<Float>, _ s: Shape, detail: UnsafePointer<Float>,
                            detailChannels: Int, order: ShuffleOrder, y: UnsafeMutablePointer<Float>) {
         precondition(detailChannels == 4 || detailChannels == 4 * s.c, "detail must have 4 or 4·C channels")
-        let (p0, p1) = phases(mode)
+        guard let (p0, p1) = phases(mode) else { preconditionFailure("the fused kernel does not compute \(mode) resizes") }
         let plane = s.h * s.w
         let ow = 2 * s.w
         let shared = detailChannels == 4

@@ -1,4 +1,5 @@
 import CDNNL
+import Engine
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -6,7 +7,7 @@ import Glibc
 /// The fast CPU backend on oneDNN (C API 2.6). Convolutions, transposed convolutions, fully
 /// connected layers, pooling, element-wise and binary operations run as oneDNN primitives in
 /// the blocked layouts oneDNN prefers; activations are fused as post-ops. Operations oneDNN
-/// lacks (pixel shuffle, bicubic resize, padding, softmax, slicing) run as plain loops on
+/// lacks (pixel shuffle, bicubic resize, padding, the fused upscaler tail) run as loops on
 /// NCHW, with reorders inserted only where layouts change. Everything is created once per
 /// input shape in `prepare`: weights reordered, primitives built, buffers allocated. A run
 /// allocates nothing. oneDNN's OpenMP runtime uses all available cores.
@@ -28,6 +29,18 @@ public final class DNNLBackend: InferenceBackend, @unchecked Sendable {
     deinit {
         dnnl_stream_destroy(stream)
         dnnl_engine_destroy(engine)
+    }
+
+    /// Every operation but the fused upscaler tail with a nearest resize (its one-pass kernel
+    /// does bilinear and bicubic; the upsample-detail pass leaves nearest tails unfused here).
+    public func supports(_ op: Engine.Operation) -> Bool {
+        switch op {
+        case .upsampleDetail(let mode, _):
+            return UpsampleDetail.supports(mode)
+        case .convolution, .deconvolution, .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle,
+             .resize, .pad, .crop, .cropLike, .sliceChannels, .concatChannels, .globalAveragePool, .fullyConnected:
+            return true
+        }
     }
 
     public func prepare(_ graph: Graph, input inputShape: Shape) throws -> PreparedGraph {
@@ -171,9 +184,8 @@ final class DNNLPrepared: PreparedGraph {
     let inputShape: Shape
     let outputShape: Shape
     private var steps: [() throws -> Void] = []
-    /// Residual-upscaler tails (add of a pixel shuffle and a ×2 resize) run as one fused
-    /// kernel, keyed by the add node's index.
-    private var fusedTails: [Int: UpsampleDetailTail] = [:]
+    /// Values read as the detail of a fused upscaler tail (`UpsampleDetail`, Swift loops on NCHW).
+    private var tailDetails: Set<Int> = []
     /// Which node each step belongs to (for VIVIFY_PROFILE).
     private var stepLabels: [String] = []
     /// VIVIFY_PROFILE=1 prints each step's time of every run on stderr.
@@ -189,8 +201,11 @@ final class DNNLPrepared: PreparedGraph {
     init(backend: DNNLBackend, graph: Graph, input: Shape) throws {
         self.backend = backend
         // Strided transposed convolutions run as sub-pixel convolutions (same result, faster).
-        // Batch norms fold into the convolution before them.
-        let graph = graph.withFoldedChannelAffine().withSubpixelDeconvolutions()
+        // Batch norms fold into the convolution before them. Residual-upscaler tails (an add of
+        // a pixel shuffle and a ×2 resize) become one fused operation.
+        let graph = try graph.withFoldedChannelAffine().withSubpixelDeconvolutions()
+            .fusingUpsampleDetailTails(input: input, where: backend.supports)
+        try backend.checkSupport(graph)
         self.graph = graph
         let inferred = try graph.inferShapes(input: input)
         shapes = inferred.map { $0 ?? Shape(c: 0, h: 0, w: 0) }
@@ -201,15 +216,12 @@ final class DNNLPrepared: PreparedGraph {
         plainAttr = try DNNLAttr(activation: .identity)
         current[graph.input] = inputMemory
         plainCopies[graph.input] = inputMemory
-        fusedTails = Self.findUpsampleDetailTails(graph, shapes: shapes)
-        let deferred = Set(fusedTails.values.flatMap { [$0.shuffleNode, $0.resizeNode] })
-        for (index, node) in graph.nodes.enumerated() where !deferred.contains(index) {
+        for node in graph.nodes {
+            if case .upsampleDetail = node.op { tailDetails.insert(node.inputs[1]) }
+        }
+        for node in graph.nodes {
             do {
-                if let tail = fusedTails[index] {
-                    try upsampleDetail(node, tail)
-                } else {
-                    try compile(node)
-                }
+                try compile(node)
             } catch let e as EngineError {
                 throw EngineError("Layer '\(node.name)' (\(node.op.kindName)) in \(graph.source): \(e.message)")
             }
@@ -410,6 +422,8 @@ final class DNNLPrepared: PreparedGraph {
             try softmax(node)
         case .resize(.bilinear, _, _, _, _, false) where out.h % shapes[node.inputs[0]].h == 0 && out.w % shapes[node.inputs[0]].w == 0:
             try upsampleLinear(node)
+        case .upsampleDetail(let mode, let order):
+            try upsampleDetail(node, mode, order)
         case .scalar, .channelAffine, .pixelShuffle, .resize, .pad, .concatChannels:
             try plainOp(node)
         }
@@ -450,7 +464,7 @@ final class DNNLPrepared: PreparedGraph {
         }
         var srcAny = Self.anyMD([1, Int64(s.c), Int64(s.h), Int64(s.w)])
         // A value read by Swift loops (the fused upscaler tail) is best written plain directly.
-        let wantsPlain = !transposed && outMargin == 0 && fusedTails.values.contains { $0.detail == node.output }
+        let wantsPlain = !transposed && outMargin == 0 && tailDetails.contains(node.output)
         var dstAny = wantsPlain ? Self.plainMD(o) : Self.anyMD([1, Int64(o.c), Int64(o.h), Int64(o.w)])
         // A first layer (few input channels, read plain) writing 16-channel blocks directly:
         // oneDNN has a kernel for exactly that, and the next layers (Winograd among them) read
@@ -732,50 +746,13 @@ final class DNNLPrepared: PreparedGraph {
         return String(cString: info)
     }
 
-    /// `add(pixelShuffle×2(detail), resize×2(base))` found in a graph.
-    struct UpsampleDetailTail {
-        var addNode: Int, shuffleNode: Int, resizeNode: Int
-        var base: Int, detail: Int
-        var mode: ResizeMode, order: ShuffleOrder
-    }
-
-    /// Finds the tails `UpsampleDetail` computes: a plain add whose operands are a ×2 pixel
-    /// shuffle (of 4·C or 4 channels) and a ×2 half-pixel bilinear or bicubic resize (of C
-    /// channels), both read by nothing else.
-    static func findUpsampleDetailTails(_ graph: Graph, shapes: [Shape]) -> [Int: UpsampleDetailTail] {
-        var producer: [Int: Int] = [:], readers: [Int: Int] = [:]
-        for (i, n) in graph.nodes.enumerated() {
-            producer[n.output] = i
-            for v in n.inputs { readers[v, default: 0] += 1 }
-        }
-        var found: [Int: UpsampleDetailTail] = [:]
-        for (i, n) in graph.nodes.enumerated() {
-            guard case .binary(.add, let k) = n.op, k == nil || k! == [1, 1], n.inputs.count == 2 else { continue }
-            let candidates = [(n.inputs[0], n.inputs[1]), (n.inputs[1], n.inputs[0])]
-            for (d, b) in candidates {
-                guard let si = producer[d], let ri = producer[b], readers[d] == 1, readers[b] == 1,
-                      d != graph.output, b != graph.output,
-                      case .pixelShuffle(2, let order) = graph.nodes[si].op,
-                      case .resize(let mode, _, _, _, _, let align) = graph.nodes[ri].op,
-                      UpsampleDetail.supports(mode, alignCorners: align) else { continue }
-                let detail = graph.nodes[si].inputs[0], base = graph.nodes[ri].inputs[0]
-                let bs = shapes[base], ds = shapes[detail], o = shapes[n.output]
-                guard o == Shape(c: bs.c, h: 2 * bs.h, w: 2 * bs.w), shapes[b] == o,
-                      ds.h == bs.h, ds.w == bs.w, ds.c == 4 || ds.c == 4 * bs.c else { continue }
-                found[i] = UpsampleDetailTail(addNode: i, shuffleNode: si, resizeNode: ri, base: base, detail: detail, mode: mode, order: order)
-                break
-            }
-        }
-        return found
-    }
-
-    private func upsampleDetail(_ node: Node, _ tail: UpsampleDetailTail) throws {
-        let base = try plain(tail.base), detail = try plain(tail.detail)
-        let bs = shapes[tail.base], dc = shapes[tail.detail].c
+    /// The fused residual-upscaler tail: `UpsampleDetail`'s one pass over the output.
+    private func upsampleDetail(_ node: Node, _ mode: ResizeMode, _ order: ShuffleOrder) throws {
+        let base = try plain(node.inputs[0]), detail = try plain(node.inputs[1])
+        let bs = shapes[node.inputs[0]], dc = shapes[node.inputs[1]].c
         let dst = try DNNLMemory(md: Self.plainMD(shapes[node.output]), engine: engine, isPlain: true)
         let stream = self.stream
         let keep = [base, detail, dst]
-        let (mode, order) = (tail.mode, tail.order)
         steps.append {
             _ = keep
             try dnnlCheck(dnnl_stream_wait(stream), "synchronise")
@@ -800,7 +777,11 @@ final class DNNLPrepared: PreparedGraph {
             _ = keep
             // oneDNN work queued before must be done before Swift reads its output.
             try dnnlCheck(dnnl_stream_wait(stream), "synchronise")
-            Kernels.execute(op, inputs, inShapes, y, o, fast: true)
+            if case .resize(.bicubic, _, _, _, _, let align) = op {
+                FastKernels.separableBicubic(align, inputs[0], inShapes[0], y, o)
+            } else {
+                Kernels.execute(op, inputs, inShapes, y, o)
+            }
         }
         current[node.output] = dst
         plainCopies[node.output] = dst
