@@ -58,7 +58,7 @@ let package = Package(
         .testTarget(name: "VivifyCLITests", dependencies: ["Vivify", "vivify", "MediaIO", "ModelCatalog"]),
         .testTarget(name: "ModelCatalogTests", dependencies: ["ModelCatalog"]),
         .testTarget(name: "ColorScienceTests", dependencies: ["ColorScience"], exclude: ["Fixtures"]),
-        .testTarget(name: "WifmTests", dependencies: ["ModelFormats"]),
+        .testTarget(name: "ModelFormatsTests", dependencies: ["ModelFormats", "Engine", "EngineDNNL"], exclude: ["Fixtures"]),
         .testTarget(name: "SafeFilesTests", dependencies: ["SafeFiles"]),
     ]
 )

@@ -2,7 +2,7 @@
 """Core ML NeuralNetwork fixtures for Vivify's Core ML importer (Tests/EngineTests).
 
     pip install coremltools numpy        # torch optional (cross-checks the reference)
-    python3 scripts/coreml_fixtures.py [--out Tests/EngineTests/Fixtures/coreml] [--seed 20250101]
+    python3 scripts/coreml_fixtures.py [--out Tests/ModelFormatsTests/Fixtures/coreml] [--seed 20250101]
 
 Builds small `.mlmodel` files with coremltools' NeuralNetworkBuilder (it writes NeuralNetwork
 specs on Linux but cannot run them there), with seeded random weights, covering every layer
@@ -700,7 +700,7 @@ FIXTURES = [
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "Tests", "EngineTests", "Fixtures", "coreml"))
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "Tests", "ModelFormatsTests", "Fixtures", "coreml"))
     ap.add_argument("--seed", type=int, default=20250101)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)

@@ -9,7 +9,7 @@ file as written. Reference outputs come from plain numpy implementations of each
 PyTorch is installed, the numpy convolutions, resizes, paddings and pixel shuffle are checked
 against it first.
 
-Writes into Tests/EngineTests/Fixtures/mlprogram/:
+Writes into Tests/ModelFormatsTests/Fixtures/mlprogram/:
   <name>.mlpackage        the model
   <name>.input.f32        the input, float32 little-endian NCHW
   <name>.expected.f32     the numpy reference output, float32 little-endian NCHW
@@ -30,7 +30,7 @@ from coremltools.converters.mil.mil import Builder as mb
 from coremltools.converters.mil.mil import get_new_symbol, types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "Tests", "EngineTests", "Fixtures", "mlprogram")
+OUT = os.path.join(ROOT, "Tests", "ModelFormatsTests", "Fixtures", "mlprogram")
 
 
 # --- numpy references (NCHW, batch 1) -------------------------------------------------------

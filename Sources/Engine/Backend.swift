@@ -15,7 +15,7 @@ extension InferenceBackend {
     /// Throws naming the first layer of `graph` this backend cannot run, and the backend that can.
     public func checkSupport(_ graph: Graph) throws {
         for node in graph.nodes where !supports(node.op) {
-            throw EngineError("Layer '\(node.name)' (\(node.op.kindName)) in \(graph.source): the \(name) backend cannot run this operation. "
+            throw EngineError(.unsupported, "Layer '\(node.name)' (\(node.op.kindName)) in \(graph.source): the \(name) backend cannot run this operation. "
                               + "Run the model on the reference backend (--backend reference).")
         }
     }

@@ -245,9 +245,27 @@ public struct Graph: Sendable {
 
 /// A model the engine cannot run or whose shapes do not fit: names the layer and the file.
 public struct EngineError: Error, Sendable, CustomStringConvertible {
-    /// The full message.
+    /// What kind of failure this is; decides the exit code (see the library face's mapping).
+    public enum Kind: String, Sendable, CaseIterable {
+        /// The graph does not hold together for this input: shapes that do not fit, a value
+        /// read before it is made, an output never produced (a damaged or mismatched model).
+        case invalidGraph
+        /// A backend cannot run an operation of the graph.
+        case unsupported
+        /// A setting cannot work with this model (a tile too small for it).
+        case invalidSetting
+        /// The backend library failed in a way the caller cannot fix.
+        case backendFailure
+    }
+
+    /// What kind of failure this is.
+    public let kind: Kind
+    /// The full message: the layer, the model file and what to do.
     public let message: String
     /// Makes an error.
-    public init(_ message: String) { self.message = message }
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
     public var description: String { message }
 }

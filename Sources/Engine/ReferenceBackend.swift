@@ -41,7 +41,7 @@ final class ReferencePrepared: PreparedGraph {
         shapes = inferred.map { $0 ?? Shape(c: 0, h: 0, w: 0) }
         buffers = shapes.map { [Float](repeating: 0, count: $0.count) }
         inputShape = input
-        guard let out = inferred[graph.output] else { throw EngineError("\(graph.source): the output '\(graph.valueNames[graph.output])' is never produced.") }
+        guard let out = inferred[graph.output] else { throw EngineError(.invalidGraph, "\(graph.source): the output '\(graph.valueNames[graph.output])' is never produced.") }
         outputShape = out
     }
 

@@ -7,7 +7,7 @@ extension Graph {
         for node in nodes {
             let ins: [Shape] = try node.inputs.map { i in
                 guard let s = shapes[i] else {
-                    throw EngineError("Layer '\(node.name)' in \(source) reads '\(valueNames[i])' before any layer produces it.")
+                    throw EngineError(.invalidGraph, "Layer '\(node.name)' in \(source) reads '\(valueNames[i])' before any layer produces it.")
                 }
                 return s
             }
@@ -43,7 +43,7 @@ extension Graph {
 
 extension Node {
     func fail(_ why: String, _ source: String) -> EngineError {
-        EngineError("Layer '\(name)' (\(op.kindName)) in \(source): \(why).")
+        EngineError(.invalidGraph, "Layer '\(name)' (\(op.kindName)) in \(source): \(why).")
     }
 
     /// Output shape for these input shapes.

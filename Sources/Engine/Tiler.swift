@@ -54,7 +54,7 @@ public final class TiledRunner {
         self.backend = backend
         if let tileSize {
             guard tileSize >= spec.multiple, tileSize >= 8 else {
-                throw EngineError("Tile size \(tileSize) is too small for \(graph.source); use at least \(max(8, spec.multiple)).")
+                throw EngineError(.invalidSetting, "Tile size \(tileSize) is too small for \(graph.source); use at least \(max(8, spec.multiple)).")
             }
             self.tileSize = tileSize / spec.multiple * spec.multiple
         } else {
@@ -136,7 +136,7 @@ public final class TiledRunner {
         // per side, the remaining (padding − b) are cropped here.
         let extra = g.outputShape.h - s * (shape.h - 2 * spec.padding)
         guard extra >= 0, extra % 2 == 0, g.outputShape.w - s * (shape.w - 2 * spec.padding) == extra else {
-            throw EngineError("\(graph.source): output \(g.outputShape) for input \(shape) does not fit scale \(s) with padding \(spec.padding).")
+            throw EngineError(.invalidGraph, "\(graph.source): output \(g.outputShape) for input \(shape) does not fit scale \(s) with padding \(spec.padding).")
         }
         consumed[shape] = extra / 2
         prepared[shape] = g

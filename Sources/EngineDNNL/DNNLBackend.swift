@@ -50,7 +50,7 @@ public final class DNNLBackend: InferenceBackend, @unchecked Sendable {
 
 func dnnlCheck(_ status: dnnl_status_t, _ what: @autoclosure () -> String) throws {
     if status != dnnl_success {
-        throw EngineError("oneDNN could not \(what()) (status \(status.rawValue)).")
+        throw EngineError(.backendFailure, "oneDNN could not \(what()) (status \(status.rawValue)).")
     }
 }
 
@@ -210,7 +210,7 @@ final class DNNLPrepared: PreparedGraph {
         let inferred = try graph.inferShapes(input: input)
         shapes = inferred.map { $0 ?? Shape(c: 0, h: 0, w: 0) }
         inputShape = input
-        guard let out = inferred[graph.output] else { throw EngineError("\(graph.source): the output is never produced.") }
+        guard let out = inferred[graph.output] else { throw EngineError(.invalidGraph, "\(graph.source): the output is never produced.") }
         outputShape = out
         inputMemory = try DNNLMemory(md: Self.plainMD(input), engine: backend.engine, isPlain: true)
         plainAttr = try DNNLAttr(activation: .identity)
@@ -223,7 +223,7 @@ final class DNNLPrepared: PreparedGraph {
             do {
                 try compile(node)
             } catch let e as EngineError {
-                throw EngineError("Layer '\(node.name)' (\(node.op.kindName)) in \(graph.source): \(e.message)")
+                throw EngineError(e.kind, "Layer '\(node.name)' (\(node.op.kindName)) in \(graph.source): \(e.message)")
             }
             stepLabels += Array(repeating: "\(node.name) (\(node.op.kindName))", count: steps.count - stepLabels.count)
         }

@@ -54,7 +54,13 @@ public enum ErrorReport {
             case .malformed: return .dataError
             case .unsupported: return .unsupported
             }
-        case is EngineError: return .unsupported
+        case let e as EngineError:
+            switch e.kind {
+            case .invalidGraph: return .dataError
+            case .unsupported: return .unsupported
+            case .invalidSetting: return .usage
+            case .backendFailure: return .software
+            }
         case let e as CatalogError:
             switch e.kind {
             case .notFound: return .noInput

@@ -172,17 +172,17 @@ enum ModelResolver {
         var outs: [Int] = []
         for n in [64, 96] {
             let shapes = try graph.inferShapes(input: Shape(c: c, h: n, w: n))
-            guard let o = shapes[graph.output] else { throw EngineError("\(graph.source): the output is never produced.") }
+            guard let o = shapes[graph.output] else { throw EngineError(.invalidGraph, "\(graph.source): the output is never produced.") }
             outs.append(o.h)
         }
         let diff = outs[1] - outs[0]
         guard diff > 0, diff % 32 == 0 else {
-            throw EngineError("\(graph.source): cannot tell the model's scale from its shapes (64 → \(outs[0]), 96 → \(outs[1])). Use a catalog model or a model with an integer scale.")
+            throw EngineError(.unsupported, "\(graph.source): cannot tell the model's scale from its shapes (64 → \(outs[0]), 96 → \(outs[1])). Use a catalog model or a model with an integer scale.")
         }
         let s = diff / 32
         let loss2 = 64 * s - outs[0]
         guard loss2 >= 0, loss2 % (2 * s) == 0 else {
-            throw EngineError("\(graph.source): the output size does not fit scale \(s) with an even border.")
+            throw EngineError(.unsupported, "\(graph.source): the output size does not fit scale \(s) with an even border.")
         }
         let loss = loss2 / (2 * s)
         if loss == 0 {

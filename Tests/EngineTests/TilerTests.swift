@@ -6,7 +6,8 @@ import XCTest
 
 /// Tiled runs against whole-frame runs on real models.
 final class TilerTests: XCTestCase {
-    static let models = NCNNParityTests.models
+    static let models = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/models/ncnn").path
 
     /// A deterministic test picture: smooth gradients plus hashed noise, values in [0, 1].
     static func picture(channels: Int, height: Int, width: Int, seed: UInt64 = 1) -> [Float] {

@@ -94,8 +94,8 @@ final class ModelResolverTests: XCTestCase {
 
     /// Each format of the table loads through the one resolver and is described by `models info`.
     func testEveryFormatInTheTableLoadsAndIsDescribed() throws {
-        let fixtures = Self.root.appendingPathComponent("Tests/EngineTests/Fixtures")
-        let colorizer = fixtures.appendingPathComponent("colorizers/eccv16-tiny.param").path
+        let fixtures = Self.root.appendingPathComponent("Tests/ModelFormatsTests/Fixtures")
+        let colorizer = Self.root.appendingPathComponent("Tests/EngineTests/Fixtures/colorizers/eccv16-tiny.param").path
         XCTAssertEqual(ModelFileFormat.forPath(colorizer)?.kind, .ncnn)
         XCTAssertEqual(try Colorizer(model: colorizer, stabilize: false).name, "eccv16-tiny")
         XCTAssertTrue(try ModelTools.describe(path: colorizer).contains("ncnn model"))

@@ -248,7 +248,7 @@ final class CoreMLNeuralNetworkTests: XCTestCase {
                               layers: [Self.layer("norm1", ["x"], ["y"], field: 180, lrn)])
         XCTAssertThrowsError(try CoreMLImporter.parse(data, source: "models/lrn.mlmodel")) { error in
             let text = "\(error)"
-            XCTAssertTrue(error is EngineError)
+            XCTAssertEqual((error as? ModelFormatError)?.kind, .unsupported)
             XCTAssertTrue(text.contains("'lrn'") && text.contains("'norm1'") && text.contains("models/lrn.mlmodel"), text)
             XCTAssertTrue(text.contains("Supported layer types"), text)
         }
