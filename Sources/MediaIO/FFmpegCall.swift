@@ -33,4 +33,7 @@ public enum FFmpegLog {
     public static func configure(verbose: Bool) {
         av_log_set_level(verbose ? AV_LOG_VERBOSE : AV_LOG_QUIET)
     }
+
+    /// The FFmpeg build this process runs ("5.1.6-0+deb12u1"): for `--version` and bug reports.
+    public static var version: String { String(cString: av_version_info()) }
 }

@@ -47,6 +47,9 @@ public enum EngineBench {
                       medianSeconds: median, gflop: gflop, achievedGFLOPS: gflop / median, backend: backend.rawValue)
     }
 
+    /// The version of the oneDNN library linked.
+    public static var oneDNNVersion: String { DNNLVersion.string }
+
     /// The single-precision matrix-multiply peak of this machine in GFLOP/s (oneDNN sgemm), the
     /// roofline the engine's achieved GFLOP/s is read against.
     public static func gemmPeakGFLOPS() throws -> Double { try GEMMPeak.measure() }

@@ -10,7 +10,8 @@ struct VivifyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vivify",
         abstract: "Colorize and upscale video and frame streams with neural networks.",
-        discussion: "Exit codes: 0 success, 64 bad options, 65 damaged input, 66 input missing or unreadable, 69 unsupported input or encoder, 70 internal error, 73 output not writable, 130 interrupted (output kept, playable).",
+        discussion: "Exit codes: 0 success, 64 bad options, 65 damaged input, 66 input missing or unreadable, 69 unsupported input, model or encoder, 70 internal error, 73 output not writable (or it exists: pass -y or -n), 74 a model could not be fetched, 130 interrupted (output kept, playable).",
+        version: "vivify \(VivifyVersion.number) (FFmpeg \(FFmpegLog.version), oneDNN \(EngineBench.oneDNNVersion))",
         subcommands: [Run.self, ImageCommand.self, ProbeCommand.self, ModelsCommand.self, BenchCommand.self, BenchModelCommand.self, FlickerCommand.self],
         defaultSubcommand: nil
     )

@@ -46,6 +46,18 @@ final class ExitCodeTests: XCTestCase {
         XCTAssertEqual(seen, Set(VivifyExitCode.allCases), "every documented exit code has a case")
     }
 
+    /// `--version` names vivify's release and the FFmpeg and oneDNN it runs on (for bug reports).
+    func testVersionNamesTheLibraries() throws {
+        let r = try CLI.vivify(["--version"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let text = String(decoding: r.stdout, as: UTF8.self)
+        let ffmpeg = String(decoding: try CLI.run("/usr/bin/ffmpeg", ["-hide_banner", "-version"]).stdout, as: UTF8.self)
+        let ffmpegVersion = ffmpeg.split(separator: " ").dropFirst(2).first.map(String.init) ?? "?"
+        XCTAssertTrue(text.hasPrefix("vivify \(VivifyVersion.number) "), text)
+        XCTAssertTrue(text.contains("FFmpeg \(ffmpegVersion)"), "\(text) vs \(ffmpeg.prefix(60))")
+        XCTAssertTrue(text.contains("oneDNN 2."), text)
+    }
+
     static func vivify(_ args: [String], environment: [String: String]) throws -> CLI.Result {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: CLI.binary)
