@@ -30,4 +30,22 @@ public struct EncoderSettings: Sendable, Equatable {
         default: return codec
         }
     }
+
+    /// The presets an encoder takes, nil when Vivify does not know its list (then the encoder
+    /// itself judges).
+    public static func presets(for encoder: String) -> [String]? {
+        switch encoder {
+        case "libx264", "libx265": return ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow", "placebo"]
+        case "libvpx-vp9": return (0...8).map(String.init)
+        case "libsvtav1": return (0...13).map(String.init)
+        default: return nil
+        }
+    }
+
+    /// Checks the preset against the encoder's list before anything is opened, so a typo gets
+    /// the valid names instead of the encoder's own log line.
+    public func validatePreset() throws {
+        guard let preset, let valid = Self.presets(for: encoderName), !valid.contains(preset) else { return }
+        throw MediaError(.invalidOptions, "Unknown --preset '\(preset)' for \(encoderName). Use one of: \(valid.joined(separator: ", ")).")
+    }
 }

@@ -65,6 +65,7 @@ public final class MediaWriter {
         self.targetName = targetName
         self.description = video
         var ctx: UnsafeMutablePointer<AVFormatContext>?
+        try settings.validatePreset()
         let oformat = av_guess_format(nil, targetName, nil)
         guard oformat != nil else {
             throw MediaError(.invalidOptions, "Cannot tell which container to write for '\(targetName)'. Use an extension such as .mp4, .mkv, .webm, .mov or .avi (or .y4m for raw YUV).")

@@ -100,7 +100,9 @@ final class BadInputTests: XCTestCase {
         let dir = try CLI.tempDir()
         try expectFailure(["run", CLI.clip("untagged-240x136-24fps.avi"), dir + "/o.unknownext"], code: 64, mentions: ["o.unknownext", "extension"])
         try expectFailure(["run", CLI.clip("untagged-240x136-24fps.avi"), dir + "/o.mp4", "--codec", "libx264", "--preset", "warp"],
-                          code: 64, mentions: ["--preset", "warp"])
+                          code: 64, mentions: ["--preset", "warp", "ultrafast", "veryslow"])
+        let r = try CLI.vivify(["run", CLI.clip("untagged-240x136-24fps.avi"), dir + "/o2.mp4", "--preset", "fastest"])
+        XCTAssertFalse(r.stderr.contains("x264 [error]"), "the encoder's own log line does not leak: \(r.stderr)")
         try expectFailure(["run", CLI.clip("untagged-240x136-24fps.avi"), dir + "/o.mp4", "--assume-matrix", "bt999"], code: 64, mentions: ["bt999"])
         XCTAssertEqual(CLI.leftovers(dir), [])
     }
