@@ -17,6 +17,12 @@ public struct EncoderSettings: Sendable, Equatable {
         self.pixelFormat = pixelFormat
     }
 
+    /// The encoder an output gets when none is named: VP9 for WebM (which cannot hold H.264),
+    /// libx264 for everything else.
+    public static func defaultCodec(forOutput path: String) -> String {
+        path.lowercased().hasSuffix(".webm") ? "libvpx-vp9" : "libx264"
+    }
+
     /// Encoders Vivify documents and tests.
     public static let supportedEncoders = ["libx264", "libx265", "libvpx-vp9", "libsvtav1", "ffv1", "mpeg4"]
 

@@ -194,8 +194,8 @@ struct Run: ParsableCommand {
     @Option(help: "Resize every frame to WxH with a lanczos filter.")
     var resize: String?
 
-    @Option(help: "Video encoder: libx264 (default), libx265, libvpx-vp9, libsvtav1, ffv1 or mpeg4.")
-    var codec: String = "libx264"
+    @Option(help: "Video encoder: libx264, libx265, libvpx-vp9, libsvtav1, ffv1 or mpeg4 (default: libvpx-vp9 for .webm, libx264 otherwise).")
+    var codec: String?
 
     @Option(help: "Quality as a constant rate factor (lower is better; for mpeg4 the quantiser 1-31).")
     var crf: Double?
@@ -259,7 +259,7 @@ struct Run: ParsableCommand {
         modelOptions.apply(to: &c)
         c.outputFormat = outputFormat
         c.resize = resize.flatMap(FrameSize.init(parsing:))
-        c.encoder = EncoderSettings(codec: codec, crf: crf, preset: preset, pixelFormat: pixFmt)
+        c.encoder = EncoderSettings(codec: codec ?? EncoderSettings.defaultCodec(forOutput: output), crf: crf, preset: preset, pixelFormat: pixFmt)
         c.copyAudioAndSubtitles = !noAudio
         c.strict = strict
         c.mode = mode

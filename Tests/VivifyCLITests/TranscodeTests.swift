@@ -165,6 +165,20 @@ final class TranscodeTests: XCTestCase {
         XCTAssertEqual(try hash(out), try hash(CLI.clip("testsrc-320x180-30fps-audio.mp4")))
     }
 
+    /// With no --codec, a .webm gets VP9 (WebM cannot hold H.264); a container that cannot hold
+    /// the default is a usage error naming it, with nothing left behind.
+    func testTheContainerChoosesTheDefaultCodec() throws {
+        let dir = try CLI.tempDir()
+        let webm = dir + "/o.webm"
+        let r = try CLI.vivify(["run", CLI.clip("testsrc-320x180-30fps-audio.mp4"), webm, "--max-frames", "3", "--quiet"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertEqual(CLI.streams(try CLI.probe(webm), "video").first?["codec_name"] as? String, "vp9")
+        let ogv = try CLI.vivify(["run", CLI.clip("testsrc-320x180-30fps-audio.mp4"), dir + "/o.ogv", "--max-frames", "3"])
+        XCTAssertEqual(ogv.code, 64, ogv.stderr)
+        XCTAssertTrue(ogv.stderr.contains(".ogv") && ogv.stderr.contains("--codec"), ogv.stderr)
+        XCTAssertEqual(CLI.leftovers(dir), [])
+    }
+
     func testLanczosResize() throws {
         let dir = try CLI.tempDir()
         let out = dir + "/big.mp4"
