@@ -98,8 +98,13 @@ public final class Job {
                 }
                 matrix = code
             }
-            return try MediaReader(path: c.input, outputFormat: decodeTo, copyStreams: c.copyAudioAndSubtitles,
-                                   strict: c.strict, matrixOverride: matrix)
+            let reader = try MediaReader(path: c.input, outputFormat: decodeTo, copyStreams: c.copyAudioAndSubtitles,
+                                         strict: c.strict, matrixOverride: matrix)
+            // A picture would become a one-frame video: point to the command for pictures.
+            if reader.info.container == "image2" || reader.info.container.hasSuffix("_pipe") {
+                throw MediaError(.invalidOptions, "'\(c.input)' is a still image (\(reader.info.container)); `vivify run` is for video and frame streams. Use `vivify image \(c.input) OUTPUT.png` for pictures.")
+            }
+            return reader
         }
     }
 

@@ -147,6 +147,15 @@ final class BadInputTests: XCTestCase {
         XCTAssertEqual(CLI.leftovers(dir), [])
     }
 
+    /// A picture given to `run` would become a one-frame video: refused, pointing to `image`.
+    func testAStillImageGivenToRunPointsToImage() throws {
+        let dir = try CLI.tempDir()
+        let photo = dir + "/p.jpg"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc=size=64x48", "-frames:v", "1", photo])
+        try expectFailure(["run", photo, dir + "/o.mp4"], code: 64, mentions: ["p.jpg", "still image", "vivify image"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/o.mp4"))
+    }
+
     func testInputEqualToOutputIsRefused() throws {
         try expectFailure(["run", CLI.clip("untagged-240x136-24fps.avi"), CLI.clip("untagged-240x136-24fps.avi")],
                           code: 64, mentions: ["is the input"])

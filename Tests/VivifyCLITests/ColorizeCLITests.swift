@@ -113,17 +113,21 @@ final class ColorizeCLITests: XCTestCase {
         XCTAssertNotEqual(outputs[0], outputs[1], "the two orders are different pipelines")
     }
 
-    /// `vivify image` and `vivify run` go through one processing chain: one frame (a colour
-    /// PNG) colorized and upscaled by both gives the same pixels, in both orders.
+    /// `vivify image` and `vivify run` go through one processing chain: one frame (a colour PNG
+    /// for `image`, the same picture as a one-frame video for `run`) colorized and upscaled by
+    /// both gives the same pixels, in both orders.
     func testOneFrameThroughImageAndRunGivesTheSamePixels() throws {
         let dir = try CLI.tempDir()
         let frame = dir + "/frame.png"
         try CLI.ffmpeg(["-i", CLI.clip("odd-161x91-25fps.webm"), "-frames:v", "1", "-pix_fmt", "rgb24", frame])
+        // The same pixels as a one-frame video for `run` (PNG in Matroska: lossless, rgb24).
+        let video = dir + "/frame.mkv"
+        try CLI.ffmpeg(["-i", frame, "-c:v", "png", video])
         for order in [[], ["--colorize-after"]] {
             let png = dir + "/image\(order.count).png"
             let r1 = try CLI.vivify(["image", frame, png, "--colorize", "--upscale", "--quiet"] + order)
             XCTAssertEqual(r1.code, 0, r1.stderr)
-            let r2 = try CLI.vivify(["run", frame, "-", "--output-format", "rgb24", "--colorize", "--upscale", "--quiet"] + order)
+            let r2 = try CLI.vivify(["run", video, "-", "--output-format", "rgb24", "--colorize", "--upscale", "--quiet"] + order)
             XCTAssertEqual(r2.code, 0, r2.stderr)
             let decoded = try CLI.run("/usr/bin/ffmpeg", ["-v", "error", "-i", png, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
             XCTAssertEqual(decoded.stdout.count, 322 * 182 * 3, "\(order)")
