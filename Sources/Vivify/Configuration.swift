@@ -82,8 +82,8 @@ public struct RunConfiguration: Sendable {
     public var liveOutput: LiveOutput
     /// Pace a file at its native frame rate, as if it were arriving live.
     public var realtime: Bool
-    /// The frame rate the budget is computed from.
-    public var targetFPS: Double
+    /// The frame rate the budget is computed from; nil uses the source's rate (30 when it has none).
+    public var targetFPS: Double?
     /// Generate this many frames of this size instead of reading `input` (`vivify bench`).
     public var synthetic: (size: FrameSize, frames: Int)?
     /// Throw the frames away instead of writing `output` (`vivify bench`).
@@ -115,7 +115,7 @@ public struct RunConfiguration: Sendable {
         mode = .offline
         liveOutput = .vfr
         realtime = false
-        targetFPS = 30
+        targetFPS = nil
         synthetic = nil
         discardOutput = false
         existingOutput = .refuse

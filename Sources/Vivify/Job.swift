@@ -121,7 +121,7 @@ public final class Job {
             switch try OutputGuard.check(output: c.output, inputs: [c.input], existing: c.existingOutput) {
             case .write(let url): target = url
             case .skip:
-                let empty = FrameTracer(stageNames: ["decode"], targetFPS: c.targetFPS).report()
+                let empty = FrameTracer(stageNames: ["decode"], targetFPS: c.targetFPS ?? 30).report()
                 return JobResult(framesIn: 0, framesOut: 0, corrupt: 0, interrupted: false, warnings: [], dropped: 0, report: empty, skipped: true)
             }
         }
@@ -267,7 +267,11 @@ public final class Job {
             return []
         })
 
-        let tracer = FrameTracer(stageNames: ["decode"] + stageList.map(\.name), targetFPS: c.targetFPS)
+        // The budget is the source's own rate unless asked otherwise (a 25 fps clip is not
+        // measured against 30).
+        let sourceRate = video.frameRate.doubleValue
+        let targetFPS = c.targetFPS ?? (sourceRate.isFinite && sourceRate > 0 && sourceRate <= 1000 ? sourceRate : 30)
+        let tracer = FrameTracer(stageNames: ["decode"] + stageList.map(\.name), targetFPS: targetFPS)
         tracerBox.tracer = tracer
         let pipeline = Pipeline(source: readNext, stages: stageList, observer: tracer)
         lastTracer = tracer

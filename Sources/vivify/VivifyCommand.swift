@@ -109,8 +109,8 @@ extension LiveOutput: ExpressibleByArgument {}
 
 /// Options of the frame-timing tracer.
 struct TimingOptions: ParsableArguments {
-    @Option(help: "Frame rate the budget is computed from (budget = 1000/target ms).")
-    var targetFps: Double = 30
+    @Option(help: "Frame rate the budget is computed from (budget = 1000/target ms); default: the source's rate (30 for bench).")
+    var targetFps: Double?
 
     @Option(help: "Write the frame-timing statistics as JSON to FILE (schema in the README).")
     var stats: String?
@@ -125,7 +125,7 @@ struct TimingOptions: ParsableArguments {
     var summary = false
 
     func validate() throws {
-        if targetFps <= 0 || targetFps > 1000 {
+        if let targetFps, targetFps <= 0 || targetFps > 1000 {
             throw ValidationError("'--target-fps \(targetFps)' is out of range. Use a rate above 0 and up to 1000.")
         }
     }
@@ -449,7 +449,7 @@ struct BenchCommand: ParsableCommand {
         FFmpegLog.configure(verbose: false)
         do {
             let result = try Bench.run(size: FrameSize(parsing: size)!, frames: frames, upscale: upscale, colorize: colorize, tile: tile, backend: backend,
-                                       targetFPS: timing.targetFps, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
+                                       targetFPS: timing.targetFps ?? 30, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
             print(result.text, terminator: "")
             if let tracer = result.tracer { try timing.outputs.write(tracer, report: result.report) }
         } catch {

@@ -68,6 +68,14 @@ final class LiveModeTests: XCTestCase {
         XCTAssertEqual(s["frames_dropped"] as? Int, 0)
         let names = (s["stages"] as! [[String: Any]]).map { $0["name"] as! String }
         XCTAssertEqual(names, ["decode", "finish", "encode"])
+        XCTAssertEqual((s["target_fps"] as? NSNumber)?.doubleValue, 30, "the source's own rate")
+        // A 25 fps source is measured against 25 fps, not 30, unless --target-fps says otherwise.
+        for (extra, rate) in [([String](), 25.0), (["--target-fps", "60"], 60.0)] {
+            let r25 = try CLI.vivify(["run", CLI.clip("odd-161x91-25fps.webm"), dir + "/o25.mkv", "--stats", stats, "--quiet", "-y"] + extra)
+            XCTAssertEqual(r25.code, 0, r25.stderr)
+            let s25 = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: stats))) as? [String: Any])
+            XCTAssertEqual((s25["target_fps"] as? NSNumber)?.doubleValue, rate, "\(extra)")
+        }
     }
 
     func testBenchReportsTheTarget() throws {
