@@ -11,6 +11,16 @@ public enum ModelTools {
         guard let json = FileManager.default.contents(atPath: manifest) else {
             throw MediaError(.inputUnreadable, "Cannot read the manifest '\(manifest)'. Check the path.")
         }
+        // An ncnn .param brings the .bin beside it unless given.
+        var files = files
+        for f in files where ModelFileFormat.forPath(f)?.kind == .ncnn {
+            let stem = (f as NSString).deletingPathExtension
+            for companion in [stem + ".bin"] where FileManager.default.fileExists(atPath: companion) {
+                if !files.contains(where: { URL(fileURLWithPath: $0).standardizedFileURL == URL(fileURLWithPath: companion).standardizedFileURL }) {
+                    files.append(companion)
+                }
+            }
+        }
         do {
             return try ModelBundle.pack(manifestJSON: json, files: files.map { URL(fileURLWithPath: $0) }, to: URL(fileURLWithPath: output))
         } catch let e as BundleError where e.kind != .writeFailed {

@@ -247,7 +247,17 @@ extension ModelsCommand {
     /// `vivify models pack`.
     struct Pack: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Build a .wifm bundle from a manifest and model files, validating the manifest against them.")
+            abstract: "Build a .wifm bundle from a manifest and model files, validating the manifest against them.",
+            discussion: """
+                An ncnn .param brings the .bin beside it. A minimal manifest, 2x ncnn:
+                  {"version": 1, "name": "my-2x", "type": "ncnn",
+                   "task": "upscale", "scale": 2, "shrinkSize": 0,
+                   "subModels": {"main": {"file": "model.param",
+                     "inputName": "in0", "outputName": "out0"}},
+                   "dataFormat": "chw", "inputShape": [3, 64, 64],
+                   "alphaMode": "sameAsMain"}
+                The README's "Model files and bundles" section lists every key.
+                """)
 
         @Option(help: "The manifest.json to pack.")
         var manifest: String

@@ -80,8 +80,10 @@ extension BundleCLITests {
               "dataFormat": "chw", "inputShape": [3, 156, 156], "shrinkSize": 7, "scale": 2, "alphaMode": "\(mode)" }
             """.write(toFile: manifest, atomically: true, encoding: .utf8)
             let bundle = dir + "/\(mode).wifm"
-            let pack = try CLI.vivify(["models", "pack", "--manifest", manifest, dir + "/main.param", dir + "/main.bin",
-                                       dir + "/alpha.param", dir + "/alpha.bin", "-o", bundle])
+            // The .bin files may be named, or found beside their .param (separateModel packs only the .params).
+            let files = mode == "sameAsMain" ? [dir + "/main.param", dir + "/main.bin", dir + "/alpha.param", dir + "/alpha.bin"]
+                                             : [dir + "/main.param", dir + "/alpha.param"]
+            let pack = try CLI.vivify(["models", "pack", "--manifest", manifest] + files + ["-o", bundle])
             XCTAssertEqual(pack.code, 0, pack.stderr)
             // A small copy of the whole picture (kids on a transparent background) keeps it quick.
             let small = dir + "/small.png"
