@@ -179,7 +179,7 @@ public final class Job {
         let live = c.mode == .live
         if live { try chain.warmUp() }
         lastChain = chain
-        onStart(video.frameCount)
+        onStart(video.frameCount.map { min($0, c.maxFrames ?? $0) })
         var stageList: [Stage<JobItem>] = []
         let offlineQueue = QueuePolicy.backpressure(capacity: 3)
 

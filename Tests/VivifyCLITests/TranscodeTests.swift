@@ -198,6 +198,10 @@ final class TranscodeTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("frame 60/60 (100%)"), r.stderr)
         XCTAssertTrue(r.stderr.contains("fps") && r.stderr.contains("elapsed") && r.stderr.contains("ETA"), r.stderr)
         XCTAssertFalse(r.stderr.contains("\r"), "no in-place redraw off a terminal")
+        // --max-frames is the total the progress counts to.
+        let cut = try CLI.vivify(["run", CLI.clip("testsrc-320x180-30fps-audio.mp4"), dir + "/o20.mp4", "--preset", "ultrafast", "--max-frames", "20"])
+        XCTAssertEqual(cut.code, 0, cut.stderr)
+        XCTAssertTrue(cut.stderr.contains("frame 20/20 (100%)"), cut.stderr)
     }
 
     func testProbeReportsStreamsAndColour() throws {
