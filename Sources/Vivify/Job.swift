@@ -318,12 +318,16 @@ public final class Job {
         switch c.effectiveOutputFormat {
         case .y4m:
             var header: Y4MHeader
-            if let y4m = source as? Y4MReader, video.pixelFormat == y4m.info.video.pixelFormat {
+            // --pix-fmt is honoured; RGB frames (a model ran) otherwise become 4:2:0 when both
+            // sides are even (what players and encoders downstream expect), 4:4:4 if not.
+            let requested = c.encoder.pixelFormat.flatMap(PixelFormat.init(rawValue:)).flatMap { $0 == .rgb24 ? nil : $0 }
+            if let y4m = source as? Y4MReader, video.pixelFormat == y4m.info.video.pixelFormat, requested == nil || requested == video.pixelFormat {
                 header = y4m.header
                 header.set("W", String(size.width))
                 header.set("H", String(size.height))
             } else {
-                let format = video.pixelFormat == .rgb24 ? PixelFormat.yuv444p : video.pixelFormat
+                let even = size.width % 2 == 0 && size.height % 2 == 0
+                let format = requested ?? (video.pixelFormat == .rgb24 ? (even ? .yuv420p : .yuv444p) : video.pixelFormat)
                 header = Y4MHeader(width: size.width, height: size.height, rate: video.frameRate,
                                    aspect: video.sampleAspectRatio, colorTag: Y4MHeader.colorTag(for: format)!,
                                    fullRange: video.color.hasRange ? video.color.isFullRange : nil)

@@ -4,6 +4,26 @@ import XCTest
 /// y4m and raw frames through standard input and output.
 final class PipeTests: XCTestCase {
     /// Every y4m layout we support survives `vivify run - -` byte for byte, header included.
+    /// y4m after a model: 4:2:0 when both sides are even, 4:4:4 when not, and --pix-fmt is
+    /// honoured (also without a model).
+    func testY4MOutputPixelFormatFollowsPixFmtOrDefaultsTo420() throws {
+        let dir = try CLI.tempDir()
+        let cases: [([String], String, String)] = [
+            (["run", CLI.clip("testsrc-320x180-30fps-audio.mp4"), dir + "/a.y4m", "--upscale"], "yuv420p", "640x360"),
+            (["run", CLI.clip("testsrc-320x180-30fps-audio.mp4"), dir + "/b.y4m", "--upscale", "--pix-fmt", "yuv444p"], "yuv444p", "640x360"),
+            (["run", CLI.clip("testsrc-320x180-30fps-audio.mp4"), dir + "/c.y4m", "--pix-fmt", "yuv444p"], "yuv444p", "320x180"),
+            (["run", CLI.clip("untagged-240x136-24fps.avi"), dir + "/d.y4m", "--resize", "161x91", "--colorize"], "yuv444p", "161x91"),
+        ]
+        for (args, pixfmt, size) in cases {
+            let r = try CLI.vivify(args + ["--max-frames", "2", "--quiet"])
+            XCTAssertEqual(r.code, 0, r.stderr)
+            let v = CLI.streams(try CLI.probe(args[2]), "video")[0]
+            XCTAssertEqual(v["pix_fmt"] as? String, pixfmt, "\(args)")
+            XCTAssertEqual("\(CLI.int(v["width"]) ?? 0)x\(CLI.int(v["height"]) ?? 0)", size, "\(args)")
+            XCTAssertEqual(CLI.decodedFrames(try CLI.probe(args[2])), 2)
+        }
+    }
+
     func testY4MRoundTripsAreBitExact() throws {
         let dir = try CLI.tempDir()
         let layouts: [(pixfmt: String, tag: String)] = [("yuv420p", "420"), ("yuv422p", "C422"), ("yuv444p", "C444"), ("gray", "Cmono")]
