@@ -591,17 +591,18 @@ extension CoreMLImporter {
             for node in kept {
                 if case .activation(let a) = node.op, let k = producer[node.inputs[0]], readers[node.inputs[0]] == 1 {
                     var target = fused[k]
+                    // Only these three take a fused activation; any other operation (a new one
+                    // included) keeps the activation as its own node.
                     var merged = true
-                    switch target.op {
-                    case .convolution(var p) where p.activation == .identity:
+                    if case .convolution(var p) = target.op, p.activation == .identity {
                         p.activation = a
                         target.op = .convolution(p)
-                    case .deconvolution(var p) where p.activation == .identity:
+                    } else if case .deconvolution(var p) = target.op, p.activation == .identity {
                         p.activation = a
                         target.op = .deconvolution(p)
-                    case .fullyConnected(let o, let w, let b, .identity):
+                    } else if case .fullyConnected(let o, let w, let b, .identity) = target.op {
                         target.op = .fullyConnected(outFeatures: o, weights: w, bias: b, activation: a)
-                    default:
+                    } else {
                         merged = false
                     }
                     if merged {

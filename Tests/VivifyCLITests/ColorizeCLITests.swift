@@ -10,7 +10,10 @@ final class ColorizeCLITests: XCTestCase {
     func firstFrame(_ path: String) throws -> (rgb: [UInt8], width: Int, height: Int) {
         let v = CLI.streams(try CLI.probe(path, countFrames: false), "video")[0]
         let w = CLI.int(v["width"])!, h = CLI.int(v["height"])!
-        let r = try CLI.vivify(["run", path, "-", "--output-format", "rgb24", "--max-frames", "1"])
+        // Pictures are decoded by ffmpeg (`vivify run` takes video only); video by vivify itself.
+        let picture = ["png", "jpg", "jpeg"].contains((path as NSString).pathExtension.lowercased())
+        let r = picture ? try CLI.run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
+                        : try CLI.vivify(["run", path, "-", "--output-format", "rgb24", "--max-frames", "1"])
         XCTAssertEqual(r.code, 0, r.stderr)
         return ([UInt8](r.stdout), w, h)
     }
