@@ -301,6 +301,12 @@ public final class Job {
             partial?.discard()
             throw error
         }
+        // An input with no frames is an error, not an empty output that looks like success.
+        if timestamps.count == 0 && !shouldStop() {
+            partial?.discard()
+            let name = c.input == "-" ? "standard input" : "'\(c.input)'"
+            throw MediaError(.corruptInput, "\(name) has a video stream with no frames; nothing was written. Check the source.")
+        }
         do {
             _ = try finalize()
         } catch {

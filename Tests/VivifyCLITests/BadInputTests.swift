@@ -163,35 +163,48 @@ final class BadInputTests: XCTestCase {
 
     /// SIGINT mid-run: the encoder is flushed, the trailer written, the file plays, exit 130.
     func testInterruptLeavesAPlayableFile() throws {
-        let dir = try CLI.tempDir()
-        let out = dir + "/interrupted.mkv"
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: CLI.binary)
-        p.arguments = ["run", "-", out, "--quiet", "--preset", "ultrafast"]
-        let input = Pipe()
-        p.standardInput = input
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        // An endless y4m stream: vivify can only stop because of the signal.
-        let w = 64, h = 48
-        let writer = input.fileHandleForWriting
-        signal(SIGPIPE, SIG_IGN)
-        writer.write(Data("YUV4MPEG2 W\(w) H\(h) F25:1 Ip A1:1 C420jpeg\n".utf8))
-        var frame = Data("FRAME\n".utf8)
-        frame.append(Data(repeating: 128, count: w * h * 3 / 2))
-        for _ in 0..<40 { writer.write(frame) }
-        kill(p.processIdentifier, SIGINT)
-        // Keep feeding so the blocked read returns and the loop sees the flag.
-        var fed = 0
-        while p.isRunning && fed < 10_000 {
-            do { try writer.write(contentsOf: frame) } catch { break }
-            fed += 1
+        // SIGHUP (a closed terminal or ssh session) ends a run as SIGINT does.
+        for sig in [SIGINT, SIGHUP] {
+            let dir = try CLI.tempDir()
+            let out = dir + "/interrupted.mkv"
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: CLI.binary)
+            p.arguments = ["run", "-", out, "--quiet", "--preset", "ultrafast"]
+            let input = Pipe()
+            p.standardInput = input
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            // An endless y4m stream: vivify can only stop because of the signal.
+            let w = 64, h = 48
+            let writer = input.fileHandleForWriting
+            signal(SIGPIPE, SIG_IGN)
+            writer.write(Data("YUV4MPEG2 W\(w) H\(h) F25:1 Ip A1:1 C420jpeg\n".utf8))
+            var frame = Data("FRAME\n".utf8)
+            frame.append(Data(repeating: 128, count: w * h * 3 / 2))
+            for _ in 0..<40 { writer.write(frame) }
+            kill(p.processIdentifier, sig)
+            // Keep feeding so the blocked read returns and the loop sees the flag.
+            var fed = 0
+            while p.isRunning && fed < 10_000 {
+                do { try writer.write(contentsOf: frame) } catch { break }
+                fed += 1
+            }
+            try? writer.close()
+            p.waitUntilExit()
+            XCTAssertEqual(p.terminationStatus, 130, "signal \(sig)")
+            let frames = CLI.decodedFrames(try CLI.probe(out)) ?? 0
+            XCTAssertGreaterThanOrEqual(frames, 1, "frames done so far are in a playable file")
+            XCTAssertEqual(CLI.leftovers(dir), [])
         }
-        try? writer.close()
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 130)
-        let frames = CLI.decodedFrames(try CLI.probe(out)) ?? 0
-        XCTAssertGreaterThanOrEqual(frames, 1, "frames done so far are in a playable file")
+    }
+
+    /// A y4m header with no frames: an error (65) and no output, not an empty file and exit 0.
+    func testAnInputWithNoFramesIsAnError() throws {
+        let dir = try CLI.tempDir()
+        let empty = dir + "/empty.y4m"
+        try Data("YUV4MPEG2 W64 H48 F25:1 Ip A1:1 C420jpeg\n".utf8).write(to: URL(fileURLWithPath: empty))
+        try expectFailure(["run", empty, dir + "/o.mkv"], code: 65, mentions: ["empty.y4m", "no frames"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/o.mkv"))
         XCTAssertEqual(CLI.leftovers(dir), [])
     }
 }
