@@ -154,9 +154,35 @@ public final class ModelBundle: Sendable {
         return path.hasPrefix("__MACOSX/") || last == ".DS_Store" || last == "Thumbs.db" || last.hasPrefix("._")
     }
 
-    /// `mkdtemp` under `NSTemporaryDirectory()`: a fresh folder only we can enter (0700).
+    /// Removes the extraction folders of vivify processes that no longer run (killed or crashed
+    /// before `deinit`): `vivify-wifm.<pid>.*` whose pid is gone, and unnamed older ones after a day.
+    /// Returns how many were removed. Runs once per process, before the first extraction.
+    @discardableResult
+    public static func sweepStaleExtractions(in folder: String = NSTemporaryDirectory()) -> Int {
+        var removed = 0
+        let me = getpid()
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasPrefix("vivify-wifm.") {
+            let path = (folder as NSString).appendingPathComponent(name)
+            let parts = name.split(separator: ".")
+            let stale: Bool
+            if parts.count == 3, let pid = Int32(parts[1]) {
+                stale = pid != me && kill(pid, 0) != 0 && errno == ESRCH
+            } else {
+                let modified = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date) ?? Date()
+                stale = Date().timeIntervalSince(modified) > 86_400
+            }
+            if stale, (try? FileManager.default.removeItem(atPath: path)) != nil { removed += 1 }
+        }
+        return removed
+    }
+
+    private static let sweptOnce: Bool = { sweepStaleExtractions(); return true }()
+
+    /// `mkdtemp` under `NSTemporaryDirectory()`: a fresh folder only we can enter (0700), named
+    /// with our pid so that a later process can tell it is stale if we die.
     private static func makePrivateDirectory() throws -> URL {
-        let template = (NSTemporaryDirectory() as NSString).appendingPathComponent("vivify-wifm.XXXXXX")
+        _ = sweptOnce
+        let template = (NSTemporaryDirectory() as NSString).appendingPathComponent("vivify-wifm.\(getpid()).XXXXXX")
         var bytes = Array(template.utf8CString)
         let made = bytes.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         guard let made else {

@@ -4,6 +4,25 @@ import XCTest
 
 /// Valid bundles open and expose their files; tolerated mistakes warn; pack round-trips.
 final class WifmBundleTests: WifmTestCase {
+    /// Extraction folders of processes that died before cleaning up are swept; a live
+    /// process's folder and unrelated folders are left alone.
+    func testStaleExtractionFoldersOfDeadProcessesAreSwept() throws {
+        let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("vivify-sweep-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: tmp) }
+        let finished = Process()
+        finished.executableURL = URL(fileURLWithPath: "/bin/true")
+        try finished.run()
+        finished.waitUntilExit()
+        let dead = finished.processIdentifier
+        for name in ["vivify-wifm.\(dead).aB3dE9", "vivify-wifm.\(getpid()).xY7zQ1", "vivify-wifm.Kq2mW0", "other.\(dead).folder"] {
+            try FileManager.default.createDirectory(at: tmp.appendingPathComponent(name), withIntermediateDirectories: true)
+        }
+        XCTAssertEqual(ModelBundle.sweepStaleExtractions(in: tmp.path), 1)
+        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: tmp.path)),
+                       ["vivify-wifm.\(getpid()).xY7zQ1", "vivify-wifm.Kq2mW0", "other.\(dead).folder"])
+    }
+
     func testValidCoreMLBundleOpensAndExposesItsFiles() throws {
         let model = try Fixture.coreMLModel()
         var z = HandZip()
