@@ -256,6 +256,8 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case invalidSetting
         /// The backend library failed in a way the caller cannot fix.
         case backendFailure
+        /// The model's output holds NaN or infinity (damaged weights, an overflow).
+        case nonFiniteOutput
     }
 
     /// What kind of failure this is.
@@ -268,4 +270,14 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         self.message = message
     }
     public var description: String { message }
+}
+
+/// The index of the first NaN or infinite value, or nil when all are finite. One pass with a
+/// vectorisable running sum (x − x is 0 for finite x and NaN otherwise), then a search only
+/// when the sum is not finite.
+public func firstNonFinite(_ values: UnsafeBufferPointer<Float>) -> Int? {
+    var probe: Float = 0
+    for v in values { probe += v - v }
+    guard probe.isNaN else { return nil }
+    return values.firstIndex { !$0.isFinite }
 }

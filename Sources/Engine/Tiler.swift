@@ -104,6 +104,11 @@ public final class TiledRunner {
                 try tileInput.withUnsafeBufferPointer { i in
                     try tileOutput.withUnsafeMutableBufferPointer { o in try graphRun.run(input: i, output: o) }
                 }
+                // NaN or infinity out of a model (damaged weights, an overflow) would become a
+                // black or white picture with exit 0: an error instead, per tile.
+                if let bad = tileOutput.withUnsafeBufferPointer(firstNonFinite) {
+                    throw EngineError(.nonFiniteOutput, "\(graph.source) produced NaN or infinite values (\(tileOutput[bad]) in the tile at x \(x0), y \(y0)): its weights are damaged or its arithmetic overflows. Check or replace the model file.")
+                }
                 // Copy the interior of this tile's output into place (crop = border left in the output).
                 let rows = min(th, height - y0) * s, cols = min(tw, width - x0) * s
                 tileOutput.withUnsafeBufferPointer { t in

@@ -167,6 +167,9 @@ public final class Colorizer {
         }
         if modelOutput.count != o.count { modelOutput = [Float](repeating: 0, count: o.count) }
         try modelInput.withUnsafeBufferPointer { i in try modelOutput.withUnsafeMutableBufferPointer { try run.run(input: i, output: $0) } }
+        if let bad = modelOutput.withUnsafeBufferPointer(firstNonFinite) {
+            throw EngineError(.nonFiniteOutput, "The colorizer '\(name)' produced NaN or infinite values (\(modelOutput[bad])): its weights are damaged or its arithmetic overflows. Check or replace the model file.")
+        }
 
         // ab at the model's output size, in CIE units; L there for the stabilizer and the
         // guided filter, shrunk from the model's input (area shrinks compose: no second pass

@@ -62,7 +62,7 @@ public enum ErrorReport {
             }
         case let e as EngineError:
             switch e.kind {
-            case .invalidGraph: return .dataError
+            case .invalidGraph, .nonFiniteOutput: return .dataError
             case .unsupported: return .unsupported
             case .invalidSetting: return .usage
             case .backendFailure: return .software

@@ -198,6 +198,26 @@ final class BadInputTests: XCTestCase {
         }
     }
 
+    /// A model whose weights hold NaN gives an error naming it (65), not a black picture and 0.
+    func testNonFiniteModelOutputIsAnError() throws {
+        let dir = try CLI.tempDir()
+        // One 3×3 convolution, 3 → 3 channels, "same" padded, one NaN weight (fp32, tag 0).
+        try "7767517\n2 2\nInput data 0 1 data\nConvolution conv 1 1 data out 0=3 1=3 4=1 5=1 6=81\n"
+            .write(toFile: dir + "/nan.param", atomically: true, encoding: .utf8)
+        var weights = [Float](repeating: 0, count: 81)
+        weights[40] = .nan
+        var bin = Data(count: 4)
+        for v in weights + [0, 0, 0] { withUnsafeBytes(of: v.bitPattern.littleEndian) { bin.append(contentsOf: $0) } }
+        try bin.write(to: URL(fileURLWithPath: dir + "/nan.bin"))
+        let photo = dir + "/in.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc=size=64x48", "-frames:v", "1", photo])
+        try expectFailure(["image", photo, dir + "/out.png", "--upscale", dir + "/nan.param"], code: 65, mentions: ["nan.param", "NaN"])
+        try expectFailure(["run", CLI.clip("untagged-240x136-24fps.avi"), dir + "/o.mkv", "--upscale", dir + "/nan.param"], code: 65, mentions: ["nan.param", "NaN"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/out.png"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/o.mkv"))
+        XCTAssertEqual(CLI.leftovers(dir), [])
+    }
+
     /// A y4m header with no frames: an error (65) and no output, not an empty file and exit 0.
     func testAnInputWithNoFramesIsAnError() throws {
         let dir = try CLI.tempDir()
