@@ -4,6 +4,13 @@ import Foundation
 /// which thread), and whether and where it was dropped; then summarises against a frame
 /// budget of 1000 / target-fps milliseconds. Thread-safe; the clock is injected so tests
 /// drive it by hand.
+///
+/// Memory is bounded however long the stream runs (a 24-hour live stream included): a frame's
+/// record lives only until the frame is finished (written or dropped), then it is folded into
+/// running statistics — exact counts, sums, maxima and budget hits, and a fixed-size uniform
+/// reservoir of latencies per stage for the percentiles (exact while a run has at most
+/// `reservoirSize` frames) — and kept for export only in a window of the most recent
+/// `windowSize` frames.
 public final class FrameTracer: @unchecked Sendable {
     /// One stage's work on one frame.
     public struct Span: Sendable, Equatable {
@@ -25,16 +32,28 @@ public final class FrameTracer: @unchecked Sendable {
     public let stageNames: [String]
     /// The target rate.
     public let targetFPS: Double
+    /// Finished frames kept for the trace and plot exports (the most recent ones).
+    public let windowSize: Int
+    /// Latency samples kept per stage for percentiles.
+    public let reservoirSize: Int
     private let clock: @Sendable () -> Double
     private let lock = NSLock()
-    private var frames: [FrameRecord] = []
+    /// Frames not finished yet, by id (bounded by what the pipeline holds).
+    private var inFlight: [Int: FrameRecord] = [:]
+    /// The most recent finished frames, oldest first (a ring of `windowSize`).
+    private var window: [(id: Int, record: FrameRecord)] = []
+    private var windowStart = 0
+    private var totals: TraceTotals
 
     /// Makes a tracer for `stageNames` (the source first).
-    public init(stageNames: [String], targetFPS: Double = 30, clock: @escaping @Sendable () -> Double = FrameTracer.monotonic) {
+    public init(stageNames: [String], targetFPS: Double = 30, windowSize: Int = 20_000, reservoirSize: Int = 20_000,
+                clock: @escaping @Sendable () -> Double = FrameTracer.monotonic) {
         self.stageNames = stageNames
         self.targetFPS = targetFPS
+        self.windowSize = max(1, windowSize)
+        self.reservoirSize = max(1, reservoirSize)
         self.clock = clock
-        frames.reserveCapacity(4096)
+        totals = TraceTotals(stages: stageNames.count, reservoirSize: max(1, reservoirSize), budgetMs: 1000 / targetFPS)
     }
 
     /// Seconds on a monotonic clock.
@@ -45,33 +64,123 @@ public final class FrameTracer: @unchecked Sendable {
     /// Now, on the tracer's clock.
     public func now() -> Double { clock() }
 
-    private func record(_ id: Int, _ body: (inout FrameRecord) -> Void) {
+    /// Stage `stage` worked on frame `id` from `start` to `end`. The last stage finishes it.
+    public func span(stage: Int, id: Int, thread: String, start: Double, end: Double) {
         lock.lock()
-        if id >= frames.count { frames.append(contentsOf: repeatElement(FrameRecord(), count: id - frames.count + 1)) }
-        body(&frames[id])
+        inFlight[id, default: FrameRecord()].spans.append(Span(stage: stage, thread: thread, start: start, end: end))
+        if stage == stageNames.count - 1 { finish(id) }
         lock.unlock()
     }
 
-    /// Stage `stage` worked on frame `id` from `start` to `end`.
-    public func span(stage: Int, id: Int, thread: String, start: Double, end: Double) {
-        record(id) { $0.spans.append(Span(stage: stage, thread: thread, start: start, end: end)) }
-    }
-
-    /// Frame `id` was dropped from the queue in front of `stage`.
+    /// Frame `id` was dropped from the queue in front of `stage`: it is finished.
     public func dropped(id: Int, beforeStage stage: Int, at time: Double) {
-        record(id) { $0.dropped = (stage, time) }
+        lock.lock()
+        inFlight[id, default: FrameRecord()].dropped = (stage, time)
+        finish(id)
+        lock.unlock()
     }
 
-    /// A copy of every frame's record.
-    public var records: [FrameRecord] {
+    /// Folds a finished frame into the totals and the export window (under the lock).
+    private func finish(_ id: Int) {
+        guard let record = inFlight.removeValue(forKey: id) else { return }
+        totals.add(record, last: stageNames.count - 1)
+        if window.count < windowSize {
+            window.append((id, record))
+        } else {
+            window[windowStart] = (id, record)
+            windowStart = (windowStart + 1) % windowSize
+        }
+    }
+
+    /// The frames kept for export, by id: the most recent finished ones and those in flight.
+    public var records: [(id: Int, record: FrameRecord)] {
         lock.lock()
         defer { lock.unlock() }
-        return frames
+        let finished = Array(window[windowStart...] + window[..<windowStart])
+        return (finished + inFlight.map { ($0.key, $0.value) }).sorted { $0.id < $1.id }
     }
 
-    /// The summary over everything recorded so far.
+    /// Frames currently held (in flight plus the export window): bounded by `windowSize` plus
+    /// what the pipeline holds.
+    public var heldRecordCount: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return inFlight.count + window.count
+    }
+
+    /// The summary over everything recorded so far (frames still in flight included).
     public func report() -> TraceReport {
-        TraceReport(records: records, stageNames: stageNames, targetFPS: targetFPS)
+        lock.lock()
+        var all = totals
+        for (_, r) in inFlight { all.add(r, last: stageNames.count - 1) }
+        lock.unlock()
+        return TraceReport(totals: all, stageNames: stageNames, targetFPS: targetFPS)
+    }
+}
+
+/// A fixed-size uniform sample of a stream of values (Vitter's algorithm R) with exact count,
+/// sum and maximum. Deterministic: its generator has a fixed seed.
+struct Reservoir: Sendable {
+    let capacity: Int
+    private(set) var samples: [Double] = []
+    private(set) var count = 0
+    private(set) var sum = 0.0
+    private(set) var maximum = 0.0
+    private var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    mutating func add(_ v: Double) {
+        count += 1
+        sum += v
+        maximum = count == 1 ? v : max(maximum, v)
+        if samples.count < capacity {
+            samples.append(v)
+        } else {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            let k = Int((state >> 11) % UInt64(count))
+            if k < capacity { samples[k] = v }
+        }
+    }
+}
+
+/// The running statistics of finished frames.
+struct TraceTotals: Sendable {
+    var perStage: [Reservoir]
+    var waits: [Reservoir]
+    var endToEnd: Reservoir
+    var drops: [Int: Int] = [:]
+    var arrived = 0
+    var withinBudget = 0
+    var first = Double.infinity, lastEnd = -Double.infinity, lastArrival = -Double.infinity
+    let budgetMs: Double
+
+    init(stages: Int, reservoirSize: Int, budgetMs: Double) {
+        perStage = Array(repeating: Reservoir(capacity: reservoirSize), count: stages)
+        waits = perStage
+        endToEnd = Reservoir(capacity: reservoirSize)
+        self.budgetMs = budgetMs
+    }
+
+    mutating func add(_ r: FrameTracer.FrameRecord, last: Int) {
+        guard let arrival = r.spans.first(where: { $0.stage == 0 }) else { return }
+        arrived += 1
+        first = min(first, arrival.start)
+        lastArrival = max(lastArrival, arrival.start)
+        var previousEnd: Double?
+        for s in r.spans.sorted(by: { $0.stage < $1.stage }) {
+            perStage[s.stage].add((s.end - s.start) * 1000)
+            if let previousEnd { waits[s.stage].add(max(0, s.start - previousEnd) * 1000) }
+            previousEnd = s.end
+        }
+        if let d = r.dropped {
+            drops[d.stage, default: 0] += 1
+        } else if let done = r.spans.first(where: { $0.stage == last }) {
+            let ms = (done.end - arrival.start) * 1000
+            endToEnd.add(ms)
+            if ms <= budgetMs { withinBudget += 1 }
+            lastEnd = max(lastEnd, done.end)
+        }
     }
 }
 
@@ -143,54 +252,30 @@ public struct TraceReport: Codable, Sendable {
         return sorted[min(max(rank - 1, 0), sorted.count - 1)]
     }
 
-    init(records: [FrameTracer.FrameRecord], stageNames: [String], targetFPS: Double) {
-        let last = stageNames.count - 1
+    init(totals t: TraceTotals, stageNames: [String], targetFPS: Double) {
         let budget = 1000 / targetFPS
-        var perStage = [[Double]](repeating: [], count: stageNames.count)
-        var waits = [[Double]](repeating: [], count: stageNames.count)
-        var e2e: [Double] = []
-        var drops: [String: Int] = [:]
-        var arrived = 0, first = Double.infinity, lastEnd = -Double.infinity, lastArrival = -Double.infinity
-        for r in records {
-            guard let arrival = r.spans.first(where: { $0.stage == 0 }) else { continue }
-            arrived += 1
-            first = min(first, arrival.start)
-            lastArrival = max(lastArrival, arrival.start)
-            var previousEnd: Double?
-            for s in r.spans.sorted(by: { $0.stage < $1.stage }) {
-                perStage[s.stage].append((s.end - s.start) * 1000)
-                if let previousEnd { waits[s.stage].append(max(0, s.start - previousEnd) * 1000) }
-                previousEnd = s.end
-            }
-            if let d = r.dropped {
-                drops[stageNames[d.stage], default: 0] += 1
-            } else if let done = r.spans.first(where: { $0.stage == last }) {
-                e2e.append((done.end - arrival.start) * 1000)
-                lastEnd = max(lastEnd, done.end)
-            }
-        }
-        e2e.sort()
-        framesIn = arrived
-        framesProcessed = e2e.count
-        framesDropped = drops.values.reduce(0, +)
+        let e2e = t.endToEnd.samples.sorted()
+        framesIn = t.arrived
+        framesProcessed = t.endToEnd.count
+        framesDropped = t.drops.values.reduce(0, +)
         targetFps = targetFPS
-        wallSeconds = lastEnd > first ? lastEnd - first : 0
+        wallSeconds = t.lastEnd > t.first ? t.lastEnd - t.first : 0
         achievedFps = wallSeconds > 0 ? Double(framesProcessed) / wallSeconds : 0
-        inputFps = arrived > 1 && lastArrival > first ? Double(arrived - 1) / (lastArrival - first) : 0
+        inputFps = t.arrived > 1 && t.lastArrival > t.first ? Double(t.arrived - 1) / (t.lastArrival - t.first) : 0
         budgetMs = budget
-        budgetMetRatio = e2e.isEmpty ? 0 : Double(e2e.filter { $0 <= budget }.count) / Double(e2e.count)
+        budgetMetRatio = t.endToEnd.count == 0 ? 0 : Double(t.withinBudget) / Double(t.endToEnd.count)
         stages = stageNames.enumerated().map { k, name in
-            let v = perStage[k].sorted(), w = waits[k].sorted()
+            let r = t.perStage[k], v = r.samples.sorted(), w = t.waits[k].samples.sorted()
             return StageStats(name: name, p50Ms: Self.percentile(v, 50), p95Ms: Self.percentile(v, 95), p99Ms: Self.percentile(v, 99),
-                              maxMs: v.last ?? 0, meanMs: v.isEmpty ? 0 : v.reduce(0, +) / Double(v.count), count: v.count,
+                              maxMs: r.count == 0 ? 0 : r.maximum, meanMs: r.count == 0 ? 0 : r.sum / Double(r.count), count: r.count,
                               queueWaitP50Ms: Self.percentile(w, 50))
         }
         let worst = stages.max { $0.p50Ms < $1.p50Ms }
         bottleneckStage = worst?.name ?? ""
         bottleneckExcessMs = (worst?.p50Ms ?? 0) - budget
         endToEnd = Latency(p50Ms: Self.percentile(e2e, 50), p95Ms: Self.percentile(e2e, 95), p99Ms: Self.percentile(e2e, 99),
-                             maxMs: e2e.last ?? 0)
-        dropsByStage = drops
+                           maxMs: t.endToEnd.count == 0 ? 0 : t.endToEnd.maximum)
+        dropsByStage = Dictionary(uniqueKeysWithValues: t.drops.map { (stageNames[$0.key], $0.value) })
     }
 
     /// The human summary printed on standard error.

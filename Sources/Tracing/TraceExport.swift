@@ -5,14 +5,14 @@ extension FrameTracer {
     /// complete ("X") slice per frame and stage, drops as instant ("i") events.
     public func chromeTrace() throws -> Data {
         let all = records
-        let origin = all.compactMap { $0.spans.first?.start }.min() ?? 0
+        let origin = all.compactMap { $0.record.spans.first?.start }.min() ?? 0
         func us(_ t: Double) -> Double { ((t - origin) * 1e6).rounded() }
         var events: [[String: Any]] = []
         for (k, name) in stageNames.enumerated() {
             events.append(["ph": "M", "name": "thread_name", "pid": 1, "tid": k, "args": ["name": name]])
             events.append(["ph": "M", "name": "thread_sort_index", "pid": 1, "tid": k, "args": ["sort_index": k]])
         }
-        for (id, r) in all.enumerated() {
+        for (id, r) in all {
             var previousEnd: Double?
             for s in r.spans.sorted(by: { $0.stage < $1.stage }) {
                 var args: [String: Any] = ["frame": id, "thread": s.thread]
@@ -38,15 +38,17 @@ extension FrameTracer {
         let last = stageNames.count - 1
         var points: [(Int, Double)] = []
         var drops: [Int] = []
-        for (id, r) in all.enumerated() {
+        for (id, r) in all {
             guard let arrival = r.spans.first(where: { $0.stage == 0 }) else { continue }
             if r.dropped != nil { drops.append(id); continue }
             if let done = r.spans.first(where: { $0.stage == last }) { points.append((id, (done.end - arrival.start) * 1000)) }
         }
         let width = 900.0, height = 400.0, left = 60.0, right = 20.0, top = 20.0, bottom = 50.0
-        let n = max(all.count - 1, 1)
+        // The window may start past frame 0 on a long stream: x spans the ids it holds.
+        let firstID = all.first?.id ?? 0
+        let n = max((all.last?.id ?? 0) - firstID, 1)
         let ymax = max(budget * 1.5, (points.map(\.1).max() ?? budget) * 1.1)
-        func x(_ i: Int) -> Double { left + (width - left - right) * Double(i) / Double(n) }
+        func x(_ i: Int) -> Double { left + (width - left - right) * Double(i - firstID) / Double(n) }
         func y(_ v: Double) -> Double { top + (height - top - bottom) * (1 - v / ymax) }
         func f(_ v: Double) -> String { String(format: "%.1f", v) }
         var svg = """

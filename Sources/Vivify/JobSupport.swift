@@ -24,16 +24,30 @@ final class TracerBox: @unchecked Sendable {
 /// Timestamps of every source frame, by sequence number (for `--live-output hold`).
 final class TimestampLog: @unchecked Sendable {
     private let lock = NSLock()
+    /// Timestamps from frame `base` on; older ones are forgotten once written (`forget`), so
+    /// an endless stream keeps only what the pipeline still holds.
     private var values: [(pts: Int64?, duration: Int64?)] = []
+    private var base = 0
 
     func append(pts: Int64?, duration: Int64?) {
         lock.lock(); values.append((pts, duration)); lock.unlock()
     }
 
-    var count: Int { lock.lock(); defer { lock.unlock() }; return values.count }
+    /// Frames logged so far.
+    var count: Int { lock.lock(); defer { lock.unlock() }; return base + values.count }
 
     subscript(i: Int) -> (pts: Int64?, duration: Int64?) {
-        lock.lock(); defer { lock.unlock() }; return values[i]
+        lock.lock(); defer { lock.unlock() }; return values[i - base]
+    }
+
+    /// Forgets the timestamps of frames before `id` (compacting in chunks, not per frame).
+    func forget(before id: Int) {
+        lock.lock(); defer { lock.unlock() }
+        let n = min(id - base, values.count)
+        if n >= 4096 {
+            values.removeFirst(n)
+            base += n
+        }
     }
 }
 
@@ -80,6 +94,7 @@ final class HoldingWriter {
         framesWritten += 1
         last = video
         next = frame.id + 1
+        timestamps.forget(before: next)
     }
 
     /// Repeats the last written frame for every source frame before `id` not yet written.
