@@ -237,8 +237,13 @@ public struct TraceReport: Codable, Sendable {
     /// (`--realtime`, live) source slower than the target.
     public var inputFps: Double
 
+    /// What ran: input, output, models with their hashes and every setting (filled by the
+    /// job; nil in a bare tracer's report).
+    public var run: RunDescription?
+
     /// The `--stats` JSON keeps its snake_case keys.
     enum CodingKeys: String, CodingKey {
+        case run
         case framesIn = "frames_in", framesProcessed = "frames_processed", framesDropped = "frames_dropped"
         case targetFps = "target_fps", achievedFps = "achieved_fps", budgetMs = "budget_ms", budgetMetRatio = "budget_met_ratio"
         case bottleneckStage = "bottleneck_stage", bottleneckExcessMs = "bottleneck_excess_ms", stages
@@ -315,4 +320,39 @@ public struct TraceReport: Codable, Sendable {
 
 extension String {
     func leftPadded(_ n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
+}
+
+/// What a run was, recorded beside its timing so a stats file says what produced it.
+public struct RunDescription: Codable, Sendable, Equatable {
+    /// One model of the run.
+    public struct Model: Codable, Sendable, Equatable {
+        /// "colorize" or "upscale".
+        public var task: String
+        /// Its name (built-in, catalog or file name).
+        public var name: String
+        /// Its files with their SHA-256 (a folder such as an .mlpackage: its tree digest).
+        public var files: [String: String]
+
+        public init(task: String, name: String, files: [String: String]) {
+            self.task = task
+            self.name = name
+            self.files = files
+        }
+    }
+
+    /// The input path ("-" for standard input, "generated" for bench).
+    public var input: String
+    /// The output path.
+    public var output: String
+    /// The models in the order they ran.
+    public var models: [Model]
+    /// Every setting of the run, by option name.
+    public var settings: [String: String]
+
+    public init(input: String, output: String, models: [Model], settings: [String: String]) {
+        self.input = input
+        self.output = output
+        self.models = models
+        self.settings = settings
+    }
 }

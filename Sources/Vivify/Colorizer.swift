@@ -22,6 +22,8 @@ public final class Colorizer {
     public let spec: ColorizerSpec
     /// The graph.
     public let graph: Graph
+    /// The files the model was read from.
+    public let modelFiles: [String]
     /// Name for messages (file stem).
     public let name: String
     /// The stabilizer, when on (video).
@@ -59,6 +61,7 @@ public final class Colorizer {
         spec = loaded.colorizer ?? ColorizerSpec()
         bundle = loaded.bundle
         name = loaded.name
+        modelFiles = loaded.files
         let model = argument
         self.backend = try backend.make()
         stabilizer = stabilize ? TemporalStabilizer() : nil

@@ -1,4 +1,5 @@
 import Foundation
+internal import ModelCatalog
 public import MediaIO
 internal import Pipeline
 import SafeFiles
@@ -316,6 +317,50 @@ public final class Job {
         let report = tracer.report()
         return JobResult(framesIn: timestamps.count, framesOut: writer.framesWritten, corrupt: source.corruptCount,
                          interrupted: shouldStop(), warnings: warnings, dropped: report.framesDropped, report: report)
+    }
+
+    /// What the last run was, for the stats file: input, output, each model with the SHA-256
+    /// of its files (hashed now, so only when asked), and every setting.
+    public func runDescription() throws -> RunDescription {
+        let c = configuration
+        var models: [RunDescription.Model] = []
+        for p in lastChain?.processors ?? [] {
+            let (task, name, files): (String, String, [String])
+            if let colorize = p as? ColorizeProcessor {
+                (task, name, files) = ("colorize", colorize.colorizer.name, colorize.colorizer.modelFiles)
+            } else if let upscale = p as? UpscaleProcessor {
+                (task, name, files) = ("upscale", upscale.upscaler.name, upscale.upscaler.modelFiles)
+            } else {
+                continue
+            }
+            var hashes: [String: String] = [:]
+            for f in files {
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: f, isDirectory: &isDirectory) else { continue }
+                let url = URL(fileURLWithPath: f)
+                hashes[f] = isDirectory.boolValue ? try SHA256.treeDigest(directoryAt: url).digest.hex : try SHA256.hash(fileAt: url).hex
+            }
+            models.append(RunDescription.Model(task: task, name: name, files: hashes))
+        }
+        var settings: [String: String] = [
+            "mode": c.mode.rawValue, "live_output": c.liveOutput.rawValue, "realtime": String(c.realtime),
+            "codec": c.encoder.encoderName, "backend": c.backend.rawValue, "strict": String(c.strict),
+            "copy_audio_and_subtitles": String(c.copyAudioAndSubtitles), "existing_output": c.existingOutput.rawValue,
+        ]
+        if c.colorize != nil {
+            settings["stabilize"] = String(c.stabilize)
+            settings["saturation"] = String(c.saturation)
+            settings["colorize_after"] = String(c.colorizeAfter)
+        }
+        let optional: [(String, String?)] = [
+            ("crf", c.encoder.crf.map { String($0) }), ("preset", c.encoder.preset), ("pix_fmt", c.encoder.pixelFormat),
+            ("resize", c.resize?.description), ("max_frames", c.maxFrames.map(String.init)), ("tile", c.tile.map(String.init)),
+            ("target_fps", c.targetFPS.map { String($0) }), ("assume_matrix", c.assumeMatrix),
+            ("input_format", c.inputFormat?.rawValue), ("output_format", c.outputFormat?.rawValue),
+            ("size", c.rawSize?.description), ("rate", c.rawRate.map { "\($0.num)/\($0.den)" }),
+        ]
+        for (k, v) in optional { if let v { settings[k] = v } }
+        return RunDescription(input: c.input, output: c.output, models: models, settings: settings)
     }
 
     private func makeSink(_ c: RunConfiguration, path: String, source: FrameSource, video: VideoStreamInfo, size: FrameSize,

@@ -20,6 +20,8 @@ struct LoadedModel {
     var bundle: ModelBundle?
     /// Warnings from reading it (tolerated bundle mistakes).
     var warnings: [String] = []
+    /// The files it was read from (for the stats' hashes).
+    var files: [String] = []
 
     init(name: String, graph: Graph, spec: TilingSpec? = nil, bundle: ModelBundle? = nil, warnings: [String] = []) {
         self.name = name
@@ -49,6 +51,7 @@ enum ModelResolver {
            let path = try BuiltinModels.path(for: builtin, store: store) {
             var loaded = try loadBundle(path, name: builtin, task: task)
             loaded.name = builtin
+            loaded.files = [path]
             return loaded
         }
         // Paths.
@@ -62,7 +65,9 @@ enum ModelResolver {
                 let ext = (argument as NSString).pathExtension
                 throw MediaError(.unsupported, "Cannot read the \(what) '\(argument)': \(ext.isEmpty ? "a file without an extension" : "'.\(ext)'") is not a model format Vivify reads. Use \(ModelFileFormat.extensionList).")
             }
-            return try load(argument, format: format, task: task, store: store)
+            var loaded = try load(argument, format: format, task: task, store: store)
+            loaded.files = [argument] + (format.kind == .ncnn ? [(argument as NSString).deletingPathExtension + ".bin"] : [])
+            return loaded
         }
         // Catalog names (upscalers and denoisers).
         if let entry = store.catalog.entry(named: argument) {
@@ -140,6 +145,7 @@ enum ModelResolver {
             loaded.name = entry.name
         }
         loaded.spec = try tiling(for: entry, graph: loaded.graph)
+        loaded.files = [r.paramURL, r.binURL, r.modelURL].compactMap { $0?.path }
         return loaded
     }
 

@@ -31,6 +31,8 @@ public final class Upscaler {
     public let spec: TilingSpec
     /// The graph.
     public let graph: Graph
+    /// The files the model was read from.
+    public let modelFiles: [String]
     private let runner: TiledRunner
     /// The bundle's alpha submodel (`alphaMode` `separateModel`), tiled like the main one.
     private let alphaRunner: TiledRunner?
@@ -51,6 +53,7 @@ public final class Upscaler {
         let loaded = try ModelResolver.resolve(model, task: .upscale, store: store, log: log)
         loaded.warnings.forEach(log)
         name = loaded.name
+        modelFiles = loaded.files
         graph = loaded.graph
         let tiling = try loaded.spec ?? ModelResolver.inferTiling(loaded.graph)
         spec = tiling

@@ -290,7 +290,11 @@ struct Run: ParsableCommand {
                 return
             }
             reporter?.finish(framesDone: result.framesOut)
-            if let tracer = job.lastTracer { try timing.outputs.write(tracer, report: result.report) }
+            if let tracer = job.lastTracer {
+                var report = result.report
+                if timing.stats != nil { report.run = try job.runDescription() }
+                try timing.outputs.write(tracer, report: report)
+            }
             if !quiet && (timing.summary || mode == .live) { ProgressReporter.writeStderr(result.report.text) }
             if result.corrupt > 0 && !quiet {
                 ProgressReporter.writeStderr("vivify: warning: skipped \(result.corrupt) damaged packets or frames in '\(input)'.\n")

@@ -140,6 +140,25 @@ final class ColorizeCLITests: XCTestCase {
         }
     }
 
+    /// The stats of a model run name each model with the SHA-256 of its files, as sha256sum
+    /// computes it.
+    func testStatsRecordTheModelsWithTheirHashes() throws {
+        let dir = try CLI.tempDir()
+        let stats = dir + "/stats.json"
+        let r = try CLI.vivify(["run", CLI.clip("odd-161x91-25fps.webm"), dir + "/o.mkv", "--colorize", Self.model, "--upscale",
+                                "--max-frames", "2", "--stats", stats, "--quiet"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let s = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: stats))) as? [String: Any])
+        let models = try XCTUnwrap((s["run"] as? [String: Any])?["models"] as? [[String: Any]])
+        XCTAssertEqual(models.map { $0["task"] as? String }, ["colorize", "upscale"])
+        XCTAssertEqual(models.map { $0["name"] as? String }, ["eccv16-tiny", "vivify-fast-2x"])
+        let files = try XCTUnwrap(models[0]["files"] as? [String: String])
+        XCTAssertEqual(Set(files.keys), [Self.model, Self.model.replacingOccurrences(of: ".param", with: ".bin")])
+        let sum = String(decoding: try CLI.run("/usr/bin/sha256sum", [Self.model]).stdout, as: UTF8.self).prefix(64)
+        XCTAssertEqual(files[Self.model], String(sum))
+        XCTAssertEqual((models[1]["files"] as? [String: String])?.count, 1, "the built-in bundle")
+    }
+
     func testGreyPhotoColorized() throws {
         let dir = try CLI.tempDir()
         let photo = CLI.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/media/images/historic-bw/1890Surfer.jpg").path

@@ -69,6 +69,11 @@ final class LiveModeTests: XCTestCase {
         let names = (s["stages"] as! [[String: Any]]).map { $0["name"] as! String }
         XCTAssertEqual(names, ["decode", "finish", "encode"])
         XCTAssertEqual((s["target_fps"] as? NSNumber)?.doubleValue, 30, "the source's own rate")
+        // The stats say what ran: the input, output and every setting.
+        let run = try XCTUnwrap(s["run"] as? [String: Any])
+        XCTAssertEqual(run["input"] as? String, CLI.clip("testsrc-320x180-30fps-audio.mp4"))
+        XCTAssertEqual((run["settings"] as? [String: String])?["resize"], "160x90")
+        XCTAssertEqual((run["settings"] as? [String: String])?["preset"], "ultrafast")
         // A 25 fps source is measured against 25 fps, not 30, unless --target-fps says otherwise.
         for (extra, rate) in [([String](), 25.0), (["--target-fps", "60"], 60.0)] {
             let r25 = try CLI.vivify(["run", CLI.clip("odd-161x91-25fps.webm"), dir + "/o25.mkv", "--stats", stats, "--quiet", "-y"] + extra)
