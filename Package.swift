@@ -9,6 +9,7 @@ import PackageDescription
 //   SafeFiles   PartialFile: every output written beside its target and renamed into place
 //   Vivify      the library face: Configuration + the job runner wiring the stages
 //   vivify      the thin command-line tool
+//   FuzzTargets the parsers of untrusted bytes as fuzz entry points; vivify-fuzz drives them
 let package = Package(
     name: "Vivify",
     products: [
@@ -43,6 +44,10 @@ let package = Package(
         .target(name: "Vivify", dependencies: ["MediaIO", "Engine", "EngineDNNL", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing", "ColorScience", "SafeFiles"]),
         .target(name: "ModelCatalog"),
         .target(name: "ColorScience", swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
+        // FuzzTargets: every parser of untrusted bytes as one entry point; vivify-fuzz drives them
+        // with libFuzzer (scripts/fuzz) or, in a plain build, replays inputs.
+        .target(name: "FuzzTargets", dependencies: ["MediaIO", "ModelFormats", "Engine"]),
+        .executableTarget(name: "vivify-fuzz", dependencies: ["FuzzTargets"]),
         .executableTarget(name: "vivify-lab-bench", dependencies: ["ColorScience"]),
         .executableTarget(name: "vivify-upsample-bench", dependencies: ["ColorScience"]),
         .executableTarget(
@@ -60,5 +65,6 @@ let package = Package(
         .testTarget(name: "ColorScienceTests", dependencies: ["ColorScience"], exclude: ["Fixtures"]),
         .testTarget(name: "ModelFormatsTests", dependencies: ["ModelFormats", "Engine", "EngineDNNL"], exclude: ["Fixtures"]),
         .testTarget(name: "SafeFilesTests", dependencies: ["SafeFiles"]),
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets"], exclude: ["Crashes"]),
     ]
 )
