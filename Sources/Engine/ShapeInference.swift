@@ -20,17 +20,27 @@ extension Graph {
     /// connected layers), for FLOP reports (1 MAC = 2 FLOPs).
     public func multiplyAdds(input inputShape: Shape) throws -> Int {
         let shapes = try inferShapes(input: inputShape)
+        // Saturating: a count past Int.max reads Int.max rather than trapping.
         var total = 0
+        func add(_ factors: Int...) {
+            var product = 1
+            for f in factors {
+                let (p, overflow) = product.multipliedReportingOverflow(by: f)
+                product = overflow ? Int.max : p
+            }
+            let (sum, overflow) = total.addingReportingOverflow(product)
+            total = overflow ? Int.max : sum
+        }
         for node in nodes {
             switch node.op {
             case .convolution(let p):
-                let o = shapes[node.output]!
-                total += o.h * o.w * p.macsPerOutputPixel
+                guard let o = shapes[node.output] else { continue }
+                add(o.h, o.w, p.macsPerOutputPixel)
             case .deconvolution(let p):
-                let i = shapes[node.inputs[0]]!
-                total += i.h * i.w * p.inChannels * (p.outChannels / p.groups) * p.kernelH * p.kernelW
+                guard let i = shapes[node.inputs[0]] else { continue }
+                add(i.h, i.w, p.inChannels, p.outChannels / p.groups, p.kernelH, p.kernelW)
             case .fullyConnected(_, let weights, _, _):
-                total += weights.count
+                add(weights.count)
             case .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle, .resize, .pad, .crop,
                  .cropLike, .sliceChannels, .concatChannels, .globalAveragePool, .upsampleDetail:
                 // No weights: a handful of operations per value, not counted.
@@ -58,8 +68,50 @@ extension Node {
         }
         guard ins.count == expectedInputs else { throw fail("expects \(expectedInputs) inputs, has \(ins.count)", source) }
         let x = ins[0]
+        let shape = try unboundedOutputShape(ins, x, source: source)
+        guard shape.c > 0, shape.h > 0, shape.w > 0, ModelLimits.elementCount([shape.c, shape.h, shape.w]) != nil else {
+            throw fail("gives a \(shape.c)x\(shape.h)x\(shape.w) output, beyond the limit of \(ModelLimits.maxTensorElements) values per tensor", source)
+        }
+        return shape
+    }
+
+    /// Checks a (transposed) convolution's parameters against `ModelLimits` before any
+    /// arithmetic uses them.
+    func check(_ p: ConvolutionParameters, _ source: String) throws {
+        let L = ModelLimits.self
+        guard (1...L.maxChannels).contains(p.inChannels), (1...L.maxChannels).contains(p.outChannels) else {
+            throw fail("has \(p.inChannels)→\(p.outChannels) channels; each must be 1–\(L.maxChannels)", source)
+        }
+        guard (1...L.maxKernel).contains(p.kernelH), (1...L.maxKernel).contains(p.kernelW) else {
+            throw fail("has a \(p.kernelH)x\(p.kernelW) kernel; each side must be 1–\(L.maxKernel)", source)
+        }
+        guard (1...L.maxStride).contains(p.strideH), (1...L.maxStride).contains(p.strideW) else {
+            throw fail("has stride \(p.strideH)x\(p.strideW); each must be 1–\(L.maxStride)", source)
+        }
+        guard (1...L.maxDilation).contains(p.dilationH), (1...L.maxDilation).contains(p.dilationW) else {
+            throw fail("has dilation \(p.dilationH)x\(p.dilationW); each must be 1–\(L.maxDilation)", source)
+        }
+        for pad in [p.padTop, p.padLeft, p.padBottom, p.padRight, p.outputPadH, p.outputPadW] where !(0...L.maxPad).contains(pad) {
+            throw fail("has padding \(pad); each side must be 0–\(L.maxPad)", source)
+        }
+        guard p.groups > 0, p.inChannels % p.groups == 0, p.outChannels % p.groups == 0 else {
+            throw fail("groups \(p.groups) do not divide channels \(p.inChannels)→\(p.outChannels)", source)
+        }
+    }
+
+    /// Checks a tensor's sides before arithmetic: each within `ModelLimits.maxDimension`.
+    func checkDimensions(_ shapes: [Shape], _ source: String) throws {
+        for s in shapes where !(1...ModelLimits.maxDimension).contains(s.h) || !(1...ModelLimits.maxDimension).contains(s.w)
+            || !(1...ModelLimits.maxChannels).contains(s.c) {
+            throw fail("gets a \(s.c)x\(s.h)x\(s.w) input, beyond \(ModelLimits.maxChannels) channels or \(ModelLimits.maxDimension) per side", source)
+        }
+    }
+
+    func unboundedOutputShape(_ ins: [Shape], _ x: Shape, source: String) throws -> Shape {
+        try checkDimensions(ins, source)
         switch op {
         case .convolution(let p):
+            try check(p, source)
             guard x.c == p.inChannels else { throw fail("expects \(p.inChannels) input channels, gets \(x.c)", source) }
             guard p.groups > 0, p.inChannels % p.groups == 0, p.outChannels % p.groups == 0 else {
                 throw fail("groups \(p.groups) do not divide channels \(p.inChannels)→\(p.outChannels)", source)
@@ -75,6 +127,7 @@ extension Node {
             }
             return Shape(c: p.outChannels, h: h, w: w)
         case .deconvolution(let p):
+            try check(p, source)
             guard x.c == p.inChannels else { throw fail("expects \(p.inChannels) input channels, gets \(x.c)", source) }
             guard p.weights.count == p.inChannels * (p.outChannels / p.groups) * p.kernelH * p.kernelW else {
                 throw fail("has \(p.weights.count) weights, expected \(p.inChannels * (p.outChannels / p.groups) * p.kernelH * p.kernelW)", source)
@@ -102,27 +155,35 @@ extension Node {
             }
             return Shape(c: try dim(x.c, y.c, "channels"), h: try dim(x.h, y.h, "height"), w: try dim(x.w, y.w, "width"))
         case .pixelShuffle(let r, _):
-            guard r > 0, x.c % (r * r) == 0 else { throw fail("\(x.c) channels are not divisible by \(r)²", source) }
+            guard (1...ModelLimits.maxScale).contains(r), x.c % (r * r) == 0 else { throw fail("\(x.c) channels are not divisible by \(r)²", source) }
             return Shape(c: x.c / (r * r), h: x.h * r, w: x.w * r)
         case .resize(_, let sh, let sw, let oh, let ow, _):
+            let scales: ClosedRange<Float> = 1 / Float(ModelLimits.maxScale)...Float(ModelLimits.maxScale)
+            guard oh > 0 || scales.contains(sh), ow > 0 || scales.contains(sw),
+                  oh <= ModelLimits.maxDimension, ow <= ModelLimits.maxDimension else {
+                throw fail("resizes by \(sh)x\(sw) (to \(oh)x\(ow)); a factor must be 1/\(ModelLimits.maxScale)–\(ModelLimits.maxScale) and a size at most \(ModelLimits.maxDimension)", source)
+            }
             let h = oh > 0 ? oh : Int(Float(x.h) * sh)
             let w = ow > 0 ? ow : Int(Float(x.w) * sw)
             guard h > 0, w > 0 else { throw fail("resizes \(x.h)x\(x.w) to nothing", source) }
             return Shape(c: x.c, h: h, w: w)
         case .pad(let t, let l, let b, let r, let mode):
-            guard t >= 0, l >= 0, b >= 0, r >= 0 else { throw fail("negative padding", source) }
+            guard (0...ModelLimits.maxPad).contains(t), (0...ModelLimits.maxPad).contains(l),
+                  (0...ModelLimits.maxPad).contains(b), (0...ModelLimits.maxPad).contains(r) else {
+                throw fail("padding \(t),\(l),\(b),\(r) is negative or beyond \(ModelLimits.maxPad)", source)
+            }
             if mode == .reflect, t >= x.h || b >= x.h || l >= x.w || r >= x.w {
                 throw fail("reflect padding \(max(t, b, l, r)) needs an input larger than \(x.h)x\(x.w)", source)
             }
             return Shape(c: x.c, h: x.h + t + b, w: x.w + l + r)
         case .crop(let t, let l, let b, let r):
-            guard t >= 0, l >= 0, b >= 0, r >= 0, x.h - t - b > 0, x.w - l - r > 0 else {
+            guard t >= 0, l >= 0, b >= 0, r >= 0, t < x.h, b < x.h, l < x.w, r < x.w, x.h - t - b > 0, x.w - l - r > 0 else {
                 throw fail("crop \(t),\(l),\(b),\(r) does not fit \(x.h)x\(x.w)", source)
             }
             return Shape(c: x.c, h: x.h - t - b, w: x.w - l - r)
         case .cropLike(let t, let l):
             let y = ins[1]
-            guard t >= 0, l >= 0, t + y.h <= x.h, l + y.w <= x.w else {
+            guard t >= 0, l >= 0, t <= x.h, l <= x.w, t + y.h <= x.h, l + y.w <= x.w else {
                 throw fail("cannot crop \(y.h)x\(y.w) at \(t),\(l) out of \(x.h)x\(x.w)", source)
             }
             return Shape(c: x.c, h: y.h, w: y.w)
@@ -137,7 +198,8 @@ extension Node {
         case .globalAveragePool:
             return Shape(c: x.c, h: 1, w: 1)
         case .fullyConnected(let out, let weights, let bias, _):
-            guard out > 0, weights.count == out * x.count else {
+            let expected = out.multipliedReportingOverflow(by: x.count)
+            guard out > 0, !expected.overflow, weights.count == expected.partialValue else {
                 throw fail("has \(weights.count) weights for \(x.count) inputs × \(out) outputs", source)
             }
             guard bias.isEmpty || bias.count == out else { throw fail("has \(bias.count) biases for \(out) outputs", source) }

@@ -54,6 +54,10 @@ public enum ImageIO {
     public static func read(path: String) throws -> StillImage {
         let packet = try loadFile(path)
         let format = try ImageFileFormat(sniffing: packet, path: path)
+        // The size the file declares, checked before the decoder allocates the picture.
+        if let (w, h) = declaredSize(packet, format) {
+            try MediaLimits.checkFrame(width: w, height: h, what: "The image '\(path)'")
+        }
         let frame = try decode(packet, as: format, path: path)
         var image = try unpack(frame.pointer, from: format, path: path)
         if let orientation = exifOrientation(frame.pointer) {
@@ -295,6 +299,36 @@ extension ImageIO {
         return packet
     }
 
+    /// Width and height from a PNG's IHDR or a JPEG's first SOF marker; nil when not found
+    /// (the decoder's own `max_pixels` still applies).
+    static func declaredSize(_ packet: PacketBox, _ format: ImageFileFormat) -> (Int, Int)? {
+        guard let data = packet.pointer.pointee.data else { return nil }
+        let bytes = UnsafeBufferPointer(start: data, count: Int(packet.pointer.pointee.size))
+        func be16(_ i: Int) -> Int { Int(bytes[i]) << 8 | Int(bytes[i + 1]) }
+        func be32(_ i: Int) -> Int { be16(i) << 16 | be16(i + 2) }
+        switch format {
+        case .png:
+            // Signature (8), chunk length (4), "IHDR", width, height.
+            guard bytes.count >= 24, bytes[12] == 0x49, bytes[13] == 0x48, bytes[14] == 0x44, bytes[15] == 0x52 else { return nil }
+            return (be32(16), be32(20))
+        case .jpeg:
+            var i = 2
+            while i + 9 < bytes.count {
+                guard bytes[i] == 0xFF else { return nil }
+                let marker = bytes[i + 1]
+                if marker == 0xFF { i += 1; continue }
+                if marker == 0xD8 || marker == 0x01 || (0xD0...0xD7).contains(marker) { i += 2; continue }
+                // SOF0–SOF15 except DHT (C4), JPG (C8) and DAC (CC): precision, height, width.
+                if (0xC0...0xCF).contains(marker), marker != 0xC4, marker != 0xC8, marker != 0xCC {
+                    return (be16(i + 7), be16(i + 5))
+                }
+                if marker == 0xDA { return nil }
+                i += 2 + be16(i + 2)
+            }
+            return nil
+        }
+    }
+
     /// Sends the whole file as one packet and takes the one picture out.
     static func decode(_ packet: PacketBox, as format: ImageFileFormat, path: String) throws -> FrameBox {
         guard let codec = avcodec_find_decoder(format.codecID) else {
@@ -304,6 +338,7 @@ extension ImageIO {
         // Without this the JPEG decoder fills a truncated file's missing rows with grey and
         // reports nothing; a still image has no later frames to make up for a damaged one.
         context.pointer.pointee.err_recognition |= AV_EF_EXPLODE
+        context.pointer.pointee.max_pixels = Int64(MediaLimits.maxPixels)
         try avCheck(avcodec_open2(context.pointer, codec, nil), .internalFailure, "Cannot open FFmpeg's \(format.name) decoder for '\(path)'")
         func damaged(_ code: Int32) -> MediaError {
             MediaError(.corruptInput, "Cannot decode '\(path)': \(avErrorString(code)). The \(format.name) data is damaged or cut short; re-export the image, or re-save it with a tool that conceals damage (`ffmpeg -i in out.png`) and pass that.")

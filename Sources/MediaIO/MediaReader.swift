@@ -93,6 +93,17 @@ public final class MediaReader: FrameSource {
     ///   - copyStreams: hand out audio and subtitle packets for copying.
     ///   - strict: make damaged packets an error instead of skipping them.
     ///   - matrixOverride: the YUV matrix to use instead of the file's tag or the size rule.
+    /// `avformat_find_stream_info` with each stream's probing decoder limited to
+    /// `MediaLimits.maxPixels`, so probing a huge picture fails instead of allocating it.
+    private static func findStreamInfo(_ ctx: UnsafeMutablePointer<AVFormatContext>?) -> Int32 {
+        guard let ctx else { return AVCode.invalidData }
+        let count = Int(ctx.pointee.nb_streams)
+        var options = [OpaquePointer?](repeating: nil, count: max(count, 1))
+        for i in 0..<count { av_dict_set(&options[i], "max_pixels", "\(MediaLimits.maxPixels)", 0) }
+        defer { for i in 0..<count { av_dict_free(&options[i]) } }
+        return options.withUnsafeMutableBufferPointer { avformat_find_stream_info(ctx, $0.baseAddress) }
+    }
+
     public init(path: String, outputFormat: PixelFormat? = nil, copyStreams: Bool = true, strict: Bool = false,
                 matrixOverride: Int32? = nil) throws {
         self.path = path
@@ -108,10 +119,20 @@ public final class MediaReader: FrameSource {
             throw MediaError(.inputUnreadable, "Cannot open '\(path)': \(reason). Check the path and its permissions.")
         }
         format = ctx
-        try avCheck(avformat_find_stream_info(ctx, nil), .inputUnreadable, "Cannot read stream information from '\(path)'")
+        try avCheck(Self.findStreamInfo(ctx), .inputUnreadable, "Cannot read stream information from '\(path)'")
 
         var codec: UnsafePointer<AVCodec>?
         let best = av_find_best_stream(ctx, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0)
+        if best >= 0 {
+            // The declared size is checked before the decoder allocates a frame of it.
+            let par = ctx!.pointee.streams[Int(best)]!.pointee.codecpar.pointee
+            if par.width <= 0 || par.height <= 0 {
+                // Sized only by decoding (MJPEG, some raw streams), and the probing decoder
+                // refused the frame at the limit, or the stream is damaged.
+                throw MediaError(.corruptInput, "Cannot size the video of '\(path)': its first frame could not be decoded within the limit of \(MediaLimits.maxPixels) pixels per frame, or it is damaged. If the frames are that large, pass --max-pixels N (about 12 bytes of memory per pixel per buffer).")
+            }
+            try MediaLimits.checkFrame(width: Int(par.width), height: Int(par.height), what: "'\(path)'")
+        }
         if best == vivify_averror_decoder_not_found() || (best >= 0 && codec == nil) {
             let id = best >= 0 ? ctx!.pointee.streams[Int(best)]!.pointee.codecpar.pointee.codec_id : AV_CODEC_ID_NONE
             let name = best >= 0 ? String(cString: avcodec_get_name(id)) : "its codec"
@@ -129,6 +150,7 @@ public final class MediaReader: FrameSource {
         dec!.pointee.thread_count = 0
         dec!.pointee.thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE
         dec!.pointee.err_recognition |= AV_EF_CRCCHECK | AV_EF_BITSTREAM
+        dec!.pointee.max_pixels = Int64(MediaLimits.maxPixels)
         let codecName = String(cString: codec!.pointee.name)
         try avCheck(avcodec_open2(dec, codec, nil), .unsupported, "Cannot open the \(codecName) decoder for '\(path)'")
 
@@ -138,8 +160,10 @@ public final class MediaReader: FrameSource {
         let tb = Rational(stream.pointee.time_base)
         var rate = Rational(stream.pointee.avg_frame_rate)
         let baseRate = Rational(stream.pointee.r_frame_rate)
-        if !rate.isValid { rate = baseRate }
-        if !rate.isValid { rate = Rational(25, 1) }
+        if !MediaLimits.isPlausible(frameRate: rate) { rate = baseRate }
+        if !MediaLimits.isPlausible(frameRate: rate) {
+            throw MediaError(.corruptInput, "'\(path)' declares a frame rate of \(rate) fps, outside 1/1000 to 1000 fps. The file's timing is damaged; remux it with a rate (ffmpeg -r 30 -i IN -c copy OUT) and pass that.")
+        }
         let isVFR = baseRate.isValid && rate.isValid && av_cmp_q(baseRate.av, rate.av) != 0
         var duration: Double?
         if stream.pointee.duration != AVCode.noPTS && stream.pointee.duration > 0 {

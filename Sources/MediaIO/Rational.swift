@@ -22,14 +22,16 @@ public struct Rational: Sendable, Hashable, CustomStringConvertible {
     /// The reciprocal.
     public var inverted: Rational { Rational(den, num) }
 
-    /// Parses "30", "29.97", "30000/1001" or "30000:1001".
+    /// Parses "30", "29.97", "30000/1001" or "30000:1001": positive, and each part within
+    /// 32 bits (FFmpeg's AVRational), so nothing downstream can overflow converting it.
     public init?(parsing text: String) {
         let parts = text.split(whereSeparator: { $0 == "/" || $0 == ":" })
-        if parts.count == 2, let n = Int(parts[0]), let d = Int(parts[1]), n > 0, d > 0 {
+        let limit = Int(Int32.max)
+        if parts.count == 2, let n = Int(parts[0]), let d = Int(parts[1]), n > 0, d > 0, n <= limit, d <= limit {
             self.init(n, d)
-        } else if parts.count == 1, let n = Int(parts[0]), n > 0 {
+        } else if parts.count == 1, let n = Int(parts[0]), n > 0, n <= limit {
             self.init(n, 1)
-        } else if parts.count == 1, let value = Double(parts[0]), value > 0, value.isFinite {
+        } else if parts.count == 1, let value = Double(parts[0]), value > 0, value.isFinite, value <= Double(limit) {
             let q = av_d2q(value, 1_000_000)
             self.init(Int(q.num), Int(q.den))
         } else {
@@ -39,7 +41,8 @@ public struct Rational: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { den == 1 ? "\(num)" : "\(num)/\(den)" }
 
-    var av: AVRational { AVRational(num: Int32(num), den: Int32(den)) }
+    /// As FFmpeg's type; parts beyond 32 bits are clamped (parsing never makes one).
+    var av: AVRational { AVRational(num: Int32(clamping: num), den: Int32(clamping: den)) }
     init(_ av: AVRational) { self.init(Int(av.num), Int(av.den)) }
 
     /// Converts `value` expressed in `self` units into `other` units, rounding to nearest.

@@ -11,6 +11,10 @@ public final class RawVideoReader: FrameSource {
         guard format == .rgb24 || format == .gray else {
             throw MediaError(.invalidOptions, "Raw input must be rgb24 or gray, not \(format.rawValue).")
         }
+        try MediaLimits.checkFrame(width: width, height: height, what: "Raw input of --size \(width)x\(height)", kind: .invalidOptions)
+        guard MediaLimits.isPlausible(frameRate: rate) else {
+            throw MediaError(.invalidOptions, "--rate \(rate) is not a frame rate from 1/1000 to 1000 fps. Write it as 30, 29.97 or 30000/1001.")
+        }
         input = try ByteReader(path: path)
         let frameBytes = format.frameBytes(width: width, height: height)
         var frames: Int?

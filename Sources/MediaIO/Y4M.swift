@@ -81,12 +81,17 @@ public final class Y4MReader: FrameSource {
         guard let w = header.value("W").flatMap(Int.init), let h = header.value("H").flatMap(Int.init), w > 0, h > 0 else {
             throw MediaError(.corruptInput, "\(input.name): the y4m header has no valid W (width) and H (height). Fix the producer of the stream.")
         }
+        // Before any frame is allocated: a header can declare any size.
+        try MediaLimits.checkFrame(width: w, height: h, what: "The y4m stream \(input.name)")
         let tag = header.value("C") ?? "420jpeg"
         guard let format = Y4MHeader.pixelFormat(colorTag: tag) else {
             throw MediaError(.unsupported, "\(input.name): y4m colour space 'C\(tag)' is not supported. Use 8-bit 420jpeg, 420mpeg2, 420paldv, 422, 444 or mono (e.g. ffmpeg … -pix_fmt yuv420p).")
         }
         var rate = Rational(25, 1)
-        if let f = header.value("F"), let r = Rational(parsing: f), r.isValid {
+        if let f = header.value("F"), f != "0:0" {
+            guard let r = Rational(parsing: f), MediaLimits.isPlausible(frameRate: r) else {
+                throw MediaError(.corruptInput, "\(input.name): the y4m header's frame rate F\(f) is not a rate from 1/1000 to 1000 fps. Fix the producer of the stream (F30000:1001 is 29.97 fps).")
+            }
             rate = r
         } else {
             assumptions.append("frame rate 25 (the y4m header has no F)")

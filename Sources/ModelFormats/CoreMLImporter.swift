@@ -335,7 +335,7 @@ public enum CoreMLImporter {
                 let names = input.image?.colorSpace == 30 ? ["B", "G", "R"] : input.image?.colorSpace == 20 ? ["R", "G", "B"] : ["gray"]
                 let b = zip(names, biases).map { "\($0): \($1)" }.joined(separator: ", ")
                 var scaleText = "\(scale)"
-                if scale > 0, abs(1 / scale - (1 / scale).rounded()) < 1e-3 { scaleText += " (1/\(Int((1 / scale).rounded())))" }
+                if scale > 0, abs(1 / scale - (1 / scale).rounded()) < 1e-3, let inverse = ModelLimits.integer((1 / scale).rounded()) { scaleText += " (1/\(inverse))" }
                 s += "; its first node applies the model's preprocessing y = x · \(scaleText) + (\(b))"
                 if abs(scale * 255 - 1) < 1e-4 { s += ", so the network itself sees values in about [0, 1] plus the biases" }
                 s += "."

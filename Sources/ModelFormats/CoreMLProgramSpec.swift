@@ -45,12 +45,12 @@ extension CoreMLProgramImporter {
 
         /// Number of elements, when every dimension is known.
         var count: Int? {
-            var n = 1
+            var dims: [Int] = []
             for d in shape {
                 guard let d else { return nil }
-                n *= d
+                dims.append(d)
             }
-            return n
+            return ModelLimits.elementCount(dims)
         }
 
         var description: String {

@@ -31,7 +31,7 @@ extension CoreMLProgramImporter {
         var payload: Payload
 
         /// Number of elements (1 for a scalar).
-        var count: Int { shape.reduce(1, *) }
+        var count: Int { ModelLimits.elementCount(shape) ?? 0 }
 
         /// The values as floats (nil for strings).
         var floats: [Float]? {
@@ -125,7 +125,7 @@ extension CoreMLProgramImporter {
 
     /// Decodes an immediate TensorValue of the declared type `type`.
     static func decodeImmediate(_ m: Message, type: TensorType, source: String) throws -> Constant {
-        guard let count = type.count else { throw DecodeFailure("is a constant of unknown shape \(type)") }
+        guard let count = type.count else { throw DecodeFailure("is a constant of unknown or oversized shape \(type) (at most \(ModelLimits.maxTensorElements) elements)") }
         let shape = type.shape.map { $0! }
         let payload: Constant.Payload
         if let f = try m.message(1, what: "float values", source: source) {
@@ -183,9 +183,9 @@ extension CoreMLProgramImporter {
                 files[path] = d
                 data = d
             }
-            guard let count = type.count else { throw DecodeFailure("is a blob of unknown shape \(type)") }
+            guard let count = type.count else { throw DecodeFailure("is a blob of unknown or oversized shape \(type) (at most \(ModelLimits.maxTensorElements) elements)") }
             return try data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Constant in
-                guard offset >= 0, offset + 64 <= raw.count else {
+                guard offset >= 0, raw.count >= 64, offset <= raw.count - 64 else {
                     throw DecodeFailure("points at offset \(offset) of '\(path)', past its end (\(raw.count) bytes); the weight file does not belong to this model")
                 }
                 let sentinel = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
@@ -193,8 +193,13 @@ extension CoreMLProgramImporter {
                     throw DecodeFailure("points at offset \(offset) of '\(path)', where no blob record starts; the weight file does not belong to this model")
                 }
                 let code = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)))
-                let size = Int(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)))
-                let start = Int(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self)))
+                // Size and start are compared as unsigned before they become Ints.
+                let size64 = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
+                let start64 = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self))
+                guard size64 <= UInt64(raw.count), start64 <= UInt64(raw.count) - size64 else {
+                    throw DecodeFailure("has a blob of \(size64) bytes at \(start64), past the end of '\(path)' (\(raw.count) bytes)")
+                }
+                let size = Int(size64), start = Int(start64)
                 let blobTypes: [Int: DataType] = [1: .float16, 2: .float32, 3: .uint8, 4: .int8, 5: .bfloat16, 6: .int16, 7: .uint16,
                                                   8: .int4, 9: .uint1, 10: .uint2, 11: .uint4, 12: .uint3, 13: .uint6, 14: .int32,
                                                   15: .uint32, 16: .float8e4m3fn, 17: .float8e5m2]

@@ -31,7 +31,9 @@ public enum NCNNImporter {
         var floats: [Int: Float] = [:]
         var arrays: [Int: [Float]] = [:]
 
-        func int(_ k: Int, _ d: Int) -> Int { ints[k] ?? floats[k].map { Int($0) } ?? d }
+        /// An integer parameter; a float one that is not a finite 32-bit value reads Int.min,
+        /// which every range check refuses.
+        func int(_ k: Int, _ d: Int) -> Int { ints[k] ?? floats[k].map { ModelLimits.integer($0) ?? Int.min } ?? d }
         func float(_ k: Int, _ d: Float) -> Float { floats[k] ?? ints[k].map { Float($0) } ?? d }
     }
 
@@ -45,11 +47,17 @@ public enum NCNNImporter {
         lines.removeFirst()
         guard !lines.isEmpty else { throw ModelFormatError(.malformed, "\(source) has no layer count line.") }
         lines.removeFirst()
+        guard lines.count <= ModelLimits.maxLayers else {
+            throw ModelFormatError(.malformed, "\(source) has \(lines.count) layers, more than the limit of \(ModelLimits.maxLayers).")
+        }
         var layers: [Layer] = []
         for (n, line) in lines.enumerated() {
             let f = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
-            guard f.count >= 4, let nb = Int(f[2]), let nt = Int(f[3]), f.count >= 4 + nb + nt else {
-                throw ModelFormatError(.malformed, "\(source), layer line \(n + 3): cannot parse '\(line)'.")
+            // Input and output counts are checked against the fields there are before any
+            // arithmetic, so a negative or huge count is a parse error, not a trap.
+            guard f.count >= 4, let nb = Int(f[2]), let nt = Int(f[3]), nb >= 0, nt >= 0,
+                  nb <= f.count - 4, nt <= f.count - 4 - nb else {
+                throw ModelFormatError(.malformed, "\(source), layer line \(n + 3): cannot parse '\(line)' (type, name, input count, output count, then that many blob names).")
             }
             var layer = Layer(type: f[0], name: f[1], bottoms: Array(f[4..<4 + nb]), tops: Array(f[4 + nb..<4 + nb + nt]))
             for kv in f[(4 + nb + nt)...] {
@@ -58,6 +66,9 @@ public enum NCNNImporter {
                     throw ModelFormatError(.malformed, "\(source), layer '\(layer.name)': cannot parse parameter '\(kv)'.")
                 }
                 if key <= -23300 {
+                    guard key > -23400 else {
+                        throw ModelFormatError(.malformed, "\(source), layer '\(layer.name)': parameter key \(key) is out of range.")
+                    }
                     let values = parts[1].split(separator: ",").compactMap { Float($0) }
                     layer.arrays[-key - 23300] = Array(values.dropFirst())
                 } else if let i = Int(parts[1]) {
@@ -101,7 +112,8 @@ public enum NCNNImporter {
         }
 
         mutating func raw(_ count: Int, layer: String) throws -> [Float] {
-            guard offset + count * 4 <= data.count else { throw short(layer) }
+            // A weight count can never exceed what the file holds: checked before allocating.
+            guard count >= 0, count <= remaining / 4 else { throw wrongCount(count, layer) }
             var out = [Float](repeating: 0, count: count)
             out.withUnsafeMutableBytes { dst in
                 data.withUnsafeBytes { src in dst.copyMemory(from: UnsafeRawBufferPointer(rebasing: src[offset..<offset + count * 4])) }
@@ -115,9 +127,10 @@ public enum NCNNImporter {
             guard offset + 4 <= data.count else { throw short(layer) }
             let tag = data.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self) }
             offset += 4
+            guard count >= 0, count <= remaining / 2 else { throw wrongCount(count, layer) }
             switch tag {
             case 0x0130_6B47:
-                guard offset + count * 2 <= data.count else { throw short(layer) }
+                guard count <= remaining / 2 else { throw short(layer) }
                 let out = data.withUnsafeBytes { HalfFloats.decode($0, offset: offset, count: count) }
                 offset += (count * 2 + 3) / 4 * 4
                 return out
@@ -128,6 +141,13 @@ public enum NCNNImporter {
             default:
                 throw ModelFormatError(.unsupported, "Layer '\(layer)' in \(source): codebook-quantised ncnn weights (tag \(String(tag, radix: 16))) are not supported. Use the fp16 or fp32 model files.")
             }
+        }
+
+        func wrongCount(_ count: Int, _ layer: String) -> ModelFormatError {
+            if count < 0 {
+                return ModelFormatError(.malformed, "Layer '\(layer)' in \(source): weight count \(count) is negative; the .param file is damaged.")
+            }
+            return short(layer)
         }
 
         func short(_ layer: String) -> ModelFormatError {
@@ -183,6 +203,10 @@ public enum NCNNImporter {
 
         mutating func add(_ l: Layer) throws {
             let ins = try l.bottoms.map { try value($0, l) }
+            // Every layer makes at least one blob, and every layer but Input reads one.
+            guard !l.tops.isEmpty, l.type == "Input" || !ins.isEmpty else {
+                throw ModelFormatError(.malformed, "Layer '\(l.name)' (\(l.type)) in \(source) has \(ins.count) inputs and \(l.tops.count) outputs; it needs at least one of each.")
+            }
             switch l.type {
             case "Input":
                 inputValue = newValue(l.tops[0])
@@ -212,6 +236,9 @@ public enum NCNNImporter {
                 }
                 let coeffs = l.arrays[1]
                 guard ins.count >= 2 else { throw unsupported(l, "Eltwise with one input") }
+                if let coeffs, coeffs.count < ins.count {
+                    throw ModelFormatError(.malformed, "Layer '\(l.name)' in \(source): \(coeffs.count) coefficients for \(ins.count) inputs.")
+                }
                 var acc = ins[0]
                 for (k, next) in ins.dropFirst().enumerated() {
                     let c: [Float]? = coeffs.map { [k == 0 ? $0[0] : 1, $0[k + 1]] }
@@ -227,6 +254,9 @@ public enum NCNNImporter {
                 if l.int(1, 0) == 1 {
                     emit(l, .scalar(kind, l.float(2, 0), scalarFirst: t >= 7), inputs: ins)
                 } else {
+                    guard ins.count == 2 else {
+                        throw ModelFormatError(.malformed, "Layer '\(l.name)' in \(source): BinaryOp with \(ins.count) inputs; it takes two (or one and a scalar).")
+                    }
                     emit(l, .binary(kind, coefficients: nil), inputs: t >= 7 ? [ins[1], ins[0]] : ins)
                 }
             case "Scale":
@@ -255,6 +285,9 @@ public enum NCNNImporter {
                 emit(l, .globalAveragePool, inputs: ins)
             case "InnerProduct":
                 let out = l.int(0, 0), count = l.int(2, 0)
+                guard (1...ModelLimits.maxChannels).contains(out) else {
+                    throw ModelFormatError(.malformed, "Layer '\(l.name)' in \(source): \(out) outputs; it must be 1–\(ModelLimits.maxChannels).")
+                }
                 let w = try reader.tagged(count, layer: l.name)
                 let b = l.int(1, 0) == 1 ? try reader.raw(out, layer: l.name) : []
                 emit(l, .fullyConnected(outFeatures: out, weights: w, bias: b, activation: try activation(l)), inputs: ins)
@@ -293,8 +326,15 @@ public enum NCNNImporter {
             let depthwise = l.type.hasSuffix("DepthWise")
             let groups = depthwise ? l.int(7, 1) : 1
             let transposed = l.type.hasPrefix("Deconvolution")
-            guard pl >= 0, pt >= 0 else { throw unsupported(l, "automatic 'same' padding (\(pl))") }
-            guard out > 0, kw > 0, kh > 0, count % (out * kw * kh) == 0 else {
+            guard pl >= 0 || pl == Int.min, pt >= 0 || pt == Int.min else { throw unsupported(l, "automatic 'same' padding (\(pl))") }
+            let L = ModelLimits.self
+            guard (1...L.maxChannels).contains(out), (1...L.maxKernel).contains(kw), (1...L.maxKernel).contains(kh),
+                  (1...L.maxStride).contains(sw), (1...L.maxStride).contains(sh), (1...L.maxDilation).contains(dw),
+                  (1...L.maxDilation).contains(dh), [pl, pr, pt, pb].allSatisfy({ (0...L.maxPad).contains($0) }),
+                  (1...L.maxChannels).contains(groups), out % groups == 0 else {
+                throw ModelFormatError(.malformed, "Layer '\(l.name)' in \(source): parameters out of range (outputs \(out) of 1–\(L.maxChannels), kernel \(kw)x\(kh) of 1–\(L.maxKernel), stride \(sw)x\(sh) of 1–\(L.maxStride), dilation \(dw)x\(dh) of 1–\(L.maxDilation), padding \(pl),\(pr),\(pt),\(pb) of 0–\(L.maxPad), groups \(groups) dividing the outputs); the .param file is damaged.")
+            }
+            guard count > 0, count % (out * kw * kh) == 0, count / (out * kw * kh) <= L.maxChannels else {
                 throw ModelFormatError(.malformed, "Layer '\(l.name)' in \(source): weight count \(count) does not fit \(out) outputs of \(kw)x\(kh).")
             }
             if l.int(8, 0) != 0 { throw unsupported(l, "int8 convolution") }
@@ -335,9 +375,15 @@ public enum NCNNImporter {
                 let ends = l.arrays[10] ?? []
                 let axes = l.arrays[11] ?? []
                 var t = 0, left = 0, b = 0, r = 0
+                guard starts.count >= axes.count else {
+                    throw ModelFormatError(.malformed, "Layer '\(l.name)' in \(source): Crop has \(axes.count) axes but \(starts.count) starts.")
+                }
                 for (k, axisValue) in axes.enumerated() {
-                    let axis = Int(axisValue)
-                    let start = Int(starts[k]), end = k < ends.count ? Int(ends[k]) : Int.max
+                    guard let axis = ModelLimits.integer(axisValue), let start = ModelLimits.integer(starts[k]),
+                          (0...ModelLimits.maxDimension).contains(start) else {
+                        throw ModelFormatError(.malformed, "Layer '\(l.name)' in \(source): Crop axis \(axisValue) or start \(starts[k]) is out of range.")
+                    }
+                    let end = k < ends.count ? (ModelLimits.integer(ends[k]) ?? Int.max) : Int.max
                     guard end <= 0 || end >= 1 << 29 else { throw unsupported(l, "Crop with a positive end") }
                     let cropEnd = end >= 1 << 29 ? 0 : -end
                     switch axis {

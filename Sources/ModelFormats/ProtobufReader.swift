@@ -81,7 +81,7 @@ public struct ProtobufReader {
             }
             while i < raw.count {
                 let key = try varint()
-                let field = Int(key >> 3)
+                let field = Int(truncatingIfNeeded: key >> 3)
                 switch key & 7 {
                 case 0:
                     out.append((field, .varint(try varint())))
@@ -90,8 +90,13 @@ public struct ProtobufReader {
                     out.append((field, .fixed64(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self))))
                     i += 8
                 case 2:
-                    let n = Int(try varint())
-                    guard n >= 0, i + n <= raw.count else { throw DecodeError(description: "field \(field) claims \(n) bytes past the end") }
+                    // Compared as unsigned before any conversion: a length near 2^64 is damage,
+                    // not a number to convert or add.
+                    let length = try varint()
+                    guard length <= UInt64(raw.count - i) else {
+                        throw DecodeError(description: "field \(field) claims \(length) bytes, but only \(raw.count - i) remain")
+                    }
+                    let n = Int(length)
                     out.append((field, .bytes(Data(raw[i..<(i + n)]))))
                     i += n
                 case 5:

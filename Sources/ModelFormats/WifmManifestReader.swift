@@ -1,3 +1,4 @@
+import Engine
 import Foundation
 
 extension WifmManifest {
@@ -175,10 +176,10 @@ struct WifmManifestReader {
         }
         let inputShape = try shape(root, dataFormat: dataFormat, task: task)
         let side = inputShape?.last
-        let shrinkRule = "`shrinkSize` must be a whole number of pixels ≥ 0"
+        let shrinkRule = "`shrinkSize` must be a whole number of pixels from 0 to \(ModelLimits.maxPad)"
         let shrinkSize = try integer(root, "shrinkSize", required: upscale, kind: .invalidShrinkSize, rule: shrinkRule,
                                      fix: "set it to the width of the unstable border, such as 16") ?? 0
-        guard shrinkSize >= 0 else {
+        guard shrinkSize >= 0, shrinkSize <= ModelLimits.maxPad else {
             throw failure(.invalidShrinkSize, "shrinkSize", shrinkSize, shrinkRule, "set it to 0 or more")
         }
         if let side, 2 * shrinkSize >= side {
@@ -186,10 +187,10 @@ struct WifmManifestReader {
                           "twice the shrink size must be less than the input side \(side), or nothing of a tile is left",
                           "lower `shrinkSize` or raise the side of `inputShape`")
         }
-        let scaleRule = upscale ? "the spec requires an integer scale of at least 1" : "a colorize model keeps the size, so its scale is 1"
+        let scaleRule = upscale ? "the spec requires an integer scale of at least 1 (Vivify runs scales up to \(ModelLimits.maxScale))" : "a colorize model keeps the size, so its scale is 1"
         let scale = try integer(root, "scale", required: upscale, kind: .invalidScale, rule: scaleRule,
                                 fix: upscale ? "set it to a whole number such as 2" : "set `scale` to 1 or leave it out") ?? 1
-        guard upscale ? scale >= 1 : scale == 1 else {
+        guard upscale ? (1...ModelLimits.maxScale).contains(scale) : scale == 1 else {
             throw failure(.invalidScale, "scale", scale, scaleRule,
                           upscale ? "set it to a whole number such as 2" : "set `scale` to 1 or leave it out")
         }
@@ -322,8 +323,8 @@ struct WifmManifestReader {
         let example = dataFormat == .nchw ? "[1, 3, 128, 128]" : "[3, 128, 128]"
         var ints: [Int] = []
         for item in items {
-            guard let n = Self.integerValue(item), n >= 1 else {
-                throw failure(.invalidInputShape, key, value, "every dimension must be a whole number ≥ 1",
+            guard let n = Self.integerValue(item), n >= 1, n <= ModelLimits.maxDimension else {
+                throw failure(.invalidInputShape, key, value, "every dimension must be a whole number from 1 to \(ModelLimits.maxDimension)",
                               "write the shape as \(layout), such as \(example)")
             }
             ints.append(n)

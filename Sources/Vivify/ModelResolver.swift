@@ -208,6 +208,24 @@ enum ModelResolver {
         return mean > 8 ? graph.appendingAffine(scale: [1 / 255], bias: [0]) : graph
     }
 
+    /// A manifest must name the tensors its model has: a wrong name would otherwise run the
+    /// model with another output (or none) silently.
+    static func checkTensorNames(_ sub: WifmManifest.SubModel, of graph: Graph, bundle path: String) throws {
+        let model = (sub.declaredFile as NSString).lastPathComponent
+        let role = sub.role.rawValue
+        let inputs = [graph.valueNames[graph.input]]
+        let output = graph.valueNames[graph.output]
+        if !inputs.contains(sub.inputName) {
+            throw ModelFormatError(.malformed, "The bundle '\(path)': manifest.json names the input tensor '\(sub.inputName)' (`subModels.\(role).inputName`), but the model '\(model)' has no such input; its input is '\(inputs[0])'. Set `inputName` to \"\(inputs[0])\".")
+        }
+        if sub.outputName != output, !graph.valueNames.contains(sub.outputName) {
+            throw ModelFormatError(.malformed, "The bundle '\(path)': manifest.json names the output tensor '\(sub.outputName)' (`subModels.\(role).outputName`), but the model '\(model)' has no such tensor; its output is '\(output)'. Set `outputName` to \"\(output)\".")
+        }
+        if sub.outputName != output {
+            throw ModelFormatError(.unsupported, "The bundle '\(path)': manifest.json names '\(sub.outputName)' as the output of '\(model)' (`subModels.\(role).outputName`), an inner tensor; Vivify runs a model to its output '\(output)'. Set `outputName` to \"\(output)\" or export the model with that output.")
+        }
+    }
+
     static func loadBundle(_ path: String, name: String, task: WifmManifest.Task) throws -> LoadedModel {
         let bundle = try ModelBundle.open(path: path)
         let m = bundle.manifest
@@ -221,6 +239,7 @@ enum ModelResolver {
             }
             let imported = try importer(file, bundle.weightsURL(for: sub)?.path)
             let (raw, isImage) = (imported.graph, imported.inputIsImage)
+            try checkTensorNames(sub, of: raw, bundle: path)
             guard task == .upscale else { return raw }
             var g = raw
             let input = m.inputs.contains(where: { $0.name == sub.inputName }) ? m.input(for: sub) : nil

@@ -1,5 +1,6 @@
 internal import Engine
 import Foundation
+import SafeFiles
 internal import MediaIO
 internal import ModelFormats
 
@@ -7,9 +8,16 @@ internal import ModelFormats
 public enum ModelTools {
     /// Builds a `.wifm` from a manifest and files, validating the manifest against them first.
     /// Returns the warnings `open` would give.
-    public static func pack(manifest: String, files: [String], output: String) throws -> [String] {
+    public static func pack(manifest: String, files: [String], output: String, existing: ExistingOutput = .refuse) throws -> [String] {
         guard let json = FileManager.default.contents(atPath: manifest) else {
             throw MediaError(.inputUnreadable, "Cannot read the manifest '\(manifest)'. Check the path.")
+        }
+        // The same rule as `run` and `image`: an existing bundle is replaced only with -y, and
+        // never when it is one of the files being packed.
+        let target: URL
+        switch try OutputGuard.check(output: output, inputs: [manifest] + files, existing: existing) {
+        case .write(let url): target = url
+        case .skip: return ["'\(output)' exists; skipped (-n)."]
         }
         // An ncnn .param brings the .bin beside it unless given.
         var files = files
@@ -22,7 +30,7 @@ public enum ModelTools {
             }
         }
         do {
-            return try ModelBundle.pack(manifestJSON: json, files: files.map { URL(fileURLWithPath: $0) }, to: URL(fileURLWithPath: output))
+            return try ModelBundle.pack(manifestJSON: json, files: files.map { URL(fileURLWithPath: $0) }, to: target)
         } catch let e as BundleError where e.kind != .writeFailed {
             // What is wrong with a bundle being packed is wrong with the pack command's inputs
             // (a usage error), not with a file on disk (a data error, as when opening one).

@@ -268,9 +268,15 @@ extension ModelsCommand {
         @Option(name: .shortAndLong, help: "The .wifm to write.")
         var output: String
 
+        @OptionGroup var overwriteOptions: OverwriteOptions
+
         func run() throws {
+            if overwriteOptions.existing == .skip, FileManager.default.fileExists(atPath: output) {
+                writeStderr("vivify: '\(output)' exists; skipped (-n).\n")
+                return
+            }
             do {
-                let warnings = try ModelTools.pack(manifest: manifest, files: files, output: output)
+                let warnings = try ModelTools.pack(manifest: manifest, files: files, output: output, existing: overwriteOptions.existing)
                 for w in warnings { FileHandle.standardError.write(Data("vivify: warning: \(w)\n".utf8)) }
                 print("wrote \(output)")
             } catch {

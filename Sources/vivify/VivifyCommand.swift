@@ -71,6 +71,22 @@ struct OverwriteOptions: ParsableArguments {
     var existing: ExistingOutput { overwrite ? .replace : noOverwrite ? .skip : .refuse }
 }
 
+/// The pixels-per-frame limit (MediaLimits): inputs beyond it are refused from their headers,
+/// and a chain whose stages would make larger frames is refused before any work.
+struct LimitOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Largest frame, in pixels, to read or make (default \(MediaLimits.defaultMaxPixels): 8K UHD fits).",
+                               valueName: "N"))
+    var maxPixels: Int?
+
+    func validate() throws {
+        if let maxPixels {
+            guard maxPixels >= 1 else { throw ValidationError("'--max-pixels \(maxPixels)' must be at least 1.") }
+            // Set once here, before any input is opened (validate runs before run).
+            MediaLimits.maxPixels = maxPixels
+        }
+    }
+}
+
 /// Options shared by commands that read raw or y4m frames.
 struct InputFormatOptions: ParsableArguments {
     @Option(help: "Input frame layout when it is not a media file: y4m, rgb24 or gray (default: y4m for '-' and .y4m).")
@@ -89,8 +105,8 @@ struct InputFormatOptions: ParsableArguments {
         if let size, FrameSize(parsing: size) == nil {
             throw ValidationError("'--size \(size)' is not a frame size. Write it as WxH with positive integers, e.g. --size 640x360.")
         }
-        if let rate, Rational(parsing: rate) == nil {
-            throw ValidationError("'--rate \(rate)' is not a frame rate. Write it as 30, 29.97 or 30000/1001.")
+        if let rate, !(Rational(parsing: rate).map(MediaLimits.isPlausible(frameRate:)) ?? false) {
+            throw ValidationError("'--rate \(rate)' is not a frame rate from 1/1000 to 1000 fps. Write it as 30, 29.97 or 30000/1001.")
         }
     }
 
@@ -190,6 +206,7 @@ struct Run: ParsableCommand {
     var output: String
 
     @OptionGroup var overwriteOptions: OverwriteOptions
+    @OptionGroup var limitOptions: LimitOptions
 
     @Option(help: "Resize every frame to WxH with a lanczos filter.")
     var resize: String?
@@ -325,6 +342,7 @@ struct ImageCommand: ParsableCommand {
     var output: String
 
     @OptionGroup var overwriteOptions: OverwriteOptions
+    @OptionGroup var limitOptions: LimitOptions
 
     @OptionGroup var modelOptions: ModelOptions
 
@@ -440,6 +458,7 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Backend: onednn or reference.")
     var backend: BackendChoice = .onednn
 
+    @OptionGroup var limitOptions: LimitOptions
     @OptionGroup var timing: TimingOptions
 
     func validate() throws {

@@ -107,3 +107,46 @@ extension BundleCLITests {
         XCTAssertTrue(alphaDiffers, "the alpha channel went through the other model")
     }
 }
+
+extension BundleCLITests {
+    /// A manifest naming tensors its model does not have is an error (exit 65) naming the
+    /// tensor and the model's real one, and the failed load leaves no extraction folder behind.
+    func testManifestNamingAbsentTensorsIsAnError() throws {
+        let ncnn = Self.shared.appendingPathComponent("models/ncnn/waifu2x-upconv7-photo").path
+        guard FileManager.default.fileExists(atPath: ncnn) else { throw XCTSkip("no shared ncnn models") }
+        let dir = try CLI.tempDir()
+        for ext in ["param", "bin"] { try FileManager.default.copyItem(atPath: "\(ncnn)/scale2.0x_model.\(ext)", toPath: "\(dir)/main.\(ext)") }
+        let image = dir + "/in.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc=size=32x24", "-frames:v", "1", "-update", "1", image])
+        func extractions() -> Set<String> {
+            Set(((try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? []).filter { $0.hasPrefix("vivify-wifm.") })
+        }
+        for (input, output, named, real) in [("Input1", "Eltwise4", "", ""), ("data", "Eltwise4", "data", "Input1"), ("Input1", "nope", "nope", "Eltwise4")] {
+            let manifest = dir + "/m.json"
+            try """
+            { "version": 1, "name": "waifu2x names test", "type": "ncnn",
+              "subModels": { "main": { "file": "main.param", "inputName": "\(input)", "outputName": "\(output)" } },
+              "dataFormat": "chw", "inputShape": [3, 156, 156], "shrinkSize": 7, "scale": 2, "alphaMode": "sameAsMain" }
+            """.write(toFile: manifest, atomically: true, encoding: .utf8)
+            let bundle = dir + "/b.wifm"
+            let pack = try CLI.vivify(["models", "pack", "--manifest", manifest, dir + "/main.param", dir + "/main.bin", "-o", bundle, "-y"])
+            XCTAssertEqual(pack.code, 0, pack.stderr)
+            let before = extractions()
+            let r = try CLI.vivify(["image", image, dir + "/out.png", "--upscale", bundle, "--quiet", "-y"])
+            XCTAssertEqual(extractions().subtracting(before), [], "no extraction folder is left behind")
+            if named.isEmpty {
+                XCTAssertEqual(r.code, 0, "the correct names load: \(r.stderr)")
+                continue
+            }
+            XCTAssertEqual(r.code, 65, r.stderr)
+            XCTAssertTrue(r.stderr.contains("'\(named)'") && r.stderr.contains("'\(real)'"), "names the wrong and the real tensor: \(r.stderr)")
+        }
+        // `models pack` follows run and image: an existing bundle needs -y (73 without), -n skips.
+        let before = try Data(contentsOf: URL(fileURLWithPath: dir + "/b.wifm"))
+        let again = try CLI.vivify(["models", "pack", "--manifest", dir + "/m.json", dir + "/main.param", "-o", dir + "/b.wifm"])
+        XCTAssertEqual(again.code, 73, again.stderr)
+        XCTAssertTrue(again.stderr.contains("-y"), again.stderr)
+        XCTAssertEqual(try CLI.vivify(["models", "pack", "--manifest", dir + "/m.json", dir + "/main.param", "-o", dir + "/b.wifm", "-n"]).code, 0)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir + "/b.wifm")), before)
+    }
+}

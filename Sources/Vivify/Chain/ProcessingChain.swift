@@ -54,12 +54,19 @@ public struct ProcessingChain {
         self.processors = []
         self.input = input
         output = input
+        try MediaLimits.checkFrame(width: input.width, height: input.height, what: "The input", kind: .invalidOptions)
         for p in processors { try append(p) }
     }
 
     /// Adds a processor at the end, configured for what the chain gives now.
     public mutating func append(_ processor: FrameProcessor) throws {
-        output = try processor.configure(input: output)
+        let next = try processor.configure(input: output)
+        // Before any frame flows: a stage may not make frames beyond the pixel limit (a model
+        // scale on a large input, a resize), which would otherwise be found as an allocation
+        // failure or an encoder error after the work had started.
+        try MediaLimits.checkFrame(width: next.width, height: next.height,
+                                   what: "The \(processor.name) stage's output (from \(output.width)x\(output.height))", kind: .invalidOptions)
+        output = next
         processors.append(processor)
     }
 
