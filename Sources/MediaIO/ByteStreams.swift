@@ -21,11 +21,8 @@ public final class ByteReader {
             ownsDescriptor = false
             name = "standard input"
         } else {
-            fd = open(path, O_RDONLY | O_CLOEXEC)
-            if fd < 0 {
-                let reason = String(cString: strerror(errno))
-                throw MediaError(.inputUnreadable, "Cannot open '\(path)': \(reason). Check the path and its permissions.")
-            }
+            // A FIFO with no writer yet is awaited where a signal can end the wait.
+            fd = try InputWait.open(path, name: "'\(path)'")
             ownsDescriptor = true
             name = "'\(path)'"
         }
@@ -52,6 +49,13 @@ public final class ByteReader {
         start = 0
         if end == buffer.count { return true }
         while true {
+            // An idle pipe or terminal is waited on in steps a signal can end: then the input
+            // ends here, and the job keeps the frames it has.
+            do {
+                try InputWait.waitReadable(fd, name: name)
+            } catch {
+                return false
+            }
             let n = buffer.withUnsafeMutableBytes { raw in read(fd, raw.baseAddress! + end, raw.count - end) }
             if n < 0 {
                 if errno == EINTR { continue }

@@ -17,6 +17,8 @@ public struct MediaError: Error, Sendable, CustomStringConvertible {
         case invalidOptions
         /// A library call failed in a way the caller cannot fix.
         case internalFailure
+        /// A signal arrived while waiting for input (a FIFO with no writer, an idle pipe).
+        case interrupted
     }
 
     /// What kind of failure this is.

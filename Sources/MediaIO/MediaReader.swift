@@ -109,8 +109,22 @@ public final class MediaReader: FrameSource {
         self.path = path
         self.strict = strict
         self.outputFormat = outputFormat
-        var ctx: UnsafeMutablePointer<AVFormatContext>?
-        let openCode = avformat_open_input(&ctx, path, nil, nil)
+        // A pipe (standard input) or FIFO is read through a non-blocking descriptor of our
+        // own: FFmpeg then retries on EAGAIN and asks the interrupt callback each time, so a
+        // signal ends an idle wait; a FIFO's writer is awaited the same way before FFmpeg sees it.
+        var url = path
+        if path == "-" {
+            let fd = Glibc.open("/proc/self/fd/0", O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            if fd >= 0 { url = "pipe:\(fd)" }
+        } else if InputWait.isFIFO(path) {
+            url = "pipe:\(try InputWait.open(path, name: "'\(path)'", blocking: false))"
+        }
+        var ctx: UnsafeMutablePointer<AVFormatContext>? = avformat_alloc_context()
+        ctx?.pointee.interrupt_callback = AVIOInterruptCB(callback: { _ in InputCancellation.isCancelled ? 1 : 0 }, opaque: nil)
+        let openCode = avformat_open_input(&ctx, url, nil, nil)
+        if openCode < 0 && InputCancellation.isCancelled {
+            throw MediaError(.interrupted, "Interrupted while opening '\(path)'; nothing was read.")
+        }
         if openCode < 0 {
             let reason = avErrorString(openCode)
             if openCode == AVCode.invalidData {
@@ -296,6 +310,11 @@ public final class MediaReader: FrameSource {
             }
             let r = av_read_frame(format, packet)
             if r == AVCode.eof {
+                demuxerDone = true
+                continue
+            }
+            if r < 0 && InputCancellation.isCancelled {
+                // A signal while waiting for input: the stream ends here, the frames so far are kept.
                 demuxerDone = true
                 continue
             }

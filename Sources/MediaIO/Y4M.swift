@@ -75,6 +75,9 @@ public final class Y4MReader: FrameSource {
     public init(path: String) throws {
         input = try ByteReader(path: path)
         guard let line = try input.readLine(limit: 4096) else {
+            if InputCancellation.isCancelled {
+                throw MediaError(.interrupted, "Interrupted while waiting for the y4m header on \(input.name); nothing was read.")
+            }
             throw MediaError(.inputUnreadable, "\(input.name) is empty: no y4m header. Pass a YUV4MPEG2 stream (e.g. ffmpeg … -f yuv4mpegpipe -).")
         }
         header = try Y4MHeader(line: line, source: input.name)

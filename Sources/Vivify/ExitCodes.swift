@@ -40,6 +40,7 @@ public enum VivifyExitCode: Int32, Sendable, CaseIterable {
         case .outputUnwritable: self = .cannotCreateOutput
         case .invalidOptions: self = .usage
         case .internalFailure: self = .software
+        case .interrupted: self = .interrupted
         }
     }
 }

@@ -1,4 +1,5 @@
 import Dispatch
+internal import MediaIO
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -18,6 +19,8 @@ public final class InterruptMonitor: Sendable {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler { [self] in
                 self.flag.store(sig, ordering: .sequentiallyConsistent)
+                // Inputs waiting on a pipe, FIFO or network stop waiting too.
+                InputCancellation.cancel()
                 signal(sig, SIG_DFL)
             }
             source.resume()

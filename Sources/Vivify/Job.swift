@@ -294,6 +294,9 @@ public final class Job {
 
         do {
             if sequential { try pipeline.runSequentially() } else { try pipeline.run() }
+        } catch let error as MediaError where shouldStop() && error.kind == .corruptInput && writer.framesWritten > 0 {
+            // A signal cut the input mid-frame while it waited: an interrupted run, not damage.
+            _ = error
         } catch let error as MediaError where error.kind == .corruptInput && writer.framesWritten > 0 {
             // Damaged input after some frames: keep them, without replacing an existing output.
             let kept = try finalize(failed: true)
@@ -301,6 +304,11 @@ public final class Job {
         } catch {
             partial?.discard()
             throw error
+        }
+        // Interrupted before any frame: nothing to keep, and nothing is left behind.
+        if timestamps.count == 0 && shouldStop() {
+            partial?.discard()
+            throw MediaError(.interrupted, "Interrupted before the first frame of \(c.input == "-" ? "standard input" : "'\(c.input)'"); nothing was written.")
         }
         // An input with no frames is an error, not an empty output that looks like success.
         if timestamps.count == 0 && !shouldStop() {
