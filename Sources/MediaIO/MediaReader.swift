@@ -161,9 +161,12 @@ public final class MediaReader: FrameSource {
         decoder = dec
         try avCheck(avcodec_parameters_to_context(dec, stream.pointee.codecpar), .internalFailure, "Cannot set up the decoder for '\(path)'")
         dec!.pointee.pkt_timebase = stream.pointee.time_base
-        dec!.pointee.thread_count = 0
-        dec!.pointee.thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE
-        dec!.pointee.err_recognition |= AV_EF_CRCCHECK | AV_EF_BITSTREAM
+        // With frame threads a packet's decode error surfaces on another thread, sometimes late
+        // and sometimes not at all; --strict must give the same verdict every run, so it decodes
+        // on one thread and has the decoder fail on damage instead of concealing it.
+        dec!.pointee.thread_count = strict ? 1 : 0
+        dec!.pointee.thread_type = strict ? 0 : FF_THREAD_FRAME | FF_THREAD_SLICE
+        dec!.pointee.err_recognition |= AV_EF_CRCCHECK | AV_EF_BITSTREAM | (strict ? AV_EF_EXPLODE : 0)
         dec!.pointee.max_pixels = Int64(MediaLimits.maxPixels)
         let codecName = String(cString: codec!.pointee.name)
         try avCheck(avcodec_open2(dec, codec, nil), .unsupported, "Cannot open the \(codecName) decoder for '\(path)'")
