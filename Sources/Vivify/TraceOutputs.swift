@@ -19,19 +19,49 @@ public struct TraceOutputs: Sendable {
         self.plot = plot
     }
 
-    /// Writes every requested file (each through a temporary file and a rename).
+    /// Checks, before any work, that every requested file can be written: its folder exists and
+    /// is writable, and it is not a device, FIFO, directory or one of `inputs`. These reports
+    /// are rewritten by every run, so an existing one is replaced without -y.
+    public func check(inputs: [String]) throws {
+        for path in [stats, trace, plot].compactMap({ $0 }) {
+            _ = try OutputGuard.check(output: path, inputs: inputs, existing: .replace)
+        }
+    }
+
+    /// Writes every requested file (each through a temporary file and a rename; a failed write
+    /// removes its temporary file).
     public func write(_ tracer: FrameTracer, report: TraceReport) throws {
         func put(_ data: Data, _ path: String) throws {
             do {
-                try PartialFile(target: URL(fileURLWithPath: path)).write { try data.write(to: $0) }
+                try PartialFile(target: URL(fileURLWithPath: path)).write { try Self.writeAll(data, to: $0) }
             } catch let e as PartialFile.Failure {
                 throw MediaError(.outputUnwritable, "Cannot write '\(path)': \(e.reason). Choose a writable location.")
-            } catch {
-                throw MediaError(.outputUnwritable, "Cannot write '\(path)': \(error.localizedDescription). Choose a writable location.")
+            } catch let e as MediaError {
+                throw MediaError(e.kind, "Cannot write '\(path)': \(e.message). Free some space or choose another location.")
             }
         }
         if let stats { try put(try report.json(), stats) }
         if let trace { try put(try tracer.chromeTrace(), trace) }
         if let plot { try put(Data(tracer.latencyPlot().utf8), plot) }
+    }
+
+    /// Writes `data` with POSIX calls, so a full disk or a file-size limit is reported as the
+    /// system says it ("No space left on device", "File too large").
+    static func writeAll(_ data: Data, to url: URL) throws {
+        let fd = open(url.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw MediaError(.outputUnwritable, String(cString: strerror(errno))) }
+        defer { close(fd) }
+        try data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+            var done = 0
+            while done < raw.count {
+                let n = Foundation.write(fd, raw.baseAddress! + done, raw.count - done)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw MediaError(.outputUnwritable, String(cString: strerror(errno)))
+                }
+                done += n
+            }
+        }
+        guard fsync(fd) == 0 || errno == EINVAL else { throw MediaError(.outputUnwritable, String(cString: strerror(errno))) }
     }
 }

@@ -288,6 +288,8 @@ struct Run: ParsableCommand {
         c.existingOutput = overwriteOptions.existing
 
         let interrupts = InterruptMonitor()
+        // Side files are checked before the work, like the output.
+        do { try timing.outputs.check(inputs: [input]) } catch { throw report(error) }
         let job = Job(configuration: c)
         let quiet = self.quiet
         job.onWarning = { if !quiet { ProgressReporter.writeStderr("vivify: warning: \($0)\n") } }
@@ -471,6 +473,7 @@ struct BenchCommand: ParsableCommand {
     func run() throws {
         FFmpegLog.configure(verbose: false)
         do {
+            try timing.outputs.check(inputs: [])
             let result = try Bench.run(size: FrameSize(parsing: size)!, frames: frames, upscale: upscale, colorize: colorize, tile: tile, backend: backend,
                                        targetFPS: timing.targetFps ?? 30, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
             print(result.text, terminator: "")
