@@ -7,9 +7,14 @@ public final class MediaPacket {
     /// Index of the input stream it belongs to.
     public var streamIndex: Int { Int(packet.pointee.stream_index) }
 
-    init(moving source: UnsafeMutablePointer<AVPacket>) {
+    /// When the packet starts, in seconds of its stream (nil without a timestamp).
+    public let seconds: Double?
+
+    init(moving source: UnsafeMutablePointer<AVPacket>, timeBase: AVRational) {
         packet = av_packet_alloc()
         av_packet_move_ref(packet, source)
+        let pts = packet.pointee.pts != AVCode.noPTS ? packet.pointee.pts : packet.pointee.dts
+        seconds = pts == AVCode.noPTS || timeBase.den == 0 ? nil : Double(pts) * Double(timeBase.num) / Double(timeBase.den)
     }
 
     deinit {
@@ -344,7 +349,7 @@ public final class MediaReader: FrameSource {
                 continue
             }
             if copyIndices.contains(index) {
-                return .packet(MediaPacket(moving: packet!))
+                return .packet(MediaPacket(moving: packet!, timeBase: format!.pointee.streams[Int(index)]!.pointee.time_base))
             }
             av_packet_unref(packet)
         }

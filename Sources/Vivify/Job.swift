@@ -194,7 +194,47 @@ public final class Job {
         let resolvedInfo = resolved.info
         let assumeMatrix = c.assumeMatrix != nil
         let maxFrames = c.maxFrames ?? Int.max
+        // With --max-frames, audio and subtitle packets are held until the video has passed
+        // their start, and at the end only those starting before the last frame's end are kept
+        // (read on past the last frame, as far as the streams interleave), so the copied streams
+        // end with the video (within one audio packet) instead of running on.
+        let trimming = c.maxFrames != nil
+        var held: [MediaPacket] = []
+        var videoEnd = -Double.infinity
+        var tail: [MediaPacket]?
+        func frameEnd(_ f: VideoFrame) -> Double? {
+            guard let s = f.seconds else { return nil }
+            return s + Double(f.duration ?? 0) * f.timeBase.doubleValue
+        }
         let readNext: () throws -> JobItem? = {
+            if trimming, let first = held.first, let s = first.seconds, s < videoEnd {
+                held.removeFirst()
+                return .packet(first)
+            }
+            if tail == nil && trimming && nextID >= maxFrames && !shouldStop() {
+                // Past the last frame: collect the packets that start before its end.
+                var kept = held.filter { ($0.seconds ?? .infinity) < videoEnd }
+                held.removeAll()
+                var extraFrames = 0
+                readAhead: while extraFrames < 120 {
+                    switch try source.read(into: &frame) {
+                    case .end: break readAhead
+                    case .frame:
+                        extraFrames += 1
+                        if let s = frame.seconds, s > videoEnd + 2 { break readAhead }
+                    case .packet(let p):
+                        guard let s = p.seconds else { continue }
+                        if s < videoEnd { kept.append(p) } else if s > videoEnd + 2 { break readAhead }
+                    }
+                }
+                tail = kept
+            }
+            if var rest = tail {
+                if rest.isEmpty { return nil }
+                let p = rest.removeFirst()
+                tail = rest
+                return .packet(p)
+            }
             if shouldStop() || nextID >= maxFrames { return nil }
             let tracer = tracerBox.tracer!
             while true {
@@ -202,10 +242,16 @@ public final class Job {
                 let event = try source.read(into: &frame)
                 switch event {
                 case .end:
+                    if trimming, !held.isEmpty { return .packet(held.removeFirst()) }
                     return nil
                 case .packet(let packet):
+                    if trimming, (packet.seconds ?? -.infinity) >= videoEnd {
+                        held.append(packet)
+                        continue
+                    }
                     return .packet(packet)
                 case .frame:
+                    if trimming, let end = frameEnd(frame) { videoEnd = max(videoEnd, end) }
                     if let pacer, let seconds = frame.seconds {
                         // Hold the frame until its presentation time: it "arrives" then.
                         pacer.wait(until: seconds, shouldStop: shouldStop)
