@@ -261,8 +261,12 @@ extension CoreMLImporter {
             let deconv = p.bool(60)
             // Core ML ignores dilation for deconvolutions.
             let dh = deconv || dl.count != 2 ? 1 : dl[0], dw = deconv || dl.count != 2 ? 1 : dl[1]
-            guard out > 0, kc > 0, kh > 0, kw > 0, sh > 0, sw > 0, dh > 0, dw > 0 else {
-                throw l.fail("has a zero size (outputChannels \(out), kernelChannels \(kc), kernel \(kh)x\(kw), stride \(sh)x\(sw), dilation \(dh)x\(dw))")
+            let L = ModelLimits.self
+            guard (1...L.maxChannels).contains(out), (1...L.maxChannels).contains(kc), (1...L.maxChannels).contains(groups),
+                  (1...L.maxKernel).contains(kh), (1...L.maxKernel).contains(kw), (1...L.maxStride).contains(sh),
+                  (1...L.maxStride).contains(sw), (1...L.maxDilation).contains(dh), (1...L.maxDilation).contains(dw),
+                  (kc * groups) <= L.maxChannels else {
+                throw l.fail("has sizes out of range (outputChannels \(out), kernelChannels \(kc), groups \(groups), kernel \(kh)x\(kw), stride \(sh)x\(sw), dilation \(dh)x\(dw); limits: channels 1–\(L.maxChannels), kernel 1–\(L.maxKernel), stride 1–\(L.maxStride), dilation 1–\(L.maxDilation))")
             }
             guard out % groups == 0, !deconv || kc % groups == 0 else { throw l.fail("has \(groups) groups, which do not divide its channels") }
             let inChannels = deconv ? kc : kc * groups
