@@ -105,18 +105,41 @@ final class FrameTracerTests: XCTestCase {
 
     func testPlotIsWellFormedSVG() throws {
         let svg = makeTracer().latencyPlot()
-        final class Counter: NSObject, XMLParserDelegate {
+        final class Collector: NSObject, XMLParserDelegate {
             var elements: [String: Int] = [:]
+            var series: [String] = []
+            var drops = 0
+            var texts: [(cls: String, text: String)] = []
+            var currentClass: String?
             func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
                 elements[name, default: 0] += 1
+                if name == "polyline", let s = attributes["data-series"] { series.append(s) }
+                if name == "line", attributes["class"] == "drop" { drops += 1 }
+                currentClass = name == "text" ? attributes["class"] ?? "" : nil
             }
+            func parser(_ parser: XMLParser, foundCharacters string: String) {
+                if let c = currentClass { texts.append((c, string)) }
+            }
+            func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) { currentClass = nil }
         }
         let parser = XMLParser(data: Data(svg.utf8))
-        let counter = Counter()
-        parser.delegate = counter
+        let c = Collector()
+        parser.delegate = c
         XCTAssertTrue(parser.parse(), "\(parser.parserError.map { "\($0)" } ?? "")")
-        XCTAssertEqual(counter.elements["svg"], 1)
-        XCTAssertEqual(counter.elements["polyline"], 1, "the latency curve")
-        XCTAssertGreaterThanOrEqual(counter.elements["line"] ?? 0, 3 + 5, "axes, budget line and one mark per drop")
+        XCTAssertEqual(c.elements["svg"], 1)
+        // One curve end to end and one per stage (drops have no end-to-end point).
+        XCTAssertEqual(Set(c.series), ["end-to-end", "decode", "upscale", "encode"])
+        XCTAssertEqual(c.drops, 5, "one mark per dropped frame")
+        // Axis ticks with labels: the latency axis passes the 33.3 ms budget and the 58 ms
+        // frames; the frame axis spans 0-9.
+        let ticks = c.texts.filter { $0.cls == "tick" }.map(\.text)
+        let yValues = ticks.compactMap(Double.init).filter { $0 > 9 }
+        XCTAssertGreaterThanOrEqual(yValues.max() ?? 0, 58)
+        XCTAssertTrue(ticks.contains("0") && ticks.contains("8"), "frame ticks: \(ticks)")
+        XCTAssertGreaterThanOrEqual(ticks.count, 8)
+        let legend = c.texts.filter { $0.cls == "legend-entry" }.map(\.text)
+        for entry in ["end to end", "decode", "upscale", "encode", "budget 33.3 ms", "dropped frame (5)"] {
+            XCTAssertTrue(legend.contains(entry), "legend has '\(entry)': \(legend)")
+        }
     }
 }
