@@ -85,7 +85,10 @@ public enum CoreMLImporter {
         guard let description = try model.message(2, what: "the model description", source: source) else {
             throw ModelFormatError(.malformed, "'\(source)' has no model description, so its input and output are unknown. The file is incomplete.")
         }
-        let network = try model.message(networkField, what: "the \(kind)", source: source)!
+        // Present, but possibly with the wrong wire type (a number where a message belongs).
+        guard let network = try model.message(networkField, what: "the \(kind)", source: source) else {
+            throw ModelFormatError(.malformed, "'\(source)' has a \(kind) field that is not a message. The file is damaged.")
+        }
         let inputs = try description.messages(1, what: "an input feature", source: source).map { try Feature($0, source: source) }
         let outputs = try description.messages(10, what: "an output feature", source: source).map { try Feature($0, source: source) }
         guard let input = inputs.first else {
@@ -258,6 +261,9 @@ public enum CoreMLImporter {
                 throw ModelFormatError(.unsupported, "Input '\(name)' of '\(source)' has shape \(shape.map(String.init).joined(separator: "×")); Vivify's engine runs batch 1, at most C×H×W.")
             }
             let last = Array(shape.suffix(3))
+            guard last.allSatisfy({ (1...ModelLimits.maxDimension).contains($0) }) else {
+                throw ModelFormatError(.malformed, "Input '\(name)' of '\(source)' declares shape \(shape.map(String.init).joined(separator: "×")), with a size of 0 or less or beyond \(ModelLimits.maxDimension). The file is damaged.")
+            }
             switch last.count {
             case 1: return (last[0], 1, 1)
             case 2: return (1, last[0], last[1])

@@ -89,6 +89,14 @@ final class MalformedModelTests: XCTestCase {
         XCTAssertThrowsError(try CoreMLImporter.parse(Data(bytes), source: "bad.mlmodel"))
     }
 
+    func testCoreMLNetworkFieldOfTheWrongWireTypeIsAnError() {
+        // Version 4, an empty description, then field 500 (the NeuralNetwork) as a number.
+        let bytes: [UInt8] = [0x08, 0x04, 0x12, 0x00, 0xA0, 0x1F, 0x01]
+        XCTAssertThrowsError(try CoreMLImporter.parse(Data(bytes), source: "wire.mlmodel")) { error in
+            XCTAssertTrue(error is ModelFormatError, "\(error)")
+        }
+    }
+
     func testManifestScaleBeyondTheLimitIsRefused() {
         func manifest(_ scale: Int) -> Data {
             Data("""
