@@ -126,9 +126,19 @@ public final class MediaReader: FrameSource {
         }
         var ctx: UnsafeMutablePointer<AVFormatContext>? = avformat_alloc_context()
         ctx?.pointee.interrupt_callback = AVIOInterruptCB(callback: { _ in InputCancellation.isCancelled ? 1 : 0 }, opaque: nil)
-        let openCode = avformat_open_input(&ctx, url, nil, nil)
+        var options: OpaquePointer?
+        let network = NetworkURL.isNetwork(path)
+        if network {
+            NetworkURL.initialise()
+            for (k, v) in NetworkURL.inputOptions(for: path) { av_dict_set(&options, k, v, 0) }
+        }
+        let openCode = avformat_open_input(&ctx, url, nil, &options)
+        av_dict_free(&options)
         if openCode < 0 && InputCancellation.isCancelled {
             throw MediaError(.interrupted, "Interrupted while opening '\(path)'; nothing was read.")
+        }
+        if openCode < 0 && network {
+            throw MediaError(.inputUnreadable, "No stream from '\(path)' within \(String(format: "%g", NetworkURL.timeout)) s (\(avErrorString(openCode))). Check that the sender is running and the address and port, or raise --timeout.")
         }
         if openCode < 0 {
             let reason = avErrorString(openCode)
@@ -329,6 +339,12 @@ public final class MediaReader: FrameSource {
             if r < 0 {
                 if r == AVCode.invalidData {
                     try damaged(r, what: "reading")
+                    continue
+                }
+                if NetworkURL.isNetwork(path) {
+                    // A live source that goes quiet for the timeout has ended.
+                    onWarning?("'\(path)': no data for \(String(format: "%g", NetworkURL.timeout)) s (\(avErrorString(r))); the stream is taken as ended.")
+                    demuxerDone = true
                     continue
                 }
                 // An I/O error or truncation ends the stream; what was read still comes out.

@@ -66,7 +66,9 @@ public final class MediaWriter {
         self.description = video
         var ctx: UnsafeMutablePointer<AVFormatContext>?
         try settings.validatePreset()
-        let oformat = av_guess_format(nil, targetName, nil)
+        // A network URL names no extension: its protocol picks the muxer.
+        let oformat = NetworkURL.muxer(for: targetName).flatMap { av_guess_format($0, nil, nil) } ?? av_guess_format(nil, targetName, nil)
+        if NetworkURL.isNetwork(targetName) { NetworkURL.initialise() }
         guard oformat != nil else {
             throw MediaError(.invalidOptions, "Cannot tell which container to write for '\(targetName)'. Use an extension such as .mp4, .mkv, .webm, .mov or .avi (or .y4m for raw YUV).")
         }

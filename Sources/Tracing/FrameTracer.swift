@@ -80,6 +80,13 @@ public final class FrameTracer: @unchecked Sendable {
         lock.unlock()
     }
 
+    /// Frames dropped so far (cheap: for a live progress line).
+    public var droppedSoFar: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return totals.drops.values.reduce(0, +)
+    }
+
     /// Folds a finished frame into the totals and the export window (under the lock).
     private func finish(_ id: Int) {
         guard let record = inFlight.removeValue(forKey: id) else { return }

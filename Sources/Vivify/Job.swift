@@ -76,7 +76,7 @@ public final class Job {
     /// Opens the input described by `configuration`.
     public static func openSource(_ c: RunConfiguration, decodeTo: PixelFormat? = nil) throws -> FrameSource {
         if let synthetic = c.synthetic { return SyntheticSource(size: synthetic.size, frames: synthetic.frames) }
-        if c.input != "-" && !FileManager.default.fileExists(atPath: c.input) {
+        if c.input != "-" && !NetworkURL.isNetwork(c.input) && !FileManager.default.fileExists(atPath: c.input) {
             throw MediaError(.inputUnreadable, "Cannot open '\(c.input)': no such file. Check the path.")
         }
         switch c.effectiveInputFormat {
@@ -118,7 +118,8 @@ public final class Job {
         // The output is checked before any work: never a device, FIFO or directory, never an
         // input, and an existing one only replaced with -y (or left alone with -n).
         var target: URL?
-        if c.output != "-" && !c.discardOutput {
+        // A network URL output is streamed as it is made: no file to guard, nothing to rename.
+        if c.output != "-" && !c.discardOutput && !NetworkURL.isNetwork(c.output) {
             switch try OutputGuard.check(output: c.output, inputs: [c.input], existing: c.existingOutput) {
             case .write(let url): target = url
             case .skip:
@@ -161,7 +162,7 @@ public final class Job {
 
         // Temporary file beside the target, renamed at the end.
         let partial = target.map { PartialFile(target: $0) }
-        let temp = partial?.temporary.path ?? "-"
+        let temp = partial?.temporary.path ?? (NetworkURL.isNetwork(c.output) ? c.output : "-")
 
         let sink: FrameSink
         do {

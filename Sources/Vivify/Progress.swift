@@ -17,9 +17,16 @@ public final class ProgressReporter {
 
     /// Makes a reporter. `clock` returns seconds; `emit` receives each finished line (with
     /// "\r" prefixed and no newline when redrawing in place).
+    /// Live sources have no end to estimate: the line shows the rate and the drops instead
+    /// of a total and an ETA. `dropped` is asked at each draw.
+    private let live: Bool
+    private let dropped: () -> Int
+
     public init(total: Int?, interactive: Bool, interval: Double = 5, clock: @escaping () -> Double = ProgressReporter.now,
-                emit: @escaping (String) -> Void = ProgressReporter.writeStderr) {
-        self.total = total
+                emit: @escaping (String) -> Void = ProgressReporter.writeStderr, live: Bool = false, dropped: @escaping () -> Int = { 0 }) {
+        self.live = live
+        self.dropped = dropped
+        self.total = live ? nil : total
         self.interactive = interactive
         self.interval = interactive ? 0.25 : interval
         self.clock = clock
@@ -67,7 +74,9 @@ public final class ProgressReporter {
             let pct = min(100.0, 100.0 * Double(framesDone) / Double(total))
             text += "/\(total) (\(String(format: "%.0f", pct))%)"
         }
-        text += String(format: "  %.1f fps  elapsed %@", fps, Self.clockText(elapsed))
+        text += String(format: "  %.1f fps", fps)
+        if live { text += "  dropped \(dropped())" }
+        text += "  elapsed \(Self.clockText(elapsed))"
         if let total, total > 0, fps > 0 {
             let remaining = max(0, Double(total - framesDone) / fps)
             text += "  ETA \(Self.clockText(remaining))"

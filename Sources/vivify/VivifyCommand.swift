@@ -87,6 +87,18 @@ struct LimitOptions: ParsableArguments {
     }
 }
 
+/// Network inputs (udp://, rtmp://, http://, …).
+struct NetworkOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Seconds without data after which a network input ends (before its first packet: fails, exit 66).", valueName: "SECONDS"))
+    var timeout: Double = 10
+
+    func validate() throws {
+        guard timeout > 0, timeout <= 86_400 else { throw ValidationError("'--timeout \(timeout)' must be above 0 and at most 86400 seconds.") }
+        // Set once here, before the input is opened (validate runs before run).
+        NetworkURL.timeout = timeout
+    }
+}
+
 /// Options shared by commands that read raw or y4m frames.
 struct InputFormatOptions: ParsableArguments {
     @Option(help: "Input frame layout when it is not a media file: y4m, rgb24 or gray (default: y4m for '-' and .y4m).")
@@ -206,6 +218,7 @@ struct Run: ParsableCommand {
     var output: String
 
     @OptionGroup var overwriteOptions: OverwriteOptions
+    @OptionGroup var networkOptions: NetworkOptions
     @OptionGroup var limitOptions: LimitOptions
 
     @Option(help: "Resize every frame to WxH with a lanczos filter.")
@@ -296,8 +309,12 @@ struct Run: ParsableCommand {
         var reporter: ProgressReporter?
         // Progress is for file jobs; on a pipe the consumer sets the pace and stderr stays clean.
         let showProgress = !quiet && output != "-"
+        let isLive = c.mode == .live
         job.onStart = { total in
-            if showProgress { reporter = ProgressReporter(total: total, interactive: ProgressReporter.stderrIsTerminal) }
+            if showProgress {
+                reporter = ProgressReporter(total: total, interactive: ProgressReporter.stderrIsTerminal, live: isLive,
+                                            dropped: { job.lastTracer?.droppedSoFar ?? 0 })
+            }
         }
         job.onProgress = { reporter?.update(framesDone: $0) }
         job.shouldStop = { interrupts.isInterrupted }

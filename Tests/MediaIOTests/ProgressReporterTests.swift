@@ -19,6 +19,20 @@ final class ProgressReporterTests: XCTestCase {
         XCTAssertEqual(lines.last, "frame 50/100 (50%)  5.0 fps  elapsed 0:00:10  ETA 0:00:10\n")
     }
 
+    func testLiveLineShowsRateAndDropsNotAnETA() {
+        let clock = Clock()
+        var lines: [String] = []
+        var drops = 0
+        let p = ProgressReporter(total: 100, interactive: false, interval: 5, clock: { clock.now }, emit: { lines.append($0) },
+                                 live: true, dropped: { drops })
+        for frame in 1...25 {
+            clock.now += 0.2
+            drops = frame / 5
+            p.update(framesDone: frame)
+        }
+        XCTAssertEqual(lines, ["frame 25  5.0 fps  dropped 5  elapsed 0:00:05\n"])
+    }
+
     func testRedrawsInPlaceOnATerminal() {
         let clock = Clock()
         var out: [String] = []
