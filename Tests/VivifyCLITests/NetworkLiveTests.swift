@@ -72,6 +72,29 @@ final class NetworkLiveTests: XCTestCase {
         XCTAssertFalse(CLI.streams(probe, "audio").isEmpty, "the audio went along")
     }
 
+    func testTCPInAndHTTPOut() throws {
+        let dir = try CLI.tempDir()
+        // vivify listens on TCP; ffmpeg connects and sends 2 s of video.
+        let tcp = "tcp://127.0.0.1:\(freePort())"
+        let out = dir + "/tcp.mp4"
+        let (vivify, err) = try start(CLI.binary, ["run", tcp + "?listen=1", out, "--mode", "live", "--timeout", "3"])
+        Thread.sleep(forTimeInterval: 0.8)
+        try CLI.ffmpeg(["-re", "-f", "lavfi", "-i", "testsrc=s=160x120:r=25:d=2", "-c:v", "libx264", "-preset", "ultrafast", "-f", "mpegts", tcp])
+        let (code, stderr) = finish(vivify, err, within: 20)
+        XCTAssertEqual(code, 0, stderr)
+        XCTAssertEqual(CLI.decodedFrames(try CLI.probe(out)), 50, "TCP loses nothing")
+        // ffmpeg serves HTTP; vivify POSTs the processed clip to it (the muxer from the name).
+        let http = "http://127.0.0.1:\(freePort())/live.ts"
+        let received = dir + "/http.ts"
+        let (server, serverErr) = try start("/usr/bin/ffmpeg", ["-v", "error", "-listen", "1", "-i", http, "-c", "copy", received])
+        Thread.sleep(forTimeInterval: 0.8)
+        let clip = CLI.clip("testsrc-320x180-30fps-audio.mp4")
+        let sent = try CLI.vivify(["run", clip, http, "--quiet"])
+        XCTAssertEqual(sent.code, 0, sent.stderr)
+        _ = finish(server, serverErr, within: 20)
+        XCTAssertEqual(CLI.decodedFrames(try CLI.probe(received)), CLI.decodedFrames(try CLI.probe(clip)))
+    }
+
     func testSilentSourceTimesOutAndSignalEndsTheWait() throws {
         let dir = try CLI.tempDir()
         let url = "udp://127.0.0.1:\(freePort())"
