@@ -310,10 +310,11 @@ struct Run: ParsableCommand {
         // Progress is for file jobs; on a pipe the consumer sets the pace and stderr stays clean.
         let showProgress = !quiet && output != "-"
         let isLive = c.mode == .live
-        job.onStart = { total in
+        // Weak: the job holds this closure, and a strong capture would be a cycle (a leak at exit).
+        job.onStart = { [weak job] total in
             if showProgress {
                 reporter = ProgressReporter(total: total, interactive: ProgressReporter.stderrIsTerminal, live: isLive,
-                                            dropped: { job.lastTracer?.droppedSoFar ?? 0 })
+                                            dropped: { [weak job] in job?.lastTracer?.droppedSoFar ?? 0 })
             }
         }
         job.onProgress = { reporter?.update(framesDone: $0) }
