@@ -219,7 +219,10 @@ extension CoreMLImporter {
                 // LoadConstantLayerParams: shape 1 ([C, H, W]), data 2.
                 let shape = l.params.ints(1)
                 guard shape.count == 3, shape.allSatisfy({ $0 > 0 }) else { throw l.fail("has constant shape \(shape), expected [C, H, W]") }
-                let values = try l.weights(2, count: shape.reduce(1, *), "data")
+                guard let count = ModelLimits.elementCount(shape) else {
+                    throw l.fail("has constant shape \(shape), beyond \(ModelLimits.maxTensorElements) values")
+                }
+                let values = try l.weights(2, count: count, "data")
                 constants[l.outputs[0]] = Constant(layer: l.name, shape: shape, values: values)
             case 320:
                 // ConcatLayerParams: sequenceConcat 100.
@@ -355,7 +358,9 @@ extension CoreMLImporter {
             let p = l.params
             if p.bool(22) { throw l.unsupported("an inner product with int8 dynamic quantization") }
             let cin = p.int(1), cout = p.int(2)
-            guard cin > 0, cout > 0 else { throw l.fail("has \(cin) inputs and \(cout) outputs") }
+            guard (1...ModelLimits.maxChannels).contains(cin), (1...ModelLimits.maxChannels).contains(cout) else {
+                throw l.fail("has \(cin) inputs and \(cout) outputs; each must be 1–\(ModelLimits.maxChannels)")
+            }
             let w = try l.weights(20, count: cin * cout, axis: ChannelAxis(outer: 1, channels: cout, inner: cin), "weights")
             let b = p.bool(10) ? try l.weights(21, count: cout, "bias") : []
             emit(l, [.fullyConnected(outFeatures: cout, weights: w, bias: b, activation: .identity)], from: try value(l.inputs[0], l))
@@ -428,7 +433,9 @@ extension CoreMLImporter {
                 (sh, sw) = (fractional[0], fractional[1])
                 whole = sh == sh.rounded() && sw == sw.rounded()
             }
-            guard sh >= 1, sw >= 1 else { throw l.fail("has scaling factor \(sh)×\(sw); factors below 1 are not upsampling") }
+            guard sh >= 1, sw >= 1, sh <= Float(ModelLimits.maxScale), sw <= Float(ModelLimits.maxScale) else {
+                throw l.fail("has scaling factor \(sh)×\(sw); upsampling factors are 1–\(ModelLimits.maxScale)")
+            }
             if p.int(5) == 0 {
                 guard whole else { throw l.unsupported("nearest-neighbour upsampling by a fractional factor \(sh)×\(sw)") }
                 emit(l, [.resize(.nearest, scaleH: sh, scaleW: sw, outH: 0, outW: 0, alignCorners: false)], from: x)
@@ -509,8 +516,7 @@ extension CoreMLImporter {
 
         /// Values of a scale or bias parameter of shape [1] or [C] (or [1|C, 1, 1]).
         func perChannel(_ l: Layer, shape: [Int], field: Int, _ what: String) throws -> [Float] {
-            let count = shape.reduce(1, *)
-            guard !shape.isEmpty, count > 0 else { throw l.fail("has \(what) shape \(shape)") }
+            guard !shape.isEmpty, let count = ModelLimits.elementCount(shape), count > 0 else { throw l.fail("has \(what) shape \(shape)") }
             guard shape.count == 1 || shape.dropFirst().allSatisfy({ $0 == 1 }) else {
                 throw l.unsupported("a \(what) of shape \(shape.map(String.init).joined(separator: "×")) that varies across the picture (only [1] and [C] are)")
             }
@@ -545,7 +551,7 @@ extension CoreMLImporter {
         /// the example in NeuralNetwork.proto shows.
         mutating func reorganize(_ l: Layer) throws {
             let r = l.params.int(2)
-            guard r >= 1 else { throw l.fail("has block size \(r)") }
+            guard (1...ModelLimits.maxScale).contains(r) else { throw l.fail("has block size \(r); it must be 1–\(ModelLimits.maxScale)") }
             let x = try value(l.inputs[0], l)
             switch l.params.int(1) {
             case 1: emit(l, [.pixelShuffle(factor: r, order: .dcr)], from: x)
@@ -555,6 +561,9 @@ extension CoreMLImporter {
                 // whose weights pick one pixel each (exact: every sum has one non-zero term).
                 let c = try shape(of: x, l, needsSize: false, for: "space-to-depth").c
                 let n = r * r
+                guard ModelLimits.elementCount([c, n, c, n]) != nil else {
+                    throw l.fail("would need a \(c * n)×\(c * n) weight matrix for space-to-depth, beyond \(ModelLimits.maxTensorElements) values")
+                }
                 var w = [Float](repeating: 0, count: c * n * c * n)
                 for dy in 0..<r {
                     for dx in 0..<r {

@@ -242,7 +242,9 @@ extension CoreMLProgramImporter {
         for (d, p) in zip(shape, paramShape) where p <= 0 || d % p != 0 {
             throw DecodeFailure("has a parameter of shape \(paramShape) that does not divide shape \(shape) into blocks")
         }
-        let count = shape.reduce(1, *)
+        guard let count = ModelLimits.elementCount(shape) else {
+            throw DecodeFailure("has shape \(shape), beyond \(ModelLimits.maxTensorElements) values")
+        }
         var out = [Int](repeating: 0, count: count)
         var index = [Int](repeating: 0, count: shape.count)
         let block = zip(shape, paramShape).map { $0 / $1 }
@@ -319,7 +321,9 @@ extension CoreMLProgramImporter {
         guard table.count > 1, 1 << bits == table.count, bits <= 8 else {
             throw DecodeFailure("has a table of \(table.count) entries; 2, 4, 16, 64 or 256 are allowed")
         }
-        let count = shape.reduce(1, *)
+        guard let count = ModelLimits.elementCount(shape) else {
+            throw DecodeFailure("has shape \(shape), beyond \(ModelLimits.maxTensorElements) values")
+        }
         let codes = try unpackBits(bytes, bits: bits, count: count)
         return Constant(dataType: lut.dataType, shape: shape, payload: .floats(codes.map { table[$0] }))
     }
@@ -347,7 +351,9 @@ extension CoreMLProgramImporter {
     /// tensor of the output's shape) chooses which elements take the next non-zero value.
     static func sparseToDense(nonzero: Constant, mask: Constant, shape: [Int], packed: Bool) throws -> Constant {
         guard let values = nonzero.floats, let m = mask.ints else { throw DecodeFailure("has non-numeric data or mask") }
-        let count = shape.reduce(1, *)
+        guard let count = ModelLimits.elementCount(shape) else {
+            throw DecodeFailure("has shape \(shape), beyond \(ModelLimits.maxTensorElements) values")
+        }
         let bits = packed ? try unpackBits(m, bits: 1, count: count) : m
         guard bits.count == count else { throw DecodeFailure("has a mask of \(bits.count) bits for \(count) values") }
         var out = [Float](repeating: 0, count: count)
