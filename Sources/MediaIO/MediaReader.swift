@@ -9,12 +9,17 @@ public final class MediaPacket {
 
     /// When the packet starts, in seconds of its stream (nil without a timestamp).
     public let seconds: Double?
+    /// When it ends (start + duration; the start when it has no duration).
+    public let endSeconds: Double?
 
     init(moving source: UnsafeMutablePointer<AVPacket>, timeBase: AVRational) {
         packet = av_packet_alloc()
         av_packet_move_ref(packet, source)
         let pts = packet.pointee.pts != AVCode.noPTS ? packet.pointee.pts : packet.pointee.dts
-        seconds = pts == AVCode.noPTS || timeBase.den == 0 ? nil : Double(pts) * Double(timeBase.num) / Double(timeBase.den)
+        let start = pts == AVCode.noPTS || timeBase.den == 0 ? nil : Double(pts) * Double(timeBase.num) / Double(timeBase.den)
+        let duration = Double(max(packet.pointee.duration, 0))
+        seconds = start
+        endSeconds = start.map { $0 + duration * Double(timeBase.num) / Double(timeBase.den) }
     }
 
     deinit {

@@ -202,19 +202,22 @@ public final class Job {
         let trimming = c.maxFrames != nil
         var held: [MediaPacket] = []
         var videoEnd = -Double.infinity
+        var videoStart = Double.infinity
         var tail: [MediaPacket]?
+        // A packet that ends before the first frame starts (audio leading the video) is dropped.
+        func beforeVideo(_ p: MediaPacket) -> Bool { (p.endSeconds ?? .infinity) <= videoStart }
         func frameEnd(_ f: VideoFrame) -> Double? {
             guard let s = f.seconds else { return nil }
             return s + Double(f.duration ?? 0) * f.timeBase.doubleValue
         }
         let readNext: () throws -> JobItem? = {
-            if trimming, let first = held.first, let s = first.seconds, s < videoEnd {
+            while trimming, let first = held.first, let s = first.seconds, s < videoEnd {
                 held.removeFirst()
-                return .packet(first)
+                if !beforeVideo(first) { return .packet(first) }
             }
             if tail == nil && trimming && nextID >= maxFrames && !shouldStop() {
                 // Past the last frame: collect the packets that start before its end.
-                var kept = held.filter { ($0.seconds ?? .infinity) < videoEnd }
+                var kept = held.filter { ($0.seconds ?? .infinity) < videoEnd && !beforeVideo($0) }
                 held.removeAll()
                 var extraFrames = 0
                 readAhead: while extraFrames < 120 {
@@ -225,7 +228,7 @@ public final class Job {
                         if let s = frame.seconds, s > videoEnd + 2 { break readAhead }
                     case .packet(let p):
                         guard let s = p.seconds else { continue }
-                        if s < videoEnd { kept.append(p) } else if s > videoEnd + 2 { break readAhead }
+                        if s < videoEnd { if !beforeVideo(p) { kept.append(p) } } else if s > videoEnd + 2 { break readAhead }
                     }
                 }
                 tail = kept
@@ -243,7 +246,10 @@ public final class Job {
                 let event = try source.read(into: &frame)
                 switch event {
                 case .end:
-                    if trimming, !held.isEmpty { return .packet(held.removeFirst()) }
+                    while trimming, !held.isEmpty {
+                        let p = held.removeFirst()
+                        if !beforeVideo(p) { return .packet(p) }
+                    }
                     return nil
                 case .packet(let packet):
                     if trimming, (packet.seconds ?? -.infinity) >= videoEnd {
@@ -252,7 +258,10 @@ public final class Job {
                     }
                     return .packet(packet)
                 case .frame:
-                    if trimming, let end = frameEnd(frame) { videoEnd = max(videoEnd, end) }
+                    if trimming, let end = frameEnd(frame) {
+                        videoEnd = max(videoEnd, end)
+                        if let start = frame.seconds { videoStart = min(videoStart, start) }
+                    }
                     if let pacer, let seconds = frame.seconds {
                         // Hold the frame until its presentation time: it "arrives" then.
                         pacer.wait(until: seconds, shouldStop: shouldStop)

@@ -20,6 +20,29 @@ final class MaxFramesTrimTests: XCTestCase {
         return String(decoding: r.stdout, as: UTF8.self).split(separator: "\n").count
     }
 
+    /// The first packet's start of stream kind `kind`.
+    func start(_ kind: String, _ path: String) throws -> Double {
+        let r = try CLI.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", kind, "-show_entries", "packet=pts_time", "-of", "csv=p=0", path])
+        return String(decoding: r.stdout, as: UTF8.self).split(separator: "\n").compactMap { Double($0) }.min() ?? -1
+    }
+
+    /// The red team's case: a clip whose video starts 2.235 s into its audio. The audio before
+    /// the first frame goes too, so 20 frames carry 0.68 s of audio, not 2.9 s.
+    func testAudioLeadingTheVideoIsTrimmedToo() throws {
+        let clip = CLI.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/media/videos/cartoon_big_buck_bunny_10s_360p.mp4").path
+        guard FileManager.default.fileExists(atPath: clip) else { throw XCTSkip("no shared clips") }
+        let dir = try CLI.tempDir()
+        let out = dir + "/out.mp4"
+        let r = try CLI.vivify(["run", clip, out, "--max-frames", "20", "--quiet"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        // MP4 keeps each stream's start and duration (its video packets carry no durations).
+        let v = CLI.streams(try CLI.probe(out), "video").first
+        let vs = CLI.double(v?["start_time"]) ?? -1, ve = vs + (CLI.double(v?["duration"]) ?? -1)
+        let (as_, ae) = (try start("a", out), try end("a", out))
+        XCTAssertEqual(as_, vs, accuracy: 0.0215 + 0.001, "audio starts at \(as_) s, video at \(vs) s")
+        XCTAssertEqual(ae, ve, accuracy: 0.0215 + 0.001, "audio ends at \(ae) s, video at \(ve) s")
+    }
+
     func testAudioAndSubtitlesEndWithTheVideo() throws {
         let dir = try CLI.tempDir()
         let clip = CLI.clip("testsrc-320x180-30fps-audio.mp4")
