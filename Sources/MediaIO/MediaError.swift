@@ -19,6 +19,8 @@ public struct MediaError: Error, Sendable, CustomStringConvertible {
         case internalFailure
         /// A signal arrived while waiting for input (a FIFO with no writer, an idle pipe).
         case interrupted
+        /// Work that others still have to finish first (segments not yet processed).
+        case unfinished
     }
 
     /// What kind of failure this is.

@@ -376,6 +376,18 @@ public final class MediaReader: FrameSource {
         }
     }
 
+    /// Moves to the keyframe at or before `pts` (the video stream's time base) and clears the
+    /// decoder, so the next `read` decodes from there (resumable segments start mid-file).
+    public func seek(toPTS pts: Int64) throws {
+        let r = av_seek_frame(format, videoIndex, pts, AVSEEK_FLAG_BACKWARD)
+        if r < 0 {
+            throw MediaError(.unsupported, "'\(path)' cannot seek to \(describe(pts: pts)) (\(avErrorString(r))). Remux it into .mkv or .mp4 (ffmpeg -i IN -c copy OUT.mkv), or pass --segment-seconds 0 to process it in one piece.")
+        }
+        avcodec_flush_buffers(decoder)
+        demuxerDone = false
+        flushSent = false
+    }
+
     private func damaged(_ code: Int32, what: String) throws {
         corruptCount += 1
         if strict {

@@ -60,8 +60,10 @@ public final class MediaWriter {
 
     /// Opens `path` for writing in the container that `targetName`'s extension names (the
     /// real file may be a temporary one beside the target).
+    /// `headersFor` names the file the packets end up in when it is another container (a
+    /// segment later joined into it): the encoder writes its headers as that container wants.
     public init(path: String, targetName: String, video: OutputVideoDescription, settings: EncoderSettings,
-                copyStreams: [CopyableStream]) throws {
+                copyStreams: [CopyableStream], headersFor: String? = nil) throws {
         self.targetName = targetName
         self.description = video
         var ctx: UnsafeMutablePointer<AVFormatContext>?
@@ -74,6 +76,9 @@ public final class MediaWriter {
         }
         try avCheck(avformat_alloc_output_context2(&ctx, oformat, nil, path), .outputUnwritable, "Cannot set up the output '\(targetName)'")
         format = ctx
+        // A segment keeps the encoder's own timestamps (the muxer would shift a first segment's
+        // negative dts, and with it every pts); the join's container deals with them once.
+        if headersFor != nil { ctx!.pointee.avoid_negative_ts = AVFMT_AVOID_NEG_TS_DISABLED }
 
         let encoderName = settings.encoderName
         guard let codec = avcodec_find_encoder_by_name(encoderName), av_codec_is_encoder(codec) != 0,
@@ -139,7 +144,8 @@ public final class MediaWriter {
         enc.pointee.colorspace = AVColorSpace(UInt32(video.color.matrix))
         enc.pointee.color_range = AVColorRange(UInt32(video.color.range))
         enc.pointee.thread_count = 0
-        if oformat!.pointee.flags & AVFMT_GLOBALHEADER != 0 {
+        let headerFormat = headersFor.flatMap { av_guess_format(nil, $0, nil) } ?? oformat!
+        if headerFormat.pointee.flags & AVFMT_GLOBALHEADER != 0 {
             enc.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
         }
         frameDuration = max(1, av_rescale_q(1, av_inv_q(video.frameRate.av), tb.av))
@@ -210,6 +216,22 @@ public final class MediaWriter {
         }
         av_frame_free(&avFrame)
         av_packet_free(&packet)
+    }
+
+    /// Checks, before any work, that `targetName`'s container exists and can hold the video
+    /// codec of `settings` (the errors `init` would give).
+    public static func validate(targetName: String, settings: EncoderSettings) throws {
+        try settings.validatePreset()
+        guard let oformat = av_guess_format(nil, targetName, nil) else {
+            throw MediaError(.invalidOptions, "Cannot tell which container to write for '\(targetName)'. Use an extension such as .mp4, .mkv, .webm, .mov or .avi (or .y4m for raw YUV).")
+        }
+        guard let codec = avcodec_find_encoder_by_name(settings.encoderName), codec.pointee.type == AVMEDIA_TYPE_VIDEO else {
+            throw MediaError(.unsupported, "Unknown video encoder '\(settings.codec)'. Use one of: \(EncoderSettings.supportedEncoders.joined(separator: ", ")).")
+        }
+        if avformat_query_codec(oformat, codec.pointee.id, FF_COMPLIANCE_NORMAL) == 0 {
+            let ext = (targetName as NSString).pathExtension
+            throw MediaError(.invalidOptions, "The .\(ext) container cannot hold \(settings.encoderName) video. Choose another --codec or output extension (.mkv holds them all).")
+        }
     }
 
     /// Name of the pixel format the encoder receives.

@@ -28,6 +28,8 @@ public enum VivifyExitCode: Int32, Sendable, CaseIterable {
     case cannotCreateOutput = 73
     /// A model could not be fetched or stored: download, pip or disk error.
     case ioError = 74
+    /// A segmented job's join found segments not yet finished (run `vivify work` for them, then join again).
+    case unfinished = 75
     /// Stopped by SIGINT or SIGTERM; the frames done so far were finalised into a playable file.
     case interrupted = 130
 
@@ -41,6 +43,7 @@ public enum VivifyExitCode: Int32, Sendable, CaseIterable {
         case .invalidOptions: self = .usage
         case .internalFailure: self = .software
         case .interrupted: self = .interrupted
+        case .unfinished: self = .unfinished
         }
     }
 }

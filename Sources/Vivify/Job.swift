@@ -67,6 +67,12 @@ public final class Job {
     public private(set) var lastTracer: FrameTracer?
     /// The processing chain of the last run (its stages' FLOPs can be asked).
     public private(set) var lastChain: ProcessingChain?
+    /// Process only this part of the input (a segment of a resumable job): `output` is then
+    /// the segment file, video only, encoded for `SegmentWindow.finalOutput`.
+    public var segment: SegmentWindow?
+    /// Models already loaded (a segmented run loads them once), in `modelStages` order; they
+    /// are reset before use.
+    public var preloadedModels: [FrameProcessor]?
 
     /// Prepares a job; nothing is opened until `run()`.
     public init(configuration: RunConfiguration) {
@@ -134,10 +140,15 @@ public final class Job {
         let warn: (String) -> Void = { [onWarning] in warnings.append($0); onWarning($0) }
 
         // Models load before anything is opened for writing, so a bad model name costs nothing.
-        var models = try c.modelStages.map { try ProcessorFactory.make($0, backend: c.backend, log: onWarning) }
-        let source = try Self.openSource(c)
+        var models = try preloadedModels ?? c.modelStages.map { try ProcessorFactory.make($0, backend: c.backend, log: onWarning) }
+        models.forEach { $0.reset() }
+        let window = segment
+        let source: FrameSource = try window.map { try SegmentWindowSource(configuration: c, window: $0) } ?? Self.openSource(c)
         if let reader = source as? MediaReader {
             reader.onWarning = warn
+        }
+        if let windowed = source as? SegmentWindowSource {
+            windowed.reader.onWarning = warn
         }
         if let y4m = source as? Y4MReader {
             for a in y4m.assumptions { warn("\(c.input == "-" ? "standard input" : "'\(c.input)'"): assuming \(a).") }
@@ -281,7 +292,9 @@ public final class Job {
                     nextID += 1
                     timestamps.append(pts: frame.pts, duration: frame.duration)
                     tracer.span(stage: 0, id: id, thread: "decode", start: start, end: tracer.now())
-                    return .frame(ChainFrame(id: id, frame: frame))
+                    var item = ChainFrame(id: id, frame: frame)
+                    if let window, let pts = frame.pts, pts < window.startPTS { item.isWarmUp = true }
+                    return .frame(item)
                 }
             }
         }
@@ -289,6 +302,8 @@ public final class Job {
         // The chain's stages, each on its own thread (conversions after the last model share
         // "finish"). Live mode keeps only the newest frame in front of the first model.
         var firstModel = true
+        // Warm-up frames stop after the last stage that keeps state.
+        let lastStateful = chain.processors.lastIndex { $0.warmUpFrames > 0 }.map { chain.processors[$0] }
         for group in chain.stageGroups {
             let isModel = group.processors.contains { $0.runsModel }
             let policy = live && isModel && firstModel ? QueuePolicy.newestOnly : offlineQueue
@@ -297,7 +312,10 @@ public final class Job {
             stageList.append(Stage(name: group.name, inputPolicy: policy, process: { item in
                 guard case .frame(let frame) = item else { return [item] }
                 var frames = [frame]
-                for p in members { frames = try frames.flatMap { try p.process($0) } }
+                for p in members {
+                    frames = try frames.flatMap { try p.process($0) }
+                    if p === lastStateful { frames.removeAll { $0.isWarmUp } }
+                }
                 return frames.map { .frame($0) }
             }, flush: {
                 var held: [ChainFrame] = []
@@ -318,6 +336,7 @@ public final class Job {
             switch item {
             case .packet(let p): try sink.copy(p)
             case .frame(let frame):
+                if frame.isWarmUp { return [] }
                 try writer.write(frame)
                 progress(writer.framesWritten)
             }
@@ -350,6 +369,13 @@ public final class Job {
 
         do {
             if sequential { try pipeline.runSequentially() } else { try pipeline.run() }
+            if window != nil && shouldStop() {
+                // An interrupted segment is not finished: it is kept playable beside its name
+                // (a resumable run joins it into the interrupted output) and redone next time.
+                _ = try finalize(failed: true)
+                return JobResult(framesIn: timestamps.count, framesOut: writer.framesWritten, corrupt: source.corruptCount,
+                                 interrupted: true, warnings: warnings, dropped: 0, report: tracer.report())
+            }
         } catch let error as MediaError where shouldStop() && error.kind == .corruptInput && writer.framesWritten > 0 {
             // A signal cut the input mid-frame while it waited: an interrupted run, not damage.
             _ = error
@@ -461,7 +487,8 @@ public final class Job {
                                              sampleAspectRatio: video.sampleAspectRatio, color: resolvedColor.info,
                                              displayMatrix: video.displayMatrix)
             return try MediaWriter(path: path, targetName: c.output, video: out, settings: c.encoder,
-                                   copyStreams: c.copyAudioAndSubtitles ? source.copyableStreams : [])
+                                   copyStreams: c.copyAudioAndSubtitles && segment == nil ? source.copyableStreams : [],
+                                   headersFor: segment?.finalOutput)
         }
     }
 }

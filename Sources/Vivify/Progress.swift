@@ -21,10 +21,14 @@ public final class ProgressReporter {
     /// of a total and an ETA. `dropped` is asked at each draw.
     private let live: Bool
     private let dropped: () -> Int
+    /// Frames an earlier run already did (a resumed job): counted as done, not in the rate.
+    private let reused: Int
 
     public init(total: Int?, interactive: Bool, interval: Double = 5, clock: @escaping () -> Double = ProgressReporter.now,
-                emit: @escaping (String) -> Void = ProgressReporter.writeStderr, live: Bool = false, dropped: @escaping () -> Int = { 0 }) {
+                emit: @escaping (String) -> Void = ProgressReporter.writeStderr, live: Bool = false, dropped: @escaping () -> Int = { 0 },
+                reused: Int = 0) {
         self.live = live
+        self.reused = reused
         self.dropped = dropped
         self.total = live ? nil : total
         self.interactive = interactive
@@ -68,12 +72,13 @@ public final class ProgressReporter {
     /// The progress text for `framesDone` frames at time `now`.
     public func line(framesDone: Int, now: Double) -> String {
         let elapsed = max(now - start, 1e-9)
-        let fps = Double(framesDone) / elapsed
+        let fps = Double(max(0, framesDone - reused)) / elapsed
         var text = "frame \(framesDone)"
         if let total, total > 0 {
             let pct = min(100.0, 100.0 * Double(framesDone) / Double(total))
             text += "/\(total) (\(String(format: "%.0f", pct))%)"
         }
+        if reused > 0 { text += "  \(reused) reused" }
         text += String(format: "  %.1f fps", fps)
         if live { text += "  dropped \(dropped())" }
         text += "  elapsed \(Self.clockText(elapsed))"

@@ -10,9 +10,9 @@ struct VivifyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vivify",
         abstract: "Colorize and upscale video and frame streams with neural networks.",
-        discussion: "Exit codes: 0 success, 64 bad options, 65 damaged input, 66 input missing or unreadable, 69 unsupported input, model or encoder, 70 internal error, 73 output not writable (or it exists: pass -y or -n), 74 a model could not be fetched, 130 interrupted (output kept, playable).",
+        discussion: "Exit codes: 0 success, 64 bad options, 65 damaged input, 66 input missing or unreadable, 69 unsupported input, model or encoder, 70 internal error, 73 output not writable (or it exists: pass -y or -n), 74 a model could not be fetched, 75 segments not finished (join), 130 interrupted (output kept, playable).",
         version: "vivify \(VivifyVersion.number) (FFmpeg \(FFmpegLog.version), oneDNN \(EngineBench.oneDNNVersion))",
-        subcommands: [Run.self, ImageCommand.self, ProbeCommand.self, ModelsCommand.self, BenchCommand.self, BenchModelCommand.self, FlickerCommand.self],
+        subcommands: [Run.self, PlanCommand.self, WorkCommand.self, JoinCommand.self, StatusCommand.self, ImageCommand.self, ProbeCommand.self, ModelsCommand.self, BenchCommand.self, BenchModelCommand.self, FlickerCommand.self],
         defaultSubcommand: nil
     )
 
@@ -206,19 +206,9 @@ func report(_ error: Error) -> ExitCode {
     return ExitCode(ErrorReport.exitCode(for: error).rawValue)
 }
 
-struct Run: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Decode INPUT, apply the stages, encode OUTPUT.",
-        discussion: "Use '-' for standard input or output (y4m by default). The output container follows OUTPUT's extension (.mp4, .mkv, .webm, .mov, .avi; .y4m writes raw YUV). Audio and subtitles are copied when the container can hold them.")
-
-    @Argument(help: "Input video file, or '-' for standard input.")
-    var input: String
-
-    @Argument(help: "Output file, or '-' for standard output.")
-    var output: String
-
+/// The stage and encoder options of a file job, shared by `run` and `plan`.
+struct JobOptions: ParsableArguments {
     @OptionGroup var overwriteOptions: OverwriteOptions
-    @OptionGroup var networkOptions: NetworkOptions
     @OptionGroup var limitOptions: LimitOptions
 
     @Option(help: "Resize every frame to WxH with a lanczos filter.")
@@ -245,6 +235,71 @@ struct Run: ParsableCommand {
     @Flag(help: "Treat damaged input packets as an error instead of skipping them.")
     var strict = false
 
+    @Flag(inversion: .prefixedNo, help: "Keep predicted colour steady across frames (on by default for video).")
+    var stabilize = true
+
+    @Option(help: "Stop after N input frames.")
+    var maxFrames: Int?
+
+    @OptionGroup var inputOptions: InputFormatOptions
+    @OptionGroup var modelOptions: ModelOptions
+
+    func validate() throws {
+        if let resize, FrameSize(parsing: resize) == nil {
+            throw ValidationError("'--resize \(resize)' is not a frame size. Write it as WxH with positive integers, e.g. --resize 1280x720.")
+        }
+        if let crf, crf < 0 || crf > 63 {
+            throw ValidationError("'--crf \(crf)' is out of range. Use a value from 0 to 63 (x264 default 23).")
+        }
+    }
+
+    /// The configuration of a job from `input` to `output` with these options.
+    func configuration(input: String, output: String) -> RunConfiguration {
+        var c = RunConfiguration(input: input, output: output)
+        inputOptions.apply(to: &c)
+        modelOptions.apply(to: &c)
+        c.outputFormat = outputFormat
+        c.resize = resize.flatMap(FrameSize.init(parsing:))
+        c.encoder = EncoderSettings(codec: codec ?? EncoderSettings.defaultCodec(forOutput: output), crf: crf, preset: preset, pixelFormat: pixFmt)
+        c.copyAudioAndSubtitles = !noAudio
+        c.strict = strict
+        c.stabilize = stabilize
+        c.maxFrames = maxFrames
+        c.existingOutput = overwriteOptions.existing
+        return c
+    }
+}
+
+/// How a file job is cut into resumable segments.
+struct SegmentOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Cut a file job into segments of about SECONDS (default \(Int(SegmentedJob.defaultSegmentSeconds))), each kept in .OUTPUT.vivify-work/ until the join, so a re-run resumes; 0 processes it in one piece.", valueName: "SECONDS"))
+    var segmentSeconds: Double = SegmentedJob.defaultSegmentSeconds
+
+    func validate() throws {
+        guard segmentSeconds >= 0, segmentSeconds.isFinite, segmentSeconds <= 86_400 else {
+            throw ValidationError("'--segment-seconds \(segmentSeconds)' must be from 0 (no segments) to 86400.")
+        }
+    }
+}
+
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Decode INPUT, apply the stages, encode OUTPUT.",
+        discussion: "Use '-' for standard input or output (y4m by default). The output container follows OUTPUT's extension (.mp4, .mkv, .webm, .mov, .avi; .y4m writes raw YUV). Audio and subtitles are copied when the container can hold them. A file longer than one segment is processed in segments kept in .OUTPUT.vivify-work/ beside the output: after a crash, kill or Ctrl-C, the same command resumes from the finished segments (--no-resume starts afresh).")
+
+    @Argument(help: "Input video file, or '-' for standard input.")
+    var input: String
+
+    @Argument(help: "Output file, or '-' for standard output.")
+    var output: String
+
+    @OptionGroup var jobOptions: JobOptions
+    @OptionGroup var networkOptions: NetworkOptions
+    @OptionGroup var segmentOptions: SegmentOptions
+
+    @Flag(help: "Discard the finished segments an earlier run of this job left, and start afresh.")
+    var noResume = false
+
     @Flag(help: "Print no progress line and no warnings.")
     var quiet = false
 
@@ -260,55 +315,74 @@ struct Run: ParsableCommand {
     @Flag(help: "Pace a file at its native frame rate, as if it were arriving live.")
     var realtime = false
 
-    @Flag(inversion: .prefixedNo, help: "Keep predicted colour steady across frames (on by default for video).")
-    var stabilize = true
-
-    @Option(help: "Stop after N input frames.")
-    var maxFrames: Int?
-
     @Flag(help: .hidden)
     var sequential = false
 
-    @OptionGroup var inputOptions: InputFormatOptions
-    @OptionGroup var modelOptions: ModelOptions
     @OptionGroup var timing: TimingOptions
-
-    func validate() throws {
-        if let resize, FrameSize(parsing: resize) == nil {
-            throw ValidationError("'--resize \(resize)' is not a frame size. Write it as WxH with positive integers, e.g. --resize 1280x720.")
-        }
-        if let crf, crf < 0 || crf > 63 {
-            throw ValidationError("'--crf \(crf)' is out of range. Use a value from 0 to 63 (x264 default 23).")
-        }
-    }
 
     func run() throws {
         FFmpegLog.configure(verbose: verbose)
-        var c = RunConfiguration(input: input, output: output)
-        inputOptions.apply(to: &c)
-        modelOptions.apply(to: &c)
-        c.outputFormat = outputFormat
-        c.resize = resize.flatMap(FrameSize.init(parsing:))
-        c.encoder = EncoderSettings(codec: codec ?? EncoderSettings.defaultCodec(forOutput: output), crf: crf, preset: preset, pixelFormat: pixFmt)
-        c.copyAudioAndSubtitles = !noAudio
-        c.strict = strict
+        var c = jobOptions.configuration(input: input, output: output)
         c.mode = mode
         c.liveOutput = liveOutput
         c.realtime = realtime
-        c.stabilize = stabilize
-        c.maxFrames = maxFrames
         c.targetFPS = timing.targetFps
-        c.existingOutput = overwriteOptions.existing
 
         let interrupts = InterruptMonitor()
         // Side files are checked before the work, like the output.
         do { try timing.outputs.check(inputs: [input]) } catch { throw report(error) }
-        let job = Job(configuration: c)
         let quiet = self.quiet
-        job.onWarning = { if !quiet { ProgressReporter.writeStderr("vivify: warning: \($0)\n") } }
+        let warn: (String) -> Void = { if !quiet { ProgressReporter.writeStderr("vivify: warning: \($0)\n") } }
+        let showProgress = !quiet && output != "-"
+
+        // A file job longer than one segment runs resumably (the timing reports need one pass).
+        var preloaded: [FrameProcessor]?
+        let timed = timing.stats != nil || timing.trace != nil || timing.plot != nil || timing.summary
+        if segmentOptions.segmentSeconds > 0 && !timed && SegmentedJob.canSegment(c) {
+            let segmented = SegmentedRun(configuration: c, segmentSeconds: segmentOptions.segmentSeconds, resume: !noResume)
+            var reporter: ProgressReporter?
+            segmented.onInfo = { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } }
+            segmented.onWarning = warn
+            segmented.onStart = { total, reused in
+                if showProgress { reporter = ProgressReporter(total: total, interactive: ProgressReporter.stderrIsTerminal, reused: reused) }
+            }
+            segmented.onProgress = { reporter?.update(framesDone: $0) }
+            segmented.shouldStop = { interrupts.isInterrupted }
+            do {
+                switch try segmented.run() {
+                case .skipped:
+                    if !quiet { ProgressReporter.writeStderr("vivify: '\(output)' exists; skipped (-n).\n") }
+                    return
+                case .single(let models):
+                    preloaded = models
+                case .finished(let summary):
+                    reporter?.finish(framesDone: summary.framesOut)
+                    if summary.interrupted {
+                        if summary.framesOut > 0 {
+                            ProgressReporter.writeStderr("vivify: interrupted: \(summary.framesOut) frames saved to \(output); \(summary.reusedSegments + summary.processedSegments) of \(summary.segments) segments are kept in \(summary.workDirectory). Run the same command again to resume.\n")
+                        } else {
+                            ProgressReporter.writeStderr("vivify: interrupted before the first segment was done; nothing was written. Run the same command again to resume.\n")
+                        }
+                        throw ExitCode(VivifyExitCode.interrupted.rawValue)
+                    }
+                    if !quiet {
+                        ProgressReporter.writeStderr("vivify: \(summary.framesOut) frames; \(summary.segments) segments (\(summary.reusedSegments) reused, \(summary.processedSegments) processed).\n")
+                    }
+                    return
+                }
+            } catch let code as ExitCode {
+                throw code
+            } catch {
+                reporter?.finish(framesDone: 0)
+                throw report(error)
+            }
+        }
+
+        let job = Job(configuration: c)
+        job.preloadedModels = preloaded
+        job.onWarning = warn
         var reporter: ProgressReporter?
         // Progress is for file jobs; on a pipe the consumer sets the pace and stderr stays clean.
-        let showProgress = !quiet && output != "-"
         let isLive = c.mode == .live
         // Weak: the job holds this closure, and a strong capture would be a cycle (a leak at exit).
         job.onStart = { [weak job] total in

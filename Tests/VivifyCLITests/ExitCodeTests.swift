@@ -38,6 +38,12 @@ final class ExitCodeTests: XCTestCase {
             }
             seen.insert(code)
         }
+        // 75: a join before the segments are done.
+        XCTAssertEqual(try Self.vivify(["plan", clip, dir + "/planned.mkv", "--work", dir + "/work", "--segment-seconds", "0.5"], environment: [:]).code, 0)
+        let unfinished = try Self.vivify(["join", dir + "/work"], environment: [:])
+        XCTAssertEqual(unfinished.code, VivifyExitCode.unfinished.rawValue, unfinished.stderr)
+        XCTAssertTrue(unfinished.stderr.hasPrefix("vivify: error: "), unfinished.stderr)
+        seen.insert(.unfinished)
         XCTAssertEqual(CLI.leftovers(dir), [], "failed runs leave no partial files")
         // 130 (interrupted) comes from BadInputTests.testInterruptLeavesAPlayableFile; 70 from
         // an error no layer types, mapped in process.

@@ -126,6 +126,10 @@ public struct ChainFrame: Sendable {
     public var alpha: FloatPlanarImage?
     /// When and how it is shown.
     public var timing: FrameTiming
+    /// A frame decoded before a segment's start only to bring stateful stages (the temporal
+    /// stabilizer) to the state an unsegmented run has there: processed up to the last
+    /// stateful stage, never written.
+    public var isWarmUp = false
 
     /// Makes a chain frame.
     public init(id: Int, pixels: FramePixels, alpha: FloatPlanarImage? = nil, timing: FrameTiming) {
@@ -166,6 +170,11 @@ public protocol FrameProcessor: AnyObject {
     func warmUp() throws
     /// Floating-point operations (2 per multiply-add) per frame of the configured input.
     func flopsPerFrame() throws -> Double
+    /// Frames this stage must see before a segment's first frame so that its state there
+    /// matches an unsegmented run's (0: it keeps no state from frame to frame).
+    var warmUpFrames: Int { get }
+    /// Forgets the state built from earlier frames (a new segment or stream begins).
+    func reset()
 }
 
 extension FrameProcessor {
@@ -173,4 +182,6 @@ extension FrameProcessor {
     public func flush() throws -> [ChainFrame] { [] }
     public func warmUp() throws {}
     public func flopsPerFrame() throws -> Double { 0 }
+    public var warmUpFrames: Int { 0 }
+    public func reset() {}
 }

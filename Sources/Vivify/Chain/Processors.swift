@@ -1,3 +1,4 @@
+import Foundation
 internal import Engine
 public import MediaIO
 
@@ -89,6 +90,15 @@ public final class ColorizeProcessor: FrameProcessor {
         guard let input else { return }
         try colorizer.warmUp(width: input.width, height: input.height)
     }
+
+    /// With the stabilizer on, enough frames for the history a cut started afresh to fall
+    /// below 0.5% of its weight (64 at the default strength 0.92).
+    public var warmUpFrames: Int {
+        guard let s = colorizer.stabilizer, s.strength > 0, s.strength < 1 else { return 0 }
+        return Int((log(0.005) / log(Double(s.strength))).rounded(.up))
+    }
+
+    public func reset() { colorizer.stabilizer?.reset() }
 
     public func flopsPerFrame() throws -> Double {
         guard let input else { return 0 }

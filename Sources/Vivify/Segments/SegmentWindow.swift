@@ -1,0 +1,112 @@
+public import MediaIO
+
+/// The part of an input one segment job processes, by presentation timestamp (the video
+/// stream's time base): frames from `warmUpPTS` to `startPTS` only warm up stateful stages,
+/// frames from `startPTS` up to (not including) `endPTS` are written.
+public struct SegmentWindow: Sendable, Equatable {
+    /// First frame processed (warm-up starts here).
+    public var warmUpPTS: Int64
+    /// First frame written.
+    public var startPTS: Int64
+    /// First frame of the next segment; nil for the last one.
+    public var endPTS: Int64?
+    /// Keyframes at or before `warmUpPTS`, latest first, to seek to (empty: read from the start).
+    public var seekCandidates: [Int64]
+    /// The file the segments are joined into (the encoder writes its headers for it).
+    public var finalOutput: String
+
+    /// Makes a window.
+    public init(warmUpPTS: Int64, startPTS: Int64, endPTS: Int64?, seekCandidates: [Int64], finalOutput: String) {
+        self.warmUpPTS = warmUpPTS
+        self.startPTS = startPTS
+        self.endPTS = endPTS
+        self.seekCandidates = seekCandidates
+        self.finalOutput = finalOutput
+    }
+}
+
+/// A media file read from a keyframe before a segment: frames before the window are decoded
+/// and dropped, the stream ends at the window's end. When a demuxer's seek lands after the
+/// window's first frame (an inexact index), it seeks again from an earlier keyframe.
+final class SegmentWindowSource: FrameSource {
+    let reader: MediaReader
+    private let window: SegmentWindow
+    private let input: String
+    private var started = false
+    private var ended = false
+
+    init(configuration c: RunConfiguration, window: SegmentWindow) throws {
+        var copy = c
+        copy.copyAudioAndSubtitles = false
+        guard let reader = try Job.openSource(copy) as? MediaReader else {
+            throw MediaError(.invalidOptions, "Only media files can be cut into segments; '\(c.input)' is a frame stream. Pass --segment-seconds 0.")
+        }
+        self.reader = reader
+        self.window = window
+        input = c.input
+    }
+
+    var info: MediaInfo { reader.info }
+    var copyableStreams: [CopyableStream] { [] }
+    var corruptCount: Int { reader.corruptCount }
+
+    func read(into frame: inout VideoFrame) throws -> SourceEvent {
+        if ended { return .end }
+        if !started {
+            started = true
+            try start(into: &frame)
+            if ended { return .end }
+            return .frame
+        }
+        while true {
+            switch try reader.read(into: &frame) {
+            case .packet: continue
+            case .end:
+                ended = true
+                return .end
+            case .frame:
+                guard let pts = frame.pts else { continue }
+                if pts < window.warmUpPTS { continue }
+                if let end = window.endPTS, pts >= end {
+                    ended = true
+                    return .end
+                }
+                return .frame
+            }
+        }
+    }
+
+    /// Seeks and decodes up to the window's first frame, which is left in `frame`.
+    private func start(into frame: inout VideoFrame) throws {
+        let candidates = window.seekCandidates
+        var attempt = 0
+        while true {
+            // No keyframe to seek to: the reader is fresh, at the start of the file.
+            let fromStart = candidates.isEmpty
+            if !fromStart {
+                guard attempt < candidates.count else {
+                    throw MediaError(.unsupported, "'\(input)' does not seek precisely enough to decode from \(String(format: "%.3f", reader.info.video.timeBase.doubleValue * Double(window.warmUpPTS))) s. Remux it into .mkv (ffmpeg -i IN -c copy OUT.mkv), or pass --segment-seconds 0 to process it in one piece.")
+                }
+                try reader.seek(toPTS: candidates[attempt])
+                attempt += 1
+            }
+            var first = true
+            retry: while true {
+                switch try reader.read(into: &frame) {
+                case .packet: continue
+                case .end:
+                    ended = true
+                    return
+                case .frame:
+                    guard let pts = frame.pts else { continue }
+                    // Landed after the window's first frame: go back one more keyframe.
+                    if first && pts > window.warmUpPTS && !fromStart { break retry }
+                    first = false
+                    if pts < window.warmUpPTS { continue }
+                    if let end = window.endPTS, pts >= end { ended = true }
+                    return
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,476 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+internal import ModelCatalog
+public import MediaIO
+public import SafeFiles
+
+/// A file job cut into segments that are processed and encoded one by one (or by many
+/// workers at once) into a work directory, then joined as packets into the output:
+///
+///     vivify run IN OUT …      plan (or resume) ─▶ work 0, 1, … ─▶ join ─▶ OUT
+///     vivify plan IN OUT … --work DIR ─▶ vivify work DIR --index I (any order, any machine) ─▶ vivify join DIR
+///
+/// The work directory (`.OUT.vivify-work/` beside the output unless named) holds
+/// `manifest.json` (`SegmentManifest`) and one `segment-NNNN.nut` per finished segment, each
+/// written under a temporary name and renamed, so a crash never leaves a half-written segment
+/// under its name. Updates of the manifest are serialised by `flock` on `manifest.lock`, so
+/// workers on one machine or on a shared file system can record their segments concurrently.
+public final class SegmentedJob {
+    /// The manifest's file name in the work directory.
+    public static let manifestName = "manifest.json"
+    /// The default segment length, seconds.
+    public static let defaultSegmentSeconds = 30.0
+
+    /// The work directory.
+    public let directory: URL
+    /// The manifest as last read or written.
+    public private(set) var manifest: SegmentManifest
+
+    /// Receives warnings.
+    public var onWarning: (String) -> Void = { _ in }
+    /// Receives the frames written by the segment being worked on, after each frame.
+    public var onProgress: (Int) -> Void = { _ in }
+    /// Asked before each frame whether to stop (SIGINT, SIGTERM).
+    public var shouldStop: () -> Bool = { false }
+
+    /// The work directory of `output` when none is named: `.NAME.vivify-work` beside it.
+    public static func defaultDirectory(forOutput output: String) -> URL {
+        let url = URL(fileURLWithPath: output).standardizedFileURL
+        return url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).vivify-work")
+    }
+
+    /// Whether `c` is a job that can be segmented: a media file in, a media file out, offline.
+    public static func canSegment(_ c: RunConfiguration) -> Bool {
+        guard c.synthetic == nil, !c.discardOutput, c.mode == .offline, !c.realtime else { return false }
+        guard c.input != "-", c.output != "-", !NetworkURL.isNetwork(c.input), !NetworkURL.isNetwork(c.output) else { return false }
+        guard c.effectiveInputFormat == nil, c.effectiveOutputFormat == nil else { return false }
+        var st = stat()
+        return stat(c.input, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
+    }
+
+    /// Loads the models of `c`, in `modelStages` order.
+    public static func loadModels(_ c: RunConfiguration, log: (String) -> Void = { _ in }) throws -> [FrameProcessor] {
+        try c.modelStages.map { try ProcessorFactory.make($0, backend: c.backend, log: log) }
+    }
+
+    /// SHA-256 of every model's files, by task and name (built-in models by name and version).
+    static func modelDigests(_ models: [FrameProcessor]) throws -> [String: String] {
+        var out: [String: String] = [:]
+        for p in models {
+            let (key, files): (String, [String])
+            if let colorize = p as? ColorizeProcessor {
+                (key, files) = ("colorize \(colorize.colorizer.name)", colorize.colorizer.modelFiles)
+            } else if let upscale = p as? UpscaleProcessor {
+                (key, files) = ("upscale \(upscale.upscaler.name)", upscale.upscaler.modelFiles)
+            } else {
+                continue
+            }
+            var digest = SHA256()
+            for f in files.sorted() {
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: f, isDirectory: &isDirectory) else { continue }
+                let url = URL(fileURLWithPath: f)
+                let d = isDirectory.boolValue ? try SHA256.treeDigest(directoryAt: url).digest : try SHA256.hash(fileAt: url)
+                digest.update(d.bytes)
+            }
+            out[key] = digest.finalize().hex
+        }
+        return out
+    }
+
+    /// Plans `c`'s input into segments of about `segmentSeconds`, preferring keyframes: a cut
+    /// moves to a keyframe within a quarter of a segment of its even place, else it stays at
+    /// the frame there (its worker then decodes from the keyframe before and discards frames).
+    public static func plan(_ c: RunConfiguration, segmentSeconds: Double, models: [FrameProcessor]) throws -> SegmentManifest {
+        guard segmentSeconds > 0, segmentSeconds.isFinite else {
+            throw MediaError(.invalidOptions, "'--segment-seconds \(segmentSeconds)' must be above 0.")
+        }
+        let fingerprint = try SegmentManifest.Fingerprint.of(c.input)
+        let index = try VideoIndex.read(path: c.input)
+        var stamps = index.timestamps
+        if let n = c.maxFrames { stamps = Array(stamps.prefix(n)) }
+        guard !stamps.isEmpty else {
+            throw MediaError(.corruptInput, "'\(c.input)' has a video stream with no frames; nothing to do. Check the source.")
+        }
+        let tb = index.timeBase
+        // The chain's warm-up: the most any stateful stage needs (the stabilizer's 64 frames).
+        let warmUp = models.map(\.warmUpFrames).max() ?? 0
+        let total = stamps.count
+        let lastEnd = stamps[total - 1] + max(index.lastDuration, 0)
+        let span = index.seconds(lastEnd - stamps[0])
+        let count = max(1, min(total, Int((span / segmentSeconds).rounded())))
+        var cuts: [Int] = [0]
+        let keySet = Set(index.keyframes)
+        let keyPositions = stamps.indices.filter { keySet.contains(stamps[$0]) }
+        for k in 1..<max(count, 1) {
+            let target = Double(stamps[0]) + Double(k) * Double(lastEnd - stamps[0]) / Double(count)
+            // The frame nearest the even place…
+            var position = stamps.firstIndex { Double($0) >= target } ?? total - 1
+            // …or the nearest keyframe within a quarter segment of it.
+            let tolerance = 0.25 * Double(lastEnd - stamps[0]) / Double(count)
+            if let key = keyPositions.min(by: { abs(Double(stamps[$0]) - target) < abs(Double(stamps[$1]) - target) }),
+               abs(Double(stamps[key]) - target) <= tolerance {
+                position = key
+            }
+            if position > cuts.last! && position < total { cuts.append(position) }
+        }
+        var segments: [SegmentManifest.Segment] = []
+        for (i, first) in cuts.enumerated() {
+            let next = i + 1 < cuts.count ? cuts[i + 1] : total
+            let warmFirst = i == 0 ? first : max(0, first - warmUp)
+            let warmPTS = stamps[warmFirst]
+            // Keyframes at or before the warm-up, latest first; none for the first segment (read from the start).
+            var candidates: [Int64] = []
+            if warmFirst > 0 {
+                candidates = index.keyframes.filter { $0 <= warmPTS }.reversed()
+                if candidates.count > 8 { candidates = Array(candidates.prefix(7)) + [candidates.last!] }
+            }
+            let endPTS: Int64? = next < index.timestamps.count ? index.timestamps[next] : nil
+            let end = next < total ? stamps[next] : lastEnd
+            segments.append(SegmentManifest.Segment(
+                index: i, file: String(format: "segment-%04d.nut", i), firstFrame: first, frames: next - first,
+                startPTS: stamps[first], endPTS: endPTS, warmUpPTS: warmPTS, seekCandidates: candidates,
+                startSeconds: index.seconds(stamps[first]), endSeconds: index.seconds(end), done: nil, failed: nil))
+        }
+        let settings = SegmentManifest.Settings(c, models: try modelDigests(models))
+        return SegmentManifest(input: fingerprint, settings: settings, segmentSeconds: segmentSeconds,
+                               timeBase: "\(tb.num)/\(tb.den)", totalFrames: total, warmUpFrames: warmUp,
+                               tags: try tags(c), videoSpan: c.maxFrames != nil ? [index.seconds(stamps[0]), index.seconds(lastEnd)] : nil,
+                               segments: segments, interruptedOutput: nil)
+    }
+
+    /// Writes a new work directory for `manifest` at `directory` (which must not exist, be
+    /// empty, or be an earlier work directory, whose files are replaced).
+    public static func create(at directory: URL, manifest: SegmentManifest) throws -> SegmentedJob {
+        let fm = FileManager.default
+        var isDirectory: ObjCBool = false
+        if fm.fileExists(atPath: directory.path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw MediaError(.outputUnwritable, "'\(directory.path)' exists and is not a directory. Name another work directory.")
+            }
+            let contents = (try? fm.contentsOfDirectory(atPath: directory.path)) ?? []
+            if !contents.isEmpty && !contents.contains(manifestName) {
+                throw MediaError(.outputUnwritable, "'\(directory.path)' is not empty and holds no \(manifestName); vivify only writes into an empty or its own work directory. Name another one.")
+            }
+            removeContents(of: directory)
+        } else {
+            do {
+                try fm.createDirectory(at: directory, withIntermediateDirectories: true)
+            } catch {
+                throw MediaError(.outputUnwritable, "Cannot create the work directory '\(directory.path)': \(error.localizedDescription). Choose a writable location.")
+            }
+        }
+        let job = SegmentedJob(directory: directory, manifest: manifest)
+        try job.save(manifest)
+        return job
+    }
+
+    private init(directory: URL, manifest: SegmentManifest) {
+        self.directory = directory
+        self.manifest = manifest
+    }
+
+    /// Opens the work directory at `directory`.
+    public init(directory: URL) throws {
+        self.directory = directory
+        manifest = try Self.read(directory)
+    }
+
+    static func read(_ directory: URL) throws -> SegmentManifest {
+        let url = directory.appendingPathComponent(manifestName)
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            throw MediaError(.inputUnreadable, "'\(directory.path)' holds no \(manifestName). Make one with `vivify plan INPUT OUTPUT … --work \(directory.path)`.")
+        }
+        do {
+            let m = try JSONDecoder().decode(SegmentManifest.self, from: data)
+            guard m.format == "vivify-segments", m.version == 1 else { throw MediaError(.corruptInput, "") }
+            return m
+        } catch {
+            throw MediaError(.corruptInput, "'\(url.path)' is not a vivify segment manifest this version reads. Plan the job again (or run it with --no-resume).")
+        }
+    }
+
+    private func save(_ m: SegmentManifest) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data = try encoder.encode(m)
+        let partial = PartialFile(target: directory.appendingPathComponent(Self.manifestName))
+        do {
+            try partial.write { url in try data.write(to: url) }
+        } catch {
+            throw MediaError(.outputUnwritable, "Cannot write '\(partial.target.path)': \(error.localizedDescription).")
+        }
+        manifest = m
+    }
+
+    /// Reads the manifest under the lock, lets `body` change it, writes it back.
+    @discardableResult
+    func update<T>(_ body: (inout SegmentManifest) throws -> T) throws -> T {
+        let lockPath = directory.appendingPathComponent("manifest.lock").path
+        let fd = open(lockPath, O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw MediaError(.outputUnwritable, "Cannot lock '\(lockPath)': \(String(cString: strerror(errno))). Check the work directory's permissions.")
+        }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno != EINTR { throw MediaError(.outputUnwritable, "Cannot lock '\(lockPath)': \(String(cString: strerror(errno))).") }
+        }
+        defer { flock(fd, LOCK_UN) }
+        var m = try Self.read(directory)
+        let result = try body(&m)
+        try save(m)
+        return result
+    }
+
+    /// Re-reads the manifest (other workers may have finished segments).
+    public func reload() throws { manifest = try Self.read(directory) }
+
+    /// The file of `segment`.
+    public func file(_ segment: SegmentManifest.Segment) -> URL { directory.appendingPathComponent(segment.file) }
+
+    /// Whether `segment` is finished and its file is what was recorded (size and SHA-256).
+    public func isVerified(_ segment: SegmentManifest.Segment) -> Bool {
+        guard let done = segment.done else { return false }
+        let url = file(segment)
+        guard let id = SegmentManifest.OutputIdentity.of(url.path), id.size == done.bytes else { return false }
+        return (try? SHA256.hash(fileAt: url).hex) == done.sha256
+    }
+
+    /// The segment's window of the input.
+    func window(_ s: SegmentManifest.Segment) -> SegmentWindow {
+        SegmentWindow(warmUpPTS: s.warmUpPTS, startPTS: s.startPTS, endPTS: s.endPTS, seekCandidates: s.seekCandidates,
+                      finalOutput: manifest.settings.output)
+    }
+
+    /// Checks that the input is still the one planned.
+    public func checkInput() throws {
+        let now = try SegmentManifest.Fingerprint.of(manifest.settings.input)
+        if let why = manifest.input.difference(to: now) {
+            throw MediaError(.invalidOptions, "The segments in '\(directory.path)' were planned for another input: \(why). Plan the job again.")
+        }
+    }
+
+    /// What `work` did.
+    public enum WorkOutcome: Sendable, Equatable {
+        /// The segment was already finished and verified.
+        case alreadyDone(frames: Int)
+        /// It was processed now.
+        case done(frames: Int)
+        /// Stopped by a signal after this many frames (kept beside as segment-NNNN.incomplete.nut).
+        case interrupted(frames: Int)
+    }
+
+    /// Processes segment `index` (idempotent: a verified finished segment is left alone).
+    /// `models` are loaded ones to reuse; nil loads them.
+    public func work(index: Int, models: [FrameProcessor]? = nil) throws -> WorkOutcome {
+        try reload()
+        guard manifest.segments.indices.contains(index) else {
+            throw MediaError(.invalidOptions, "There is no segment \(index) in '\(directory.path)': it has \(manifest.segments.count) (0–\(manifest.segments.count - 1)).")
+        }
+        let segment = manifest.segments[index]
+        if isVerified(segment) { return .alreadyDone(frames: segment.done!.frames) }
+        var c = manifest.settings.configuration(existing: .replace)
+        c.output = file(segment).path
+        c.copyAudioAndSubtitles = false
+        c.maxFrames = nil
+        let loaded = try models ?? Self.loadModels(c, log: onWarning)
+        if models == nil {
+            // The models found now must be the planned ones.
+            let digests = try Self.modelDigests(loaded)
+            if digests != manifest.settings.models {
+                throw MediaError(.invalidOptions, "The models found now differ from those the job was planned with (\(digests.keys.sorted().joined(separator: ", "))). Plan the job again.")
+            }
+        }
+        let job = Job(configuration: c)
+        job.segment = window(segment)
+        job.preloadedModels = loaded
+        job.onWarning = onWarning
+        job.onProgress = onProgress
+        job.shouldStop = shouldStop
+        let result: JobResult
+        do {
+            result = try job.run()
+        } catch {
+            if !shouldStop() {
+                let message = ErrorReport.message(for: error)
+                try? update { $0.segments[index].failed = message }
+            }
+            throw error
+        }
+        if result.interrupted { return .interrupted(frames: result.framesOut) }
+        let url = file(segment)
+        let digest = try SHA256.hash(fileAt: url).hex
+        let bytes = SegmentManifest.OutputIdentity.of(url.path)?.size ?? 0
+        try update {
+            $0.segments[index].done = SegmentManifest.Done(frames: result.framesOut, sha256: digest, bytes: bytes)
+            $0.segments[index].failed = nil
+        }
+        unlink(incompleteFile(segment).path)
+        return .done(frames: result.framesOut)
+    }
+
+    /// Where an interrupted segment's frames are kept.
+    func incompleteFile(_ s: SegmentManifest.Segment) -> URL {
+        PartialFile(target: file(s)).incompleteTarget
+    }
+
+    /// The state of each segment.
+    public struct SegmentState: Sendable, Codable, Equatable {
+        /// "done", "missing" or "failed".
+        public var state: String
+        /// The segment's index.
+        public var index: Int
+        /// Frames written (done) or planned.
+        public var frames: Int
+        /// Start and end, seconds.
+        public var start: Double
+        public var end: Double
+        /// The failure, for failed segments.
+        public var error: String?
+    }
+
+    /// Every segment's state; `verify` hashes the finished files (else the record is trusted).
+    public func status(verify: Bool = true) throws -> [SegmentState] {
+        try reload()
+        return manifest.segments.map { s in
+            let ok = verify ? isVerified(s) : s.done != nil
+            let state = ok ? "done" : s.failed != nil ? "failed" : "missing"
+            return SegmentState(state: state, index: s.index, frames: ok ? s.done!.frames : s.frames,
+                                start: s.startSeconds, end: s.endSeconds, error: ok ? nil : s.failed)
+        }
+    }
+
+    /// The tags the unsegmented writer gives the video stream (from the source's description).
+    static func tags(_ c: RunConfiguration) throws -> SegmentManifest.Tags {
+        var copy = c
+        copy.copyAudioAndSubtitles = false
+        guard let reader = try Job.openSource(copy) as? MediaReader else {
+            throw MediaError(.invalidOptions, "Only media files can be cut into segments; '\(c.input)' is a frame stream. Pass --segment-seconds 0.")
+        }
+        let video = reader.info.video
+        var resolved = video.color.resolved(height: video.height)
+        if let name = c.assumeMatrix, let code = ColorInfo.matrixCode(named: name) { resolved.info.matrix = code }
+        let col = resolved.info
+        // As MediaWriter: the source's time base, or the frame period for MPEG-4 part 2 when it does not fit 16 bits.
+        var tb = video.timeBase
+        if c.encoder.encoderName == "mpeg4" && (tb.den > 65535 || tb.num > 65535) { tb = video.frameRate.inverted }
+        return SegmentManifest.Tags(frameRate: [Int(video.frameRate.num), Int(video.frameRate.den)],
+                                    sampleAspectRatio: [Int(video.sampleAspectRatio.num), Int(video.sampleAspectRatio.den)],
+                                    color: [col.primaries, col.transfer, col.matrix, col.range], displayMatrix: video.displayMatrix,
+                                    timeBase: [Int(tb.num), Int(tb.den)])
+    }
+
+    /// What `join` did.
+    public struct JoinOutcome: Sendable {
+        /// Frames in the output.
+        public var frames: Int
+        /// Where it is.
+        public var output: String
+        /// Warnings from the muxer set-up.
+        public var warnings: [String]
+    }
+
+    /// Verifies every segment and writes the output (temporary file, renamed), then removes
+    /// the work directory. `existing` is the rule for an output that exists (an interrupted
+    /// run's own output is always replaced).
+    public func join(existing: ExistingOutput, removeDirectory: Bool = true) throws -> JoinOutcome {
+        try reload()
+        try checkInput()
+        let states = try status(verify: true)
+        let unfinished = states.filter { $0.state != "done" }
+        if !unfinished.isEmpty {
+            let failed = unfinished.filter { $0.state == "failed" }
+            var text = "\(unfinished.count) of \(states.count) segments in '\(directory.path)' are not finished (\(unfinished.map { String($0.index) }.joined(separator: ", ")))"
+            if let f = failed.first { text += "; segment \(f.index) failed: \(f.error ?? "")" }
+            throw MediaError(.unfinished, text + ". Run `vivify work \(directory.path) --index I` for each, then join again.")
+        }
+        let output = manifest.settings.output
+        var rule = existing
+        if let own = manifest.interruptedOutput, SegmentManifest.OutputIdentity.of(output) == own { rule = .replace }
+        let target: URL
+        switch try OutputGuard.check(output: output, inputs: [manifest.settings.input], existing: rule) {
+        case .write(let url): target = url
+        case .skip: return JoinOutcome(frames: 0, output: output, warnings: ["'\(output)' exists; not joined (-n)."])
+        }
+        let c = manifest.settings.configuration()
+        let partial = PartialFile(target: target)
+        let expected = manifest.framesDone
+        let result: SegmentJoiner.Result
+        do {
+            result = try SegmentJoiner.join(segments: manifest.segments.map { file($0).path }, source: c.input,
+                                            path: partial.temporary.path, targetName: output, tags: manifest.tags.joinerTags,
+                                            copyStreams: c.copyAudioAndSubtitles, window: manifest.videoSpan.map { $0[0]...$0[1] })
+            if result.videoPackets != expected {
+                throw MediaError(.internalFailure, "The joined output has \(result.videoPackets) frames, the segments recorded \(expected). Run the job again with --no-resume.")
+            }
+            try partial.commit()
+        } catch {
+            partial.discard()
+            throw error
+        }
+        if removeDirectory { Self.removeWorkDirectory(directory) }
+        return JoinOutcome(frames: result.videoPackets, output: output, warnings: result.warnings)
+    }
+
+    /// After an interruption: joins the finished segments from the start and the interrupted
+    /// one's frames into a playable output (audio trimmed to them), and remembers it so that
+    /// the resumed run may replace it. Nil when no frame was finished.
+    public func joinInterrupted(existing: ExistingOutput) throws -> JoinOutcome? {
+        try reload()
+        var files: [String] = []
+        var frames = 0
+        var end: Double?
+        var start: Double?
+        for s in manifest.segments {
+            if isVerified(s) {
+                files.append(file(s).path)
+                frames += s.done!.frames
+                start = start ?? s.startSeconds
+                end = s.endSeconds
+                continue
+            }
+            let incomplete = incompleteFile(s)
+            if let index = try? VideoIndex.read(path: incomplete.path), let last = index.timestamps.last {
+                files.append(incomplete.path)
+                frames += index.timestamps.count
+                start = start ?? s.startSeconds
+                end = index.seconds(last + max(index.lastDuration, 0))
+            }
+            break
+        }
+        guard !files.isEmpty, let start, let end else { return nil }
+        let output = manifest.settings.output
+        var rule = existing
+        if let own = manifest.interruptedOutput, SegmentManifest.OutputIdentity.of(output) == own { rule = .replace }
+        guard case .write(let target) = try OutputGuard.check(output: output, inputs: [manifest.settings.input], existing: rule) else { return nil }
+        let c = manifest.settings.configuration()
+        let partial = PartialFile(target: target)
+        do {
+            let r = try SegmentJoiner.join(segments: files, source: c.input, path: partial.temporary.path, targetName: output,
+                                           tags: manifest.tags.joinerTags, copyStreams: c.copyAudioAndSubtitles, window: start...end)
+            try partial.commit()
+            try update { $0.interruptedOutput = SegmentManifest.OutputIdentity.of(output) }
+            return JoinOutcome(frames: r.videoPackets, output: output, warnings: r.warnings)
+        } catch {
+            partial.discard()
+            throw error
+        }
+    }
+
+    /// Removes vivify's files from a work directory, then the directory if nothing else is in it.
+    public static func removeWorkDirectory(_ directory: URL) {
+        removeContents(of: directory)
+        rmdir(directory.path)
+    }
+
+    private static func removeContents(of directory: URL) {
+        let fm = FileManager.default
+        for name in (try? fm.contentsOfDirectory(atPath: directory.path)) ?? [] {
+            let ours = name == manifestName || name == "manifest.lock" || name.hasPrefix("segment-") || name.hasPrefix(".segment-")
+                || name.hasPrefix(".\(manifestName)")
+            if ours { unlink(directory.appendingPathComponent(name).path) }
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+public import MediaIO
+import SafeFiles
+
+/// `vivify run` on a file, resumable: plans the job into segments (or picks up the plan a
+/// crashed or interrupted run left), processes the segments not yet finished in order, and
+/// joins them into the output.
+public final class SegmentedRun {
+    /// What happened.
+    public enum Outcome {
+        /// The input is one segment long: nothing was done; run it as one job with these models.
+        case single(models: [FrameProcessor])
+        /// The output exists and -n says leave it.
+        case skipped
+        /// Finished (or interrupted, with the output holding the frames so far).
+        case finished(Summary)
+    }
+
+    /// A finished or interrupted segmented run.
+    public struct Summary: Sendable {
+        /// Frames in the output.
+        public var framesOut: Int
+        /// Segments in the job.
+        public var segments: Int
+        /// Segments reused from an earlier run.
+        public var reusedSegments: Int
+        /// Segments processed by this run.
+        public var processedSegments: Int
+        /// Whether a signal stopped it (the output then holds the finished frames, if any).
+        public var interrupted: Bool
+        /// Where the work directory is (removed after a successful join).
+        public var workDirectory: String
+    }
+
+    /// The job's configuration.
+    public let configuration: RunConfiguration
+    /// Segment length, seconds.
+    public let segmentSeconds: Double
+    /// Whether finished segments of an earlier run of the same job are reused.
+    public let resume: Bool
+    /// Receives notes ("resuming: 7 of 12 segments done").
+    public var onInfo: (String) -> Void = { _ in }
+    /// Receives warnings.
+    public var onWarning: (String) -> Void = { _ in }
+    /// Told the job's total frames and the frames already done by earlier runs, once planned.
+    public var onStart: (_ total: Int, _ reused: Int) -> Void = { _, _ in }
+    /// Receives the frames done over the whole job (reused ones included) after each frame.
+    public var onProgress: (Int) -> Void = { _ in }
+    /// Asked before each frame whether to stop.
+    public var shouldStop: () -> Bool = { false }
+
+    /// Prepares a run; nothing happens until `run()`.
+    public init(configuration: RunConfiguration, segmentSeconds: Double = SegmentedJob.defaultSegmentSeconds, resume: Bool = true) {
+        self.configuration = configuration
+        self.segmentSeconds = segmentSeconds
+        self.resume = resume
+    }
+
+    /// Plans (or resumes), works and joins.
+    public func run() throws -> Outcome {
+        let c = configuration
+        let directory = SegmentedJob.defaultDirectory(forOutput: c.output)
+        let earlier = try? SegmentedJob(directory: directory)
+        var rule = c.existingOutput
+        if let own = earlier?.manifest.interruptedOutput, SegmentManifest.OutputIdentity.of(c.output) == own { rule = .replace }
+        if case .skip = try OutputGuard.check(output: c.output, inputs: [c.input], existing: rule) { return .skipped }
+        try MediaWriter.validate(targetName: c.output, settings: c.encoder)
+
+        let models = try SegmentedJob.loadModels(c, log: onWarning)
+        let plan = try SegmentedJob.plan(c, segmentSeconds: segmentSeconds, models: models)
+        if plan.segments.count == 1 && earlier == nil { return .single(models: models) }
+
+        var job: SegmentedJob
+        if let earlier, resume {
+            let old = earlier.manifest
+            var why = old.input.difference(to: plan.input)
+            if why == nil {
+                let changed = old.settings.differences(to: plan.settings)
+                if !changed.isEmpty { why = "settings changed (\(changed.joined(separator: "; ")))" }
+            }
+            if why == nil && old.segmentSeconds != plan.segmentSeconds {
+                why = "--segment-seconds changed (\(old.segmentSeconds) → \(plan.segmentSeconds))"
+            }
+            if why == nil && old.segments.map(\.startPTS) != plan.segments.map(\.startPTS) { why = "the segments are planned differently now" }
+            if let why {
+                onInfo("not resuming from '\(directory.path)': \(why); starting afresh.")
+                if plan.segments.count == 1 {
+                    SegmentedJob.removeWorkDirectory(directory)
+                    return .single(models: models)
+                }
+                job = try SegmentedJob.create(at: directory, manifest: plan)
+            } else {
+                job = earlier
+            }
+        } else {
+            if earlier != nil { onInfo("--no-resume: discarding the segments in '\(directory.path)'.") }
+            if plan.segments.count == 1 {
+                SegmentedJob.removeWorkDirectory(directory)
+                return .single(models: models)
+            }
+            job = try SegmentedJob.create(at: directory, manifest: plan)
+        }
+        job.onWarning = onWarning
+        job.shouldStop = shouldStop
+
+        let verified = Set(job.manifest.segments.filter { job.isVerified($0) }.map(\.index))
+        let total = job.manifest.segments.count
+        if !verified.isEmpty { onInfo("resuming: \(verified.count) of \(total) segments done.") }
+        var done = job.manifest.segments.filter { verified.contains($0.index) }.reduce(0) { $0 + $1.done!.frames }
+        onStart(job.manifest.totalFrames, done)
+        onProgress(done)
+        var processed = 0
+        for segment in job.manifest.segments where !verified.contains(segment.index) {
+            if shouldStop() { break }
+            let base = done
+            let progress = onProgress
+            job.onProgress = { progress(base + $0) }
+            let outcome: SegmentedJob.WorkOutcome
+            do {
+                outcome = try job.work(index: segment.index, models: models)
+            } catch let error as MediaError where error.kind == .interrupted && shouldStop() {
+                // The signal came while the segment's input was being opened.
+                break
+            }
+            switch outcome {
+            case .alreadyDone(let frames), .done(let frames):
+                done += frames
+                processed += 1
+            case .interrupted:
+                break
+            }
+        }
+        let allDone = job.manifest.segments.allSatisfy { job.isVerified($0) }
+        if shouldStop() && !allDone {
+            let partial = try job.joinInterrupted(existing: rule)
+            return .finished(Summary(framesOut: partial?.frames ?? 0, segments: total, reusedSegments: verified.count,
+                                     processedSegments: processed, interrupted: true, workDirectory: directory.path))
+        }
+        let joined = try job.join(existing: rule)
+        joined.warnings.forEach(onWarning)
+        return .finished(Summary(framesOut: joined.frames, segments: total, reusedSegments: verified.count,
+                                 processedSegments: processed, interrupted: false, workDirectory: directory.path))
+    }
+}

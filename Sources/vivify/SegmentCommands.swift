@@ -1,0 +1,177 @@
+import ArgumentParser
+import Foundation
+import MediaIO
+import SafeFiles
+import Vivify
+
+// Scale-out: the pieces `vivify run` uses for a resumable job, as separate commands that a
+// batch engine runs on many machines sharing one work directory.
+//
+//     vivify plan IN OUT [run options] --work DIR     → manifest, prints the segment count
+//     vivify work DIR [--index I]                     → one segment (I from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX)
+//     vivify join DIR                                 → OUT, the work directory removed
+//     vivify status DIR [--json]                      → done, missing and failed segments
+
+struct PlanCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "plan",
+        abstract: "Cut a file job into segments for many workers: write the manifest into DIR and print the number of segments.",
+        discussion: "Then run `vivify work DIR --index I` for I in 0..N-1 (on any machines that see DIR, INPUT and the models), and `vivify join DIR`. Takes the stage and encoder options of `run`.")
+
+    @Argument(help: "Input video file.")
+    var input: String
+
+    @Argument(help: "Output file the segments are joined into.")
+    var output: String
+
+    @Option(help: ArgumentHelp("The work directory (on a file system every worker sees).", valueName: "DIR"))
+    var work: String
+
+    @OptionGroup var jobOptions: JobOptions
+    @OptionGroup var segmentOptions: SegmentOptions
+
+    func validate() throws {
+        if segmentOptions.segmentSeconds == 0 { throw ValidationError("'--segment-seconds 0' makes no segments; `vivify plan` needs a length above 0.") }
+    }
+
+    func run() throws {
+        FFmpegLog.configure(verbose: false)
+        let c = jobOptions.configuration(input: input, output: output)
+        do {
+            guard SegmentedJob.canSegment(c) else {
+                throw MediaError(.invalidOptions, "Only a media file into a media file can be planned into segments ('\(input)' → '\(output)'). Use `vivify run` for pipes, y4m and raw frames.")
+            }
+            if case .skip = try OutputGuard.check(output: output, inputs: [input], existing: c.existingOutput) {
+                ProgressReporter.writeStderr("vivify: '\(output)' exists; nothing planned (-n).\n")
+                return
+            }
+            try MediaWriter.validate(targetName: output, settings: c.encoder)
+            let models = try SegmentedJob.loadModels(c, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
+            var manifest = try SegmentedJob.plan(c, segmentSeconds: segmentOptions.segmentSeconds, models: models)
+            // The join honours -y as the plan was given it.
+            manifest.settings.replaceExistingOutput = c.existingOutput == .replace
+            let job = try SegmentedJob.create(at: URL(fileURLWithPath: work), manifest: manifest)
+            print(job.manifest.segments.count)
+        } catch {
+            throw report(error)
+        }
+    }
+}
+
+struct WorkCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "work",
+        abstract: "Process one segment of a planned job (skipped when it is already finished and verified).",
+        discussion: "Without --index the segment comes from SLURM_ARRAY_TASK_ID (Slurm job arrays) or JOB_COMPLETION_INDEX (Kubernetes Indexed Jobs), so one command line serves both.")
+
+    @Argument(help: "The work directory `vivify plan` wrote.")
+    var directory: String
+
+    @Option(help: "The segment to process (0-based).")
+    var index: Int?
+
+    @Flag(help: "Print nothing but errors.")
+    var quiet = false
+
+    func run() throws {
+        FFmpegLog.configure(verbose: false)
+        let interrupts = InterruptMonitor()
+        let environment = ProcessInfo.processInfo.environment
+        let chosen = index ?? ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"].lazy.compactMap { environment[$0].flatMap { Int($0) } }.first
+        guard let chosen else {
+            throw report(MediaError(.invalidOptions, "No segment named: pass --index I, or run under Slurm (SLURM_ARRAY_TASK_ID) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX)."))
+        }
+        let quiet = self.quiet
+        do {
+            let job = try SegmentedJob(directory: URL(fileURLWithPath: directory))
+            try job.checkInput()
+            job.onWarning = { if !quiet { ProgressReporter.writeStderr("vivify: warning: \($0)\n") } }
+            job.shouldStop = { interrupts.isInterrupted }
+            switch try job.work(index: chosen) {
+            case .alreadyDone(let frames):
+                if !quiet { ProgressReporter.writeStderr("vivify: segment \(chosen) is already done (\(frames) frames).\n") }
+            case .done(let frames):
+                if !quiet { ProgressReporter.writeStderr("vivify: segment \(chosen) done (\(frames) frames).\n") }
+            case .interrupted(let frames):
+                ProgressReporter.writeStderr("vivify: interrupted: segment \(chosen) stopped after \(frames) frames; run it again to redo it.\n")
+                throw ExitCode(VivifyExitCode.interrupted.rawValue)
+            }
+        } catch let code as ExitCode {
+            throw code
+        } catch {
+            throw report(error)
+        }
+    }
+}
+
+struct JoinCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "join",
+        abstract: "Verify every segment of a planned job and write its output (packets joined, audio and subtitles copied once); the work directory is then removed.",
+        discussion: "Exit 75 when segments are not finished yet (it names them).")
+
+    @Argument(help: "The work directory.")
+    var directory: String
+
+    @Flag(name: [.customShort("y"), .customLong("overwrite")], help: "Replace an existing output (also when the plan was made without -y).")
+    var overwrite = false
+
+    @Flag(help: "Keep the work directory after the join.")
+    var keep = false
+
+    func run() throws {
+        FFmpegLog.configure(verbose: false)
+        do {
+            let job = try SegmentedJob(directory: URL(fileURLWithPath: directory))
+            let replace = overwrite || job.manifest.settings.replaceExistingOutput == true
+            let joined = try job.join(existing: replace ? .replace : .refuse, removeDirectory: !keep)
+            for w in joined.warnings { ProgressReporter.writeStderr("vivify: warning: \(w)\n") }
+            ProgressReporter.writeStderr("vivify: joined \(joined.frames) frames into \(joined.output).\n")
+        } catch {
+            throw report(error)
+        }
+    }
+}
+
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "List the done, missing and failed segments of a planned or interrupted job.")
+
+    @Argument(help: "The work directory (for a `vivify run`, .OUTPUT.vivify-work beside the output).")
+    var directory: String
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    func run() throws {
+        do {
+            let job = try SegmentedJob(directory: URL(fileURLWithPath: directory))
+            let states = try job.status(verify: true)
+            let done = states.filter { $0.state == "done" }
+            if json {
+                struct Report: Encodable {
+                    var input: String, output: String, segments: Int, done: Int, missing: [Int], failed: [Int]
+                    var framesDone: Int, totalFrames: Int, states: [SegmentedJob.SegmentState]
+                }
+                let r = Report(input: job.manifest.settings.input, output: job.manifest.settings.output, segments: states.count,
+                               done: done.count, missing: states.filter { $0.state == "missing" }.map(\.index),
+                               failed: states.filter { $0.state == "failed" }.map(\.index),
+                               framesDone: done.reduce(0) { $0 + $1.frames }, totalFrames: job.manifest.totalFrames, states: states)
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                print(String(decoding: try encoder.encode(r), as: UTF8.self))
+            } else {
+                print("\(job.manifest.settings.input) → \(job.manifest.settings.output)")
+                print("\(done.count) of \(states.count) segments done, \(done.reduce(0) { $0 + $1.frames }) of \(job.manifest.totalFrames) frames")
+                for s in states {
+                    var line = String(format: "%4d  %-7@  %8.3f–%8.3f s  %6d frames", s.index, s.state, s.start, s.end, s.frames)
+                    if let e = s.error { line += "  \(e)" }
+                    print(line)
+                }
+            }
+        } catch {
+            throw report(error)
+        }
+    }
+}
