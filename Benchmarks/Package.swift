@@ -10,5 +10,6 @@ let package = Package(
         .executableTarget(name: "TranscodeRatio"),
         .executableTarget(name: "EngineRatio"),
         .executableTarget(name: "PipelineBench"),
+        .executableTarget(name: "SegmentBench"),
     ]
 )

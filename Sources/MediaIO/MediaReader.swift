@@ -145,13 +145,7 @@ public final class MediaReader: FrameSource {
         if openCode < 0 && network {
             throw MediaError(.inputUnreadable, "No stream from '\(path)' within \(String(format: "%g", NetworkURL.timeout)) s (\(avErrorString(openCode))). Check that the sender is running and the address and port, or raise --timeout.")
         }
-        if openCode < 0 {
-            let reason = avErrorString(openCode)
-            if openCode == AVCode.invalidData {
-                throw MediaError(.inputUnreadable, "Cannot read '\(path)': \(reason) — it is not a media file FFmpeg recognises. Pass a video file, or use --input-format for raw frames.")
-            }
-            throw MediaError(.inputUnreadable, "Cannot open '\(path)': \(reason). Check the path and its permissions.")
-        }
+        if openCode < 0 { throw Self.openFailure(path, openCode) }
         format = ctx
         try avCheck(Self.findStreamInfo(ctx), .inputUnreadable, "Cannot read stream information from '\(path)'")
 
@@ -463,11 +457,21 @@ public final class MediaReader: FrameSource {
         public var averageRate: Double?
     }
 
+    /// The error for an input file FFmpeg could not open: not a media file, or not readable.
+    static func openFailure(_ path: String, _ code: Int32) -> MediaError {
+        let reason = avErrorString(code)
+        if code == AVCode.invalidData {
+            return MediaError(.inputUnreadable, "Cannot read '\(path)': \(reason) — it is not a media file FFmpeg recognises. Pass a video file, or use --input-format for raw frames.")
+        }
+        return MediaError(.inputUnreadable, "Cannot open '\(path)': \(reason). Check the path and its permissions.")
+    }
+
     /// Demuxes the whole file (no decoding) to count the video packets and see whether their
     /// timestamps are evenly spaced, for containers that store neither.
     public static func scanVideoPackets(path: String) throws -> PacketScan {
         var ctx: UnsafeMutablePointer<AVFormatContext>?
-        try avCheck(avformat_open_input(&ctx, path, nil, nil), .inputUnreadable, "Cannot open '\(path)'")
+        let openCode = avformat_open_input(&ctx, path, nil, nil)
+        if openCode < 0 { throw openFailure(path, openCode) }
         defer { avformat_close_input(&ctx) }
         try avCheck(avformat_find_stream_info(ctx, nil), .inputUnreadable, "Cannot read stream information from '\(path)'")
         let best = av_find_best_stream(ctx, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)

@@ -29,7 +29,8 @@ public struct VideoIndex: Sendable, Equatable {
     /// Reads the index of `path`'s video stream (the one a `MediaReader` decodes).
     public static func read(path: String) throws -> VideoIndex {
         var ctx: UnsafeMutablePointer<AVFormatContext>?
-        try avCheck(avformat_open_input(&ctx, path, nil, nil), .inputUnreadable, "Cannot open '\(path)'")
+        let openCode = avformat_open_input(&ctx, path, nil, nil)
+        if openCode < 0 { throw MediaReader.openFailure(path, openCode) }
         defer { avformat_close_input(&ctx) }
         try avCheck(avformat_find_stream_info(ctx, nil), .inputUnreadable, "Cannot read stream information from '\(path)'")
         let best = av_find_best_stream(ctx, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
@@ -329,7 +330,8 @@ public enum SegmentJoiner {
 
     private static func openInput(_ path: String) throws -> UnsafeMutablePointer<AVFormatContext>? {
         var ctx: UnsafeMutablePointer<AVFormatContext>?
-        try avCheck(avformat_open_input(&ctx, path, nil, nil), .inputUnreadable, "Cannot open '\(path)'")
+        let openCode = avformat_open_input(&ctx, path, nil, nil)
+        if openCode < 0 { throw MediaReader.openFailure(path, openCode) }
         let r = avformat_find_stream_info(ctx, nil)
         if r < 0 {
             avformat_close_input(&ctx)

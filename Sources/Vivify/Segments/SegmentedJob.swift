@@ -87,6 +87,11 @@ public final class SegmentedJob {
         guard segmentSeconds > 0, segmentSeconds.isFinite else {
             throw MediaError(.invalidOptions, "'--segment-seconds \(segmentSeconds)' must be above 0.")
         }
+        // Opened as an unsegmented run opens it first, so bad input (not media, no video
+        // stream, no decoder, beyond the pixel limit) gets the same error and exit code.
+        var probe = c
+        probe.copyAudioAndSubtitles = false
+        _ = try Job.openSource(probe)
         let fingerprint = try SegmentManifest.Fingerprint.of(c.input)
         let index = try VideoIndex.read(path: c.input)
         var stamps = index.timestamps
