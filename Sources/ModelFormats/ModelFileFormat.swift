@@ -18,6 +18,7 @@ public struct ImportedGraph: Sendable {
 /// | ncnn | .param (+ .bin) | ncnn text graph with fp16/fp32 weights beside it |
 /// | Core ML NeuralNetwork | .mlmodel | Core ML protobuf with NeuralNetwork layers |
 /// | Core ML ML Program | .mlpackage | Core ML package with a MIL program and weight blobs |
+/// | ONNX | .onnx | ONNX ModelProto (external-data tensors beside it) |
 /// | .wifm | .wifm | our bundle: one of the above, a manifest and info.md (see the spec) |
 public struct ModelFileFormat: Sendable {
     /// Which format.
@@ -25,6 +26,7 @@ public struct ModelFileFormat: Sendable {
         case ncnn
         case coreMLNeuralNetwork
         case coreMLProgram
+        case onnx
         case wifm
     }
 
@@ -65,6 +67,10 @@ public struct ModelFileFormat: Sendable {
                             return ImportedGraph(graph: m.graph, inputIsImage: m.inputIsImage)
                         },
                         describer: { try CoreMLProgramImporter.load(path: $0).description + "\n" }),
+        ModelFileFormat(kind: .onnx, name: "ONNX", extensions: ["onnx"],
+                        summary: "ONNX model (opsets 7–\(ONNXImporter.newestOpset), one NCHW image input)",
+                        importer: { path, _ in ImportedGraph(graph: try ONNXImporter.load(path: path).graph, inputIsImage: false) },
+                        describer: { try ONNXImporter.load(path: $0).description + "\n" }),
         ModelFileFormat(kind: .wifm, name: ".wifm bundle", extensions: ["wifm"],
                         summary: "Vivify model bundle: a model of one of the formats above, its manifest and info.md",
                         importer: nil,

@@ -19,6 +19,20 @@ final class ProgressReporterTests: XCTestCase {
         XCTAssertEqual(lines.last, "frame 50/100 (50%)  5.0 fps  elapsed 0:00:10  ETA 0:00:10\n")
     }
 
+    /// A resumed segmented job: the count covers the whole job (reused frames included), the
+    /// rate and the ETA only the frames this run does.
+    func testResumedJobCountsReusedFramesButNotInTheRate() {
+        let clock = Clock()
+        var lines: [String] = []
+        let p = ProgressReporter(total: 120, interactive: false, interval: 5, clock: { clock.now }, emit: { lines.append($0) }, reused: 60)
+        p.update(framesDone: 60)
+        for frame in 61...80 {
+            clock.now += 0.25 // 4 fps
+            p.update(framesDone: frame)
+        }
+        XCTAssertEqual(lines.last, "frame 80/120 (67%)  60 reused  4.0 fps  elapsed 0:00:05  ETA 0:00:10\n")
+    }
+
     func testLiveLineShowsRateAndDropsNotAnETA() {
         let clock = Clock()
         var lines: [String] = []

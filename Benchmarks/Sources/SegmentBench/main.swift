@@ -26,7 +26,7 @@ while let a = args.next() {
     }
 }
 
-func start(_ argv: [String], environment: [String: String]? = nil) -> Process {
+@MainActor func start(_ argv: [String], environment: [String: String]? = nil) -> Process {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: vivifyPath)
     p.arguments = argv

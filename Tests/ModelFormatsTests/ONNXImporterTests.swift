@@ -1,0 +1,126 @@
+import Engine
+import EngineDNNL
+import Foundation
+import ModelFormats
+import XCTest
+
+/// The ONNX importer on files built at test time by `scripts/onnx_fixtures.py` (the `onnx`
+/// package's helpers, written as PyTorch exports them) from the real weights in ../shared and
+/// from seeded random weights: each is run on both backends against ONNX Runtime's output
+/// (1e-4) and, for the real models, against its ncnn twin through our ncnn importer (2/255).
+final class ONNXImporterTests: XCTestCase {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let sharedModels = root.deletingLastPathComponent().appendingPathComponent("shared/models")
+
+    /// The fixture folder, made once per test run; skipped (failed on CI) without onnx/onnxruntime or ../shared.
+    static func fixtures() throws -> URL {
+        let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("vivify-onnx-fixtures-\(getpid())")
+        if FileManager.default.fileExists(atPath: dir.appendingPathComponent("manifest.json").path) { return dir }
+        guard FileManager.default.fileExists(atPath: sharedModels.appendingPathComponent("ncnn").path) else {
+            throw XCTSkip("../shared/models is not beside the checkout")
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", root.appendingPathComponent("scripts/onnx_fixtures.py").path,
+                       "--models-dir", sharedModels.appendingPathComponent("ncnn").path, "--out", dir.path]
+        let err = Pipe()
+        p.standardError = err
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else {
+            let why = "scripts/onnx_fixtures.py failed (pip install onnx onnxruntime; scripts/install-deps does): \(said.suffix(600))"
+            if ProcessInfo.processInfo.environment["CI"] == "true" { XCTFail(why) }
+            throw XCTSkip(why)
+        }
+        return dir
+    }
+
+    static func floats(_ url: URL) throws -> [Float] {
+        let data = try Data(contentsOf: url)
+        return data.withUnsafeBytes { raw in (0..<(data.count / 4)).map { Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self))) } }
+    }
+
+    static func maxDiff(_ a: [Float], _ b: [Float]) -> Float {
+        precondition(a.count == b.count, "\(a.count) vs \(b.count) values")
+        return zip(a, b).map { abs($0 - $1) }.max() ?? 0
+    }
+
+    /// One fixture through the importer and both backends: its output against ONNX Runtime's.
+    func check(_ name: String, channels: Int, output: Shape, ncnnTwin: String? = nil, file: StaticString = #filePath, line: UInt = #line) throws {
+        let dir = try Self.fixtures()
+        let model = try ONNXImporter.load(path: dir.appendingPathComponent(name + ".onnx").path)
+        let shape = Shape(c: channels, h: 32, w: 40)
+        let input = Tensor(shape: shape, data: try Self.floats(dir.appendingPathComponent(name + ".input.f32")))
+        let expected = try Self.floats(dir.appendingPathComponent(name + ".output.f32"))
+        XCTAssertEqual(expected.count, output.count, file: file, line: line)
+        let twin = try ncnnTwin.map { try NCNNImporter.load(paramPath: Self.sharedModels.appendingPathComponent("ncnn/\($0)").path) }
+        var report = "\(name): \(model.description)\n"
+        for backend in [try DNNLBackend(), ReferenceBackend()] as [InferenceBackend] {
+            let y = try backend.prepare(model.graph, input: shape).run(input)
+            XCTAssertEqual(y.shape, output, "\(name) on \(backend.name)", file: file, line: line)
+            let d = Self.maxDiff(y.data, expected)
+            XCTAssertLessThanOrEqual(d, 1e-4, "\(name) on \(backend.name) against ONNX Runtime", file: file, line: line)
+            report += String(format: "  %@: max |Δ| against ONNX Runtime %.2e", backend.name, d)
+            if let twin {
+                let t = try backend.prepare(twin, input: shape).run(input)
+                XCTAssertEqual(t.shape, y.shape, file: file, line: line)
+                let e = Self.maxDiff(y.data, t.data)
+                XCTAssertLessThanOrEqual(e, 2.0 / 255, "\(name) on \(backend.name) against its ncnn twin", file: file, line: line)
+                report += String(format: ", against the ncnn twin %.2e", e)
+            }
+            report += "\n"
+        }
+        print(report, terminator: "")
+    }
+
+    /// realesr-animevideov3-x2 (opset 17, weights as external data): 16 convolutions with
+    /// PRelu, DepthToSpace CRD, nearest ×4 (asymmetric, floor) added, bicubic ×0.5.
+    func testAnimeVideoV3MatchesONNXRuntimeAndItsNCNNTwin() throws {
+        try check("animevideov3-x2", channels: 3, output: Shape(c: 3, h: 64, w: 80), ncnnTwin: "realesr-animevideov3/realesr-animevideov3-x2.param")
+    }
+
+    /// waifu2x upconv_7 photo (opset 11): valid convolutions with LeakyRelu, ConvTranspose 4×4/2 pads 3.
+    func testUpconv7MatchesONNXRuntimeAndItsNCNNTwin() throws {
+        try check("upconv7-photo", channels: 3, output: Shape(c: 3, h: 36, w: 52), ncnnTwin: "waifu2x-upconv7-photo/scale2.0x_model.param")
+    }
+
+    /// BatchNormalization, Clip with inputs, Sigmoid, Tanh, scalar and per-channel constants,
+    /// Concat, channel Slice, reflect Pad, HardSigmoid, bilinear Resize, Softmax over channels,
+    /// GlobalAveragePool → Flatten → Gemm → Reshape broadcast back over the image (opset 13).
+    func testSyntheticOpsMatchONNXRuntime() throws {
+        try check("synthetic-ops", channels: 4, output: Shape(c: 6, h: 70, w: 86))
+    }
+
+    /// Symbolic H and W: the same file runs at any tile size.
+    func testSymbolicSizesRunAtAnySize() throws {
+        let dir = try Self.fixtures()
+        let model = try ONNXImporter.load(path: dir.appendingPathComponent("animevideov3-x2.onnx").path)
+        XCTAssertEqual(model.inputDimensions.count, 4)
+        XCTAssertNil(model.inputDimensions[2])
+        XCTAssertEqual(model.opsets[""], 17)
+        for (h, w) in [(17, 23), (64, 64)] {
+            let y = try DNNLBackend().prepare(model.graph, input: Shape(c: 3, h: h, w: w)).run(Tensor(shape: Shape(c: 3, h: h, w: w)))
+            XCTAssertEqual(y.shape, Shape(c: 3, h: 2 * h, w: 2 * w))
+        }
+    }
+
+    /// An op the engine does not run is an error naming the op, the node and the file.
+    func testUnsupportedOpNamesOpNodeAndFile() throws {
+        // ModelProto: graph (7) { node (1) { input "x", output "y", name "n1", op_type "Gather" },
+        // input (11) "x" 1×3×?×?, output (12) "y" }, opset_import (8) { version 13 }.
+        func field(_ n: Int, _ payload: [UInt8]) -> [UInt8] { [UInt8(n << 3 | 2), UInt8(payload.count)] + payload }
+        func text(_ n: Int, _ s: String) -> [UInt8] { field(n, Array(s.utf8)) }
+        let dims: [UInt8] = field(1, [0x08, 1]) + field(1, [0x08, 3]) + field(1, text(2, "h")) + field(1, text(2, "w"))
+        let valueInfo: [UInt8] = text(1, "x") + field(2, field(1, [0x08, 1] + field(2, dims)))
+        let node: [UInt8] = text(1, "x") + text(2, "y") + text(3, "n1") + text(4, "Gather")
+        let graph: [UInt8] = field(1, node) + field(11, valueInfo) + field(12, text(1, "y"))
+        let model: [UInt8] = field(7, graph) + field(8, [0x10, 13])
+        XCTAssertThrowsError(try ONNXImporter.parse(Data(model), source: "bad.onnx")) { error in
+            let e = error as? ModelFormatError
+            XCTAssertEqual(e?.kind, .unsupported)
+            XCTAssertTrue(e?.message.contains("'bad.onnx': node 'n1' (Gather)") ?? false, "\(error)")
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import XCTest
+
+/// ONNX models everywhere a model goes: `--upscale model.onnx`, a `.wifm` with `type: onnx`,
+/// `vivify models info`; the pictures equal those of the same weights as ncnn.
+final class ONNXCLITests: XCTestCase {
+    static let sharedModels = CLI.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/models")
+
+    func testONNXUpscalerAndBundleGiveTheNCNNTwinsPicture() throws {
+        let ncnn = Self.sharedModels.appendingPathComponent("ncnn/realesr-animevideov3/realesr-animevideov3-x2.param").path
+        guard FileManager.default.fileExists(atPath: ncnn) else { throw XCTSkip("../shared/models is not beside the checkout") }
+        let dir = try CLI.tempDir()
+        let made = try CLI.run("/usr/bin/env", ["python3", CLI.packageRoot.appendingPathComponent("scripts/onnx_fixtures.py").path,
+                                                "--models-dir", Self.sharedModels.appendingPathComponent("ncnn").path, "--out", dir])
+        guard made.code == 0 else {
+            if ProcessInfo.processInfo.environment["CI"] == "true" { XCTFail(made.stderr) }
+            throw XCTSkip("scripts/onnx_fixtures.py needs onnx and onnxruntime: \(made.stderr.suffix(300))")
+        }
+        let onnx = dir + "/animevideov3-x2.onnx"
+        let picture = dir + "/in.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=120x80:rate=1", "-frames:v", "1", picture])
+
+        let info = try CLI.vivify(["models", "info", onnx])
+        XCTAssertEqual(info.code, 0, info.stderr)
+        let said = String(decoding: info.stdout, as: UTF8.self)
+        XCTAssertTrue(said.contains("opset ai.onnx 17") && said.contains("DepthToSpace ×1"), said)
+
+        // A bundle of the waifu2x upconv_7 net as ONNX: valid convolutions, 7 pixels lost per
+        // side (the spec's shrinkSize), like the Core ML bundles the spec was written for.
+        let manifest = dir + "/manifest-wifm.json"
+        try """
+        {"version": 1, "name": "upconv7 photo 2x onnx", "type": "onnx", "dataFormat": "nchw", "inputShape": [1, 3, 128, 128],
+         "shrinkSize": 7, "scale": 2, "alphaMode": "sameAsMain",
+         "subModels": {"main": {"file": "main.onnx", "inputName": "input", "outputName": "convtranspose_13"}}}
+        """.write(toFile: manifest, atomically: true, encoding: .utf8)
+        try FileManager.default.copyItem(atPath: dir + "/upconv7-photo.onnx", toPath: dir + "/main.onnx")
+        try "# waifu2x upconv_7 photo as ONNX\n".write(toFile: dir + "/info.md", atomically: true, encoding: .utf8)
+        let pack = try CLI.vivify(["models", "pack", "--manifest", manifest, dir + "/main.onnx", dir + "/info.md", "-o", dir + "/upconv7.wifm"])
+        XCTAssertEqual(pack.code, 0, pack.stderr)
+        let upconv7 = Self.sharedModels.appendingPathComponent("ncnn/waifu2x-upconv7-photo/scale2.0x_model.param").path
+
+        func upscaled(_ name: String, _ model: String) throws -> [UInt8] {
+            let out = dir + "/\(name).png"
+            let r = try CLI.vivify(["image", picture, out, "--upscale", model])
+            XCTAssertEqual(r.code, 0, "\(name): \(r.stderr)")
+            let raw = try CLI.run("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-i", out, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
+            XCTAssertEqual(raw.stdout.count, 240 * 160 * 3, "\(name): 2× the picture")
+            return [UInt8](raw.stdout)
+        }
+        func worst(_ a: [UInt8], _ b: [UInt8]) -> Int { a.count == b.count ? zip(a, b).map { abs(Int($0) - Int($1)) }.max() ?? 0 : 255 }
+        XCTAssertLessThanOrEqual(worst(try upscaled("onnx", onnx), try upscaled("ncnn", ncnn)), 2, ".onnx against the ncnn twin, 8-bit levels")
+        XCTAssertLessThanOrEqual(worst(try upscaled("wifm", dir + "/upconv7.wifm"), try upscaled("upconv7", upconv7)), 2,
+                                 ".wifm of type onnx against the ncnn twin, 8-bit levels")
+    }
+}
