@@ -7,9 +7,11 @@ import PackageDescription
 let package = Package(
     name: "VivifyBenchmarks",
     targets: [
-        .executableTarget(name: "TranscodeRatio"),
+        // Shared by the benchmarks: medians and ffprobe frame counts.
+        .target(name: "BenchSupport"),
+        .executableTarget(name: "TranscodeRatio", dependencies: ["BenchSupport"]),
         .executableTarget(name: "EngineRatio"),
         .executableTarget(name: "PipelineBench"),
-        .executableTarget(name: "SegmentBench"),
+        .executableTarget(name: "SegmentBench", dependencies: ["BenchSupport"]),
     ]
 )

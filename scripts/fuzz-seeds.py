@@ -56,6 +56,39 @@ for package in sorted((repo / "Tests/ModelFormatsTests/Fixtures/mlprogram").glob
     put("mlprogram", package.stem, struct.pack("<I", len(model)) + model + blob)
     put("protobuf", package.stem + ".mlmodel", model)
 
+# onnx: small models written with the onnx package (when it is installed), one per op family.
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def onnx_model(nodes, inits, opset=13):
+        g = helper.make_graph(nodes, "seed", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "h", "w"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, None, None, None])], inits)
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
+
+    t = lambda a, n: numpy_helper.from_array(np.asarray(a), n)
+    w = t(np.full((4, 3, 3, 3), 0.1, np.float32), "w")
+    put("onnx", "conv-prelu-d2s.onnx", onnx_model([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                                                   helper.make_node("PRelu", ["c", "s"], ["p"]),
+                                                   helper.make_node("DepthToSpace", ["p"], ["y"], blocksize=2, mode="CRD")],
+                                                  [w, t(np.full((4, 1, 1), 0.2, np.float32), "s")]))
+    put("onnx", "resize-pad-slice.onnx", onnx_model([helper.make_node("Resize", ["x", "", "sc"], ["r"], mode="linear"),
+                                                     helper.make_node("Pad", ["r", "pd"], ["p"], mode="reflect"),
+                                                     helper.make_node("Slice", ["p", "st", "en", "ax"], ["y"])],
+                                                    [t(np.array([1, 1, 2, 2], np.float32), "sc"), t(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pd"),
+                                                     t(np.array([0], np.int64), "st"), t(np.array([2], np.int64), "en"), t(np.array([1], np.int64), "ax")]))
+    put("onnx", "bn-pool-gemm.onnx", onnx_model([helper.make_node("BatchNormalization", ["x", "g", "b", "m", "v"], ["n"]),
+                                                 helper.make_node("GlobalAveragePool", ["n"], ["a"]),
+                                                 helper.make_node("Flatten", ["a"], ["f"]),
+                                                 helper.make_node("Gemm", ["f", "fw", "fb"], ["y"], transB=1)],
+                                                [t(np.ones(3, np.float32), "g"), t(np.zeros(3, np.float32), "b"), t(np.zeros(3, np.float32), "m"),
+                                                 t(np.ones(3, np.float32), "v"), t(np.ones((2, 3), np.float32), "fw"), t(np.zeros(2, np.float32), "fb")]))
+except ImportError:
+    pass
+for f in sorted((repo / "Tests/FuzzRegressionTests/Crashes/onnx").glob("*.onnx")):
+    put("onnx", "crash-" + f.name, f.read_bytes())
+
 # ncnn: real .param files (weights: the target's zeros), and a tiny model with real weights.
 for f in sorted((shared / "models/ncnn").glob("*/*.param")):
     put("ncnn", f.parent.name + "-" + f.name, f.read_bytes())

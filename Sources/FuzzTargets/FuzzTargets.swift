@@ -24,6 +24,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// An ncnn model: the `.param` text, then (after a NUL byte, if any) the `.bin` weights;
     /// without a NUL the weights are 4 MiB of zeros, enough for every real model's structure.
     case ncnn
+    /// An ONNX `.onnx` model (no external data: the importer is given no folder).
+    case onnx
     /// A `.wifm` manifest (JSON).
     case wifmManifest = "wifm-manifest"
     /// A whole `.wifm` bundle (zip): archive checks, extraction, manifest and the model inside.
@@ -38,6 +40,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .coreml: FuzzTarget.coreml(data)
         case .mlprogram: FuzzTarget.mlprogram(data)
         case .ncnn: FuzzTarget.ncnn(data)
+        case .onnx:
+            if let model = try? ONNXImporter.parse(data, source: "fuzz.onnx") { FuzzTarget.exercise(model.graph) }
         case .wifmManifest: _ = try? WifmManifest.read(json: data, entries: nil)
         case .wifmArchive: FuzzTarget.wifmArchive(data)
         }

@@ -320,6 +320,7 @@ public enum ONNXImporter {
             case "LeakyRelu": emit(.activation(.leakyRelu(slope: attributes.float("alpha") ?? 0.01)), [try runtime(0)])
             case "PRelu":
                 guard let s = constant(1) else { throw context.unsupported("takes its slopes from a computed value") }
+                guard !s.floats.isEmpty, s.count <= ModelLimits.maxChannels else { throw context.malformed("has \(s.count) slopes") }
                 emit(.activation(.prelu(slopes: s.floats)), [try runtime(0)])
             case "Clip":
                 var lo = -Float.infinity, hi = Float.infinity
@@ -351,6 +352,7 @@ public enum ONNXImporter {
                       s.count == b.count, b.count == m.count, m.count == v.count else {
                     throw context.unsupported("takes its statistics from computed values (training mode)")
                 }
+                guard s.count > 0, s.count <= ModelLimits.maxChannels else { throw context.malformed("normalises \(s.count) channels") }
                 let eps = attributes.float("epsilon") ?? 1e-5
                 let scale = (0..<s.count).map { s.floats[$0] / (v.floats[$0] + eps).squareRoot() }
                 let bias = (0..<s.count).map { b.floats[$0] - m.floats[$0] * scale[$0] }
@@ -419,7 +421,15 @@ public enum ONNXImporter {
             let groups = a.int("group") ?? 1
             let strides = a.ints("strides") ?? [1, 1], dilations = a.ints("dilations") ?? [1, 1]
             var pads = a.ints("pads") ?? [0, 0, 0, 0]
-            guard strides.count == 2, dilations.count == 2, pads.count == 4, groups >= 1 else { throw context.unsupported("is not a 2-D convolution") }
+            guard strides.count == 2, dilations.count == 2, pads.count == 4 else { throw context.unsupported("is not a 2-D convolution") }
+            // Bounded before any arithmetic (the IR's shape inference checks the rest).
+            guard (1...ModelLimits.maxChannels).contains(groups), strides.allSatisfy({ (1...ModelLimits.maxStride).contains($0) }),
+                  dilations.allSatisfy({ (1...ModelLimits.maxDilation).contains($0) }), pads.allSatisfy({ (0...ModelLimits.maxPad).contains($0) }),
+                  (1...ModelLimits.maxKernel).contains(w.dims[2]), (1...ModelLimits.maxKernel).contains(w.dims[3]),
+                  (1...ModelLimits.maxChannels).contains(w.dims[0]), (1...ModelLimits.maxChannels).contains(w.dims[1]),
+                  w.dims[1] * groups <= ModelLimits.maxChannels else {
+                throw context.malformed("has groups \(groups), strides \(strides), dilations \(dilations), pads \(pads) or weights \(w.dims) beyond the model limits")
+            }
             let kh = w.dims[2], kw = w.dims[3]
             switch a.string("auto_pad") ?? "NOTSET" {
             case "NOTSET", "": break
@@ -435,6 +445,7 @@ public enum ONNXImporter {
             if transposed {
                 guard a.ints("output_shape") == nil else { throw context.unsupported("fixes its output_shape; export with pads and output_padding instead") }
                 let outPad = a.ints("output_padding") ?? [0, 0]
+                guard outPad.allSatisfy({ (0...ModelLimits.maxPad).contains($0) }) else { throw context.malformed("has output_padding \(outPad)") }
                 let inC = w.dims[0], outC = w.dims[1] * groups
                 emit(.deconvolution(ConvolutionParameters(
                     outChannels: outC, inChannels: inC, kernelH: kh, kernelW: kw, strideH: strides[0], strideW: strides[1],
@@ -525,11 +536,12 @@ public enum ONNXImporter {
                 throw context.unsupported("rounds nearest neighbours by '\(nearestMode)'")
             }
             if let sizes {
-                guard sizes.count == 4, let h = Int(exactly: sizes[2]), let w = Int(exactly: sizes[3]) else { throw context.malformed("has sizes \(sizes)") }
+                guard sizes.count == 4, let h = Int(exactly: sizes[2]), let w = Int(exactly: sizes[3]),
+                      (1...ModelLimits.maxDimension).contains(h), (1...ModelLimits.maxDimension).contains(w) else { throw context.malformed("has sizes \(sizes)") }
                 emit(.resize(mode, scaleH: 0, scaleW: 0, outH: h, outW: w, alignCorners: align), [x], context)
                 return
             }
-            guard let scales, scales.count == 4, scales[0] == 1, scales[1] == 1 else {
+            guard let scales, scales.count == 4, scales[0] == 1, scales[1] == 1, scales[2].isFinite, scales[3].isFinite else {
                 throw context.unsupported("takes its scales from a computed value, or scales the batch or channels")
             }
             emit(.resize(mode, scaleH: scales[2], scaleW: scales[3], outH: 0, outW: 0, alignCorners: align), [x], context)
@@ -548,6 +560,7 @@ public enum ONNXImporter {
                 if let c = constant(inputs, 2), c.count == 1 { value = c.floats[0] }
                 if inputs.count > 3, !inputs[3].isEmpty { throw context.unsupported("pads only some axes") }
             }
+            guard pads.allSatisfy({ (-ModelLimits.maxPad...ModelLimits.maxPad).contains($0) }) else { throw context.malformed("pads \(pads), beyond the limit of \(ModelLimits.maxPad)") }
             guard pads.count == 8, pads[0] == 0, pads[1] == 0, pads[4] == 0, pads[5] == 0 else {
                 throw context.unsupported("pads \(pads); the engine pads height and width only")
             }
@@ -593,7 +606,7 @@ public enum ONNXImporter {
                 let s = starts[i], e = ends[i]
                 switch axis < 0 ? axis + 4 : axis {
                 case 1:
-                    guard s >= 0, e > s, e < endless else { throw context.unsupported("slices channels \(s)..<\(e); give them as non-negative bounds") }
+                    guard s >= 0, e > s, e <= Int64(ModelLimits.maxChannels) else { throw context.unsupported("slices channels \(s)..<\(e); give them as non-negative bounds") }
                     channels = (Int(s), Int(e))
                 case 2, 3:
                     guard s >= 0, s <= Int64(ModelLimits.maxPad), e >= endless || (e < 0 && e >= -Int64(ModelLimits.maxPad)) else {
@@ -622,11 +635,15 @@ public enum ONNXImporter {
             guard let k = a.ints("kernel_shape"), k.count == 2 else { throw context.malformed("has no 2-D kernel_shape") }
             let strides = a.ints("strides") ?? [1, 1]
             let pads = a.ints("pads") ?? [0, 0, 0, 0]
+            guard k.allSatisfy({ (1...ModelLimits.maxKernel).contains($0) }), strides.count == 2, pads.count == 4,
+                  strides.allSatisfy({ (1...ModelLimits.maxStride).contains($0) }), pads.allSatisfy({ (0...ModelLimits.maxPad).contains($0) }) else {
+                throw context.malformed("has kernel \(k), strides \(strides) or pads \(pads) beyond the model limits")
+            }
             guard (a.int("ceil_mode") ?? 0) == 0 else { throw context.unsupported("rounds its output size up (ceil_mode)") }
             guard pads.allSatisfy({ $0 == 0 }) || (a.int("count_include_pad") ?? 0) == 1 else {
                 throw context.unsupported("pads without counting the padding; export with count_include_pad=1 or without pads")
             }
-            guard let c = channelCount(of: x) else { throw context.unsupported("pools a value whose channel count is not known before running") }
+            guard let c = channelCount(of: x), c <= ModelLimits.maxChannels else { throw context.unsupported("pools a value whose channel count is not known before running") }
             // A depthwise convolution with equal weights is the same average.
             let w = [Float](repeating: 1 / Float(k[0] * k[1]), count: c * k[0] * k[1])
             emit(.convolution(ConvolutionParameters(outChannels: c, inChannels: c, kernelH: k[0], kernelW: k[1], strideH: strides[0], strideW: strides[1],
@@ -652,6 +669,7 @@ public enum ONNXImporter {
             }
             // The engine's weights are [out][in].
             let (k, n) = transB ? (w.dims[1], w.dims[0]) : (w.dims[0], w.dims[1])
+            guard k > 0, n > 0 else { throw context.malformed("has weights of shape \(w.dims)") }
             var weights = w.floats
             if !transB {
                 weights = [Float](repeating: 0, count: k * n)
@@ -659,6 +677,7 @@ public enum ONNXImporter {
             }
             var bias: [Float] = []
             if op == "Gemm", let c = constant(inputs, 2) {
+                guard c.count == 1 || c.count == n else { throw context.malformed("has \(c.count) biases for \(n) outputs") }
                 bias = c.count == 1 ? [Float](repeating: c.floats[0], count: n) : c.floats
             }
             emit(.fullyConnected(outFeatures: n, weights: weights, bias: bias, activation: .identity), [x], context)

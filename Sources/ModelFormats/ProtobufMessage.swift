@@ -16,7 +16,7 @@ struct ProtobufMessage {
         do {
             all = try ProtobufReader(data).fields()
         } catch {
-            throw ModelFormatError(.malformed, "Cannot read \(what()) in '\(source)': the protobuf data is malformed (\(error)). The file is damaged or not a Core ML model.")
+            throw ModelFormatError(.malformed, "Cannot read \(what()) in '\(source)': the protobuf data is malformed (\(error)). The file is damaged or not a model of the format its extension names.")
         }
         for (number, value) in all {
             if fields[number] == nil { numbers.append(number) }

@@ -37,15 +37,8 @@ final class ONNXImporterTests: XCTestCase {
         return dir
     }
 
-    static func floats(_ url: URL) throws -> [Float] {
-        let data = try Data(contentsOf: url)
-        return data.withUnsafeBytes { raw in (0..<(data.count / 4)).map { Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self))) } }
-    }
-
-    static func maxDiff(_ a: [Float], _ b: [Float]) -> Float {
-        precondition(a.count == b.count, "\(a.count) vs \(b.count) values")
-        return zip(a, b).map { abs($0 - $1) }.max() ?? 0
-    }
+    static func floats(_ url: URL) throws -> [Float] { try CoreMLNeuralNetworkTests.readFloats(url) }
+    static func maxDiff(_ a: [Float], _ b: [Float]) -> Float { CoreMLNeuralNetworkTests.maxDiff(a, b) }
 
     /// One fixture through the importer and both backends: its output against ONNX Runtime's.
     func check(_ name: String, channels: Int, output: Shape, ncnnTwin: String? = nil, file: StaticString = #filePath, line: UInt = #line) throws {

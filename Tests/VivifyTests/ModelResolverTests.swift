@@ -55,15 +55,23 @@ final class ModelResolverTests: XCTestCase {
             XCTAssertEqual((error as? MediaError)?.kind, .inputUnreadable)
             XCTAssertTrue("\(error)".contains("absent.param") && "\(error)".contains("no such file"), "\(error)")
         }
-        let onnx = dir.appendingPathComponent("model.onnx")
-        try Data([0, 1, 2]).write(to: onnx)
-        for attempt in [{ _ = try Upscaler(model: onnx.path) }, { _ = try Colorizer(model: onnx.path, stabilize: false) }] {
+        // A format Vivify does not read: the message lists every one it does.
+        let tflite = dir.appendingPathComponent("model.tflite")
+        try Data([0, 1, 2]).write(to: tflite)
+        for attempt in [{ _ = try Upscaler(model: tflite.path) }, { _ = try Colorizer(model: tflite.path, stabilize: false) }] {
             XCTAssertThrowsError(try attempt()) { error in
                 XCTAssertEqual((error as? MediaError)?.kind, .unsupported)
                 let text = "\(error)"
-                XCTAssertTrue(text.contains("model.onnx") && text.contains(".onnx"), text)
+                XCTAssertTrue(text.contains("model.tflite"), text)
                 for ext in ModelFileFormat.allExtensions { XCTAssertTrue(text.contains("." + ext), "\(text) should list .\(ext)") }
             }
+        }
+        // A damaged file of a format it reads (ONNX) is malformed, named, not "unsupported".
+        let onnx = dir.appendingPathComponent("model.onnx")
+        try Data([0, 1, 2]).write(to: onnx)
+        XCTAssertThrowsError(try Upscaler(model: onnx.path)) { error in
+            XCTAssertEqual((error as? ModelFormatError)?.kind, .malformed, "\(error)")
+            XCTAssertTrue("\(error)".contains("model.onnx") && "\(error)".contains("damaged"), "\(error)")
         }
     }
 

@@ -2,7 +2,10 @@
 // piece (--segment-seconds 0), one process each, alternating, median of N; (2) the throughput
 // of `vivify work` as P processes at once against one process working the segments in turn.
 // Usage: SegmentBench [--vivify PATH] [--input FILE] [--runs N] [--segment-seconds S]
-//                     [--workers P] [--job upscale|colorize-upscale]
+//                     [--workers P] [--job upscale|colorize-upscale] [--loop N]
+// --loop N plays the input N times (stream copy) to make segments of realistic length;
+// --workers 0 skips the scale-out part.
+import BenchSupport
 import Foundation
 
 let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -13,6 +16,7 @@ var runs = 5
 var segmentSeconds = "2.5"
 var workers = 2
 var jobs = ["upscale", "colorize-upscale"]
+var loops = 1
 var args = CommandLine.arguments.dropFirst().makeIterator()
 while let a = args.next() {
     switch a {
@@ -22,6 +26,7 @@ while let a = args.next() {
     case "--segment-seconds": segmentSeconds = args.next()!
     case "--workers": workers = Int(args.next()!)!
     case "--job": jobs = [args.next()!]
+    case "--loop": loops = Int(args.next()!)!
     default: fatalError("unknown argument \(a)")
     }
 }
@@ -48,27 +53,22 @@ func seconds(_ body: () -> Void) -> Double {
     return Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9
 }
 
-func median(_ xs: [Double]) -> Double {
-    let s = xs.sorted()
-    return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
-}
 
-func countFrames(_ path: String) -> Int {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-    p.arguments = ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path]
-    let pipe = Pipe()
-    p.standardOutput = pipe
-    try! p.run()
-    let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    p.waitUntilExit()
-    return Int(text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").first ?? "") ?? -1
-}
 
 let dir = NSTemporaryDirectory() + "vivify-segment-bench-\(getpid())"
 try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(atPath: dir) }
-print("input: \(input)")
+if loops > 1 {
+    let looped = dir + "/looped.mp4"
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+    p.arguments = ["-nostdin", "-v", "error", "-y", "-stream_loop", String(loops - 1), "-i", input, "-c", "copy", looped]
+    try! p.run()
+    p.waitUntilExit()
+    precondition(p.terminationStatus == 0, "ffmpeg could not loop \(input)")
+    input = looped
+}
+print("input: \(input) (\(loops)x)")
 print("segments of \(segmentSeconds) s; \(runs) runs each, alternating; \(ProcessInfo.processInfo.activeProcessorCount) cores")
 var worst = 0.0
 for job in jobs {
@@ -94,6 +94,7 @@ for job in jobs {
     print(String(format: "  segmented:  median %.2f s  (runs: %@)", median(b), b.map { String(format: "%.2f", $0) }.joined(separator: " ")))
     print(String(format: "  overhead: %+.1f%% (target <= 5%%)", overhead * 100))
 
+    if workers < 1 { continue }
     // Scale-out on this machine: plan once, then the segments by one process in turn or by P at once.
     let work = dir + "/work", out = dir + "/scaled.mp4"
     let planned = Process()

@@ -1,6 +1,7 @@
 // Passthrough transcode: `vivify run` against the `ffmpeg` CLI with the same encoder settings
 // (libx264, same preset and crf, audio copied), measured in one run, alternating, median of N.
 // Usage: TranscodeRatio [--vivify PATH] [--input FILE] [--runs N] [--preset P] [--crf C]
+import BenchSupport
 import Foundation
 
 var vivifyPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -37,10 +38,6 @@ func time(_ exe: String, _ argv: [String]) -> Double {
     return seconds
 }
 
-func median(_ xs: [Double]) -> Double {
-    let s = xs.sorted()
-    return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
-}
 
 let dir = NSTemporaryDirectory() + "vivify-bench-\(getpid())"
 try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -62,17 +59,6 @@ for i in 0..<runs {
     }
 }
 // Both outputs must hold the same frames, or the comparison means nothing.
-func countFrames(_ path: String) -> Int {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-    p.arguments = ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path]
-    let pipe = Pipe()
-    p.standardOutput = pipe
-    try! p.run()
-    let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    p.waitUntilExit()
-    return Int(text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").first ?? "") ?? -1
-}
 let oursFrames = countFrames(ours)
 let theirFrames = countFrames(theirs)
 precondition(oursFrames == theirFrames, "frame counts differ: vivify \(oursFrames), ffmpeg \(theirFrames)")
