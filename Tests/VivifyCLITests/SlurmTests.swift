@@ -28,10 +28,14 @@ final class SlurmTests: XCTestCase {
             for sub in ["state", "spool", "munge"] { try FileManager.default.createDirectory(atPath: dir + "/" + sub, withIntermediateDirectories: true) }
             var key = [UInt8](repeating: 0, count: 1024)
             for i in key.indices { key[i] = UInt8.random(in: 0...255) }
-            FileManager.default.createFile(atPath: dir + "/munge/munge.key", contents: Data(key), attributes: [.posixPermissions: 0o400])
+            guard FileManager.default.createFile(atPath: dir + "/munge/munge.key", contents: Data(key), attributes: [.posixPermissions: 0o400]) else {
+                throw NSError(domain: "slurm", code: 5, userInfo: [NSLocalizedDescriptionKey: "cannot write the munge key in \(dir)"])
+            }
+            // The node's short host name, as slurmd reports it (gethostname, up to the first dot).
             var host = [CChar](repeating: 0, count: 256)
             gethostname(&host, host.count)
-            let node = String(cString: host).split(separator: ".").first.map(String.init) ?? "localhost"
+            let name = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let node = name.split(separator: ".").first.map(String.init) ?? "localhost"
             let conf = """
             ClusterName=vivifytest
             SlurmctldHost=\(node)
