@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import MediaIO
 import ModelCatalog
+import SafeFiles
 import Vivify
 
 /// `vivify models`: list, fetch and describe the built-in models. Thin: everything it prints
@@ -334,4 +336,54 @@ private func table(_ rows: [[String]]) -> String {
         out += line + "\n"
     }
     return out
+}
+
+/// `vivify infer`: a model's own graph on a NumPy tensor, for checking a conversion.
+struct InferCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "infer",
+        abstract: "Run a model file on a tensor from a .npy file and write its output as .npy (to compare with PyTorch, coremltools or ONNX Runtime).",
+        discussion: "MODEL is a model file (.param with its .bin, .mlmodel, .mlpackage, .onnx, or .wifm: its main model). The graph runs as the file defines it: no pixel normalisation and no tiling. The input is float32, float16 or float64, shaped C×H×W or 1×C×H×W; the output is float32, 1×C×H×W.")
+
+    @Argument(help: "The model file.")
+    var model: String
+
+    @Option(name: .customLong("input"), help: ArgumentHelp("The input tensor: FILE.npy, or NAME=FILE.npy naming the model's input.", valueName: "[NAME=]FILE"))
+    var inputs: [String]
+
+    @Option(help: ArgumentHelp("Where the output goes (.npy).", valueName: "FILE"))
+    var output: String
+
+    @Option(help: "Backend: onednn or reference.")
+    var backend: BackendChoice = .onednn
+
+    @Flag(name: [.customShort("y"), .customLong("overwrite")], help: "Replace an existing output.")
+    var overwrite = false
+
+    func validate() throws {
+        guard inputs.count == 1 else { throw ValidationError("Pass one --input: the engine runs models with one image input (\(inputs.count) given).") }
+    }
+
+    func run() throws {
+        FFmpegLog.configure(verbose: false)
+        do {
+            var name: String?
+            var file = inputs[0]
+            if let eq = file.firstIndex(of: "="), !FileManager.default.fileExists(atPath: file) {
+                name = String(file[..<eq])
+                file = String(file[file.index(after: eq)...])
+            }
+            if case .skip = try OutputGuard.check(output: output, inputs: [file, model], existing: overwrite ? .replace : .refuse) { return }
+            let r = try ModelInference.run(model: model, input: try NPYArray.read(file), inputName: name, backend: backend)
+            let partial = PartialFile(target: URL(fileURLWithPath: output))
+            do {
+                try partial.write { try r.output.fileData.write(to: $0) }
+            } catch {
+                throw MediaError(.outputUnwritable, "Cannot write '\(output)': \(error.localizedDescription).")
+            }
+            ProgressReporter.writeStderr("vivify: \(r.inputName) → \(r.outputName): \(r.output.shape.map(String.init).joined(separator: "x")) float32 written to \(output).\n")
+        } catch {
+            throw report(error)
+        }
+    }
 }

@@ -52,4 +52,50 @@ final class ONNXCLITests: XCTestCase {
         XCTAssertLessThanOrEqual(worst(try upscaled("wifm", dir + "/upconv7.wifm"), try upscaled("upconv7", upconv7)), 2,
                                  ".wifm of type onnx against the ncnn twin, 8-bit levels")
     }
+
+    /// `vivify infer`: the ONNX file and its ncnn twin on a tensor numpy wrote (float32, and
+    /// float16 named by the model's input), read back by numpy, against ONNX Runtime.
+    func testInferRunsModelFilesOnNumpyTensors() throws {
+        let ncnn = Self.sharedModels.appendingPathComponent("ncnn/realesr-animevideov3/realesr-animevideov3-x2.param").path
+        guard FileManager.default.fileExists(atPath: ncnn) else { throw XCTSkip("../shared/models is not beside the checkout") }
+        let dir = try CLI.tempDir()
+        let made = try CLI.run("/usr/bin/env", ["python3", CLI.packageRoot.appendingPathComponent("scripts/onnx_fixtures.py").path,
+                                                "--models-dir", Self.sharedModels.appendingPathComponent("ncnn").path, "--out", dir])
+        guard made.code == 0 else {
+            if ProcessInfo.processInfo.environment["CI"] == "true" { XCTFail(made.stderr) }
+            throw XCTSkip("scripts/onnx_fixtures.py needs onnx and onnxruntime: \(made.stderr.suffix(300))")
+        }
+        func python(_ code: String) throws -> String {
+            let r = try CLI.run("/usr/bin/env", ["python3", "-c", "import numpy as np; d = '\(dir)'\n" + code])
+            XCTAssertEqual(r.code, 0, r.stderr)
+            return String(decoding: r.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        _ = try python("""
+        x = np.fromfile(d + '/animevideov3-x2.input.f32', dtype='<f4').reshape(1, 3, 32, 40)
+        np.save(d + '/in.npy', x); np.save(d + '/in16.npy', x.astype(np.float16)[0])
+        """)
+        let onnx = dir + "/animevideov3-x2.onnx"
+        for (model, input, out) in [(onnx, dir + "/in.npy", "onnx.npy"), (ncnn, dir + "/in.npy", "ncnn.npy"), (onnx, "input=" + dir + "/in16.npy", "onnx16.npy")] {
+            let r = try CLI.vivify(["infer", model, "--input", input, "--output", dir + "/" + out])
+            XCTAssertEqual(r.code, 0, r.stderr)
+        }
+        let diffs = try python("""
+        ort = np.fromfile(d + '/animevideov3-x2.output.f32', dtype='<f4').reshape(1, 3, 64, 80)
+        a, b, h = (np.load(d + '/' + n) for n in ('onnx.npy', 'ncnn.npy', 'onnx16.npy'))
+        assert a.dtype == np.float32 and a.shape == (1, 3, 64, 80), (a.dtype, a.shape)
+        print(np.abs(a - ort).max(), np.abs(b - a).max(), np.abs(h - a).max())
+        """).split(separator: " ").compactMap { Double($0) }
+        guard diffs.count == 3 else { return XCTFail("no differences measured") }
+        print("vivify infer: ONNX vs ONNX Runtime \(diffs[0]), ncnn twin vs ONNX \(diffs[1]), float16 input vs float32 \(diffs[2])")
+        XCTAssertLessThanOrEqual(diffs[0], 1e-4)
+        XCTAssertLessThanOrEqual(diffs[1], 2.0 / 255)
+        XCTAssertLessThanOrEqual(diffs[2], 0.02, "the same result from the float16-rounded input")
+        XCTAssertGreaterThan(diffs[2], 0, "the float16 file was read as float16")
+        // A wrong input name and an existing output without -y are refused.
+        let wrong = try CLI.vivify(["infer", onnx, "--input", "pixels=" + dir + "/in.npy", "--output", dir + "/x.npy"])
+        XCTAssertEqual(wrong.code, 64, wrong.stderr)
+        XCTAssertTrue(wrong.stderr.contains("'input'"), wrong.stderr)
+        let exists = try CLI.vivify(["infer", onnx, "--input", dir + "/in.npy", "--output", dir + "/onnx.npy"])
+        XCTAssertEqual(exists.code, 73, exists.stderr)
+    }
 }

@@ -1,0 +1,149 @@
+internal import Engine
+import Foundation
+internal import MediaIO
+internal import ModelFormats
+
+/// A NumPy `.npy` array (format versions 1–3): little- or big-endian float32, float16 or
+/// float64, C order. Read to float32; written as little-endian float32 (version 1).
+public struct NPYArray: Sendable, Equatable {
+    /// Dimensions, outermost first.
+    public var shape: [Int]
+    /// The values in C order.
+    public var values: [Float]
+
+    /// Makes an array (`values.count` must be the product of `shape`).
+    public init(shape: [Int], values: [Float]) {
+        self.shape = shape
+        self.values = values
+    }
+
+    /// Reads `path`; errors name the file and say what it holds instead.
+    public static func read(_ path: String) throws -> NPYArray {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw MediaError(.inputUnreadable, "Cannot read '\(path)'. Check the path and its permissions.")
+        }
+        func bad(_ why: String) -> MediaError {
+            MediaError(.corruptInput, "'\(path)' is not an array Vivify reads: \(why). Save it with numpy.save as float32 (or float16), C order.")
+        }
+        let bytes = [UInt8](data)
+        guard bytes.count >= 10, bytes[0] == 0x93, Array(bytes[1...5]) == Array("NUMPY".utf8) else { throw bad("no .npy header") }
+        let major = bytes[6]
+        let headerLength: Int
+        let start: Int
+        switch major {
+        case 1: headerLength = Int(bytes[8]) | Int(bytes[9]) << 8; start = 10
+        case 2, 3:
+            guard bytes.count >= 12 else { throw bad("a truncated header") }
+            headerLength = Int(bytes[8]) | Int(bytes[9]) << 8 | Int(bytes[10]) << 16 | Int(bytes[11]) << 24; start = 12
+        default: throw bad("format version \(major)")
+        }
+        guard headerLength <= 65_536, start + headerLength <= bytes.count else { throw bad("a header longer than the file") }
+        let header = String(decoding: bytes[start..<start + headerLength], as: UTF8.self)
+        func value(_ key: String) -> String? {
+            guard let r = header.range(of: "'\(key)':") else { return nil }
+            return String(header[r.upperBound...]).trimmingCharacters(in: .whitespaces)
+        }
+        guard let descrText = value("descr"), let q = descrText.dropFirst().firstIndex(of: "'") else { throw bad("no dtype") }
+        let descr = String(descrText[descrText.index(after: descrText.startIndex)..<q])
+        guard let fortran = value("fortran_order"), fortran.hasPrefix("False") else { throw bad("Fortran order") }
+        guard let shapeText = value("shape"), let open = shapeText.firstIndex(of: "("), let close = shapeText.firstIndex(of: ")") else { throw bad("no shape") }
+        let dims = shapeText[shapeText.index(after: open)..<close].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let shape = dims.compactMap { Int($0) }
+        guard shape.count == dims.count, shape.allSatisfy({ $0 >= 0 }), let count = ModelLimits.elementCount(shape) else { throw bad("shape \(shapeText.prefix(60))") }
+        let width: Int
+        switch descr.dropFirst() {
+        case "f4": width = 4
+        case "f2": width = 2
+        case "f8": width = 8
+        default: throw bad("dtype '\(descr)'")
+        }
+        let bigEndian = descr.hasPrefix(">")
+        let body = start + headerLength
+        guard bytes.count - body >= count * width else { throw bad("\(bytes.count - body) bytes of data for \(count) values") }
+        let values: [Float] = bytes.withUnsafeBytes { raw in
+            (0..<count).map { i in
+                let at = body + i * width
+                switch width {
+                case 2:
+                    let v = raw.loadUnaligned(fromByteOffset: at, as: UInt16.self)
+                    return Float(Float16(bitPattern: bigEndian ? UInt16(bigEndian: v) : UInt16(littleEndian: v)))
+                case 8:
+                    let v = raw.loadUnaligned(fromByteOffset: at, as: UInt64.self)
+                    return Float(Double(bitPattern: bigEndian ? UInt64(bigEndian: v) : UInt64(littleEndian: v)))
+                default:
+                    let v = raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)
+                    return Float(bitPattern: bigEndian ? UInt32(bigEndian: v) : UInt32(littleEndian: v))
+                }
+            }
+        }
+        return NPYArray(shape: shape, values: values)
+    }
+
+    /// The file's bytes: version 1, little-endian float32, C order.
+    public var fileData: Data {
+        let dims = shape.map(String.init).joined(separator: ", ") + (shape.count == 1 ? "," : "")
+        var header = "{'descr': '<f4', 'fortran_order': False, 'shape': (\(dims)), }"
+        // Magic (6) + version (2) + length (2) + header + newline, padded to a multiple of 64.
+        let unpadded = 10 + header.utf8.count + 1
+        header += String(repeating: " ", count: (64 - unpadded % 64) % 64) + "\n"
+        var data = Data([0x93] + Array("NUMPY".utf8) + [1, 0, UInt8(header.utf8.count & 0xFF), UInt8(header.utf8.count >> 8)])
+        data.append(contentsOf: Array(header.utf8))
+        values.withUnsafeBufferPointer { p in
+            for v in p { withUnsafeBytes(of: v.bitPattern.littleEndian) { data.append(contentsOf: $0) } }
+        }
+        return data
+    }
+}
+
+/// `vivify infer`: runs a model file's own graph (no pixel normalisation, no tiling) on a
+/// tensor, so a model author can compare Vivify's result with PyTorch, coremltools or ONNX
+/// Runtime on the same input.
+public enum ModelInference {
+    /// What ran.
+    public struct Result: Sendable {
+        /// The graph's input name and the output name it was read from.
+        public var inputName: String, outputName: String
+        /// The output, shaped 1×C×H×W.
+        public var output: NPYArray
+    }
+
+    /// The model file's graph as its importer reads it. `.wifm` bundles give their main model.
+    static func graph(_ path: String) throws -> Graph {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw MediaError(.inputUnreadable, "Cannot open the model '\(path)': no such file. `vivify infer` takes a model file (\(ModelFileFormat.extensionList)).")
+        }
+        guard let format = ModelFileFormat.forPath(path) else {
+            throw MediaError(.unsupported, "'\(path)' is not a model file Vivify reads. Use \(ModelFileFormat.extensionList).")
+        }
+        if let importer = format.importer {
+            let weights = format.kind == .ncnn ? (path as NSString).deletingPathExtension + ".bin" : nil
+            return try importer(path, weights).graph
+        }
+        let bundle = try ModelBundle.open(path: path)
+        let main = bundle.manifest.main
+        let file = bundle.url(for: main).path
+        guard let importer = ModelFileFormat.forPath(file)?.importer else {
+            throw MediaError(.unsupported, "The bundle '\(path)' holds '\((file as NSString).lastPathComponent)', which is not a model format Vivify reads.")
+        }
+        return try importer(file, bundle.weightsURL(for: main)?.path).graph
+    }
+
+    /// Runs `model` on `input` (shape C×H×W or 1×C×H×W; `inputName`, when given, must be the
+    /// graph's input).
+    public static func run(model: String, input: NPYArray, inputName: String? = nil, backend: BackendChoice = .onednn) throws -> Result {
+        let g = try graph(model)
+        let name = g.valueNames[g.input]
+        if let inputName, inputName != name {
+            throw MediaError(.invalidOptions, "'\(model)' has one input, '\(name)', not '\(inputName)'. Pass --input \(name)=FILE or just --input FILE.")
+        }
+        var dims = input.shape
+        if dims.count == 4 && dims[0] == 1 { dims.removeFirst() }
+        guard dims.count == 3, dims.allSatisfy({ $0 > 0 }) else {
+            throw MediaError(.invalidOptions, "The input array has shape \(input.shape); the engine runs one image tensor, C×H×W or 1×C×H×W.")
+        }
+        let shape = Shape(c: dims[0], h: dims[1], w: dims[2])
+        let out = try backend.make().prepare(g, input: shape).run(Tensor(shape: shape, data: input.values))
+        return Result(inputName: name, outputName: g.valueNames[g.output],
+                      output: NPYArray(shape: [1, out.shape.c, out.shape.h, out.shape.w], values: out.data))
+    }
+}
