@@ -6,16 +6,23 @@ import XCTest
 final class ONNXCLITests: XCTestCase {
     static let sharedModels = CLI.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/models")
 
-    func testONNXUpscalerAndBundleGiveTheNCNNTwinsPicture() throws {
-        let ncnn = Self.sharedModels.appendingPathComponent("ncnn/realesr-animevideov3/realesr-animevideov3-x2.param").path
+    /// A folder of fresh ONNX fixtures (scripts/onnx_fixtures.py) and the animevideov3 ncnn twin's
+    /// .param; skipped without ../shared or the onnx packages (failed on CI).
+    static func fixtures() throws -> (dir: String, ncnn: String) {
+        let ncnn = sharedModels.appendingPathComponent("ncnn/realesr-animevideov3/realesr-animevideov3-x2.param").path
         guard FileManager.default.fileExists(atPath: ncnn) else { throw XCTSkip("../shared/models is not beside the checkout") }
         let dir = try CLI.tempDir()
         let made = try CLI.run("/usr/bin/env", ["python3", CLI.packageRoot.appendingPathComponent("scripts/onnx_fixtures.py").path,
-                                                "--models-dir", Self.sharedModels.appendingPathComponent("ncnn").path, "--out", dir])
+                                                "--models-dir", sharedModels.appendingPathComponent("ncnn").path, "--out", dir])
         guard made.code == 0 else {
             if ProcessInfo.processInfo.environment["CI"] == "true" { XCTFail(made.stderr) }
             throw XCTSkip("scripts/onnx_fixtures.py needs onnx and onnxruntime: \(made.stderr.suffix(300))")
         }
+        return (dir, ncnn)
+    }
+
+    func testONNXUpscalerAndBundleGiveTheNCNNTwinsPicture() throws {
+        let (dir, ncnn) = try Self.fixtures()
         let onnx = dir + "/animevideov3-x2.onnx"
         let picture = dir + "/in.png"
         try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=120x80:rate=1", "-frames:v", "1", picture])
@@ -56,15 +63,7 @@ final class ONNXCLITests: XCTestCase {
     /// `vivify infer`: the ONNX file and its ncnn twin on a tensor numpy wrote (float32, and
     /// float16 named by the model's input), read back by numpy, against ONNX Runtime.
     func testInferRunsModelFilesOnNumpyTensors() throws {
-        let ncnn = Self.sharedModels.appendingPathComponent("ncnn/realesr-animevideov3/realesr-animevideov3-x2.param").path
-        guard FileManager.default.fileExists(atPath: ncnn) else { throw XCTSkip("../shared/models is not beside the checkout") }
-        let dir = try CLI.tempDir()
-        let made = try CLI.run("/usr/bin/env", ["python3", CLI.packageRoot.appendingPathComponent("scripts/onnx_fixtures.py").path,
-                                                "--models-dir", Self.sharedModels.appendingPathComponent("ncnn").path, "--out", dir])
-        guard made.code == 0 else {
-            if ProcessInfo.processInfo.environment["CI"] == "true" { XCTFail(made.stderr) }
-            throw XCTSkip("scripts/onnx_fixtures.py needs onnx and onnxruntime: \(made.stderr.suffix(300))")
-        }
+        let (dir, ncnn) = try Self.fixtures()
         func python(_ code: String) throws -> String {
             let r = try CLI.run("/usr/bin/env", ["python3", "-c", "import numpy as np; d = '\(dir)'\n" + code])
             XCTAssertEqual(r.code, 0, r.stderr)
