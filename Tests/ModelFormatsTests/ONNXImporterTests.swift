@@ -37,6 +37,12 @@ final class ONNXImporterTests: XCTestCase {
         return dir
     }
 
+    /// The fixture folder goes when the class's tests are done.
+    override class func tearDown() {
+        try? FileManager.default.removeItem(at: URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("vivify-onnx-fixtures-\(getpid())"))
+        super.tearDown()
+    }
+
     static func floats(_ url: URL) throws -> [Float] { try CoreMLNeuralNetworkTests.readFloats(url) }
     static func maxDiff(_ a: [Float], _ b: [Float]) -> Float { CoreMLNeuralNetworkTests.maxDiff(a, b) }
 
