@@ -306,6 +306,45 @@ final class SegmentTests: XCTestCase {
         XCTAssertLessThanOrEqual(worstP99, 1.0, "99% of every frame's pixels within 1 ΔE")
     }
 
+    /// The join keeps what an unsegmented run writes besides the pixels: colour tags, sample
+    /// aspect ratio and display rotation (rotated 4:3 clip, mp4), and a variable frame rate
+    /// with subtitles and audio copied once (mkv); frames and timestamps identical with ffv1.
+    func testJoinKeepsTagsSampleAspectRotationAndSubtitles() throws {
+        let dir = try CLI.tempDir()
+        func tags(_ path: String) throws -> String {
+            let r = try CLI.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries",
+                                                     "stream=sample_aspect_ratio,color_space,color_primaries,color_transfer,color_range:stream_side_data=rotation",
+                                                     "-of", "compact", path])
+            return String(decoding: r.stdout, as: UTF8.self)
+        }
+        func packets(_ path: String, _ stream: String) throws -> String {
+            let r = try CLI.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", stream, "-show_entries", "packet=pts,duration,size", "-of", "csv=p=0", path])
+            return String(decoding: r.stdout, as: UTF8.self)
+        }
+        // Lossless both ways: ffv1 in mkv, x264 at QP 0 in mp4 (which cannot hold ffv1).
+        for (clip, out, codec) in [("rotated-sar-192x108.mp4", "rotated.mp4", ["--codec", "libx264", "--crf", "0"]),
+                                   ("vfr-160x90-subs.mkv", "vfr.mkv", ["--codec", "ffv1"])] {
+            let source = CLI.clip(clip)
+            let args = codec + ["--segment-seconds", "0.5"]
+            let reference = dir + "/reference-" + out
+            let one = try CLI.vivify(["run", source, reference, "--quiet", "--segment-seconds", "0"] + codec)
+            XCTAssertEqual(one.code, 0, one.stderr)
+            let target = dir + "/" + out
+            let r = try CLI.vivify(["run", source, target] + args)
+            XCTAssertEqual(r.code, 0, r.stderr)
+            XCTAssertTrue(r.stderr.contains(" segments ("), "\(clip) was cut into segments: \(r.stderr)")
+            XCTAssertEqual(try Self.frameDigests(target), try Self.frameDigests(reference), "\(clip): frames and timestamps")
+            XCTAssertEqual(try tags(target), try tags(reference), "\(clip): colour tags, SAR, rotation")
+            if clip.hasSuffix(".mkv") {
+                XCTAssertEqual(try Self.frameDigests(target, stream: "a"), try Self.frameDigests(reference, stream: "a"), "\(clip): audio packets")
+                let subtitles = try packets(target, "s")
+                XCTAssertFalse(subtitles.isEmpty, "\(clip): subtitles copied")
+                XCTAssertEqual(subtitles, try packets(reference, "s"), "\(clip): subtitle packets")
+            }
+            if clip.hasSuffix(".mp4") { let t = try tags(target); XCTAssertTrue(t.contains("rotation=90"), t) }
+        }
+    }
+
     static func rgbFrames(_ path: String) throws -> (width: Int, height: Int, frames: [[UInt8]]) {
         let probe = try CLI.probe(path, countFrames: false)
         let v = CLI.streams(probe, "video")[0]
