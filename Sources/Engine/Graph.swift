@@ -54,11 +54,19 @@ public enum Activation: Sendable, Equatable {
     case sigmoid
     case tanh
     case clip(min: Float, max: Float)
+    /// x for x > 0, alpha · (exp(x) − 1) otherwise.
+    case elu(alpha: Float)
+    /// √x (NaN below zero, as IEEE has it).
+    case sqrt
+    /// x raised to a constant power.
+    case pow(exponent: Float)
 }
 
 /// Element-wise operations on two tensors.
 public enum BinaryKind: String, Sendable, Equatable {
     case add, sub, mul, div, max, min
+    /// The first input raised to the power of the second.
+    case pow
 }
 
 /// How a padding op fills the border.
@@ -137,6 +145,101 @@ public struct ConvolutionParameters: Sendable, Equatable {
     public var macsPerOutputPixel: Int { outChannels * (inChannels / groups) * kernelH * kernelW }
 }
 
+/// Pooling over a window of each channel.
+public struct PoolParameters: Sendable, Equatable {
+    /// Maximum, or average (counting padded positions or not).
+    public enum Kind: Sendable, Equatable {
+        case max
+        case average(countPadding: Bool)
+    }
+    public var kind: Kind
+    /// Window height and width.
+    public var kernelH: Int, kernelW: Int
+    /// Stride.
+    public var strideH: Int, strideW: Int
+    /// Dilation of the window.
+    public var dilationH: Int, dilationW: Int
+    /// Padding on each side (top, left, bottom, right); padded positions never win a maximum.
+    public var padTop: Int, padLeft: Int, padBottom: Int, padRight: Int
+    /// Rounds the output size up (a last window may start inside the input and run past it).
+    public var ceilMode: Bool
+
+    /// Makes parameters.
+    public init(kind: Kind, kernelH: Int, kernelW: Int, strideH: Int = 1, strideW: Int = 1, dilationH: Int = 1, dilationW: Int = 1,
+                padTop: Int = 0, padLeft: Int = 0, padBottom: Int = 0, padRight: Int = 0, ceilMode: Bool = false) {
+        self.kind = kind
+        self.kernelH = kernelH
+        self.kernelW = kernelW
+        self.strideH = strideH
+        self.strideW = strideW
+        self.dilationH = dilationH
+        self.dilationW = dilationW
+        self.padTop = padTop
+        self.padLeft = padLeft
+        self.padBottom = padBottom
+        self.padRight = padRight
+        self.ceilMode = ceilMode
+    }
+
+    /// Output length of one axis.
+    static func outputLength(_ n: Int, kernel: Int, stride: Int, dilation: Int, padBegin: Int, padEnd: Int, ceil: Bool) -> Int {
+        let span = dilation * (kernel - 1) + 1
+        let room = n + padBegin + padEnd - span
+        guard room >= 0, stride > 0 else { return 0 }
+        var out = (ceil ? (room + stride - 1) / stride : room / stride) + 1
+        // A last window must start inside the input or its leading padding (PyTorch's rule).
+        if ceil, (out - 1) * stride >= n + padBegin { out -= 1 }
+        return out
+    }
+
+    /// Output height and width for an input of `h × w`.
+    public func outputSize(h: Int, w: Int) -> (h: Int, w: Int) {
+        (Self.outputLength(h, kernel: kernelH, stride: strideH, dilation: dilationH, padBegin: padTop, padEnd: padBottom, ceil: ceilMode),
+         Self.outputLength(w, kernel: kernelW, stride: strideW, dilation: dilationW, padBegin: padLeft, padEnd: padRight, ceil: ceilMode))
+    }
+}
+
+/// Resampling of height and width with every option ONNX's Resize has (but a region of
+/// interest): the sampling, how output coordinates map to input ones, nearest rounding, the
+/// cubic coefficient. Output size from scales (`floor(n · scale)`, the scale itself used in
+/// the coordinate mapping) or given.
+public struct ResampleParameters: Sendable, Equatable {
+    /// How an output coordinate maps to an input one (ONNX's names).
+    public enum Coordinates: String, Sendable, Equatable, CaseIterable {
+        case halfPixel = "half_pixel", pytorchHalfPixel = "pytorch_half_pixel", alignCorners = "align_corners"
+        case asymmetric, tfHalfPixelForNN = "tf_half_pixel_for_nn"
+    }
+    /// How nearest sampling rounds a fractional coordinate.
+    public enum Rounding: String, Sendable, Equatable, CaseIterable {
+        case roundPreferFloor = "round_prefer_floor", roundPreferCeil = "round_prefer_ceil", floor, ceil
+    }
+    public var mode: ResizeMode
+    public var coordinates: Coordinates
+    public var rounding: Rounding
+    /// The cubic convolution coefficient (−0.75 PyTorch and ONNX, −0.5 Keys).
+    public var cubicA: Float
+    /// Taps outside the input get weight 0 and the rest are renormalised.
+    public var excludeOutside: Bool
+    /// Scale factors, used when the sizes are 0.
+    public var scaleH: Float, scaleW: Float
+    /// Output sizes (0: from the scales).
+    public var outH: Int, outW: Int
+
+    /// Makes parameters.
+    public init(mode: ResizeMode, coordinates: Coordinates = .halfPixel, rounding: Rounding = .roundPreferFloor, cubicA: Float = -0.75,
+                excludeOutside: Bool = false, scaleH: Float = 0, scaleW: Float = 0, outH: Int = 0, outW: Int = 0) {
+        self.mode = mode
+        self.coordinates = coordinates
+        self.rounding = rounding
+        self.cubicA = cubicA
+        self.excludeOutside = excludeOutside
+        self.scaleH = scaleH
+        self.scaleW = scaleW
+        self.outH = outH
+        self.outW = outW
+    }
+}
+
 /// What a node computes.
 public enum Operation: Sendable, Equatable {
     /// Convolution with stride, dilation, groups and asymmetric padding.
@@ -178,6 +281,23 @@ public enum Operation: Sendable, Equatable {
     /// half-pixel centres and replicated edges. The upsample-detail pass
     /// (`fusingUpsampleDetailTails`) makes it from the add of the three separate operations.
     case upsampleDetail(ResizeMode, order: ShuffleOrder)
+    /// Per-channel normalisation over the channel's own pixels (mean 0, variance 1, then
+    /// `· scale + bias`): instance normalisation. It sees the whole input, so a tiled run
+    /// normalises each tile by its own statistics.
+    case instanceNorm(scale: [Float], bias: [Float], epsilon: Float)
+    /// Max or average pooling over windows.
+    case pool(PoolParameters)
+    /// Moves each `r×r` block of pixels into `r²` channels (ONNX SpaceToDepth: channel
+    /// (dy·r + dx)·C + c), the inverse of a DCR pixel shuffle.
+    case spaceToDepth(factor: Int)
+    /// Resampling with ONNX Resize's options (see `ResampleParameters`).
+    case resample(ResampleParameters)
+    /// No input: a constant tensor (broadcast against images by binary operations).
+    case constant(Shape, values: [Float])
+    /// The same values in the same order with another shape (same count).
+    case reshape(Shape)
+    /// Softmax along rows (axis 2) or columns (axis 3) of each channel.
+    case softmax(axis: Int)
 }
 
 /// One step of the graph: an operation reading values and producing one value.
@@ -214,13 +334,38 @@ public struct Graph: Sendable {
     /// Where the graph came from (file path), for messages.
     public var source: String
 
+    /// For models whose layers depend on the input's size (ONNX shape arithmetic: a Reshape
+    /// to a size computed from `Shape`): remakes the graph for one concrete input shape.
+    /// Backends call it, through `specialized(for:)`, before they prepare a shape.
+    public var specializer: (@Sendable (Shape) throws -> Graph)?
+
     /// Makes a graph.
-    public init(valueNames: [String], nodes: [Node], input: Int, output: Int, source: String) {
+    public init(valueNames: [String], nodes: [Node], input: Int, output: Int, source: String,
+                specializer: (@Sendable (Shape) throws -> Graph)? = nil) {
         self.valueNames = valueNames
         self.nodes = nodes
         self.input = input
         self.output = output
         self.source = source
+        self.specializer = specializer
+    }
+
+    /// Whether an operation sees the whole picture (instance normalisation's statistics, a
+    /// softmax along rows or columns, a reshape that moves pixels between rows), so
+    /// that tiles would give a different result: such graphs run on whole frames.
+    public var needsWholeFrame: Bool {
+        nodes.contains {
+            switch $0.op {
+            case .instanceNorm, .reshape, .softmax: return true
+            default: return false
+            }
+        }
+    }
+
+    /// The graph for input `shape`: itself, or the specializer's graph for that shape.
+    public func specialized(for shape: Shape) throws -> Graph {
+        guard let specializer else { return self }
+        return try specializer(shape)
     }
 
     /// Input channel count the first layer expects, when it can be told.
@@ -232,8 +377,10 @@ public struct Graph: Sendable {
             case .convolution(let p), .deconvolution(let p): return p.inChannels
             case .channelAffine(let scale, _): return scale.count
             case .scalar, .activation: frontier.insert(node.output)
+            case .instanceNorm(let scale, _, _): return scale.count
             case .binary, .softmaxChannels, .pixelShuffle, .resize, .pad, .crop, .cropLike, .sliceChannels,
-                 .concatChannels, .globalAveragePool, .fullyConnected, .upsampleDetail:
+                 .concatChannels, .globalAveragePool, .fullyConnected, .upsampleDetail, .pool, .spaceToDepth,
+                 .resample, .constant, .reshape, .softmax:
                 // These take any channel count (a fully connected layer's weights cover the
                 // flattened input, not one pixel): they do not say; look no further down here.
                 continue

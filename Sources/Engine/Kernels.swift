@@ -17,6 +17,9 @@ package enum Kernels {
         case .sigmoid: return 1 / (1 + exp(-x))
         case .tanh: return Foundation.tanh(x)
         case .clip(let lo, let hi): return min(max(x, lo), hi)
+        case .elu(let alpha): return x > 0 ? x : alpha * (exp(x) - 1)
+        case .sqrt: return x.squareRoot()
+        case .pow(let e): return Foundation.pow(x, e)
         }
     }
 
@@ -102,6 +105,7 @@ package enum Kernels {
         case .div: return a / b
         case .max: return max(a, b)
         case .min: return min(a, b)
+        case .pow: return Foundation.pow(a, b)
         }
     }
 
@@ -290,6 +294,10 @@ package enum Kernels {
     /// operations they run as loops.
     package static func execute(_ op: Operation, _ inputs: [UnsafeBufferPointer<Float>], _ shapes: [Shape],
                                 _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
+        if case .constant(_, let values) = op {
+            values.withUnsafeBufferPointer { y.baseAddress!.update(from: $0.baseAddress!, count: $0.count) }
+            return
+        }
         let x = inputs[0], s0 = shapes[0]
         switch op {
         case .convolution(let p): convolution(p, x, s0, y, o)
@@ -313,6 +321,164 @@ package enum Kernels {
         case .globalAveragePool: globalAveragePool(x, s0, y)
         case .fullyConnected(let out, let w, let b, let a): fullyConnected(out, w, b, a, x, y)
         case .upsampleDetail(let mode, let order): upsampleDetail(mode, order, x, s0, inputs[1], shapes[1], y, o)
+        case .instanceNorm(let scale, let bias, let eps): instanceNorm(scale, bias, eps, x, s0, y)
+        case .pool(let p): pool(p, x, s0, y, o)
+        case .spaceToDepth(let r): spaceToDepth(r, x, s0, y, o)
+        case .resample(let p): resample(p, x, s0, y, o)
+        case .constant: break
+        case .reshape: y.baseAddress!.update(from: x.baseAddress!, count: x.count)
+        case .softmax(let axis): softmaxAlong(axis, x, s0, y)
+        }
+    }
+
+    static func softmaxAlong(_ axis: Int, _ x: UnsafeBufferPointer<Float>, _ s: Shape, _ y: UnsafeMutableBufferPointer<Float>) {
+        // Lines of `n` values `step` apart: rows (axis 3, along a row) or columns (axis 2).
+        let (n, step, lines) = axis == 3 ? (s.w, 1, s.c * s.h) : (s.h, s.w, s.c * s.w)
+        for line in 0..<lines {
+            let start = axis == 3 ? line * s.w : (line / s.w) * s.h * s.w + line % s.w
+            var m = -Float.infinity
+            for i in 0..<n { m = max(m, x[start + i * step]) }
+            var sum: Float = 0
+            for i in 0..<n { let e = exp(x[start + i * step] - m); y[start + i * step] = e; sum += e }
+            for i in 0..<n { y[start + i * step] /= sum }
+        }
+    }
+
+    static func instanceNorm(_ scale: [Float], _ bias: [Float], _ eps: Float, _ x: UnsafeBufferPointer<Float>, _ s: Shape,
+                             _ y: UnsafeMutableBufferPointer<Float>) {
+        let plane = s.h * s.w
+        for c in 0..<s.c {
+            // Two passes in double: the mean, then the spread around it.
+            var sum = 0.0
+            for i in 0..<plane { sum += Double(x[c * plane + i]) }
+            let mean = sum / Double(plane)
+            var spread = 0.0
+            for i in 0..<plane { let d = Double(x[c * plane + i]) - mean; spread += d * d }
+            let k = Double(scale[c]) / (spread / Double(plane) + Double(eps)).squareRoot()
+            let b = Double(bias[c]) - mean * k
+            for i in 0..<plane { y[c * plane + i] = Float(Double(x[c * plane + i]) * k + b) }
+        }
+    }
+
+    static func pool(_ p: PoolParameters, _ x: UnsafeBufferPointer<Float>, _ s: Shape, _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
+        for c in 0..<s.c {
+            for oy in 0..<o.h {
+                for ox in 0..<o.w {
+                    var best = -Float.infinity, sum: Float = 0, inside = 0, padded = 0
+                    for ky in 0..<p.kernelH {
+                        let iy = oy * p.strideH - p.padTop + ky * p.dilationH
+                        // Positions past the padding (ceil mode's last window) count for nothing.
+                        if iy >= s.h + p.padBottom { continue }
+                        for kx in 0..<p.kernelW {
+                            let ix = ox * p.strideW - p.padLeft + kx * p.dilationW
+                            if ix >= s.w + p.padRight { continue }
+                            guard iy >= 0, iy < s.h, ix >= 0, ix < s.w else { padded += 1; continue }
+                            let v = x[(c * s.h + iy) * s.w + ix]
+                            best = max(best, v)
+                            sum += v
+                            inside += 1
+                        }
+                    }
+                    let v: Float
+                    switch p.kind {
+                    case .max: v = best
+                    case .average(let countPadding): v = sum / Float(max(countPadding ? inside + padded : inside, 1))
+                    }
+                    y[(c * o.h + oy) * o.w + ox] = v
+                }
+            }
+        }
+    }
+
+    static func spaceToDepth(_ r: Int, _ x: UnsafeBufferPointer<Float>, _ s: Shape, _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
+        for c in 0..<s.c {
+            for dy in 0..<r {
+                for dx in 0..<r {
+                    let oc = (dy * r + dx) * s.c + c
+                    for oy in 0..<o.h {
+                        for ox in 0..<o.w {
+                            y[(oc * o.h + oy) * o.w + ox] = x[(c * s.h + oy * r + dy) * s.w + ox * r + dx]
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// One axis of ONNX Resize: for each output position, the input taps and their weights.
+    static func resampleTaps(_ p: ResampleParameters, inSize n: Int, outSize m: Int, scale given: Float) -> [(index: [Int], weight: [Float])] {
+        let scale = given > 0 ? Double(given) : Double(m) / Double(n)
+        // ONNX's reference maps with the scale (n · scale may be fractional), not m / n.
+        let outLength = scale * Double(n)
+        return (0..<m).map { d in
+            let x = Double(d)
+            let source: Double
+            switch p.coordinates {
+            case .halfPixel: source = (x + 0.5) / scale - 0.5
+            case .pytorchHalfPixel: source = m > 1 ? (x + 0.5) / scale - 0.5 : 0
+            case .alignCorners: source = outLength == 1 ? 0 : x * Double(n - 1) / (outLength - 1)
+            case .asymmetric: source = x / scale
+            case .tfHalfPixelForNN: source = (x + 0.5) / scale
+            }
+            func clamp(_ i: Int) -> Int { min(max(i, 0), n - 1) }
+            switch p.mode {
+            case .nearest:
+                let f = source.rounded(.down), frac = source - f
+                let i: Int
+                switch p.rounding {
+                case .roundPreferFloor: i = Int(frac <= 0.5 ? f : f + 1)
+                case .roundPreferCeil: i = Int(frac < 0.5 ? f : f + 1)
+                case .floor: i = Int(f)
+                case .ceil: i = Int(source.rounded(.up))
+                }
+                return ([clamp(i)], [1])
+            case .bilinear, .bicubic:
+                var base = Int(source.rounded(.down))
+                var t = source - Double(base)
+                // A whole coordinate takes the upper tap at full weight (the reference's ratio 1).
+                if t == 0 { base -= 1; t = 1 }
+                var taps: [Int], weights: [Double]
+                if p.mode == .bilinear {
+                    taps = [base, base + 1]
+                    weights = [1 - t, t]
+                } else {
+                    let a = Double(p.cubicA)
+                    func near(_ d: Double) -> Double { ((a + 2) * d - (a + 3)) * d * d + 1 }
+                    func far(_ d: Double) -> Double { ((a * d - 5 * a) * d + 8 * a) * d - 4 * a }
+                    taps = [base - 1, base, base + 1, base + 2]
+                    weights = [far(t + 1), near(t), near(1 - t), far(2 - t)]
+                }
+                if p.excludeOutside {
+                    for k in taps.indices where taps[k] < 0 || taps[k] >= n { weights[k] = 0 }
+                    let total = weights.reduce(0, +)
+                    if total != 0 { weights = weights.map { $0 / total } }
+                }
+                return (taps.map(clamp), weights.map(Float.init))
+            }
+        }
+    }
+
+    static func resample(_ p: ResampleParameters, _ x: UnsafeBufferPointer<Float>, _ s: Shape, _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
+        let rows = resampleTaps(p, inSize: s.h, outSize: o.h, scale: p.outH > 0 ? 0 : p.scaleH)
+        let cols = resampleTaps(p, inSize: s.w, outSize: o.w, scale: p.outW > 0 ? 0 : p.scaleW)
+        // Columns first, then rows (separable, as the reference's nested 1-D interpolations).
+        var mid = [Float](repeating: 0, count: s.h * o.w)
+        for c in 0..<s.c {
+            let base = c * s.h * s.w
+            for iy in 0..<s.h {
+                for (ox, tap) in cols.enumerated() {
+                    var v: Float = 0
+                    for k in tap.index.indices { v += tap.weight[k] * x[base + iy * s.w + tap.index[k]] }
+                    mid[iy * o.w + ox] = v
+                }
+            }
+            for (oy, tap) in rows.enumerated() {
+                for ox in 0..<o.w {
+                    var v: Float = 0
+                    for k in tap.index.indices { v += tap.weight[k] * mid[tap.index[k] * o.w + ox] }
+                    y[(c * o.h + oy) * o.w + ox] = v
+                }
+            }
         }
     }
 }

@@ -38,10 +38,22 @@ extension Graph {
             case .cropLike(let t, let l):
                 // The far side depends on the other input's size: count the whole offset.
                 r += Double(max(t, l)) / s
-            case .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .sliceChannels, .concatChannels:
+            case .pool(let p):
+                let reach = Double(max(p.dilationH * (p.kernelH - 1), p.dilationW * (p.kernelW - 1))) / 2
+                r += reach / s
+                s /= Double(p.strideH)
+            case .spaceToDepth(let f):
+                r += Double(f) / 2 / s
+                s /= Double(f)
+            case .resample(let p):
+                let factor = p.outH > 0 ? 1 : Double(p.scaleH)
+                s *= factor
+                r += (Self.resizeReach(p.mode) + (p.coordinates == .halfPixel || p.coordinates == .pytorchHalfPixel ? 0 : 1)) / s
+            case .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .sliceChannels, .concatChannels, .constant:
                 // Per pixel: sees nothing beyond its inputs' reach.
                 break
-            case .globalAveragePool, .fullyConnected:
+            case .globalAveragePool, .fullyConnected, .instanceNorm, .reshape, .softmax:
+                // See everything by design (instance norm's statistics): no border makes a tile exact.
                 break
             }
             radius[node.output] = r

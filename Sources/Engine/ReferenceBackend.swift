@@ -16,13 +16,14 @@ public struct ReferenceBackend: InferenceBackend {
         switch op {
         case .convolution, .deconvolution, .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle,
              .resize, .pad, .crop, .cropLike, .sliceChannels, .concatChannels, .globalAveragePool, .fullyConnected,
-             .upsampleDetail:
+             .upsampleDetail, .instanceNorm, .pool, .spaceToDepth, .resample, .constant, .reshape, .softmax:
             return true
         }
     }
 
     public func prepare(_ graph: Graph, input inputShape: Shape) throws -> PreparedGraph {
-        let graph = runsPasses ? try graph.fusingUpsampleDetailTails(input: inputShape, where: supports) : graph
+        let specialized = try graph.specialized(for: inputShape)
+        let graph = runsPasses ? try specialized.fusingUpsampleDetailTails(input: inputShape, where: supports) : specialized
         try checkSupport(graph)
         return try ReferencePrepared(graph: graph, input: inputShape)
     }

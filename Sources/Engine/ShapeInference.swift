@@ -42,7 +42,8 @@ extension Graph {
             case .fullyConnected(_, let weights, _, _):
                 add(weights.count)
             case .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle, .resize, .pad, .crop,
-                 .cropLike, .sliceChannels, .concatChannels, .globalAveragePool, .upsampleDetail:
+                 .cropLike, .sliceChannels, .concatChannels, .globalAveragePool, .upsampleDetail, .instanceNorm, .pool,
+                 .spaceToDepth, .resample, .constant, .reshape, .softmax:
                 // No weights: a handful of operations per value, not counted.
                 break
             }
@@ -62,11 +63,17 @@ extension Node {
         switch op {
         case .binary, .cropLike, .upsampleDetail: expectedInputs = 2
         case .concatChannels: expectedInputs = max(ins.count, 1)
+        case .constant: expectedInputs = 0
         case .convolution, .deconvolution, .activation, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle, .resize,
-             .pad, .crop, .sliceChannels, .globalAveragePool, .fullyConnected:
+             .pad, .crop, .sliceChannels, .globalAveragePool, .fullyConnected, .instanceNorm, .pool, .spaceToDepth, .resample,
+             .reshape, .softmax:
             expectedInputs = 1
         }
         guard ins.count == expectedInputs else { throw fail("expects \(expectedInputs) inputs, has \(ins.count)", source) }
+        if case .constant(let shape, let values) = op {
+            guard shape.c > 0, shape.h > 0, shape.w > 0, values.count == shape.count else { throw fail("holds \(values.count) values for \(shape)", source) }
+            return shape
+        }
         let x = ins[0]
         let shape = try unboundedOutputShape(ins, x, source: source)
         guard shape.c > 0, shape.h > 0, shape.w > 0, ModelLimits.elementCount([shape.c, shape.h, shape.w]) != nil else {
@@ -210,6 +217,40 @@ extension Node {
                 throw fail("detail \(d) does not fit base \(x): it needs 4 or \(4 * x.c) channels of \(x.h)x\(x.w)", source)
             }
             return Shape(c: x.c, h: 2 * x.h, w: 2 * x.w)
+        case .instanceNorm(let scale, let bias, _):
+            guard scale.count == x.c, bias.count == x.c else { throw fail("has \(scale.count) scales for \(x.c) channels", source) }
+            return x
+        case .pool(let p):
+            let limits = 1...ModelLimits.maxKernel
+            guard limits.contains(p.kernelH), limits.contains(p.kernelW), (1...ModelLimits.maxStride).contains(p.strideH),
+                  (1...ModelLimits.maxStride).contains(p.strideW), p.dilationH >= 1, p.dilationW >= 1,
+                  [p.padTop, p.padLeft, p.padBottom, p.padRight].allSatisfy({ (0...ModelLimits.maxPad).contains($0) }) else {
+                throw fail("has a window, stride or padding beyond the model limits", source)
+            }
+            let (h, w) = p.outputSize(h: x.h, w: x.w)
+            guard h > 0, w > 0 else { throw fail("a \(p.kernelH)x\(p.kernelW) window does not fit \(x.h)x\(x.w)", source) }
+            return Shape(c: x.c, h: h, w: w)
+        case .spaceToDepth(let r):
+            guard (1...ModelLimits.maxScale).contains(r), x.h % r == 0, x.w % r == 0 else { throw fail("\(x.h)x\(x.w) is not divisible by \(r)", source) }
+            return Shape(c: x.c * r * r, h: x.h / r, w: x.w / r)
+        case .resample(let p):
+            let scales: ClosedRange<Float> = 1 / Float(ModelLimits.maxScale)...Float(ModelLimits.maxScale)
+            guard p.outH > 0 || scales.contains(p.scaleH), p.outW > 0 || scales.contains(p.scaleW),
+                  p.outH <= ModelLimits.maxDimension, p.outW <= ModelLimits.maxDimension else {
+                throw fail("resizes by \(p.scaleH)x\(p.scaleW) (to \(p.outH)x\(p.outW)); a factor must be 1/\(ModelLimits.maxScale)–\(ModelLimits.maxScale) and a size at most \(ModelLimits.maxDimension)", source)
+            }
+            let h = p.outH > 0 ? p.outH : Int((Float(x.h) * p.scaleH).rounded(.down))
+            let w = p.outW > 0 ? p.outW : Int((Float(x.w) * p.scaleW).rounded(.down))
+            guard h > 0, w > 0 else { throw fail("resizes \(x.h)x\(x.w) to nothing", source) }
+            return Shape(c: x.c, h: h, w: w)
+        case .constant:
+            return x
+        case .reshape(let to):
+            guard to.c > 0, to.h > 0, to.w > 0, to.count == x.count else { throw fail("cannot reshape \(x) to \(to)", source) }
+            return to
+        case .softmax(let axis):
+            guard axis == 2 || axis == 3 else { throw fail("takes a softmax along axis \(axis)", source) }
+            return x
         }
     }
 }
@@ -235,6 +276,13 @@ extension Operation {
         case .globalAveragePool: return "global average pooling"
         case .fullyConnected: return "fully connected"
         case .upsampleDetail(let m, _): return "upsample detail \(m.rawValue)"
+        case .instanceNorm: return "instance norm"
+        case .pool(let p): return p.kind == .max ? "max pooling" : "average pooling"
+        case .spaceToDepth: return "space to depth"
+        case .resample(let p): return "resize \(p.mode.rawValue) \(p.coordinates.rawValue)"
+        case .constant: return "constant"
+        case .reshape: return "reshape"
+        case .softmax(let axis): return "softmax along \(axis == 2 ? "rows" : "columns")"
         }
     }
 }

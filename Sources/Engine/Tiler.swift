@@ -52,7 +52,10 @@ public final class TiledRunner {
         self.graph = graph
         self.spec = spec
         self.backend = backend
-        if let tileSize {
+        if graph.needsWholeFrame {
+            // Instance normalisation over a tile is not over the picture: one tile, the frame.
+            self.tileSize = 1 << 16
+        } else if let tileSize {
             guard tileSize >= spec.multiple, tileSize >= 8 else {
                 throw EngineError(.invalidSetting, "Tile size \(tileSize) is too small for \(graph.source); use at least \(max(8, spec.multiple)).")
             }

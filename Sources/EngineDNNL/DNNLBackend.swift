@@ -38,13 +38,14 @@ public final class DNNLBackend: InferenceBackend, @unchecked Sendable {
         case .upsampleDetail(let mode, _):
             return UpsampleDetail.supports(mode)
         case .convolution, .deconvolution, .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle,
-             .resize, .pad, .crop, .cropLike, .sliceChannels, .concatChannels, .globalAveragePool, .fullyConnected:
+             .resize, .pad, .crop, .cropLike, .sliceChannels, .concatChannels, .globalAveragePool, .fullyConnected,
+             .instanceNorm, .pool, .spaceToDepth, .resample, .constant, .reshape, .softmax:
             return true
         }
     }
 
     public func prepare(_ graph: Graph, input inputShape: Shape) throws -> PreparedGraph {
-        try DNNLPrepared(backend: self, graph: graph, input: inputShape)
+        try DNNLPrepared(backend: self, graph: graph.specialized(for: inputShape), input: inputShape)
     }
 }
 
@@ -172,6 +173,9 @@ func eltwiseAlgorithm(_ a: Activation) -> (dnnl_alg_kind_t, Float, Float)? {
     case .sigmoid: return (dnnl_eltwise_logistic, 0, 0)
     case .tanh: return (dnnl_eltwise_tanh, 0, 0)
     case .clip(let lo, let hi): return (dnnl_eltwise_clip, lo, hi)
+    case .elu(let alpha): return (dnnl_eltwise_elu, alpha, 0)
+    case .sqrt: return (dnnl_eltwise_sqrt, 0, 0)
+    case .pow(let e): return (dnnl_eltwise_pow, 1, e)
     }
 }
 
@@ -426,6 +430,9 @@ final class DNNLPrepared: PreparedGraph {
             try upsampleDetail(node, mode, order)
         case .scalar, .channelAffine, .pixelShuffle, .resize, .pad, .concatChannels:
             try plainOp(node)
+        case .instanceNorm, .pool, .spaceToDepth, .resample, .constant, .reshape, .softmax:
+            // Rare in image models: the plain loops (Kernels), as the op tests say.
+            try plainOp(node)
         }
     }
 
@@ -601,7 +608,8 @@ final class DNNLPrepared: PreparedGraph {
         let commutative = kind == .add || kind == .mul || kind == .max || kind == .min
         if shapes[a] != out, commutative { swap(&a, &b) }
         let plainCoefficients = coefficients == nil || coefficients! == [1, 1]
-        guard shapes[a] == out, plainCoefficients else { return try plainOp(node) }
+        // oneDNN 2.6's binary primitive has no power: the plain loop.
+        guard shapes[a] == out, plainCoefficients, kind != .pow else { return try plainOp(node) }
         let alg: dnnl_alg_kind_t
         switch kind {
         case .add: alg = dnnl_binary_add
@@ -610,6 +618,7 @@ final class DNNLPrepared: PreparedGraph {
         case .div: alg = dnnl_binary_div
         case .max: alg = dnnl_binary_max
         case .min: alg = dnnl_binary_min
+        case .pow: return try plainOp(node)
         }
         let src0 = try materialized(a)
         // Same-shape operands share src0's layout; a broadcast operand goes in plain form.
