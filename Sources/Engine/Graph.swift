@@ -298,6 +298,14 @@ public enum Operation: Sendable, Equatable {
     case reshape(Shape)
     /// Softmax along rows (axis 2) or columns (axis 3) of each channel.
     case softmax(axis: Int)
+    /// Concatenation along rows (axis 2) or columns (axis 3).
+    case concat(axis: Int)
+    /// Permutes the channel, row and column axes (`perm` of 0, 1, 2: output axis i is input
+    /// axis perm[i]).
+    case transpose(perm: [Int])
+    /// A fully connected layer along each row: `y[c][h][n] = Σk x[c][h][k] · weights[k][n] + bias[n]`
+    /// (ONNX MatMul/Gemm on a 2-D operand).
+    case rowMatMul(inFeatures: Int, outFeatures: Int, weights: [Float], bias: [Float])
 }
 
 /// One step of the graph: an operation reading values and producing one value.
@@ -356,7 +364,7 @@ public struct Graph: Sendable {
     public var needsWholeFrame: Bool {
         nodes.contains {
             switch $0.op {
-            case .instanceNorm, .reshape, .softmax: return true
+            case .instanceNorm, .reshape, .softmax, .concat, .transpose, .rowMatMul: return true
             default: return false
             }
         }
@@ -380,7 +388,7 @@ public struct Graph: Sendable {
             case .instanceNorm(let scale, _, _): return scale.count
             case .binary, .softmaxChannels, .pixelShuffle, .resize, .pad, .crop, .cropLike, .sliceChannels,
                  .concatChannels, .globalAveragePool, .fullyConnected, .upsampleDetail, .pool, .spaceToDepth,
-                 .resample, .constant, .reshape, .softmax:
+                 .resample, .constant, .reshape, .softmax, .concat, .transpose, .rowMatMul:
                 // These take any channel count (a fully connected layer's weights cover the
                 // flattened input, not one pixel): they do not say; look no further down here.
                 continue

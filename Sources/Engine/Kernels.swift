@@ -328,6 +328,32 @@ package enum Kernels {
         case .constant: break
         case .reshape: y.baseAddress!.update(from: x.baseAddress!, count: x.count)
         case .softmax(let axis): softmaxAlong(axis, x, s0, y)
+        case .concat(let axis):
+            for c in 0..<o.c {
+                var offset = 0
+                for (k, src) in inputs.enumerated() {
+                    let si = shapes[k]
+                    for r in 0..<si.h {
+                        for col in 0..<si.w {
+                            let (oy, ox) = axis == 2 ? (r + offset, col) : (r, col + offset)
+                            y[(c * o.h + oy) * o.w + ox] = src[(c * si.h + r) * si.w + col]
+                        }
+                    }
+                    offset += axis == 2 ? si.h : si.w
+                }
+            }
+        case .transpose(let perm):
+            let inStrides = [s0.h * s0.w, s0.w, 1]
+            let (a, b, c) = (inStrides[perm[0]], inStrides[perm[1]], inStrides[perm[2]])
+            for i in 0..<o.c { for j in 0..<o.h { for k in 0..<o.w { y[(i * o.h + j) * o.w + k] = x[i * a + j * b + k * c] } } }
+        case .rowMatMul(let k, let n, let w, let bias):
+            for row in 0..<(s0.c * s0.h) {
+                for j in 0..<n {
+                    var sum: Float = bias.isEmpty ? 0 : bias[j]
+                    for i in 0..<k { sum += x[row * k + i] * w[i * n + j] }
+                    y[row * n + j] = sum
+                }
+            }
         }
     }
 

@@ -16,7 +16,7 @@ public struct ReferenceBackend: InferenceBackend {
         switch op {
         case .convolution, .deconvolution, .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle,
              .resize, .pad, .crop, .cropLike, .sliceChannels, .concatChannels, .globalAveragePool, .fullyConnected,
-             .upsampleDetail, .instanceNorm, .pool, .spaceToDepth, .resample, .constant, .reshape, .softmax:
+             .upsampleDetail, .instanceNorm, .pool, .spaceToDepth, .resample, .constant, .reshape, .softmax, .concat, .transpose, .rowMatMul:
             return true
         }
     }

@@ -41,9 +41,12 @@ extension Graph {
                 add(i.h, i.w, p.inChannels, p.outChannels / p.groups, p.kernelH, p.kernelW)
             case .fullyConnected(_, let weights, _, _):
                 add(weights.count)
+            case .rowMatMul(_, _, let weights, _):
+                guard let i = shapes[node.inputs[0]] else { continue }
+                add(i.c, i.h, weights.count)
             case .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle, .resize, .pad, .crop,
                  .cropLike, .sliceChannels, .concatChannels, .globalAveragePool, .upsampleDetail, .instanceNorm, .pool,
-                 .spaceToDepth, .resample, .constant, .reshape, .softmax:
+                 .spaceToDepth, .resample, .constant, .reshape, .softmax, .concat, .transpose:
                 // No weights: a handful of operations per value, not counted.
                 break
             }
@@ -62,11 +65,11 @@ extension Node {
         let expectedInputs: Int
         switch op {
         case .binary, .cropLike, .upsampleDetail: expectedInputs = 2
-        case .concatChannels: expectedInputs = max(ins.count, 1)
+        case .concatChannels, .concat: expectedInputs = max(ins.count, 1)
         case .constant: expectedInputs = 0
         case .convolution, .deconvolution, .activation, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle, .resize,
              .pad, .crop, .sliceChannels, .globalAveragePool, .fullyConnected, .instanceNorm, .pool, .spaceToDepth, .resample,
-             .reshape, .softmax:
+             .reshape, .softmax, .transpose, .rowMatMul:
             expectedInputs = 1
         }
         guard ins.count == expectedInputs else { throw fail("expects \(expectedInputs) inputs, has \(ins.count)", source) }
@@ -251,6 +254,21 @@ extension Node {
         case .softmax(let axis):
             guard axis == 2 || axis == 3 else { throw fail("takes a softmax along axis \(axis)", source) }
             return x
+        case .concat(let axis):
+            guard axis == 2 || axis == 3 else { throw fail("concatenates along axis \(axis)", source) }
+            for y in ins where y.c != x.c || (axis == 2 ? y.w != x.w : y.h != x.h) {
+                throw fail("concatenates \(x) with \(y) along \(axis == 2 ? "rows" : "columns")", source)
+            }
+            return axis == 2 ? Shape(c: x.c, h: ins.reduce(0) { $0 + $1.h }, w: x.w) : Shape(c: x.c, h: x.h, w: ins.reduce(0) { $0 + $1.w })
+        case .transpose(let perm):
+            guard perm.sorted() == [0, 1, 2] else { throw fail("has permutation \(perm)", source) }
+            let d = [x.c, x.h, x.w]
+            return Shape(c: d[perm[0]], h: d[perm[1]], w: d[perm[2]])
+        case .rowMatMul(let k, let n, let weights, let bias):
+            guard x.w == k, k > 0, n > 0, weights.count == k * n, bias.isEmpty || bias.count == n else {
+                throw fail("multiplies rows of \(x.w) by a \(k)×\(n) matrix (\(weights.count) weights, \(bias.count) biases)", source)
+            }
+            return Shape(c: x.c, h: x.h, w: n)
         }
     }
 }
@@ -282,7 +300,10 @@ extension Operation {
         case .resample(let p): return "resize \(p.mode.rawValue) \(p.coordinates.rawValue)"
         case .constant: return "constant"
         case .reshape: return "reshape"
-        case .softmax(let axis): return "softmax along \(axis == 2 ? "rows" : "columns")"
+        case .softmax(let axis): return "softmax along \(axis == 2 ? "columns" : "rows")"
+        case .concat(let axis): return "concat along \(axis == 2 ? "rows" : "columns")"
+        case .transpose: return "transpose"
+        case .rowMatMul: return "matrix multiply"
         }
     }
 }

@@ -39,7 +39,7 @@ public final class DNNLBackend: InferenceBackend, @unchecked Sendable {
             return UpsampleDetail.supports(mode)
         case .convolution, .deconvolution, .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle,
              .resize, .pad, .crop, .cropLike, .sliceChannels, .concatChannels, .globalAveragePool, .fullyConnected,
-             .instanceNorm, .pool, .spaceToDepth, .resample, .constant, .reshape, .softmax:
+             .instanceNorm, .pool, .spaceToDepth, .resample, .constant, .reshape, .softmax, .concat, .transpose, .rowMatMul:
             return true
         }
     }
@@ -430,7 +430,7 @@ final class DNNLPrepared: PreparedGraph {
             try upsampleDetail(node, mode, order)
         case .scalar, .channelAffine, .pixelShuffle, .resize, .pad, .concatChannels:
             try plainOp(node)
-        case .instanceNorm, .pool, .spaceToDepth, .resample, .constant, .reshape, .softmax:
+        case .instanceNorm, .pool, .spaceToDepth, .resample, .constant, .reshape, .softmax, .concat, .transpose, .rowMatMul:
             // Rare in image models: the plain loops (Kernels), as the op tests say.
             try plainOp(node)
         }

@@ -116,6 +116,7 @@ enum ConstantFolding {
 
     static func gather(_ data: Constant, _ indices: Constant, axis a: Int) throws -> Constant {
         let r = data.dims.count
+        guard r > 0 else { throw FoldingError(why: "gathers from a scalar") }
         let ax = try axis(a, rank: r)
         guard let idx = indices.ints else { throw FoldingError(why: "gathers by non-integer indices") }
         let n = data.dims[ax]
@@ -136,6 +137,7 @@ enum ConstantFolding {
     static func concat(_ parts: [Constant], axis a: Int) throws -> Constant {
         guard let first = parts.first else { throw FoldingError(why: "concatenates nothing") }
         let r = first.dims.count
+        guard r > 0 else { throw FoldingError(why: "concatenates scalars") }
         let ax = try axis(a, rank: r)
         for p in parts where p.dims.count != r || zip(p.dims, first.dims).enumerated().contains(where: { $0.offset != ax && $0.element.0 != $0.element.1 }) {
             throw FoldingError(why: "concatenates shapes \(first.dims) and \(p.dims)")

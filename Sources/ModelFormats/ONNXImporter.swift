@@ -575,13 +575,13 @@ public enum ONNXImporter {
                 try slice(attributes, inputs: inputs, context, runtime: runtime(0))
             case "Concat":
                 let axis = try engineAxis(attributes.int("axis") ?? 1, context)
-                guard axis == 1 else { throw context.unsupported("concatenates along axis \(attributes.int("axis") ?? 1) of a rank-\(rank) input; the engine concatenates channels (axis 1 of NCHW)") }
-                let parts = try inputs.indices.map { i -> Int in
+                guard axis >= 1 else { throw context.unsupported("concatenates along the batch axis") }
+                let parts = try inputs.indices.filter { !inputs[$0].isEmpty }.map { i -> Int in
                     if let v = values[inputs[i]] { return v }
                     if let c = constant(i) { return try constantNode(c, context) }
                     return try runtime(i)
                 }
-                emit(.concatChannels, parts)
+                emit(axis == 1 ? .concatChannels : .concat(axis: axis), parts)
             case "Split":
                 try split(attributes, inputs: inputs, outputs: outputs, context, runtime: runtime(0))
             case "GlobalAveragePool":
@@ -649,7 +649,10 @@ public enum ONNXImporter {
                 if op == "Unsqueeze" {
                     guard let axes else { throw FoldingError(why: "names no axes") }
                     let r = dims.count + axes.count
-                    for ax in try axes.map({ try ConstantFolding.axis($0, rank: r) }).sorted() { dims.insert(1, at: ax) }
+                    for ax in try axes.map({ try ConstantFolding.axis($0, rank: r) }).sorted() {
+                        guard ax <= dims.count else { throw FoldingError(why: "unsqueezes axes \(axes) of a rank-\(v.dims.count) tensor") }
+                        dims.insert(1, at: ax)
+                    }
                 } else if let axes {
                     let drop = Set(try axes.map { try ConstantFolding.axis($0, rank: dims.count) })
                     guard drop.allSatisfy({ dims[$0] == 1 }) else { throw FoldingError(why: "squeezes an axis longer than 1") }
@@ -852,13 +855,29 @@ public enum ONNXImporter {
                 guard perm.sorted() == Array(0..<dims.count) else { throw context.malformed("has permutation \(perm) for rank \(dims.count)") }
                 // Only axes of length 1 may move: the values stay in the same order.
                 let kept = perm.filter { dims[$0] != 1 }
-                guard kept == kept.sorted() else { throw context.unsupported("transposes an image (perm \(perm)); the engine keeps NCHW order") }
                 target = perm.map { dims[$0] }
+                if kept != kept.sorted() {
+                    // Axes move: a permutation of channels, rows and columns (the batch stays first).
+                    let lift = 4 - dims.count
+                    let full = Array(0..<lift) + perm.map { $0 + lift }
+                    guard full[0] == 0 else { throw context.unsupported("moves the batch axis (perm \(perm))") }
+                    outputRank = target.count
+                    emit(.transpose(perm: full.dropFirst().map { $0 - 1 }), [x], context)
+                    return
+                }
             default:  // Expand
                 guard let spec = constant(inputs, 1)?.ints?.map({ Int($0) }) else { throw context.unsupported("expands to a computed shape") }
                 target = (try? ConstantFolding.broadcast(dims, spec)) ?? []
-                guard target.reduce(1, *) == dims.reduce(1, *) else {
-                    throw context.unsupported("expands an image of shape \(dims) to \(spec); the engine broadcasts only inside element-wise operations")
+                if target.reduce(1, *) != dims.reduce(1, *) {
+                    // x + zeros of the target shape: the engine's element-wise broadcast.
+                    guard !target.isEmpty, target.count <= 4, ([Int](repeating: 1, count: 4 - target.count) + target)[0] == 1,
+                          let n = ModelLimits.elementCount(target) else {
+                        throw context.unsupported("expands an image of shape \(dims) to \(spec), which is not 1×C×H×W")
+                    }
+                    outputRank = target.count
+                    let zeros = try constantNode(Constant(floats: [Float](repeating: 0, count: n), dims: target), context)
+                    emit(.binary(.add, coefficients: nil), [x, zeros], context)
+                    return
                 }
             }
             if op == "Reshape" && target.count > 4 {
@@ -871,7 +890,8 @@ public enum ONNXImporter {
             func lifted(_ d: [Int]) -> [Int]? { d.count <= 4 ? [Int](repeating: 1, count: 4 - d.count) + d : nil }
             let vector = producesVector(x) && target.reduce(1, *) == dims.reduce(1, *) && target.filter({ $0 != 1 }).count <= 1
             outputRank = target.count
-            if vector || (lifted(target) != nil && lifted(target) == lifted(dims)) {
+            let engineShape = shape(of: x).map { [1, $0.c, $0.h, $0.w] }
+            if vector || (lifted(target) != nil && (lifted(target) == lifted(dims) || lifted(target) == engineShape)) {
                 values[context.out] = x
                 return
             }
@@ -1244,6 +1264,8 @@ public enum ONNXImporter {
         mutating func modelDimensions(of v: Int, _ context: NodeContext) throws -> [Int] {
             guard let s = shape(of: v) else { throw context.unsupported("needs the size of '\(builder.names[v])', which is not known before running (the input's channel count is symbolic)") }
             if options.inputShape == nil && (liftedDimensions[2] == nil || liftedDimensions[3] == nil) { shapeDependent = true }
+            // The engine keeps pooled and fully connected vectors as C×1×1: the model's 1×C.
+            if rank == 2 && producesVector(v) { return [1, s.c] }
             return Array([1, s.c, s.h, s.w].suffix(rank))
         }
 
@@ -1256,7 +1278,7 @@ public enum ONNXImporter {
 
         mutating func fullyConnected(_ op: String, _ a: Attributes, inputs: [String], _ context: NodeContext,
                                      runtime x: Int) throws {
-            guard producesVector(x) else { throw context.unsupported("multiplies an image; only pooled vectors (1×C) can go through a fully connected layer") }
+            guard producesVector(x) else { return try rowMatMul(op, a, inputs: inputs, context, runtime: x) }
             guard let w = constant(inputs, 1), w.dims.count == 2 else { throw context.unsupported("takes its weights from a computed value") }
             let transB = op == "Gemm" && (a.int("transB") ?? 0) == 1
             guard op == "MatMul" || ((a.int("transA") ?? 0) == 0 && (a.float("alpha") ?? 1) == 1 && (a.float("beta") ?? 1) == 1) else {
@@ -1276,6 +1298,38 @@ public enum ONNXImporter {
                 bias = c.count == 1 ? [Float](repeating: c.floats[0], count: n) : c.floats
             }
             emit(.fullyConnected(outFeatures: n, weights: weights, bias: bias, activation: .identity), [x], context)
+        }
+        /// MatMul or Gemm of a runtime matrix (its last axis) by a constant 2-D matrix.
+        mutating func rowMatMul(_ op: String, _ a: Attributes, inputs: [String], _ context: NodeContext, runtime x: Int) throws {
+            guard let b = constant(inputs, 1) else { throw context.unsupported("multiplies by a computed matrix; the engine multiplies by constant weights") }
+            guard b.dims.count == 2 else { throw context.unsupported("multiplies by a batch of matrices (\(b.dims)); the engine takes one 2-D weight matrix") }
+            guard rank >= 2 || op == "MatMul" else { throw context.malformed("multiplies a rank-\(rank) value") }
+            guard (a.int("transA") ?? 0) == 0 else { throw context.unsupported("transposes its input (transA)") }
+            let transB = op == "Gemm" && (a.int("transB") ?? 0) == 1
+            let alpha = op == "Gemm" ? a.float("alpha") ?? 1 : 1, beta = op == "Gemm" ? a.float("beta") ?? 1 : 1
+            let (k, n) = transB ? (b.dims[1], b.dims[0]) : (b.dims[0], b.dims[1])
+            guard k > 0, n > 0, let inner = shape(of: x)?.w, inner == k else {
+                throw context.unsupported("multiplies rows of \(shape(of: x).map { String($0.w) } ?? "?") values by a \(k)×\(n) matrix")
+            }
+            var weights = [Float](repeating: 0, count: k * n)
+            for i in 0..<k { for j in 0..<n { weights[i * n + j] = alpha * (transB ? b.floats[j * k + i] : b.floats[i * n + j]) } }
+            var bias: [Float] = []
+            var matrixBias: Constant?
+            if op == "Gemm", let c = constant(inputs, 2) {
+                if c.count == 1 || (c.count == n && c.dims.last == n) {
+                    bias = c.count == 1 ? [Float](repeating: beta * c.floats[0], count: n) : c.floats.map { beta * $0 }
+                } else {
+                    matrixBias = Constant(floats: c.floats.map { beta * $0 }, dims: c.dims)
+                }
+            }
+            guard let bias2 = matrixBias else {
+                emit(.rowMatMul(inFeatures: k, outFeatures: n, weights: weights, bias: bias), [x], context)
+                return
+            }
+            let product = builder.newValue(context.out + "/product")
+            builder.append(Node(name: context.name, op: .rowMatMul(inFeatures: k, outFeatures: n, weights: weights, bias: bias), inputs: [x], output: product))
+            let c = try constantNode(bias2, context)
+            emit(.binary(.add, coefficients: nil), [product, c], context)
         }
     }
 
