@@ -27,6 +27,20 @@ Fixtures:
                         scalars and per-channel constants, Concat, Slice of channels, Pad
                         (reflect), bilinear Resize (half_pixel), HardSigmoid, Softmax over
                         channels, GlobalAveragePool + Flatten + Gemm, opset 13
+    style-transfer      the fast style-transfer net (Johnson et al.; the architecture of the Core ML
+                        chapter in ../shared/specs): reflection pads, 9x9 and strided convs each with
+                        InstanceNormalization + Relu, two residual blocks, nearest upsampling whose
+                        sizes PyTorch computes from the input (Shape, Gather, Cast, Mul, Concat →
+                        Resize sizes), Tanh, then x150 + 127.5; opset 13, seeded random weights
+    eccv16-colorizer    a scaled-down ECCV16 colorizer (Zhang et al.): L normalised ((L − 50)/100),
+                        conv + Relu + BatchNorm blocks, strided and dilated convs, a 4x4 stride-2
+                        ConvTranspose, 1x1 conv to 64 colour bins, Softmax over channels (as
+                        PyTorch writes it below opset 13: Transpose, Softmax(-1), Transpose), 1x1
+                        conv to ab, x110, Resize x4 bilinear back to the input size; opset 11
+    shuffle-opset9      a PyTorch-at-opset-9 upscaler: pixel shuffle written as Reshape →
+                        Transpose → Reshape with sizes from Shape/Gather/Unsqueeze/Concat, Elu,
+                        MaxPool, Split + Concat, SpaceToDepth, Upsample; outputs also at a second
+                        size (NAME.input2.f32/NAME.output2.f32) to check the per-size remake
 """
 import argparse
 import json
@@ -120,7 +134,10 @@ class Net:
 
     def const(self, array, name=None):
         name = name or "c%d" % len(self.inits)
-        self.inits.append(numpy_helper.from_array(np.asarray(array), name))
+        array = np.asarray(array)
+        if array.dtype == np.float64:
+            array = array.astype(np.float32)
+        self.inits.append(numpy_helper.from_array(array, name))
         return name
 
     def node(self, op, inputs, **attrs):
@@ -206,6 +223,112 @@ def synthetic(rng):
     return net.model(x, y, c, 13, 6), None
 
 
+def shape_sizes(net, x, factor):
+    """Resize sizes as PyTorch's exporter writes them for interpolate(scale_factor=factor):
+    Shape → Gather(2, 3) → Cast float → Mul → Cast int64 → Concat with the first two dims."""
+    shape = net.node("Shape", [x])
+    hw = net.node("Slice", [shape, net.const(np.array([2], np.int64)), net.const(np.array([4], np.int64)), net.const(np.array([0], np.int64))])
+    hw = net.node("Cast", [hw], to=TensorProto.FLOAT)
+    hw = net.node("Mul", [hw, net.const(np.array([factor, factor], np.float32))])
+    hw = net.node("Cast", [hw], to=TensorProto.INT64)
+    nc = net.node("Slice", [shape, net.const(np.array([0], np.int64)), net.const(np.array([2], np.int64)), net.const(np.array([0], np.int64))])
+    return net.node("Concat", [nc, hw], axis=0)
+
+
+def style_transfer(rng):
+    net = Net("style-transfer")
+    r = lambda *s: rng.standard_normal(s).astype(np.float32)
+
+    def conv_in_relu(x, cin, cout, k, stride=1, relu=True):
+        p = k // 2
+        x = net.node("Pad", [x, net.const(np.array([0, 0, p, p, 0, 0, p, p], np.int64))], mode="reflect")
+        x = net.node("Conv", [x, net.const(r(cout, cin, k, k) * (1.0 / np.sqrt(cin * k * k))), net.const(r(cout) * 0.1)],
+                     kernel_shape=[k, k], strides=[stride, stride])
+        x = net.node("InstanceNormalization", [x, net.const(r(cout) * 0.2 + 1), net.const(r(cout) * 0.1)], epsilon=1e-5)
+        return net.node("Relu", [x]) if relu else x
+
+    h = conv_in_relu("input", 3, 8, 9)
+    h = conv_in_relu(h, 8, 16, 3, stride=2)
+    for _ in range(2):
+        b = conv_in_relu(h, 16, 16, 3)
+        b = conv_in_relu(b, 16, 16, 3, relu=False)
+        h = net.node("Add", [h, b])
+    h = net.node("Resize", [h, "", "", shape_sizes(net, h, 2.0)], mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    h = conv_in_relu(h, 16, 8, 3)
+    h = net.node("Pad", [h, net.const(np.array([0, 0, 4, 4, 0, 0, 4, 4], np.int64))], mode="reflect")
+    h = net.node("Conv", [h, net.const(r(3, 8, 9, 9) * 0.05), net.const(r(3) * 0.1)], kernel_shape=[9, 9])
+    h = net.node("Tanh", [h])
+    h = net.node("Mul", [h, net.const(np.array(150, np.float32))])
+    y = net.node("Add", [h, net.const(np.array(127.5, np.float32))])
+    return net.model("input", y, 3, 13, 3), None
+
+
+def eccv16(rng):
+    net = Net("eccv16-colorizer")
+    r = lambda *s: rng.standard_normal(s).astype(np.float32)
+
+    def conv(x, cin, cout, k=3, stride=1, dilation=1, relu=True):
+        p = dilation * (k // 2)
+        x = net.node("Conv", [x, net.const(r(cout, cin, k, k) * np.sqrt(2.0 / (cin * k * k))), net.const(r(cout) * 0.05)],
+                     kernel_shape=[k, k], strides=[stride, stride], dilations=[dilation, dilation], pads=[p, p, p, p])
+        return net.node("Relu", [x]) if relu else x
+
+    def bn(x, c):
+        return net.node("BatchNormalization", [x, net.const(r(c) * 0.1 + 1), net.const(r(c) * 0.1), net.const(r(c) * 0.1),
+                                               net.const(np.abs(r(c)) * 0.2 + 0.8)], epsilon=1e-5)
+
+    h = net.node("Sub", ["input", net.const(np.array(50, np.float32))])
+    h = net.node("Div", [h, net.const(np.array(100, np.float32))])
+    h = bn(conv(conv(h, 1, 8), 8, 8, stride=2), 8)
+    h = bn(conv(conv(h, 8, 16), 16, 16, stride=2), 16)
+    h = bn(conv(conv(h, 16, 16, dilation=2), 16, 16, dilation=2), 16)
+    h = bn(conv(conv(h, 16, 16), 16, 16), 16)
+    h = net.node("ConvTranspose", [h, net.const(r(16, 16, 4, 4) * 0.1), net.const(r(16) * 0.05)], kernel_shape=[4, 4], strides=[2, 2], pads=[1, 1, 1, 1])
+    h = net.node("Relu", [h])
+    h = conv(h, 16, 64, k=1, relu=False)
+    # PyTorch below opset 13 moves the channels last for a softmax over them.
+    h = net.node("Transpose", [h], perm=[0, 2, 3, 1])
+    h = net.node("Softmax", [h], axis=3)
+    h = net.node("Transpose", [h], perm=[0, 3, 1, 2])
+    h = net.node("Conv", [h, net.const(r(2, 64, 1, 1) * 0.5)], kernel_shape=[1, 1])
+    h = net.node("Mul", [h, net.const(np.array(110, np.float32))])
+    # Opset 11's Resize takes an roi input before the scales.
+    y = net.node("Resize", [h, net.const(np.array([], np.float32)), net.const(np.array([1, 1, 2, 2], np.float32))], mode="linear",
+                 coordinate_transformation_mode="half_pixel")
+    return net.model("input", y, 1, 11, 2), None
+
+
+def shuffle_opset9(rng):
+    net = Net("shuffle-opset9")
+    r = lambda *s: rng.standard_normal(s).astype(np.float32)
+    c = 3
+    h = net.node("Conv", ["input", net.const(r(8, c, 3, 3) * 0.3), net.const(r(8) * 0.1)], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    h = net.node("Elu", [h], alpha=0.8)
+    a, b = "split_a", "split_b"
+    net.nodes.append(helper.make_node("Split", [h], [a, b], name="Split_x", axis=1, split=[3, 5]))
+    m = net.node("MaxPool", [b], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    h = net.node("Concat", [m, a], axis=1)
+    h = net.node("Conv", [h, net.const(r(12, 8, 3, 3) * 0.2)], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    # pixel_shuffle(2) as PyTorch exports it below opset 11, sizes from the input's shape.
+    shape = net.node("Shape", [h])
+    dim = lambda i: net.node("Unsqueeze", [net.node("Gather", [shape, net.const(np.array(i, np.int64))], axis=0)], axes=[0])
+    H, W = dim(2), dim(3)
+    six = net.node("Concat", [net.const(np.array([1, 3, 2, 2], np.int64)), H, W], axis=0)
+    h = net.node("Reshape", [h, six])
+    h = net.node("Transpose", [h], perm=[0, 1, 4, 2, 5, 3])
+    H2 = net.node("Mul", [H, net.const(np.array([2], np.int64))])
+    W2 = net.node("Mul", [W, net.const(np.array([2], np.int64))])
+    four = net.node("Concat", [net.const(np.array([1, 3], np.int64)), H2, W2], axis=0)
+    h = net.node("Reshape", [h, four])
+    base = net.node("Upsample", ["input", net.const(np.array([1, 1, 2, 2], np.float32))], mode="nearest")
+    h = net.node("Add", [h, base])
+    d = net.node("SpaceToDepth", [h], blocksize=2)
+    d = net.node("Conv", [d, net.const(r(12, 12, 1, 1) * 0.2)], kernel_shape=[1, 1])
+    d = net.node("DepthToSpace", [d], blocksize=2)
+    y = net.node("Add", [h, d])
+    return net.model("input", y, c, 9, 3), None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models-dir", required=True)
@@ -218,7 +341,8 @@ def main():
     w, h = (int(v) for v in a.size.split("x"))
     manifest = {"onnx": onnx.__version__, "onnxruntime": ort.__version__, "seed": a.seed, "fixtures": {}}
     for name, build in (("animevideov3-x2", lambda: animevideov3(a.models_dir)), ("upconv7-photo", lambda: upconv7(a.models_dir)),
-                        ("synthetic-ops", lambda: synthetic(rng))):
+                        ("synthetic-ops", lambda: synthetic(rng)), ("style-transfer", lambda: style_transfer(rng)),
+                        ("eccv16-colorizer", lambda: eccv16(rng)), ("shuffle-opset9", lambda: shuffle_opset9(rng))):
         model, twin = build()
         path = os.path.join(a.out, name + ".onnx")
         if name == "animevideov3-x2":
@@ -228,12 +352,21 @@ def main():
             onnx.save_model(model, path)
         channels = model.graph.input[0].type.tensor_type.shape.dim[1].dim_value
         x = rng.random((1, channels, h, w), dtype=np.float32)
+        if name == "eccv16-colorizer":
+            x *= 100  # CIE L
+        if name == "style-transfer":
+            x *= 255
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 2
         sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
         y = sess.run(None, {model.graph.input[0].name: x})[0].astype(np.float32)
         x.tofile(os.path.join(a.out, name + ".input.f32"))
         y.tofile(os.path.join(a.out, name + ".output.f32"))
+        if name == "shuffle-opset9":
+            # A second size: the shape arithmetic must be worked out again for it.
+            x2 = rng.random((1, channels, 24, 36), dtype=np.float32)
+            sess.run(None, {model.graph.input[0].name: x2})[0].astype(np.float32).tofile(os.path.join(a.out, name + ".output2.f32"))
+            x2.tofile(os.path.join(a.out, name + ".input2.f32"))
         manifest["fixtures"][name] = {"input": list(x.shape), "output": list(y.shape), "ncnn": twin,
                                       "opset": model.opset_import[0].version, "nodes": len(model.graph.node)}
     with open(os.path.join(a.out, "manifest.json"), "w") as f:

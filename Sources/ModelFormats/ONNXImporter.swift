@@ -29,6 +29,29 @@ public struct ONNXModel: Sendable {
     }
 }
 
+extension Graph {
+    /// Transpose (channels last) → softmax along the width → transpose back, as PyTorch
+    /// writes a softmax over channels below opset 13, becomes one softmax over channels.
+    func foldingTransposedSoftmax() -> Graph {
+        var readers = [Int](repeating: 0, count: valueNames.count)
+        for n in nodes { for i in n.inputs { readers[i] += 1 } }
+        readers[output] += 1
+        var out = nodes
+        var removed = Set<Int>()
+        for (k, n) in nodes.enumerated() where k + 2 < nodes.count {
+            guard case .transpose([1, 2, 0]) = n.op, case .softmax(3) = nodes[k + 1].op, case .transpose([2, 0, 1]) = nodes[k + 2].op,
+                  nodes[k + 1].inputs == [n.output], nodes[k + 2].inputs == [nodes[k + 1].output],
+                  readers[n.output] == 1, readers[nodes[k + 1].output] == 1 else { continue }
+            out[k + 2] = Node(name: nodes[k + 1].name, op: .softmaxChannels, inputs: n.inputs, output: nodes[k + 2].output)
+            removed.formUnion([k, k + 1])
+        }
+        guard !removed.isEmpty else { return self }
+        var g = self
+        g.nodes = out.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
+        return g
+    }
+}
+
 /// A tensor given to the importer: values of a graph input bound as a constant.
 public struct ONNXTensor: Sendable, Equatable {
     /// Dimensions (empty for a scalar).
@@ -154,7 +177,7 @@ public enum ONNXImporter {
         var b = Builder(source: source, directory: directory, opset: opset, options: options)
         try b.read(graph)
         let producer = [model.string(2), model.string(3)].filter { !$0.isEmpty }.joined(separator: " ")
-        var engineGraph = b.builder.graph(input: b.inputValue, output: b.outputValue, source: source)
+        var engineGraph = b.builder.graph(input: b.inputValue, output: b.outputValue, source: source).foldingTransposedSoftmax()
         if b.shapeDependent && options.inputShape == nil {
             // Shape arithmetic was folded for a probe size: remake the graph for each real one.
             engineGraph.specializer = { shape in

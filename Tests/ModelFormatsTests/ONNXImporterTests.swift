@@ -47,7 +47,9 @@ final class ONNXImporterTests: XCTestCase {
     static func maxDiff(_ a: [Float], _ b: [Float]) -> Float { CoreMLNeuralNetworkTests.maxDiff(a, b) }
 
     /// One fixture through the importer and both backends: its output against ONNX Runtime's.
-    func check(_ name: String, channels: Int, output: Shape, ncnnTwin: String? = nil, file: StaticString = #filePath, line: UInt = #line) throws {
+    /// `tolerance` is relative to the largest expected magnitude (at least 1): 1e-4 by default.
+    func check(_ name: String, channels: Int, output: Shape, ncnnTwin: String? = nil, tolerance: Float = 1e-4,
+               file: StaticString = #filePath, line: UInt = #line) throws {
         let dir = try Self.fixtures()
         let model = try ONNXImporter.load(path: dir.appendingPathComponent(name + ".onnx").path)
         let shape = Shape(c: channels, h: 32, w: 40)
@@ -60,8 +62,9 @@ final class ONNXImporterTests: XCTestCase {
             let y = try backend.prepare(model.graph, input: shape).run(input)
             XCTAssertEqual(y.shape, output, "\(name) on \(backend.name)", file: file, line: line)
             let d = Self.maxDiff(y.data, expected)
-            XCTAssertLessThanOrEqual(d, 1e-4, "\(name) on \(backend.name) against ONNX Runtime", file: file, line: line)
-            report += String(format: "  %@: max |Δ| against ONNX Runtime %.2e", backend.name, d)
+            let magnitude = max(1, expected.map { abs($0) }.max() ?? 1)
+            XCTAssertLessThanOrEqual(d / magnitude, tolerance, "\(name) on \(backend.name) against ONNX Runtime", file: file, line: line)
+            report += String(format: "  %@: max |Δ| against ONNX Runtime %.2e (%.1e of the largest value)", backend.name, d, d / magnitude)
             if let twin {
                 let t = try backend.prepare(twin, input: shape).run(input)
                 XCTAssertEqual(t.shape, y.shape, file: file, line: line)
@@ -90,6 +93,56 @@ final class ONNXImporterTests: XCTestCase {
     /// GlobalAveragePool → Flatten → Gemm → Reshape broadcast back over the image (opset 13).
     func testSyntheticOpsMatchONNXRuntime() throws {
         try check("synthetic-ops", channels: 4, output: Shape(c: 6, h: 70, w: 86))
+    }
+
+    /// The fast style-transfer net (instance norm, reflection pads, residual blocks, nearest
+    /// upsampling with sizes computed from the input's shape, tanh): per size the shape
+    /// arithmetic is worked out again; tiled, it runs on the whole frame (instance norm).
+    func testStyleTransferMatchesONNXRuntime() throws {
+        try check("style-transfer", channels: 3, output: Shape(c: 3, h: 32, w: 40))
+        let dir = try Self.fixtures()
+        let model = try ONNXImporter.load(path: dir.appendingPathComponent("style-transfer.onnx").path)
+        XCTAssertNotNil(model.graph.specializer, "sizes from Shape: the graph is remade per input size")
+        XCTAssertTrue(model.graph.needsWholeFrame)
+        let shape = Shape(c: 3, h: 32, w: 40)
+        let input = Tensor(shape: shape, data: try Self.floats(dir.appendingPathComponent("style-transfer.input.f32")))
+        let whole = try DNNLBackend().prepare(model.graph, input: shape).run(input)
+        let runner = try TiledRunner(graph: model.graph, spec: TilingSpec(scale: 1, padding: 0, border: .reflect), backend: DNNLBackend(), tileSize: 16)
+        var out = [Float](repeating: 0, count: shape.count)
+        try input.data.withUnsafeBufferPointer { i in
+            try out.withUnsafeMutableBufferPointer { o in try runner.run(input: i, channels: 3, height: 32, width: 40, output: o) }
+        }
+        XCTAssertEqual(Self.maxDiff(out, whole.data), 0, "asked for 16-pixel tiles, instance norm runs on the whole frame")
+    }
+
+    /// A scaled-down ECCV16 colorizer: L normalised inside, strided and dilated convs, batch
+    /// norms, ConvTranspose, softmax over 64 colour bins (PyTorch's transposes around it below
+    /// opset 13), 1×1 to ab, ×110, bilinear ×2 (opset 11).
+    func testECCV16ShapedColorizerMatchesONNXRuntime() throws {
+        try check("eccv16-colorizer", channels: 1, output: Shape(c: 2, h: 32, w: 40))
+        let model = try ONNXImporter.load(path: try Self.fixtures().appendingPathComponent("eccv16-colorizer.onnx").path)
+        XCTAssertTrue(model.graph.nodes.contains { if case .softmaxChannels = $0.op { return true } else { return false } },
+                      "Transpose → Softmax(−1) → Transpose became a softmax over channels")
+        XCTAssertFalse(model.graph.needsWholeFrame)
+    }
+
+    /// A PyTorch export at opset 9: pixel shuffle as Reshape → Transpose → Reshape with sizes
+    /// from Shape/Gather/Unsqueeze/Concat (becomes the engine's pixel shuffle), Split, MaxPool,
+    /// Elu, Upsample, SpaceToDepth; right at a second size too (the arithmetic redone).
+    func testPyTorchOpset9ShapeArithmeticAtTwoSizes() throws {
+        try check("shuffle-opset9", channels: 3, output: Shape(c: 3, h: 64, w: 80))
+        let dir = try Self.fixtures()
+        let model = try ONNXImporter.load(path: dir.appendingPathComponent("shuffle-opset9.onnx").path)
+        XCTAssertTrue(model.graph.nodes.contains { if case .pixelShuffle(2, .crd) = $0.op { return true } else { return false } },
+                      "Reshape–Transpose–Reshape became a pixel shuffle")
+        let shape = Shape(c: 3, h: 24, w: 36)
+        let input = Tensor(shape: shape, data: try Self.floats(dir.appendingPathComponent("shuffle-opset9.input2.f32")))
+        let expected = try Self.floats(dir.appendingPathComponent("shuffle-opset9.output2.f32"))
+        for backend in [try DNNLBackend(), ReferenceBackend()] as [InferenceBackend] {
+            let y = try backend.prepare(model.graph, input: shape).run(input)
+            XCTAssertEqual(y.shape, Shape(c: 3, h: 48, w: 72))
+            XCTAssertLessThanOrEqual(Self.maxDiff(y.data, expected), 1e-4, "\(backend.name) at 24×36")
+        }
     }
 
     /// Symbolic H and W: the same file runs at any tile size.
