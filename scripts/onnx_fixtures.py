@@ -37,6 +37,8 @@ Fixtures:
                         ConvTranspose, 1x1 conv to 64 colour bins, Softmax over channels (as
                         PyTorch writes it below opset 13: Transpose, Softmax(-1), Transpose), 1x1
                         conv to ab, x110, Resize x4 bilinear back to the input size; opset 11
+    eccv16-tiny         the repository's ncnn test colorizer (Tests/EngineTests/Fixtures/colorizers)
+                        as ONNX, layer for layer (opset 11): `--colorize` takes either
     shuffle-opset9      a PyTorch-at-opset-9 upscaler: pixel shuffle written as Reshape →
                         Transpose → Reshape with sizes from Shape/Gather/Unsqueeze/Concat, Elu,
                         MaxPool, Split + Concat, SpaceToDepth, Upsample; outputs also at a second
@@ -121,6 +123,9 @@ def ncnn_weights(param, binpath):
             out[name] = {"w": np.ascontiguousarray(w), "b": b, "params": p}
         elif kind == "PReLU":
             out[name] = {"slopes": rd.raw(int(p[0]))}
+        elif kind == "BatchNorm":
+            c = int(p[0])
+            out[name] = {k: rd.raw(c) for k in ("slope", "mean", "var", "bias")}
     return layers, out
 
 
@@ -221,6 +226,36 @@ def synthetic(rng):
     g = net.node("Reshape", [g, net.const(np.array([1, 6, 1, 1], np.int64))])
     y = net.node("Mul", [s, g])
     return net.model(x, y, c, 13, 6), None
+
+
+def eccv16_tiny(colorizers_dir):
+    """The repository's ncnn test colorizer (Tests/EngineTests/Fixtures/colorizers/eccv16-tiny) as
+    ONNX, layer for layer, softmax written as PyTorch does below opset 13."""
+    param = os.path.join(colorizers_dir, "eccv16-tiny.param")
+    layers, w = ncnn_weights(param, param[:-6] + ".bin")
+    net = Net("eccv16-tiny")
+    h = "input"
+    for kind, name, ins, outs, p in layers:
+        if kind in ("Convolution", "Deconvolution"):
+            k, d, st, pad = int(p.get(1, 1)), int(p.get(2, 1)), int(p.get(3, 1)), int(p.get(4, 0))
+            args = [h, net.const(w[name]["w"])] + ([net.const(w[name]["b"])] if w[name]["b"] is not None else [])
+            op = "Conv" if kind == "Convolution" else "ConvTranspose"
+            h = net.node(op, args, kernel_shape=[k, k], strides=[st, st], dilations=[d, d], pads=[pad] * 4)
+            if int(p.get(9, 0)) == 1:
+                h = net.node("Relu", [h])
+        elif kind == "BatchNorm":
+            b = w[name]
+            h = net.node("BatchNormalization", [h, net.const(b["slope"]), net.const(b["bias"]), net.const(b["mean"]), net.const(b["var"])],
+                         epsilon=float(p.get(1, "0")))
+        elif kind == "Softmax":
+            h = net.node("Transpose", [h], perm=[0, 2, 3, 1])
+            h = net.node("Softmax", [h], axis=3)
+            h = net.node("Transpose", [h], perm=[0, 3, 1, 2])
+        elif kind == "Interp":
+            assert int(p[0]) == 2
+            h = net.node("Resize", [h, net.const(np.array([], np.float32)), net.const(np.array([1, 1, float(p[1]), float(p[2])], np.float32))],
+                         mode="linear", coordinate_transformation_mode="half_pixel")
+    return net.model("input", h, 1, 11, 2), "eccv16-tiny.param (Tests/EngineTests/Fixtures/colorizers)"
 
 
 def shape_sizes(net, x, factor):
@@ -342,7 +377,8 @@ def main():
     manifest = {"onnx": onnx.__version__, "onnxruntime": ort.__version__, "seed": a.seed, "fixtures": {}}
     for name, build in (("animevideov3-x2", lambda: animevideov3(a.models_dir)), ("upconv7-photo", lambda: upconv7(a.models_dir)),
                         ("synthetic-ops", lambda: synthetic(rng)), ("style-transfer", lambda: style_transfer(rng)),
-                        ("eccv16-colorizer", lambda: eccv16(rng)), ("shuffle-opset9", lambda: shuffle_opset9(rng))):
+                        ("eccv16-colorizer", lambda: eccv16(rng)), ("shuffle-opset9", lambda: shuffle_opset9(rng)),
+                        ("eccv16-tiny", lambda: eccv16_tiny(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "EngineTests", "Fixtures", "colorizers")))):
         model, twin = build()
         path = os.path.join(a.out, name + ".onnx")
         if name == "animevideov3-x2":
@@ -354,6 +390,8 @@ def main():
         x = rng.random((1, channels, h, w), dtype=np.float32)
         if name == "eccv16-colorizer":
             x *= 100  # CIE L
+        if name == "eccv16-tiny":
+            x = x * 2 - 1  # (L - 50) / 100, as the colorizer feeds it
         if name == "style-transfer":
             x *= 255
         opts = ort.SessionOptions()

@@ -126,6 +126,22 @@ final class ONNXImporterTests: XCTestCase {
         XCTAssertFalse(model.graph.needsWholeFrame)
     }
 
+    /// The repository's ncnn test colorizer written as ONNX layer for layer: against ONNX
+    /// Runtime, and against the ncnn file through our ncnn importer.
+    func testECCV16TinyMatchesONNXRuntimeAndItsNCNNTwin() throws {
+        try check("eccv16-tiny", channels: 1, output: Shape(c: 2, h: 32, w: 40))
+        let dir = try Self.fixtures()
+        let model = try ONNXImporter.load(path: dir.appendingPathComponent("eccv16-tiny.onnx").path)
+        let param = Self.root.appendingPathComponent("Tests/EngineTests/Fixtures/colorizers/eccv16-tiny.param").path
+        let twin = try NCNNImporter.load(paramPath: param)
+        let shape = Shape(c: 1, h: 32, w: 40)
+        let input = Tensor(shape: shape, data: try Self.floats(dir.appendingPathComponent("eccv16-tiny.input.f32")))
+        for backend in [try DNNLBackend(), ReferenceBackend()] as [InferenceBackend] {
+            let a = try backend.prepare(model.graph, input: shape).run(input), b = try backend.prepare(twin, input: shape).run(input)
+            XCTAssertLessThanOrEqual(Self.maxDiff(a.data, b.data), 1e-4, "\(backend.name): ONNX against the ncnn file")
+        }
+    }
+
     /// A PyTorch export at opset 9: pixel shuffle as Reshape → Transpose → Reshape with sizes
     /// from Shape/Gather/Unsqueeze/Concat (becomes the engine's pixel shuffle), Split, MaxPool,
     /// Elu, Upsample, SpaceToDepth; right at a second size too (the arithmetic redone).

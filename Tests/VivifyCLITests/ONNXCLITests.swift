@@ -97,4 +97,38 @@ final class ONNXCLITests: XCTestCase {
         let exists = try CLI.vivify(["infer", onnx, "--input", dir + "/in.npy", "--output", dir + "/onnx.npy"])
         XCTAssertEqual(exists.code, 73, exists.stderr)
     }
+
+    /// `--colorize model.onnx` with its .json description beside it, as for ncnn colorizers: the
+    /// repository's test colorizer as ONNX gives the ncnn file's picture; without the
+    /// description it is a clear error naming the .json.
+    func testONNXColorizerGivesTheNCNNColorizersPicture() throws {
+        let (dir, _) = try Self.fixtures()
+        let fixtures = CLI.packageRoot.appendingPathComponent("Tests/EngineTests/Fixtures/colorizers").path
+        let grey = dir + "/grey.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=128x96:rate=1", "-frames:v", "1", "-vf", "format=gray", grey])
+        let missing = try CLI.vivify(["image", grey, dir + "/none.png", "--colorize", dir + "/eccv16-tiny.onnx"])
+        XCTAssertEqual(missing.code, 66, missing.stderr)
+        XCTAssertTrue(missing.stderr.contains("eccv16-tiny.json"), missing.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/none.png"))
+        try FileManager.default.copyItem(atPath: fixtures + "/eccv16-tiny.json", toPath: dir + "/eccv16-tiny.json")
+        func colorized(_ model: String, _ name: String) throws -> [UInt8] {
+            let out = dir + "/\(name).png"
+            let r = try CLI.vivify(["image", grey, out, "--colorize", model, "--quiet"])
+            XCTAssertEqual(r.code, 0, "\(name): \(r.stderr)")
+            let raw = try CLI.run("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-i", out, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
+            XCTAssertEqual(raw.stdout.count, 128 * 96 * 3, name)
+            return [UInt8](raw.stdout)
+        }
+        let onnx = try colorized(dir + "/eccv16-tiny.onnx", "onnx"), ncnn = try colorized(fixtures + "/eccv16-tiny.param", "ncnn")
+        XCTAssertEqual(onnx.count, ncnn.count)
+        let worst = zip(onnx, ncnn).map { abs(Int($0) - Int($1)) }.max() ?? 255
+        XCTAssertLessThanOrEqual(worst, 1, "ONNX and ncnn colorizers, 8-bit levels")
+        // Colour, not grey: the channels differ somewhere.
+        var chroma = 0
+        for i in stride(from: 0, to: onnx.count, by: 3) {
+            let r = Int(onnx[i]), g = Int(onnx[i + 1]), b = Int(onnx[i + 2])
+            chroma = max(chroma, abs(r - g) + abs(g - b))
+        }
+        XCTAssertGreaterThan(chroma, 4, "the ONNX colorizer adds colour")
+    }
 }
