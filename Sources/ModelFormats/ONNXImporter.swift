@@ -9,8 +9,11 @@ public struct ONNXModel: Sendable {
     public let inputName: String
     /// The graph output read as the result.
     public let outputName: String
-    /// The input's declared dimensions (N, C, H, W); nil where symbolic.
+    /// The input's declared dimensions (N, C, H, W, or fewer for a lower rank); nil where symbolic.
     public let inputDimensions: [Int?]
+    /// The output's rank as the model sees it (the engine's result is 1×C×H×W; a rank-r
+    /// output is its last r dimensions).
+    public var outputRank: Int = 4
     /// Operator set versions by domain ("" is the default ONNX domain).
     public let opsets: [String: Int]
     /// The exporter that wrote the file ("pytorch 2.5").
@@ -186,10 +189,12 @@ public enum ONNXImporter {
                 return try parse(data, source: source, directory: directory, options: o).graph
             }
         }
-        return ONNXModel(graph: engineGraph,
+        var result = ONNXModel(graph: engineGraph,
                          inputName: b.inputName, outputName: b.outputName, inputDimensions: b.inputDimensions,
                          opsets: opsets, producer: producer,
                          opCounts: b.opCounts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map { ($0.key, $0.value) })
+        result.outputRank = b.modelRanks[b.outputName] ?? b.inputRank
+        return result
     }
 
     /// A constant tensor (an initializer, a `Constant` node, or folded arithmetic).

@@ -131,6 +131,22 @@ public enum ModelInference {
     /// Runs `model` on `input` (shape C×H×W or 1×C×H×W; `inputName`, when given, must be the
     /// graph's input).
     public static func run(model: String, input: NPYArray, inputName: String? = nil, backend: BackendChoice = .onednn) throws -> Result {
+        try run(model: model, inputs: [(inputName, input)], backend: backend)
+    }
+
+    /// Runs `model` on named tensors. One is the image the engine runs (the one named as the
+    /// graph's runtime input, or the unnamed one); an ONNX model's other graph inputs may be
+    /// given values too (weights, scales, a second operand), bound as constants. An ONNX
+    /// model takes tensors of rank 1–4 (batch 1) and gives its output at its own rank.
+    public static func run(model: String, inputs: [(name: String?, array: NPYArray)], backend: BackendChoice = .onednn) throws -> Result {
+        guard !inputs.isEmpty else { throw MediaError(.invalidOptions, "Pass an input tensor: --input FILE.npy.") }
+        if (model as NSString).pathExtension.lowercased() == "onnx" {
+            return try runONNX(model: model, inputs: inputs, backend: backend)
+        }
+        guard inputs.count == 1 else {
+            throw MediaError(.invalidOptions, "'\(model)' takes one input tensor (\(inputs.count) given); only ONNX models take values for other graph inputs.")
+        }
+        let (inputName, input) = inputs[0]
         let g = try graph(model)
         let name = g.valueNames[g.input]
         if let inputName, inputName != name {
@@ -145,5 +161,39 @@ public enum ModelInference {
         let out = try backend.make().prepare(g, input: shape).run(Tensor(shape: shape, data: input.values))
         return Result(inputName: name, outputName: g.valueNames[g.output],
                       output: NPYArray(shape: [1, out.shape.c, out.shape.h, out.shape.w], values: out.data))
+    }
+
+    static func runONNX(model: String, inputs: [(name: String?, array: NPYArray)], backend: BackendChoice) throws -> Result {
+        guard FileManager.default.fileExists(atPath: model) else {
+            throw MediaError(.inputUnreadable, "Cannot open the model '\(model)': no such file.")
+        }
+        let runtime = try ONNXImporter.inspect(path: model).inputs
+        let known = Set(runtime)
+        for case let (name?, _) in inputs where !known.contains(name) {
+            throw MediaError(.invalidOptions, "'\(model)' has no input '\(name)'; its inputs are \(runtime.map { "'\($0)'" }.joined(separator: ", ")).")
+        }
+        let unnamed = inputs.filter { $0.name == nil }
+        guard unnamed.count <= 1 else { throw MediaError(.invalidOptions, "Name every input but one: --input NAME=FILE (\(unnamed.count) unnamed).") }
+        // The image: the unnamed tensor (for the first input not given by name), or the model's first input.
+        let givenNames = Set(inputs.compactMap(\.name))
+        let imageName = (unnamed.isEmpty ? runtime.first : runtime.first { !givenNames.contains($0) }) ?? ""
+        guard let image = (unnamed.first ?? inputs.first { $0.name == imageName })?.array else {
+            throw MediaError(.invalidOptions, "No tensor for the model's input '\(imageName)': pass --input \(imageName)=FILE.")
+        }
+        var bindings: [String: ONNXTensor] = [:]
+        for case let (name?, array) in inputs where name != imageName {
+            bindings[name] = ONNXTensor(dims: array.shape, values: array.values)
+        }
+        var dims = image.shape
+        guard (1...4).contains(dims.count), dims.allSatisfy({ $0 > 0 }), dims.count < 4 || dims[0] == 1 else {
+            throw MediaError(.invalidOptions, "The input array has shape \(image.shape); the engine runs tensors of rank 1 to 4 with a batch of 1.")
+        }
+        dims = [Int](repeating: 1, count: 4 - dims.count) + dims
+        let shape = Shape(c: dims[1], h: dims[2], w: dims[3])
+        let onnx = try ONNXImporter.load(path: model, options: ONNXImportOptions(bindings: bindings, inputShape: shape))
+        let out = try backend.make().prepare(onnx.graph, input: shape).run(Tensor(shape: shape, data: image.values))
+        let full = [1, out.shape.c, out.shape.h, out.shape.w]
+        return Result(inputName: onnx.inputName, outputName: onnx.outputName,
+                      output: NPYArray(shape: Array(full.suffix(max(1, onnx.outputRank))), values: out.data))
     }
 }

@@ -343,12 +343,12 @@ struct InferCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "infer",
         abstract: "Run a model file on a tensor from a .npy file and write its output as .npy (to compare with PyTorch, coremltools or ONNX Runtime).",
-        discussion: "MODEL is a model file (.param with its .bin, .mlmodel, .mlpackage, .onnx, or .wifm: its main model). The graph runs as the file defines it: no pixel normalisation and no tiling. The input is float32, float16 or float64, shaped C×H×W or 1×C×H×W; the output is float32, 1×C×H×W.")
+        discussion: "MODEL is a model file (.param with its .bin, .mlmodel, .mlpackage, .onnx, or .wifm: its main model). The graph runs as the file defines it: no pixel normalisation and no tiling. The input is float32, float16 or float64, shaped C×H×W or 1×C×H×W; the output is float32, 1×C×H×W. An ONNX model takes tensors of rank 1 to 4 and writes its output at its own rank; its other graph inputs (weights, scales, a second operand) may be given as --input NAME=FILE, fixed to those values.")
 
     @Argument(help: "The model file.")
     var model: String
 
-    @Option(name: .customLong("input"), help: ArgumentHelp("The input tensor: FILE.npy, or NAME=FILE.npy naming the model's input.", valueName: "[NAME=]FILE"))
+    @Option(name: .customLong("input"), help: ArgumentHelp("The input tensor: FILE.npy, or NAME=FILE.npy naming the model's input; ONNX models take more, one per graph input.", valueName: "[NAME=]FILE"))
     var inputs: [String]
 
     @Option(help: ArgumentHelp("Where the output goes (.npy).", valueName: "FILE"))
@@ -361,20 +361,20 @@ struct InferCommand: ParsableCommand {
     var overwrite = false
 
     func validate() throws {
-        guard inputs.count == 1 else { throw ValidationError("Pass one --input: the engine runs models with one image input (\(inputs.count) given).") }
+        guard !inputs.isEmpty else { throw ValidationError("Pass an --input tensor.") }
     }
 
     func run() throws {
         FFmpegLog.configure(verbose: false)
         do {
-            var name: String?
-            var file = inputs[0]
-            if let eq = file.firstIndex(of: "="), !FileManager.default.fileExists(atPath: file) {
-                name = String(file[..<eq])
-                file = String(file[file.index(after: eq)...])
+            let named = inputs.map { argument -> (name: String?, file: String) in
+                if let eq = argument.firstIndex(of: "="), !FileManager.default.fileExists(atPath: argument) {
+                    return (String(argument[..<eq]), String(argument[argument.index(after: eq)...]))
+                }
+                return (nil, argument)
             }
-            if case .skip = try OutputGuard.check(output: output, inputs: [file, model], existing: overwrite ? .replace : .refuse) { return }
-            let r = try ModelInference.run(model: model, input: try NPYArray.read(file), inputName: name, backend: backend)
+            if case .skip = try OutputGuard.check(output: output, inputs: named.map(\.file) + [model], existing: overwrite ? .replace : .refuse) { return }
+            let r = try ModelInference.run(model: model, inputs: try named.map { ($0.name, try NPYArray.read($0.file)) }, backend: backend)
             let partial = PartialFile(target: URL(fileURLWithPath: output))
             do {
                 try partial.write { try r.output.fileData.write(to: $0) }

@@ -131,4 +131,45 @@ final class ONNXCLITests: XCTestCase {
         }
         XCTAssertGreaterThan(chroma, 4, "the ONNX colorizer adds colour")
     }
+
+    /// `vivify infer` with a second named input bound to its values, on ONNX's own node tests:
+    /// Pow of x [3, 4, 5] by y [3, 4, 5], and Gemm with its weights and bias as inputs; the
+    /// outputs keep the models' ranks and match the expected tensors.
+    func testInferBindsFurtherONNXInputs() throws {
+        let root = "/usr/share/libonnx-testdata/data/node"
+        guard FileManager.default.fileExists(atPath: root) else {
+            if ProcessInfo.processInfo.environment["CI"] == "true" { XCTFail("libonnx-testdata is not installed") }
+            throw XCTSkip("libonnx-testdata is not installed (scripts/install-deps)")
+        }
+        let dir = try CLI.tempDir()
+        for (test, names) in [("test_pow", ["x", "y"]), ("test_gemm_default_vector_bias", ["a", "b", "c"])] {
+            let convert = try CLI.run("/usr/bin/env", ["python3", "-c", """
+            import numpy as np, onnx, sys
+            from onnx import numpy_helper
+            d, out = sys.argv[1], sys.argv[2]
+            for i, n in enumerate(sys.argv[3:]):
+                t = onnx.TensorProto(); t.ParseFromString(open(f'{d}/test_data_set_0/input_{i}.pb', 'rb').read())
+                np.save(f'{out}/{n}.npy', numpy_helper.to_array(t))
+            t = onnx.TensorProto(); t.ParseFromString(open(f'{d}/test_data_set_0/output_0.pb', 'rb').read())
+            np.save(f'{out}/expected.npy', numpy_helper.to_array(t))
+            """, root + "/" + test, dir] + names)
+            XCTAssertEqual(convert.code, 0, convert.stderr)
+            let args = ["infer", root + "/" + test + "/model.onnx", "--input", dir + "/\(names[0]).npy"]
+                + names.dropFirst().flatMap { ["--input", "\($0)=\(dir)/\($0).npy"] } + ["--output", dir + "/\(test).npy", "-y"]
+            let r = try CLI.vivify(args)
+            XCTAssertEqual(r.code, 0, "\(test): \(r.stderr)")
+            let check = try CLI.run("/usr/bin/env", ["python3", "-c", """
+            import numpy as np, sys
+            a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+            assert a.shape == b.shape, (a.shape, b.shape)
+            print(float(np.abs(a - b).max() / max(1.0, float(np.abs(b).max()))))
+            """, dir + "/\(test).npy", dir + "/expected.npy"])
+            XCTAssertEqual(check.code, 0, "\(test): \(check.stderr)")
+            let d = Double(String(decoding: check.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 1
+            XCTAssertLessThanOrEqual(d, 1e-5, test)
+        }
+        let wrong = try CLI.vivify(["infer", root + "/test_pow/model.onnx", "--input", dir + "/x.npy", "--input", "z=" + dir + "/y.npy", "--output", dir + "/w.npy"])
+        XCTAssertEqual(wrong.code, 64, wrong.stderr)
+        XCTAssertTrue(wrong.stderr.contains("no input 'z'"), wrong.stderr)
+    }
 }
