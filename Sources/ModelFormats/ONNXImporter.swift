@@ -28,7 +28,20 @@ public struct ONNXModel: Sendable {
         let sets = opsets.sorted { $0.key < $1.key }.map { "\($0.key.isEmpty ? "ai.onnx" : $0.key) \($0.value)" }.joined(separator: ", ")
         return "ONNX model \(graph.source): input '\(inputName)' \(dims), output '\(outputName)'; opset \(sets); "
             + "\(graph.nodes.count) engine nodes from \(opCounts.reduce(0) { $0 + $1.count }) ONNX nodes (\(ops))"
+            + (flops.map { "; \($0)" } ?? "")
             + (producer.isEmpty ? "" : "; written by \(producer)")
+    }
+
+    /// Arithmetic per run: 2 × multiply-adds at the declared size, or at 640×360 where H and W
+    /// are symbolic ("1.23 GFLOP at 640x360").
+    public var flops: String? {
+        let d = [Int?](repeating: 1, count: max(0, 4 - inputDimensions.count)) + inputDimensions
+        guard d.count == 4, let c = d[1] else { return nil }
+        let shape = Shape(c: c, h: d[2] ?? 360, w: d[3] ?? 640)
+        guard let g = try? graph.specialized(for: shape), let macs = try? g.multiplyAdds(input: shape) else { return nil }
+        let value = Double(macs) * 2
+        let text = value >= 1e9 ? String(format: "%.2f GFLOP", value / 1e9) : String(format: "%.2f MFLOP", value / 1e6)
+        return "\(text) at \(shape.w)x\(shape.h)"
     }
 }
 
