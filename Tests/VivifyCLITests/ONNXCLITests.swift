@@ -34,7 +34,7 @@ final class ONNXCLITests: XCTestCase {
         // 16 3×3 convolutions of 64 → 64 channels, one 3 → 64 and one 64 → 48, on 640×360:
         // 2 × 619,200 multiply-adds per pixel × 230,400 pixels = 285.3 GFLOP.
         let flops = said.components(separatedBy: "; ").first { $0.hasSuffix("GFLOP at 640x360") }
-        XCTAssertEqual(flops.flatMap { Double($0.split(separator: " ")[0]) } ??? 0, 285.3, accuracy: 0.5, said)
+        XCTAssertEqual(flops.flatMap { Double($0.split(separator: " ")[0]) } ?? 0, 285.3, accuracy: 0.5, said)
 
         // A bundle of the waifu2x upconv_7 net as ONNX: valid convolutions, 7 pixels lost per
         // side (the spec's shrinkSize), like the Core ML bundles the spec was written for.
