@@ -32,18 +32,20 @@ let package = Package(
         // loops, the yardstick) and the tiler. Optimised even in debug builds and tests (the
         // reference runs whole models there), but with checks: -Ounchecked stays out of the
         // reference path.
+        // Compute: the thread count every compute loop and oneDNN use (`--threads`).
+        .target(name: "Compute"),
         .target(name: "Engine", swiftSettings: [.unsafeFlags(["-O"])]),
         // EngineDNNL: the oneDNN backend and its hand-written fast kernels (the fused upscaler
         // tail, separable bicubic), the only engine code that links libdnnl. Its loops are the
         // product: -Ounchecked, even in debug builds and tests.
-        .target(name: "EngineDNNL", dependencies: ["Engine", "CDNNL"], swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
+        .target(name: "EngineDNNL", dependencies: ["Engine", "CDNNL", "Compute"], swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
         .target(name: "SafeFiles"),
         .target(name: "ModelFormats", dependencies: ["Engine", "CZip", "SafeFiles"]),
         .target(name: "Pipeline"),
         .target(name: "Tracing"),
-        .target(name: "Vivify", dependencies: ["MediaIO", "Engine", "EngineDNNL", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing", "ColorScience", "SafeFiles"]),
+        .target(name: "Vivify", dependencies: ["Compute", "MediaIO", "Engine", "EngineDNNL", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing", "ColorScience", "SafeFiles"]),
         .target(name: "ModelCatalog"),
-        .target(name: "ColorScience", swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
+        .target(name: "ColorScience", dependencies: ["Compute"], swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
         // FuzzTargets: every parser of untrusted bytes as one entry point; vivify-fuzz drives them
         // with libFuzzer (scripts/fuzz) or, in a plain build, replays inputs.
         .target(name: "FuzzTargets", dependencies: ["MediaIO", "ModelFormats", "Engine"]),
@@ -52,7 +54,7 @@ let package = Package(
         .executableTarget(name: "vivify-upsample-bench", dependencies: ["ColorScience"]),
         .executableTarget(
             name: "vivify",
-            dependencies: ["Vivify", "MediaIO", "ModelCatalog", "SafeFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Vivify", "Compute", "MediaIO", "ModelCatalog", "SafeFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "Vivify"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "EngineDNNL", "ModelFormats"], exclude: ["Fixtures"]),

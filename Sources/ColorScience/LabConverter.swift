@@ -1,3 +1,4 @@
+import Compute
 import Dispatch
 import Foundation
 
@@ -36,8 +37,8 @@ public final class LabConverter: @unchecked Sendable {
     /// Makes a converter.
     ///
     /// - Parameter threads: How many chunks each frame is split into; values below 1 count
-    ///   as 1. Defaults to the number of active processors.
-    public init(threads: Int = ProcessInfo.processInfo.activeProcessorCount) {
+    ///   as 1. Defaults to the compute thread count (`--threads`; all cores).
+    public init(threads: Int = ComputeThreads.count) {
         self.threads = max(1, threads)
     }
 

@@ -1,3 +1,4 @@
+import Compute
 import Foundation
 
 /// Plane resampling for the colorizer: L down to the model's size, and its colour back up to
@@ -80,7 +81,7 @@ public enum Resample {
             x1s[x] = min(x0s[x] + 1, sw - 1)
             txs[x] = fx - Float(x0s[x])
         }
-        let chunks = min(dh, max(1, ProcessInfo.processInfo.activeProcessorCount))
+        let chunks = min(dh, max(1, ComputeThreads.count))
         let plane = sw * sh
         coefficients.withUnsafeBufferPointer { cp in
             l.withUnsafeBufferPointer { lp in

@@ -1,4 +1,5 @@
 import CDNNL
+import Compute
 import Engine
 #if canImport(Glibc)
 import Glibc
@@ -203,6 +204,8 @@ final class DNNLPrepared: PreparedGraph {
     private var stream: dnnl_stream_t { backend.stream }
 
     init(backend: DNNLBackend, graph: Graph, input: Shape) throws {
+        // Primitives are laid out for the thread count in force when they are made.
+        OpenMPThreads.apply(ComputeThreads.count)
         self.backend = backend
         // Strided transposed convolutions run as sub-pixel convolutions (same result, faster).
         // Batch norms fold into the convolution before them. Residual-upscaler tails (an add of
@@ -243,6 +246,8 @@ final class DNNLPrepared: PreparedGraph {
     }
 
     func run(input: UnsafeBufferPointer<Float>, output: UnsafeMutableBufferPointer<Float>) throws {
+        // OpenMP's thread count is per calling thread: set it on whichever thread runs this.
+        OpenMPThreads.apply(ComputeThreads.count)
         inputMemory.pointer.update(from: input.baseAddress!, count: inputShape.count)
         if Self.profile {
             var line = ""
@@ -800,4 +805,22 @@ final class DNNLPrepared: PreparedGraph {
         var md = m.md
         return dnnl_memory_desc_get_size(&md) / MemoryLayout<Float>.size
     }
+}
+
+/// oneDNN's OpenMP runtime (libgomp, loaded with libdnnl): its thread count for the calling
+/// thread, found at run time so that nothing links libgomp directly.
+public enum OpenMPThreads {
+    private typealias SetThreads = @convention(c) (Int32) -> Void
+    private static let setter: SetThreads? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "omp_set_num_threads").map { unsafeBitCast($0, to: SetThreads.self) }
+
+    private typealias GetThreads = @convention(c) () -> Int32
+    private static let getter: GetThreads? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "omp_get_max_threads").map { unsafeBitCast($0, to: GetThreads.self) }
+
+    /// Parallel regions started by this thread use `n` threads.
+    static func apply(_ n: Int) {
+        setter?(Int32(clamping: max(1, n)))
+    }
+
+    /// The thread count OpenMP gives parallel regions started by this thread (nil without OpenMP).
+    public static func current() -> Int? { getter.map { Int($0()) } }
 }

@@ -1,3 +1,4 @@
+import Compute
 import Engine
 import Foundation
 
@@ -49,7 +50,7 @@ public enum UpsampleDetail {
         let shared = detailChannels == 4
         let outC = s.c
         // Work items: (channel, band of input rows).
-        let bands = max(1, min(s.h, 2 * ProcessInfo.processInfo.activeProcessorCount))
+        let bands = max(1, min(s.h, 2 * ComputeThreads.count))
         let rowsPerBand = (s.h + bands - 1) / bands
         // The pointers cross into the worker closures; each worker writes its own rows.
         nonisolated(unsafe) let base = base, detail = detail, y = y

@@ -433,6 +433,8 @@ public enum ONNXImporter {
             }
             guard domain.isEmpty || domain == "ai.onnx" else { throw context.unsupported("is in the custom domain '\(domain)'") }
             guard let out = outputs.first, !out.isEmpty else { throw context.malformed("has no output") }
+            // Every op but Constant reads at least its first input.
+            guard op == "Constant" || inputs.first.map({ !$0.isEmpty }) == true else { throw context.malformed("has no input") }
 
             // Constant inputs (initializers, Constant nodes); "" is an omitted optional input.
             func constant(_ i: Int) -> Constant? { self.constant(inputs, i) }

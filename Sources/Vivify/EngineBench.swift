@@ -1,3 +1,4 @@
+internal import Compute
 internal import Engine
 internal import EngineDNNL
 import Foundation
@@ -17,6 +18,9 @@ public enum EngineBench {
         public var gflop: Double
         public var achievedGFLOPS: Double
         public var backend: String
+        /// The compute thread count (`--threads`), and the one oneDNN's OpenMP runtime ran with.
+        public var threads: Int
+        public var openMPThreads: Int?
     }
 
     /// Runs `model` (catalog name or `.param` path) on a `width`×`height` frame padded by
@@ -44,7 +48,8 @@ public enum EngineBench {
         let gflop = 2 * Double(try graph.multiplyAdds(input: shape)) / 1e9
         let o = prepared.outputShape
         return Result(model: model, inputShape: [shape.c, shape.h, shape.w], outputShape: [o.c, o.h, o.w], runs: times,
-                      medianSeconds: median, gflop: gflop, achievedGFLOPS: gflop / median, backend: backend.rawValue)
+                      medianSeconds: median, gflop: gflop, achievedGFLOPS: gflop / median, backend: backend.rawValue,
+                      threads: ComputeThreads.count, openMPThreads: OpenMPThreads.current())
     }
 
     /// The version of the oneDNN library linked.

@@ -298,6 +298,8 @@ extension ModelsCommand {
         @Option(help: "Frame size to estimate for, WxH.")
         var size: String = "1280x720"
 
+        @OptionGroup var threadOptions: ThreadOptions
+
         @Option(help: "Tile size in input pixels.")
         var tile: Int?
 
@@ -356,6 +358,8 @@ struct InferCommand: ParsableCommand {
 
     @Option(help: "Backend: onednn or reference.")
     var backend: BackendChoice = .onednn
+
+    @OptionGroup var threadOptions: ThreadOptions
 
     @Flag(name: [.customShort("y"), .customLong("overwrite")], help: "Replace an existing output.")
     var overwrite = false

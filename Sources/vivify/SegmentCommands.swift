@@ -70,6 +70,8 @@ struct WorkCommand: ParsableCommand {
     @Option(help: "The segment to process (0-based).")
     var index: Int?
 
+    @OptionGroup var threadOptions: ThreadOptions
+
     @Flag(help: "Print nothing but errors.")
     var quiet = false
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Compute
 import Foundation
 import MediaIO
 import SafeFiles
@@ -161,8 +162,26 @@ struct TimingOptions: ParsableArguments {
     var outputs: TraceOutputs { TraceOutputs(stats: stats, trace: trace, plot: plot) }
 }
 
+/// `--threads N` of every command that runs a model.
+struct ThreadOptions: ParsableArguments {
+    @Option(help: "Threads for the models and the per-frame compute (default: all cores).")
+    var threads: Int?
+
+    /// Checks the count and puts it in force: option groups are validated before `run`, so
+    /// every command that has the group gets it without a call of its own.
+    func validate() throws {
+        guard let threads else { return }
+        guard (1...1024).contains(threads) else {
+            throw ValidationError("'--threads \(threads)' is out of range. Use 1 to 1024 (default: all \(ProcessInfo.processInfo.activeProcessorCount) cores).")
+        }
+        ComputeThreads.set(threads)
+    }
+}
+
 /// Options of commands that run a model.
 struct ModelOptions: ParsableArguments {
+    @OptionGroup var threadOptions: ThreadOptions
+
     @Option(help: "Upscale with MODEL: alone (or 2), the built-in vivify-fast-2x; else a catalog name (see `vivify models list`; fetched on first use), a .wifm bundle, or a path to an ncnn .param file with its .bin beside it.")
     var upscale: String?
 
@@ -508,6 +527,8 @@ struct BenchModelCommand: ParsableCommand {
     @Option(help: "Backend: onednn or reference.")
     var backend: BackendChoice = .onednn
 
+    @OptionGroup var threadOptions: ThreadOptions
+
     @Flag(help: "Also measure oneDNN sgemm GFLOP/s (2048³, median of 5).")
     var gemmPeak = false
 
@@ -518,7 +539,9 @@ struct BenchModelCommand: ParsableCommand {
         do {
             let r = try EngineBench.run(model: model, width: frame.width, height: frame.height, pad: pads, runs: runs, backend: backend)
             var json: [String: Any] = ["model": r.model, "input_shape": r.inputShape, "output_shape": r.outputShape, "runs": r.runs,
-                                       "median_s": r.medianSeconds, "gflop": r.gflop, "achieved_gflops": r.achievedGFLOPS, "backend": r.backend]
+                                       "median_s": r.medianSeconds, "gflop": r.gflop, "achieved_gflops": r.achievedGFLOPS, "backend": r.backend,
+                                       "threads": r.threads]
+            if let omp = r.openMPThreads { json["openmp_threads"] = omp }
             if gemmPeak { json["sgemm_peak_gflops"] = try EngineBench.gemmPeakGFLOPS() }
             let data = try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])
             print(String(decoding: data, as: UTF8.self))
@@ -552,6 +575,7 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Backend: onednn or reference.")
     var backend: BackendChoice = .onednn
 
+    @OptionGroup var threadOptions: ThreadOptions
     @OptionGroup var limitOptions: LimitOptions
     @OptionGroup var timing: TimingOptions
 
