@@ -19,15 +19,30 @@ public enum ImageJob {
         case .write(let target): url = target
         case .skip: return ["'\(output)' exists; skipped (-n)."]
         }
-        var c = RunConfiguration(input: input, output: output)
+        let models = try makeModels(upscale: upscale, tile: tile, backend: backend, colorize: colorize, colorizeAfter: colorizeAfter,
+                                    saturation: saturation, log: log)
+        let image = try process(try ImageIO.read(path: input), name: input, models: models, outputExtension: url.pathExtension, log: log)
+        return try save(image, to: url, output: output)
+    }
+
+    /// The model stages of an image job, made once (a batch reuses them for every picture).
+    static func makeModels(upscale: String?, tile: Int?, backend: BackendChoice, colorize: String?, colorizeAfter: Bool,
+                           saturation: Float, log: (String) -> Void) throws -> [FrameProcessor] {
+        var c = RunConfiguration(input: "", output: "")
         c.colorize = colorize
         c.upscale = upscale
         c.tile = tile
         c.colorizeAfter = colorizeAfter
         c.stabilize = false
         c.saturation = saturation
-        let models = try c.modelStages.map { try ProcessorFactory.make($0, backend: backend, log: log) }
-        var image = try ImageIO.read(path: input)
+        return try c.modelStages.map { try ProcessorFactory.make($0, backend: backend, log: log) }
+    }
+
+    /// One picture through `models` (the same chain as `vivify run`); `outputExtension` says
+    /// whether it will be stored with 8 bits.
+    static func process(_ source: StillImage, name input: String, models: [FrameProcessor], outputExtension: String,
+                        log: (String) -> Void) throws -> StillImage {
+        var image = source
         // 8-bit pictures enter packed, as a decoder gives frames to `vivify run`, so one frame
         // through either command gives the same pixels; 16-bit ones enter as planar float.
         let pixels: FramePixels
@@ -41,7 +56,7 @@ public enum ImageJob {
         var chain = try ProcessingChain(models, input: FrameDescription(
             width: image.width, height: image.height, frameRate: Rational(1, 1), layout: pixels.layout, hasAlpha: image.alpha != nil))
         // Written with 8 bits: rounded once, in the chain's last stage, as the video sink's frames are.
-        let eightBit = image.bitDepth == 8 || ["jpg", "jpeg"].contains(url.pathExtension.lowercased())
+        let eightBit = image.bitDepth == 8 || ["jpg", "jpeg"].contains(outputExtension.lowercased())
         if eightBit && chain.output.layout != PixelLayout.packed(chain.output.layout.packedFormat) {
             try chain.append(OutputConversionProcessor(format: chain.output.layout.packedFormat))
         }
@@ -57,9 +72,14 @@ public enum ImageJob {
         }
         image.alpha = result.alpha
         if let upscaler = models.compactMap({ ($0 as? UpscaleProcessor)?.upscaler }).first {
-            log(String(format: "%@: %dx%d with %@ (%d× , tile %d) in %.2f s", (input as NSString).lastPathComponent,
+            log(String(format: "%@: %dx%d with %@ (%d×, tile %d) in %.2f s", (input as NSString).lastPathComponent,
                        chain.input.width, chain.input.height, upscaler.name, upscaler.scale, upscaler.tileSize, Date().timeIntervalSince(started)))
         }
+        return image
+    }
+
+    /// Writes `image` beside `url` and renames it into place; returns the writer's warnings.
+    static func save(_ image: StillImage, to url: URL, output: String) throws -> [String] {
         let partial = PartialFile(target: url, keepExtension: true)
         do {
             return try partial.write { try ImageIO.write(image, to: $0.path) }

@@ -23,10 +23,14 @@ public final class ProgressReporter {
     private let dropped: () -> Int
     /// Frames an earlier run already did (a resumed job): counted as done, not in the rate.
     private let reused: Int
+    /// What is counted ("frame", "image") and the rate's unit ("fps", "images/s").
+    private let noun: String, rateUnit: String
 
     public init(total: Int?, interactive: Bool, interval: Double = 5, clock: @escaping () -> Double = ProgressReporter.now,
                 emit: @escaping (String) -> Void = ProgressReporter.writeStderr, live: Bool = false, dropped: @escaping () -> Int = { 0 },
-                reused: Int = 0) {
+                reused: Int = 0, noun: String = "frame", rateUnit: String = "fps") {
+        self.noun = noun
+        self.rateUnit = rateUnit
         self.live = live
         self.reused = reused
         self.dropped = dropped
@@ -73,13 +77,13 @@ public final class ProgressReporter {
     public func line(framesDone: Int, now: Double) -> String {
         let elapsed = max(now - start, 1e-9)
         let fps = Double(max(0, framesDone - reused)) / elapsed
-        var text = "frame \(framesDone)"
+        var text = "\(noun) \(framesDone)"
         if let total, total > 0 {
             let pct = min(100.0, 100.0 * Double(framesDone) / Double(total))
             text += "/\(total) (\(String(format: "%.0f", pct))%)"
         }
         if reused > 0 { text += "  \(reused) reused" }
-        text += String(format: "  %.1f fps", fps)
+        text += String(format: "  %.1f ", fps) + rateUnit
         if live { text += "  dropped \(dropped())" }
         text += "  elapsed \(Self.clockText(elapsed))"
         if let total, total > 0, fps > 0 {

@@ -1,0 +1,187 @@
+import Foundation
+internal import MediaIO
+public import SafeFiles
+
+/// `vivify image IN… OUTDIR`: many pictures in one process. The models are loaded once; one
+/// thread reads the next pictures while the models work on the current one and another writes
+/// the finished ones (load : process : save, as the ncnn CLIs split them). A picture that
+/// cannot be read, processed or written is named and skipped; the others go on.
+public enum ImageBatch {
+    /// Picture files a directory contributes (by extension, case-insensitive).
+    public static let extensions: Set<String> = ["png", "jpg", "jpeg", "bmp", "tif", "tiff", "webp"]
+
+    /// What happened.
+    public struct Summary: Sendable {
+        /// Pictures written.
+        public var written: [String] = []
+        /// Outputs that existed and were left alone (`-n`).
+        public var skipped: [String] = []
+        /// Inputs that failed, with the error.
+        public var failed: [(input: String, error: any Error)] = []
+    }
+
+    /// The picture files `arguments` name: files as given, a directory's pictures (sorted, not
+    /// recursive) and glob patterns (`*.png`, for shells that pass them through).
+    public static func expand(_ arguments: [String]) throws -> [String] {
+        var files: [String] = []
+        for argument in arguments {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory) {
+                if isDirectory.boolValue {
+                    let names = (try? FileManager.default.contentsOfDirectory(atPath: argument)) ?? []
+                    files += names.filter { !$0.hasPrefix(".") && extensions.contains(($0 as NSString).pathExtension.lowercased()) }
+                        .sorted().map { (argument as NSString).appendingPathComponent($0) }
+                } else {
+                    files.append(argument)
+                }
+            } else if argument.contains(where: { "*?[".contains($0) }) {
+                var g = glob_t()
+                defer { globfree(&g) }
+                if glob(argument, 0, nil, &g) == 0 {
+                    files += (0..<Int(g.gl_pathc)).compactMap { g.gl_pathv[$0].map { String(cString: $0) } }
+                }
+            } else {
+                // A missing file is reported as that picture's failure, not a usage error.
+                files.append(argument)
+            }
+        }
+        return files
+    }
+
+    /// The output for `input` in `directory`: the same name, with `format`'s extension (nil:
+    /// the input's, or png when the input's is not one Vivify writes).
+    public static func outputPath(for input: String, in directory: String, format: String?) -> String {
+        let name = (input as NSString).lastPathComponent
+        let stem = (name as NSString).deletingPathExtension
+        let own = (name as NSString).pathExtension.lowercased()
+        let ext = format ?? (["png", "jpg", "jpeg"].contains(own) ? (name as NSString).pathExtension : "png")
+        return (directory as NSString).appendingPathComponent(stem + "." + ext)
+    }
+
+    /// Runs every input through the stages into `directory` (created when missing).
+    /// `progress` receives (pictures done, total) after each one.
+    public static func run(inputs arguments: [String], directory: String, format: String?, upscale: String?, tile: Int?,
+                           backend: BackendChoice = .onednn, colorize: String? = nil, colorizeAfter: Bool = false,
+                           saturation: Float = 1, existingOutput: ExistingOutput = .refuse,
+                           log: @escaping @Sendable (String) -> Void = { _ in },
+                           progress: (Int, Int) -> Void = { _, _ in }) throws -> Summary {
+        if let format, !["png", "jpg", "jpeg"].contains(format.lowercased()) {
+            throw MediaError(.invalidOptions, "'--format \(format)' is not an image format Vivify writes. Use png or jpg.")
+        }
+        let inputs = try expand(arguments)
+        guard !inputs.isEmpty else {
+            throw MediaError(.inputUnreadable, "No pictures in \(arguments.map { "'\($0)'" }.joined(separator: ", ")) (looked for \(extensions.sorted().joined(separator: ", "))).")
+        }
+        // Two inputs with the same name would write the same output: refused before any work.
+        var seen: [String: String] = [:]
+        for input in inputs {
+            let out = outputPath(for: input, in: directory, format: format)
+            if let other = seen[out] {
+                throw MediaError(.invalidOptions, "'\(other)' and '\(input)' would both be written as '\(out)'. Give them different names or process them separately.")
+            }
+            seen[out] = input
+        }
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw MediaError(.outputUnwritable, "Cannot create the output directory '\(directory)': \(error.localizedDescription).")
+            }
+        } else if !isDirectory.boolValue {
+            throw MediaError(.invalidOptions, "'\(directory)' is a file; with several pictures the output is a directory.")
+        }
+        let models = try ImageJob.makeModels(upscale: upscale, tile: tile, backend: backend, colorize: colorize, colorizeAfter: colorizeAfter,
+                                             saturation: saturation, log: log)
+
+        // Load ahead on one thread (at most two pictures waiting), save behind on another.
+        let loaded = BoundedQueue<(String, Result<StillImage, any Error>)>(capacity: 2)
+        let loader = Thread {
+            for input in inputs {
+                loaded.put((input, Result { try ImageIO.read(path: input) }))
+            }
+        }
+        loader.start()
+        let saver = DispatchQueue(label: "vivify.image-batch.save")
+        let saving = DispatchGroup()
+        let pendingSaves = DispatchSemaphore(value: 2)
+        let results = Locked(Summary())
+
+        for index in 0..<inputs.count {
+            let (input, read) = loaded.take()
+            let output = seen.first { $0.value == input }!.key
+            do {
+                try ImageIO.validateOutputPath(output)
+                let url: URL
+                switch try OutputGuard.check(output: output, inputs: inputs, existing: existingOutput) {
+                case .write(let target): url = target
+                case .skip:
+                    results.withLock { $0.skipped.append(output) }
+                    progress(index + 1, inputs.count)
+                    continue
+                }
+                let image = try ImageJob.process(try read.get(), name: input, models: models, outputExtension: url.pathExtension, log: log)
+                pendingSaves.wait()
+                saver.async(group: saving) {
+                    defer { pendingSaves.signal() }
+                    do {
+                        let warnings = try ImageJob.save(image, to: url, output: output)
+                        for w in warnings { log("warning: \(w)") }
+                        results.withLock { $0.written.append(output) }
+                    } catch {
+                        log("skipped '\(input)': \(ErrorReport.message(for: error))")
+                        results.withLock { $0.failed.append((input, error)) }
+                    }
+                }
+            } catch {
+                log("skipped '\(input)': \(ErrorReport.message(for: error))")
+                results.withLock { $0.failed.append((input, error)) }
+            }
+            progress(index + 1, inputs.count)
+        }
+        saving.wait()
+        return results.withLock { $0 }
+    }
+}
+
+/// A value behind a lock, shared by threads.
+final class Locked<Value>: @unchecked Sendable {
+    private var value: Value
+    private let lock = NSLock()
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<T>(_ body: (inout Value) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
+}
+
+/// A first-in first-out queue of bounded size between two threads.
+final class BoundedQueue<Element>: @unchecked Sendable {
+    private var items: [Element] = []
+    private let capacity: Int
+    private let lock = NSCondition()
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    /// Waits while the queue is full.
+    func put(_ item: Element) {
+        lock.lock()
+        while items.count >= capacity { lock.wait() }
+        items.append(item)
+        lock.broadcast()
+        lock.unlock()
+    }
+
+    /// Waits for an item.
+    func take() -> Element {
+        lock.lock()
+        while items.isEmpty { lock.wait() }
+        let item = items.removeFirst()
+        lock.broadcast()
+        lock.unlock()
+        return item
+    }
+}
