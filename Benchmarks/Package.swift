@@ -13,5 +13,6 @@ let package = Package(
         .executableTarget(name: "EngineRatio"),
         .executableTarget(name: "PipelineBench"),
         .executableTarget(name: "SegmentBench", dependencies: ["BenchSupport"]),
+        .executableTarget(name: "ONNXBench", dependencies: ["BenchSupport"]),
     ]
 )

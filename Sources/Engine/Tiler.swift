@@ -1,3 +1,5 @@
+import Synchronization
+
 /// How a model is run over a picture of any size: its scale, how much border each tile needs,
 /// how that border is filled at the picture's edges, and what sizes its tiles must have.
 public struct TilingSpec: Sendable, Equatable {
@@ -46,9 +48,18 @@ public final class TiledRunner {
     /// `padding` is cropped from the output.
     private var consumed: [Shape: Int] = [:]
 
+    /// The memory budget automatic tiles are chosen under (`--max-memory`), in bytes.
+    public static var defaultMemoryBudget: Int {
+        get { budget.load(ordering: .relaxed) }
+        set { budget.store(max(newValue, 16 << 20), ordering: .relaxed) }
+    }
+    private static let budget = Atomic<Int>(TiledRunner.standardMemoryBudget)
+    /// The budget unless `--max-memory` says otherwise.
+    public static let standardMemoryBudget = 3 << 30
+
     /// Makes a runner. `tileSize` nil picks one from `memoryBudget` bytes.
     public init(graph: Graph, spec: TilingSpec, backend: InferenceBackend, tileSize: Int? = nil,
-                memoryBudget: Int = 3 << 30) throws {
+                memoryBudget: Int = TiledRunner.defaultMemoryBudget) throws {
         self.graph = graph
         self.spec = spec
         self.backend = backend

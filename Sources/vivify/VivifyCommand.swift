@@ -1,5 +1,6 @@
 import ArgumentParser
 import Compute
+import Engine
 import Foundation
 import MediaIO
 import SafeFiles
@@ -178,9 +179,25 @@ struct ThreadOptions: ParsableArguments {
     }
 }
 
+/// `--max-memory SIZE` of every command that tiles a model.
+struct MemoryOptions: ParsableArguments {
+    @Option(name: .customLong("max-memory"), help: ArgumentHelp("Memory the model's tiles may use, e.g. 512M or 2G (default: \(ByteSize.text(TiledRunner.standardMemoryBudget))); smaller tiles under a smaller cap.", valueName: "SIZE"))
+    var maxMemory: String?
+
+    /// Checks the size and puts it in force (validated before `run`, like `--threads`).
+    func validate() throws {
+        guard let maxMemory else { return }
+        guard let bytes = ByteSize.parse(maxMemory), bytes >= 64 << 20 else {
+            throw ValidationError("'--max-memory \(maxMemory)' is not a size of at least 64M. Write it as 512M, 1.5G or 2G.")
+        }
+        TiledRunner.defaultMemoryBudget = bytes
+    }
+}
+
 /// Options of commands that run a model.
 struct ModelOptions: ParsableArguments {
     @OptionGroup var threadOptions: ThreadOptions
+    @OptionGroup var memoryOptions: MemoryOptions
 
     @Option(help: "Upscale with MODEL: alone (or 2), the built-in vivify-fast-2x; else a catalog name (see `vivify models list`; fetched on first use), a .wifm bundle, or a path to an ncnn .param file with its .bin beside it.")
     var upscale: String?
@@ -630,6 +647,7 @@ struct BenchCommand: ParsableCommand {
     var backend: BackendChoice = .onednn
 
     @OptionGroup var threadOptions: ThreadOptions
+    @OptionGroup var memoryOptions: MemoryOptions
     @OptionGroup var limitOptions: LimitOptions
     @OptionGroup var timing: TimingOptions
 
