@@ -583,7 +583,7 @@ struct BenchModelCommand: ParsableCommand {
         abstract: "Time one model's graph on one padded frame and measure the machine's sgemm peak (prints JSON).",
         discussion: "The engine half of Benchmarks/run: the same input size as the ncnn peer, no tiling. Threads follow OMP_NUM_THREADS.")
 
-    @Option(help: "Catalog name or path to an ncnn .param file.")
+    @Option(help: "A built-in or catalog name, or a model file: ncnn .param (with its .bin), .mlmodel, .mlpackage, .onnx or .wifm.")
     var model: String
 
     @Option(help: "Frame size before padding, WxH.")
