@@ -581,7 +581,7 @@ struct BenchModelCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench-model",
         abstract: "Time one model's graph on one padded frame and measure the machine's sgemm peak (prints JSON).",
-        discussion: "The engine half of Benchmarks/run: the same input size as the ncnn peer, no tiling. Threads follow OMP_NUM_THREADS.")
+        discussion: "The engine half of Benchmarks/run: the same input size as the ncnn peer, no tiling. Threads: --threads (default: all cores).")
 
     @Option(help: "A built-in or catalog name, or a model file: ncnn .param (with its .bin), .mlmodel, .mlpackage, .onnx or .wifm.")
     var model: String
