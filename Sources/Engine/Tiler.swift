@@ -85,6 +85,12 @@ public final class TiledRunner {
         let bytes = shapes.compactMap { $0 }.reduce(0) { $0 + $1.count * 4 }
         let perPixel = Double(bytes) / Double(side * side)
         var t = Int((Double(budget) / perPixel).squareRoot()) - 2 * spec.padding
+        // No single tensor beyond the engine's limit, with room for backend rewrites that
+        // trade resolution for channels (a stride-2 transposed convolution as a sub-pixel
+        // convolution holds 4× the channels at the input's size).
+        let largest = Double(shapes.compactMap { $0?.count }.max() ?? 1) / Double(side * side)
+        let limitSide = Int((Double(ModelLimits.maxTensorElements) / (4 * largest)).squareRoot())
+        t = min(t, limitSide - 2 * spec.padding)
         t = min(max(t, 32), 1024)
         return max(spec.multiple, t / spec.multiple * spec.multiple)
     }

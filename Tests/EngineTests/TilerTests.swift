@@ -73,4 +73,23 @@ final class TilerTests: XCTestCase {
         XCTAssertEqual(TiledRunner.origins(length: 64, tile: 32), [0, 32])
         XCTAssertEqual(TiledRunner.origins(length: 20, tile: 32), [0])
     }
+
+    /// The automatic tile never asks for a tensor beyond the engine's limit, also after the
+    /// oneDNN backend's rewrites: waifu2x upconv_7 (a 4×4 stride-2 transposed convolution,
+    /// run as a sub-pixel convolution of 4× the channels) once chose 1024 and failed every
+    /// picture over 1024 pixels ("gives a 256x1026x1026 output, beyond the limit").
+    func testAutomaticTileStaysWithinTheTensorLimit() throws {
+        let path = "\(Self.models)/waifu2x-upconv7-photo/scale2.0x_model.param"
+        guard FileManager.default.fileExists(atPath: path) else { throw XCTSkip("\(path) not present") }
+        let graph = try NCNNImporter.load(paramPath: path)
+        let spec = TilingSpec(scale: 2, padding: 7, border: .replicate)
+        for budget in [3 << 30, 8 << 30] {
+            let t = try TiledRunner.automaticTileSize(graph: graph, spec: spec, budget: budget)
+            let side = t + 2 * spec.padding
+            for g in [graph, graph.withFoldedChannelAffine().withSubpixelDeconvolutions()] {
+                let largest = try g.inferShapes(input: Shape(c: 3, h: side, w: side)).compactMap { $0?.count }.max() ?? 0
+                XCTAssertLessThanOrEqual(largest, ModelLimits.maxTensorElements, "tile \(t) under \(budget >> 30) GiB")
+            }
+        }
+    }
 }
