@@ -48,14 +48,29 @@ public final class TiledRunner {
     /// `padding` is cropped from the output.
     private var consumed: [Shape: Int] = [:]
 
-    /// The memory budget automatic tiles are chosen under (`--max-memory`), in bytes.
+    /// The memory budget automatic tiles are chosen under (`--max-memory`), in bytes. Setting
+    /// it also lifts the speed cap on automatic tiles (`preferredTile`): the caller asked for
+    /// tiles as large as the budget allows.
     public static var defaultMemoryBudget: Int {
         get { budget.load(ordering: .relaxed) }
-        set { budget.store(max(newValue, 16 << 20), ordering: .relaxed) }
+        set {
+            budget.store(max(newValue, 16 << 20), ordering: .relaxed)
+            budgetGiven.store(true, ordering: .relaxed)
+        }
     }
     private static let budget = Atomic<Int>(TiledRunner.standardMemoryBudget)
-    /// The budget unless `--max-memory` says otherwise.
-    public static let standardMemoryBudget = 3 << 30
+    private static let budgetGiven = Atomic<Bool>(false)
+    /// The budget unless `--max-memory` says otherwise: fits a laptop.
+    public static let standardMemoryBudget = 1 << 30
+    /// The largest automatic tile unless `--max-memory` is given, chosen by measurement
+    /// (Benchmarks/tile_memory_bench.py, 1920×1080, this 2-core Zen 4): 128–192-pixel tiles
+    /// ran waifu2x-photo-2x in 8.3–8.8 s against 18.7 s for the 591-pixel tiles a 3 GiB budget
+    /// gave (peak RSS 0.5–0.6 GB against 2.8 GB), and realesr-animevideov3-2x in 13.1–13.4 s
+    /// against 13.6 s (0.6–1.1 GB against 3.5 GB); some sizes near 256 are slow in oneDNN's
+    /// kernels (waifu2x at 256: 16.2 s).
+    public static let preferredTile = 192
+    /// The cap automatic tiles get now: `preferredTile`, or none once a budget was given.
+    public static var automaticTileCap: Int { budgetGiven.load(ordering: .relaxed) ? 1024 : preferredTile }
 
     /// Makes a runner. `tileSize` nil picks one from `memoryBudget` bytes.
     public init(graph: Graph, spec: TilingSpec, backend: InferenceBackend, tileSize: Int? = nil,
@@ -76,8 +91,8 @@ public final class TiledRunner {
         }
     }
 
-    /// The largest tile whose intermediate tensors fit in `budget` bytes.
-    public static func automaticTileSize(graph: Graph, spec: TilingSpec, budget: Int) throws -> Int {
+    /// The largest tile whose intermediate tensors fit in `budget` bytes, at most `cap`.
+    public static func automaticTileSize(graph: Graph, spec: TilingSpec, budget: Int, cap: Int = TiledRunner.automaticTileCap) throws -> Int {
         let probe = 64
         let side = probe + 2 * spec.padding
         let channels = graph.inputChannels ?? 3
@@ -91,7 +106,7 @@ public final class TiledRunner {
         let largest = Double(shapes.compactMap { $0?.count }.max() ?? 1) / Double(side * side)
         let limitSide = Int((Double(ModelLimits.maxTensorElements) / (4 * largest)).squareRoot())
         t = min(t, limitSide - 2 * spec.padding)
-        t = min(max(t, 32), 1024)
+        t = min(max(t, 32), cap)
         return max(spec.multiple, t / spec.multiple * spec.multiple)
     }
 

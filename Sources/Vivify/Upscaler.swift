@@ -45,7 +45,7 @@ public final class Upscaler {
     /// use), or a path to an ncnn `.param`, a Core ML `.mlmodel`/`.mlpackage` or a `.wifm`
     /// (see `ModelResolver`), tiled by the catalog's, the bundle's or the graph's own rules.
     /// - Parameters:
-    ///   - tile: interior tile size in input pixels; nil picks one from a 3 GiB budget.
+    ///   - tile: interior tile size in input pixels; nil picks one (`TiledRunner.automaticTileSize`).
     ///   - log: receives one line when a model is fetched.
     public init(model: String, tile: Int? = nil, backend: BackendChoice = .onednn, store: ModelStore = ModelStore(),
                 log: (String) -> Void = { _ in }) throws {

@@ -202,7 +202,7 @@ struct ModelOptions: ParsableArguments {
     @Option(help: "Upscale with MODEL: alone (or 2), the built-in vivify-fast-2x; else a catalog name (see `vivify models list`; fetched on first use), a .wifm bundle, or a path to an ncnn .param file with its .bin beside it.")
     var upscale: String?
 
-    @Option(help: "Tile size in input pixels for the model (default: chosen from a 3 GiB memory budget).")
+    @Option(help: "Tile size in input pixels for the model (default: at most 192, the fastest measured, and within --max-memory).")
     var tile: Int?
 
     @Option(help: "Backend running the models: onednn (default, fast) or reference (plain Swift, slow).")

@@ -84,7 +84,7 @@ final class TilerTests: XCTestCase {
         let graph = try NCNNImporter.load(paramPath: path)
         let spec = TilingSpec(scale: 2, padding: 7, border: .replicate)
         for budget in [3 << 30, 8 << 30] {
-            let t = try TiledRunner.automaticTileSize(graph: graph, spec: spec, budget: budget)
+            let t = try TiledRunner.automaticTileSize(graph: graph, spec: spec, budget: budget, cap: 1024)
             let side = t + 2 * spec.padding
             for g in [graph, graph.withFoldedChannelAffine().withSubpixelDeconvolutions()] {
                 let largest = try g.inferShapes(input: Shape(c: 3, h: side, w: side)).compactMap { $0?.count }.max() ?? 0
