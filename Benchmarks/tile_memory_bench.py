@@ -26,7 +26,8 @@ subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", os.path.join(os.path.
                 "-vf", "scale=%s:flags=bicubic" % a.size.replace("x", ":"), "-frames:v", "1", src], check=True)
 rows = []
 for model in a.models.split(","):
-    subprocess.run([a.vivify, "models", "fetch", model], env=env, check=True, capture_output=True)
+    # Built-in models need no fetching (fetch refuses them).
+    subprocess.run([a.vivify, "models", "fetch", model], env=env, capture_output=True)
     for tile in a.tiles.split(","):
         times, rss = [], []
         for _ in range(a.runs):

@@ -207,7 +207,7 @@ public struct ResampleParameters: Sendable, Equatable {
     /// How an output coordinate maps to an input one (ONNX's names).
     public enum Coordinates: String, Sendable, Equatable, CaseIterable {
         case halfPixel = "half_pixel", pytorchHalfPixel = "pytorch_half_pixel", alignCorners = "align_corners"
-        case asymmetric, tfHalfPixelForNN = "tf_half_pixel_for_nn"
+        case asymmetric, tfHalfPixelForNN = "tf_half_pixel_for_nn", tfCropAndResize = "tf_crop_and_resize"
     }
     /// How nearest sampling rounds a fractional coordinate.
     public enum Rounding: String, Sendable, Equatable, CaseIterable {
@@ -224,6 +224,10 @@ public struct ResampleParameters: Sendable, Equatable {
     public var scaleH: Float, scaleW: Float
     /// Output sizes (0: from the scales).
     public var outH: Int, outW: Int
+    /// `tf_crop_and_resize`: the region sampled, as fractions of the input (start and end for
+    /// rows, then columns), and the value of samples outside the input.
+    public var roi: [Float] = [0, 1, 0, 1]
+    public var extrapolation: Float = 0
 
     /// Makes parameters.
     public init(mode: ResizeMode, coordinates: Coordinates = .halfPixel, rounding: Rounding = .roundPreferFloor, cubicA: Float = -0.75,
@@ -359,12 +363,14 @@ public struct Graph: Sendable {
     }
 
     /// Whether an operation sees the whole picture (instance normalisation's statistics, a
-    /// softmax along rows or columns, a reshape that moves pixels between rows), so
+    /// softmax along rows or columns, a reshape that moves pixels between rows, a crop and
+    /// resize by a region given as fractions of the picture), so
     /// that tiles would give a different result: such graphs run on whole frames.
     public var needsWholeFrame: Bool {
         nodes.contains {
             switch $0.op {
             case .instanceNorm, .reshape, .softmax, .concat, .transpose, .rowMatMul: return true
+            case .resample(let p): return p.coordinates == .tfCropAndResize
             default: return false
             }
         }

@@ -432,7 +432,8 @@ package enum Kernels {
     }
 
     /// One axis of ONNX Resize: for each output position, the input taps and their weights.
-    static func resampleTaps(_ p: ResampleParameters, inSize n: Int, outSize m: Int, scale given: Float) -> [(index: [Int], weight: [Float])] {
+    static func resampleTaps(_ p: ResampleParameters, inSize n: Int, outSize m: Int, scale given: Float,
+                             roi: (Float, Float) = (0, 1)) -> [(index: [Int], weight: [Float])] {
         let scale = given > 0 ? Double(given) : Double(m) / Double(n)
         // ONNX's reference maps with the scale (n · scale may be fractional), not m / n.
         let outLength = scale * Double(n)
@@ -445,6 +446,11 @@ package enum Kernels {
             case .alignCorners: source = outLength == 1 ? 0 : x * Double(n - 1) / (outLength - 1)
             case .asymmetric: source = x / scale
             case .tfHalfPixelForNN: source = (x + 0.5) / scale
+            case .tfCropAndResize:
+                let (start, end) = (Double(roi.0), Double(roi.1))
+                source = m > 1 ? start * Double(n - 1) + x * (end - start) * Double(n - 1) / Double(m - 1) : 0.5 * (start + end) * Double(n - 1)
+                // Outside the input: the extrapolation value (an empty tap list).
+                if source < 0 || source > Double(n - 1) { return ([], []) }
             }
             func clamp(_ i: Int) -> Int { min(max(i, 0), n - 1) }
             switch p.mode {
@@ -485,23 +491,23 @@ package enum Kernels {
     }
 
     static func resample(_ p: ResampleParameters, _ x: UnsafeBufferPointer<Float>, _ s: Shape, _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
-        let rows = resampleTaps(p, inSize: s.h, outSize: o.h, scale: p.outH > 0 ? 0 : p.scaleH)
-        let cols = resampleTaps(p, inSize: s.w, outSize: o.w, scale: p.outW > 0 ? 0 : p.scaleW)
+        let rows = resampleTaps(p, inSize: s.h, outSize: o.h, scale: p.outH > 0 ? 0 : p.scaleH, roi: (p.roi[0], p.roi[1]))
+        let cols = resampleTaps(p, inSize: s.w, outSize: o.w, scale: p.outW > 0 ? 0 : p.scaleW, roi: (p.roi[2], p.roi[3]))
         // Columns first, then rows (separable, as the reference's nested 1-D interpolations).
         var mid = [Float](repeating: 0, count: s.h * o.w)
         for c in 0..<s.c {
             let base = c * s.h * s.w
             for iy in 0..<s.h {
                 for (ox, tap) in cols.enumerated() {
-                    var v: Float = 0
+                    var v: Float = tap.index.isEmpty ? p.extrapolation : 0
                     for k in tap.index.indices { v += tap.weight[k] * x[base + iy * s.w + tap.index[k]] }
                     mid[iy * o.w + ox] = v
                 }
             }
             for (oy, tap) in rows.enumerated() {
                 for ox in 0..<o.w {
-                    var v: Float = 0
-                    for k in tap.index.indices { v += tap.weight[k] * mid[tap.index[k] * o.w + ox] }
+                    var v: Float = tap.index.isEmpty || cols[ox].index.isEmpty ? p.extrapolation : 0
+                    for k in tap.index.indices where !cols[ox].index.isEmpty { v += tap.weight[k] * mid[tap.index[k] * o.w + ox] }
                     y[(c * o.h + oy) * o.w + ox] = v
                 }
             }

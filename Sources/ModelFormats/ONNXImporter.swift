@@ -1130,7 +1130,7 @@ public enum ONNXImporter {
             let legacy = op == "Upsample" || opset < 11
             let transform = legacy ? "asymmetric" : (a.string("coordinate_transformation_mode") ?? "half_pixel")
             guard let coordinates = ResampleParameters.Coordinates(rawValue: transform) else {
-                throw context.unsupported("uses the '\(transform)' coordinate mode (a region of interest); the engine resamples whole images")
+                throw context.unsupported("uses the '\(transform)' coordinate mode, which ONNX does not define")
             }
             // Opset 10 and Upsample round nearest neighbours down when enlarging.
             let roundingName = legacy ? "floor" : (a.string("nearest_mode") ?? "round_prefer_floor")
@@ -1145,6 +1145,18 @@ public enum ONNXImporter {
                 return [T](repeating: one, count: 4 - rank) + v
             }
             var params = ResampleParameters(mode: mode, coordinates: coordinates, rounding: rounding, cubicA: cubicA, excludeOutside: excludeOutside)
+            if coordinates == .tfCropAndResize {
+                // The region: starts then ends of every axis, as fractions; batch and channels whole.
+                guard let roi = constant(inputs, 1)?.floats, roi.count == 2 * rank else {
+                    throw context.unsupported("crops and resizes by a computed region of interest")
+                }
+                let starts = [Float](repeating: 0, count: 4 - rank) + roi[..<rank], ends = [Float](repeating: 1, count: 4 - rank) + roi[rank...]
+                guard starts[0] == 0, starts[1] == 0, ends[0] == 1, ends[1] == 1, (starts + ends).allSatisfy({ $0.isFinite }) else {
+                    throw context.unsupported("crops the batch or channels (roi \(roi))")
+                }
+                params.roi = [starts[2], ends[2], starts[3], ends[3]]
+                params.extrapolation = a.float("extrapolation_value") ?? 0
+            }
             if let given = sizes {
                 let dims = try modelDimensions(of: x, context)
                 guard let z = lifted(given, 1), let d = lifted(dims.map { Int64($0) }, 1), z[0] == d[0], z[1] == d[1],
