@@ -10,7 +10,7 @@ let package = Package(
         // Shared by the benchmarks: medians and ffprobe frame counts.
         .target(name: "BenchSupport"),
         .executableTarget(name: "TranscodeRatio", dependencies: ["BenchSupport"]),
-        .executableTarget(name: "EngineRatio"),
+        .executableTarget(name: "EngineRatio", dependencies: ["BenchSupport"]),
         .executableTarget(name: "PipelineBench"),
         .executableTarget(name: "SegmentBench", dependencies: ["BenchSupport"]),
         .executableTarget(name: "ONNXBench", dependencies: ["BenchSupport"]),

@@ -37,10 +37,13 @@ Prints one JSON line: {"median_s":..., "runs":[...], "threads":2, "output_shape"
 
 import argparse
 import json
+import os
 import re
-import statistics
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_timing import time_calls, timing_fields  # noqa: E402
 
 try:
     import numpy as np
@@ -150,15 +153,7 @@ def main():
         return e - s, out
 
     try:
-        warm = []
-        out = None
-        for _ in range(a.warmup):
-            dt, out = once()
-            warm.append(dt)
-        runs = []
-        for _ in range(a.runs):
-            dt, out = once()
-            runs.append(dt)
+        warm, runs, out = time_calls(once, a.warmup, a.runs)
     except RuntimeError as e:
         sys.stderr.write("error: %s\n" % e)
         return 1
@@ -168,15 +163,11 @@ def main():
         return 1
 
     res = {
-        "median_s": round(statistics.median(runs), 6),
-        "runs": [round(r, 6) for r in runs],
+        **timing_fields(warm, runs, load_s),
         "threads": a.threads,
         "output_shape": list(arr.shape),
         "input_shape": list(x.shape),
         "mode": mode,
-        "warmup_s": [round(w, 6) for w in warm],
-        "load_s": round(load_s, 6),
-        "min_s": round(min(runs), 6),
         "model": a.param,
         "ncnn_version": getattr(ncnn, "__version__", "unknown"),
         "options": {k: bool(getattr(opt, k)) for k in (

@@ -18,3 +18,22 @@ public func countFrames(_ path: String) -> Int {
     p.waitUntilExit()
     return Int(text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").first ?? "") ?? -1
 }
+
+/// Runs `exe argv` (environment plus `env`) and parses the last line it prints as a JSON
+/// object; stops the benchmark when the tool fails.
+public func runJSON(_ exe: String, _ argv: [String], env: [String: String] = [:]) -> [String: Any] {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: exe)
+    p.arguments = argv
+    var e = ProcessInfo.processInfo.environment
+    for (k, v) in env { e[k] = v }
+    p.environment = e
+    let out = Pipe()
+    p.standardOutput = out
+    try! p.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    precondition(p.terminationStatus == 0, "\(exe) \(argv.joined(separator: " ")) failed")
+    let line = String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? "{}"
+    return try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+}

@@ -4,6 +4,7 @@
 // (vivify-fast-2x: 640×360 → 1280×720 in ≤ 12 ms; vivify-color: 224×224 in ≤ 12 ms).
 // Also reports achieved GFLOP/s against oneDNN sgemm's measured peak on the same 2 threads.
 // Usage: EngineRatio [--vivify PATH] [--runs N] [--models DIR]
+import BenchSupport
 import Foundation
 
 let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -35,23 +36,6 @@ let cases = [
     Case(name: "vivify-fast-2x (built in)", file: "\(builtin)/vivify-fast-2x", input: "in0", output: "out0", pad: "0,0,0,0", padMode: "replicate", budget: 0.012),
     Case(name: "vivify-color (built in)", file: "\(builtin)/vivify-color", input: "in0", output: "out0", pad: "0,0,0,0", padMode: "replicate", size: "224x224", channels: 1, budget: 0.012),
 ]
-
-func runJSON(_ exe: String, _ argv: [String], env: [String: String] = [:]) -> [String: Any] {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: exe)
-    p.arguments = argv
-    var e = ProcessInfo.processInfo.environment
-    for (k, v) in env { e[k] = v }
-    p.environment = e
-    let out = Pipe()
-    p.standardOutput = out
-    try! p.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    precondition(p.terminationStatus == 0, "\(exe) \(argv.joined(separator: " ")) failed")
-    let line = String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? "{}"
-    return try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
-}
 
 let threads = ["OMP_NUM_THREADS": "2"]
 var peak = 0.0

@@ -37,23 +37,6 @@ func shell(_ argv: [String]) -> String {
     argv.map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " ")
 }
 
-func runJSON(_ argv: [String], env: [String: String]) -> [String: Any] {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = argv
-    var e = ProcessInfo.processInfo.environment
-    for (k, v) in env { e[k] = v }
-    p.environment = e
-    let out = Pipe()
-    p.standardOutput = out
-    try! p.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    precondition(p.terminationStatus == 0, "\(shell(argv)) failed")
-    let line = String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? "{}"
-    return try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
-}
-
 // The ONNX file: made from the ncnn weights by the fixture script unless given.
 let twin = "\(models)/realesr-animevideov3/realesr-animevideov3-x2.param"
 var fixtureCommand: String? = nil
@@ -92,7 +75,7 @@ var tools = [
 for round in 0..<runs {
     for k in 0..<tools.count {
         let i = (k + round) % tools.count
-        let r = runJSON(tools[i].argv, env: env)
+        let r = runJSON("/usr/bin/env", tools[i].argv, env: env)
         let times = r["runs"] as! [Double]
         tools[i].samples.append(median(times))
         tools[i].all += times
