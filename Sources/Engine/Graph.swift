@@ -371,7 +371,11 @@ public struct Graph: Sendable {
             switch $0.op {
             case .instanceNorm, .reshape, .softmax, .concat, .transpose, .rowMatMul: return true
             case .resample(let p): return p.coordinates == .tfCropAndResize
-            default: return false
+            case .convolution, .deconvolution, .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle,
+                 .resize, .pad, .crop, .cropLike, .sliceChannels, .concatChannels, .globalAveragePool, .fullyConnected,
+                 .upsampleDetail, .pool, .spaceToDepth, .constant:
+                // Per pixel or a bounded window (global pooling, as the reference tools, per tile).
+                return false
             }
         }
     }
