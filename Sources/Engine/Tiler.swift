@@ -112,6 +112,17 @@ public final class TiledRunner {
 
     private func roundUp(_ v: Int) -> Int { (v + spec.multiple - 1) / spec.multiple * spec.multiple }
 
+    /// The interior tile for a `height`×`width` picture: at most `tileSize` a side, dividing the
+    /// picture evenly: as few tiles as the size needs and none wasted on overlap (1080 rows as
+    /// six 180-row tiles, not five of 192 and a sixth flush to the edge over the fifth).
+    public func tileInterior(height: Int, width: Int) -> (h: Int, w: Int) {
+        func balanced(_ n: Int) -> Int {
+            let count = (n + tileSize - 1) / tileSize
+            return roundUp((n + count - 1) / count)
+        }
+        return (balanced(height), balanced(width))
+    }
+
     /// Tile origins along one axis: every `tile`, the last flush to the end.
     public static func origins(length: Int, tile: Int) -> [Int] {
         if length <= tile { return [0] }
@@ -125,7 +136,7 @@ public final class TiledRunner {
     public func run(input: UnsafeBufferPointer<Float>, channels: Int, height: Int, width: Int,
                     output: UnsafeMutableBufferPointer<Float>) throws {
         let s = spec.scale, p = spec.padding
-        let th = roundUp(min(tileSize, height)), tw = roundUp(min(tileSize, width))
+        let (th, tw) = tileInterior(height: height, width: width)
         let inShape = Shape(c: channels, h: th + 2 * p, w: tw + 2 * p)
         let graphRun = try preparedGraph(inShape)
         let crop = consumed[inShape]!
@@ -233,8 +244,7 @@ extension TiledRunner {
     /// Multiply-adds to run the model over a `height`×`width` picture in this runner's tiles
     /// (borders and the flush last row/column included, as they are really computed).
     public func multiplyAdds(channels: Int, height: Int, width: Int) throws -> Int {
-        let th = (min(tileSize, height) + spec.multiple - 1) / spec.multiple * spec.multiple
-        let tw = (min(tileSize, width) + spec.multiple - 1) / spec.multiple * spec.multiple
+        let (th, tw) = tileInterior(height: height, width: width)
         let tiles = Self.origins(length: height, tile: th).count * Self.origins(length: width, tile: tw).count
         let shape = Shape(c: channels, h: th + 2 * spec.padding, w: tw + 2 * spec.padding)
         return tiles * (try graph.multiplyAdds(input: shape))

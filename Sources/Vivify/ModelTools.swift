@@ -91,9 +91,7 @@ public enum ModelTools {
         let upscaler = try Upscaler(model: model, tile: tile, backend: backend)
         let spec = upscaler.spec
         let t = min(upscaler.tileSize, max(frame.width, frame.height))
-        let multiple = spec.multiple
-        let th = (min(t, frame.height) + multiple - 1) / multiple * multiple
-        let tw = (min(t, frame.width) + multiple - 1) / multiple * multiple
+        let (th, tw) = upscaler.tileInterior(height: frame.height, width: frame.width)
         let shape = Shape(c: 3, h: th + 2 * spec.padding, w: tw + 2 * spec.padding)
         let prepared = try backend.make().prepare(upscaler.graph, input: shape)
         let input = Tensor(shape: shape, data: [Float](repeating: 0.5, count: shape.count))

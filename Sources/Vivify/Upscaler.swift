@@ -66,6 +66,9 @@ public final class Upscaler {
     /// Interior tile side in input pixels.
     public var tileSize: Int { runner.tileSize }
 
+    /// The interior tile used for a `height`×`width` picture (at most `tileSize`, dividing it evenly).
+    public func tileInterior(height: Int, width: Int) -> (h: Int, w: Int) { runner.tileInterior(height: height, width: width) }
+
     /// Upscales an alpha plane: through the bundle's alpha model when it has one, else through
     /// the main model as a 3-channel copy.
     public func upscaleAlpha(_ alpha: FloatPlanarImage) throws -> FloatPlanarImage {
