@@ -613,8 +613,7 @@ final class DNNLPrepared: PreparedGraph {
         let commutative = kind == .add || kind == .mul || kind == .max || kind == .min
         if shapes[a] != out, commutative { swap(&a, &b) }
         let plainCoefficients = coefficients == nil || coefficients! == [1, 1]
-        // oneDNN 2.6's binary primitive has no power: the plain loop.
-        guard shapes[a] == out, plainCoefficients, kind != .pow else { return try plainOp(node) }
+        guard shapes[a] == out, plainCoefficients else { return try plainOp(node) }
         let alg: dnnl_alg_kind_t
         switch kind {
         case .add: alg = dnnl_binary_add
@@ -623,7 +622,7 @@ final class DNNLPrepared: PreparedGraph {
         case .div: alg = dnnl_binary_div
         case .max: alg = dnnl_binary_max
         case .min: alg = dnnl_binary_min
-        case .pow: return try plainOp(node)
+        case .pow: return try plainOp(node)  // oneDNN 2.6's binary primitive has no power
         }
         let src0 = try materialized(a)
         // Same-shape operands share src0's layout; a broadcast operand goes in plain form.

@@ -73,9 +73,9 @@ public enum ImageBatch {
             throw MediaError(.inputUnreadable, "No pictures in \(arguments.map { "'\($0)'" }.joined(separator: ", ")) (looked for \(extensions.sorted().joined(separator: ", "))).")
         }
         // Two inputs with the same name would write the same output: refused before any work.
+        let outputs = inputs.map { outputPath(for: $0, in: directory, format: format) }
         var seen: [String: String] = [:]
-        for input in inputs {
-            let out = outputPath(for: input, in: directory, format: format)
+        for (input, out) in zip(inputs, outputs) {
             if let other = seen[out] {
                 throw MediaError(.invalidOptions, "'\(other)' and '\(input)' would both be written as '\(out)'. Give them different names or process them separately.")
             }
@@ -109,7 +109,7 @@ public enum ImageBatch {
 
         for index in 0..<inputs.count {
             let (input, read) = loaded.take()
-            let output = seen.first { $0.value == input }!.key
+            let output = outputs[index]
             do {
                 try ImageIO.validateOutputPath(output)
                 let url: URL
