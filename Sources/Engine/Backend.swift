@@ -43,3 +43,11 @@ extension PreparedGraph {
         return out
     }
 }
+
+/// The number format a backend computes convolutions in. The reference backend is always fp32.
+public enum ComputePrecision: String, Sendable, CaseIterable {
+    /// 32-bit floats everywhere.
+    case fp32
+    /// bfloat16 convolution inputs and weights, fp32 accumulation (AVX-512 BF16 or AMX).
+    case bf16
+}

@@ -16,9 +16,14 @@ public final class DNNLBackend: InferenceBackend, @unchecked Sendable {
     public var name: String { "onednn" }
     let engine: dnnl_engine_t
     let stream: dnnl_stream_t
+    /// The number format convolutions compute in.
+    public let precision: ComputePrecision
+    /// The one block every graph prepared here keeps its activations in.
+    let arena = ActivationArena()
 
     /// Creates the CPU engine and its stream.
-    public init() throws {
+    public init(precision: ComputePrecision = .fp32) throws {
+        self.precision = precision
         var e: dnnl_engine_t?
         try dnnlCheck(dnnl_engine_create(&e, dnnl_cpu, 0), "create the oneDNN CPU engine")
         engine = e!
@@ -90,50 +95,26 @@ extension dnnl_memory_desc_t {
     }
 }
 
-/// One scratchpad buffer shared by every primitive of a prepared graph (they run one after
-/// the other). Primitives are created with user-managed scratchpads: oneDNN's own is
-/// thread-local and sized on the creating thread, so a graph prepared on one thread and run
-/// on another (a pipeline stage) would read past it.
-final class ScratchArena {
-    private(set) var memories: [DNNLMemory] = []
-    private var size = 0
-    private var buffer: UnsafeMutableRawPointer?
-
-    func memory(for md: dnnl_memory_desc_t, engine: dnnl_engine_t) throws -> DNNLMemory? {
-        var d = md
-        let bytes = dnnl_memory_desc_get_size(&d)
-        if bytes == 0 { return nil }
-        let m = try DNNLMemory(md: md, engine: engine, isPlain: false, unbacked: true)
-        memories.append(m)
-        size = max(size, bytes)
-        return m
-    }
-
-    /// Allocates the shared buffer and points every scratchpad at it.
-    func allocate() {
-        guard size > 0 else { return }
-        buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
-        for m in memories { dnnl_memory_set_data_handle(m.memory, buffer) }
-    }
-
-    deinit { buffer?.deallocate() }
-}
-
 /// A oneDNN primitive with its argument list, executed as one step.
 final class DNNLStep {
     let primitive: dnnl_primitive_t
     var args: [dnnl_exec_arg_t]
     let keep: [AnyObject]
 
-    init(pd: dnnl_primitive_desc_t, args: [(Int32, DNNLMemory)], keep: [AnyObject] = [], scratch: ScratchArena? = nil,
+    /// Primitives are created with user-managed scratchpads, given by `planner` (oneDNN's own
+    /// is thread-local and sized on the creating thread, so a graph prepared on one thread and
+    /// run on another, a pipeline stage, would read past it).
+    init(pd: dnnl_primitive_desc_t, args: [(Int32, DNNLMemory)], keep: [AnyObject] = [], planner: ActivationPlanner? = nil,
          engine: dnnl_engine_t? = nil) throws {
         var p: dnnl_primitive_t?
         try dnnlCheck(dnnl_primitive_create(&p, pd), "create a primitive")
         primitive = p!
         var all = args
-        if let scratch, let engine, let md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0),
-           let m = try scratch.memory(for: md.pointee, engine: engine) {
-            all.append((DNNL_ARG_SCRATCHPAD, m))
+        if let planner, let engine, let md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0) {
+            var d = md.pointee
+            if dnnl_memory_desc_get_size(&d) > 0 {
+                all.append((DNNL_ARG_SCRATCHPAD, try planner.make(md: d, engine: engine, isPlain: false)))
+            }
         }
         self.args = all.map { dnnl_exec_arg_t(arg: $0.0, memory: $0.1.memory) }
         self.keep = all.map { $0.1 } + keep
@@ -198,7 +179,9 @@ final class DNNLPrepared: PreparedGraph {
     private var current: [Int: DNNLMemory] = [:]
     private var plainCopies: [Int: DNNLMemory] = [:]
     private let inputMemory: DNNLMemory
-    private let scratch = ScratchArena()
+    /// Where activations and scratchpads live (`ActivationArena`, shared by the backend's graphs).
+    private let planner = ActivationPlanner()
+    private var boundGeneration = 0
     private let plainAttr: DNNLAttr
     private var engine: dnnl_engine_t { backend.engine }
     private var stream: dnnl_stream_t { backend.stream }
@@ -234,9 +217,31 @@ final class DNNLPrepared: PreparedGraph {
             }
             stepLabels += Array(repeating: "\(node.name) (\(node.op.kindName))", count: steps.count - stepLabels.count)
         }
-        _ = try plain(graph.output)
+        let result = try plain(graph.output)
         stepLabels += Array(repeating: "output", count: steps.count - stepLabels.count)
-        scratch.allocate()
+        planner.plan(steps: steps.count, keep: [result])
+    }
+
+    /// Bytes of activations and scratchpads this graph needs in the arena, and what they would
+    /// take with a buffer each.
+    var activationBytes: (planned: Int, separate: Int) { (planner.total, planner.unplannedTotal) }
+
+    /// Appends a primitive step, recording the buffers it touches.
+    private func append(_ step: DNNLStep) {
+        planner.use(step.keep, atStep: steps.count)
+        let stream = self.stream
+        steps.append { try step.execute(stream) }
+    }
+
+    /// Appends a step of Swift loops touching `buffers`.
+    private func appendLoop(_ buffers: [DNNLMemory], _ body: @escaping () throws -> Void) {
+        planner.use(buffers, atStep: steps.count)
+        steps.append(body)
+    }
+
+    /// A buffer for an intermediate value, placed in the arena by `planner`.
+    private func activation(_ md: dnnl_memory_desc_t, isPlain: Bool) throws -> DNNLMemory {
+        try planner.make(md: md, engine: engine, isPlain: isPlain)
     }
 
     private static func nanoseconds() -> Int {
@@ -248,6 +253,16 @@ final class DNNLPrepared: PreparedGraph {
     func run(input: UnsafeBufferPointer<Float>, output: UnsafeMutableBufferPointer<Float>) throws {
         // OpenMP's thread count is per calling thread: set it on whichever thread runs this.
         OpenMPThreads.apply(ComputeThreads.count)
+        try backend.arena.withBlock(bytes: planner.total) { base, generation in
+            if generation != boundGeneration {
+                planner.bind(base: base)
+                boundGeneration = generation
+            }
+            try runSteps(input: input, output: output)
+        }
+    }
+
+    private func runSteps(input: UnsafeBufferPointer<Float>, output: UnsafeMutableBufferPointer<Float>) throws {
         inputMemory.pointer.update(from: input.baseAddress!, count: inputShape.count)
         if Self.profile {
             var line = ""
@@ -277,17 +292,17 @@ final class DNNLPrepared: PreparedGraph {
         return md
     }
 
-    static func anyMD(_ dims: [Int64]) -> dnnl_memory_desc_t {
+    static func anyMD(_ dims: [Int64], _ type: dnnl_data_type_t = dnnl_f32) -> dnnl_memory_desc_t {
         var md = dnnl_memory_desc_t()
         var d = dims
-        _ = dnnl_memory_desc_init_by_tag(&md, Int32(dims.count), &d, dnnl_f32, dnnl_format_tag_any)
+        _ = dnnl_memory_desc_init_by_tag(&md, Int32(dims.count), &d, type, dnnl_format_tag_any)
         return md
     }
 
-    static func taggedMD(_ dims: [Int64], _ tag: dnnl_format_tag_t) -> dnnl_memory_desc_t {
+    static func taggedMD(_ dims: [Int64], _ tag: dnnl_format_tag_t, _ type: dnnl_data_type_t = dnnl_f32) -> dnnl_memory_desc_t {
         var md = dnnl_memory_desc_t()
         var d = dims
-        _ = dnnl_memory_desc_init_by_tag(&md, Int32(dims.count), &d, dnnl_f32, tag)
+        _ = dnnl_memory_desc_init_by_tag(&md, Int32(dims.count), &d, type, tag)
         return md
     }
 
@@ -302,7 +317,7 @@ final class DNNLPrepared: PreparedGraph {
         let mem = try materialized(v)
         if mem.sameLayout(as: md) { return mem }
         if let p = plainCopies[v], p.sameLayout(as: md) { return p }
-        let dst = try DNNLMemory(md: md, engine: engine, isPlain: false)
+        let dst = try activation(md, isPlain: false)
         try addReorder(from: mem, to: dst)
         return dst
     }
@@ -323,14 +338,12 @@ final class DNNLPrepared: PreparedGraph {
         var offsets: [Int64] = [0, 0, Int64(m), Int64(m)]
         try dnnlCheck(dnnl_memory_desc_init_submemory(&sub, &md, &dims, &offsets), "describe a margin crop")
         let target = Self.sameFormat(as: mem.md, dims: dims) ?? Self.plainMD(s)
-        let dst = try DNNLMemory(md: target, engine: engine, isPlain: Self.plainMD(s).isEqual(to: target))
+        let dst = try activation(target, isPlain: Self.plainMD(s).isEqual(to: target))
         var pd: dnnl_primitive_desc_t?
         var a = sub, b = target
         try dnnlCheck(dnnl_reorder_primitive_desc_create(&pd, &a, engine, &b, engine, plainAttr.attr), "crop a margin")
         defer { dnnl_primitive_desc_destroy(pd) }
-        let step = try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, mem), (DNNL_ARG_TO, dst)], scratch: scratch, engine: engine)
-        let stream = self.stream
-        steps.append { try step.execute(stream) }
+        append(try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, mem), (DNNL_ARG_TO, dst)], planner: planner, engine: engine))
         current[v] = dst
         margins[v] = 0
         return dst
@@ -352,7 +365,7 @@ final class DNNLPrepared: PreparedGraph {
         let mem = try materialized(v)
         let md = Self.plainMD(shapes[v])
         if mem.sameLayout(as: md) { plainCopies[v] = mem; return mem }
-        let dst = try DNNLMemory(md: md, engine: engine, isPlain: true)
+        let dst = try activation(md, isPlain: true)
         try addReorder(from: mem, to: dst)
         plainCopies[v] = dst
         return dst
@@ -363,9 +376,7 @@ final class DNNLPrepared: PreparedGraph {
         var s = src.md, d = dst.md
         try dnnlCheck(dnnl_reorder_primitive_desc_create(&pd, &s, engine, &d, engine, plainAttr.attr), "reorder between layouts")
         defer { dnnl_primitive_desc_destroy(pd) }
-        let step = try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, src), (DNNL_ARG_TO, dst)], scratch: scratch, engine: engine)
-        let stream = self.stream
-        steps.append { try step.execute(stream) }
+        append(try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, src), (DNNL_ARG_TO, dst)], planner: planner, engine: engine))
     }
 
     /// Reorders constant data (weights) once, now.
@@ -452,9 +463,7 @@ final class DNNLPrepared: PreparedGraph {
     }
 
     private func add(_ pd: dnnl_primitive_desc_t, _ args: [(Int32, DNNLMemory)], keep: [AnyObject] = []) throws {
-        let step = try DNNLStep(pd: pd, args: args, keep: keep, scratch: scratch, engine: engine)
-        let stream = self.stream
-        steps.append { try step.execute(stream) }
+        append(try DNNLStep(pd: pd, args: args, keep: keep, planner: planner, engine: engine))
     }
 
     private func convolution(_ node: Node, _ original: ConvolutionParameters, transposed: Bool) throws {
@@ -465,7 +474,9 @@ final class DNNLPrepared: PreparedGraph {
         // now: the value carries a growing margin of garbage pixels through a chain of such
         // layers and is cropped once, where something else reads it.
         var outMargin = 0
-        if !transposed, Self.useWinograd, p.kernelH == 3, p.kernelW == 3, p.strideH == 1, p.strideW == 1,
+        let reduced = backend.precision == .bf16
+        let dt = reduced ? dnnl_bf16 : dnnl_f32
+        if !transposed, Self.useWinograd, !reduced, p.kernelH == 3, p.kernelW == 3, p.strideH == 1, p.strideW == 1,
            p.dilationH == 1, p.dilationW == 1, p.padTop == 0, p.padLeft == 0, p.padBottom == 0, p.padRight == 0,
            p.groups == 1, p.inChannels >= 16, p.outChannels >= 16 {
             let m = margins[node.inputs[0]] ?? 0
@@ -474,15 +485,15 @@ final class DNNLPrepared: PreparedGraph {
             p.padTop = 1; p.padLeft = 1; p.padBottom = 1; p.padRight = 1
             outMargin = m + 1
         }
-        var srcAny = Self.anyMD([1, Int64(s.c), Int64(s.h), Int64(s.w)])
+        var srcAny = Self.anyMD([1, Int64(s.c), Int64(s.h), Int64(s.w)], dt)
         // A value read by Swift loops (the fused upscaler tail) is best written plain directly.
         let wantsPlain = !transposed && outMargin == 0 && tailDetails.contains(node.output)
-        var dstAny = wantsPlain ? Self.plainMD(o) : Self.anyMD([1, Int64(o.c), Int64(o.h), Int64(o.w)])
+        var dstAny = wantsPlain ? Self.plainMD(o) : Self.anyMD([1, Int64(o.c), Int64(o.h), Int64(o.w)], dt)
         // A first layer (few input channels, read plain) writing 16-channel blocks directly:
         // oneDNN has a kernel for exactly that, and the next layers (Winograd among them) read
         // blocks, so no reorder follows.
         var firstLayer = false
-        if !transposed, !wantsPlain, p.groups == 1, p.inChannels < 8, o.c % 16 == 0, outMargin == 0,
+        if !transposed, !wantsPlain, !reduced, p.groups == 1, p.inChannels < 8, o.c % 16 == 0, outMargin == 0,
            (margins[node.inputs[0]] ?? 0) == 0, current[node.inputs[0]]?.isPlain == true {
             dstAny = Self.taggedMD([1, Int64(o.c), Int64(o.h), Int64(o.w)], dnnl_nChw16c)
             srcAny = Self.plainMD(s)
@@ -492,7 +503,7 @@ final class DNNLPrepared: PreparedGraph {
         let wdims: [Int64] = p.groups == 1
             ? [Int64(p.outChannels), Int64(p.inChannels), Int64(p.kernelH), Int64(p.kernelW)]
             : [g, Int64(p.outChannels) / g, Int64(p.inChannels) / g, Int64(p.kernelH), Int64(p.kernelW)]
-        var wAny = Self.anyMD(wdims)
+        var wAny = Self.anyMD(wdims, dt)
         var bmd = Self.taggedMD([Int64(p.outChannels)], dnnl_a)
         var strides: [Int64] = [Int64(p.strideH), Int64(p.strideW)]
         var dil: [Int64] = [Int64(p.dilationH - 1), Int64(p.dilationW - 1)]
@@ -515,7 +526,7 @@ final class DNNLPrepared: PreparedGraph {
             var winogradPD: dnnl_primitive_desc_t?
             let fusable = p.activation == .identity || p.activation == .relu
             let winogradAttr = fusable ? attr : try DNNLAttr(activation: .identity)
-            if Self.useWinograd, p.kernelH == 3, p.kernelW == 3, p.strideH == 1, p.strideW == 1, p.dilationH == 1, p.dilationW == 1,
+            if Self.useWinograd, !reduced, p.kernelH == 3, p.kernelW == 3, p.strideH == 1, p.strideW == 1, p.dilationH == 1, p.dilationW == 1,
                p.groups == 1, p.inChannels >= 16, p.outChannels >= 16,
                dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_winograd, &srcAny, &wAny,
                                                           &bmd, &dstAny, &strides, &dil, &padL, &padR) == dnnl_success {
@@ -531,8 +542,8 @@ final class DNNLPrepared: PreparedGraph {
                       let first = Self.realKernel(try? createPD(&desc, attr: attr.attr)) {
                 pd = first
             } else {
-                srcAny = Self.anyMD([1, Int64(s.c), Int64(s.h), Int64(s.w)])
-                dstAny = wantsPlain ? Self.plainMD(o) : Self.anyMD([1, Int64(o.c), Int64(o.h), Int64(o.w)])
+                srcAny = Self.anyMD([1, Int64(s.c), Int64(s.h), Int64(s.w)], dt)
+                dstAny = wantsPlain ? Self.plainMD(o) : Self.anyMD([1, Int64(o.c), Int64(o.h), Int64(o.w)], dt)
                 try dnnlCheck(dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &srcAny, &wAny,
                                                                          &bmd, &dstAny, &strides, &dil, &padL, &padR), "describe the convolution")
                 pd = try createPD(&desc, attr: attr.attr)
@@ -547,7 +558,7 @@ final class DNNLPrepared: PreparedGraph {
             if stored.sameLayout(as: srcMD) {
                 src = stored
             } else {
-                src = try DNNLMemory(md: srcMD, engine: engine, isPlain: false)
+                src = try activation(srcMD, isPlain: false)
                 try addReorder(from: stored, to: src)
             }
         } else if let m = margins[node.inputs[0]], m > 0, plainCopies[node.inputs[0]] == nil {
@@ -559,14 +570,12 @@ final class DNNLPrepared: PreparedGraph {
             var dims: [Int64] = [1, Int64(real.c), Int64(real.h), Int64(real.w)]
             var offsets: [Int64] = [0, 0, Int64(m), Int64(m)]
             try dnnlCheck(dnnl_memory_desc_init_submemory(&sub, &md, &dims, &offsets), "describe a margin crop")
-            src = try DNNLMemory(md: srcMD, engine: engine, isPlain: false)
+            src = try activation(srcMD, isPlain: false)
             var rpd: dnnl_primitive_desc_t?
             var a = sub, b = srcMD
             try dnnlCheck(dnnl_reorder_primitive_desc_create(&rpd, &a, engine, &b, engine, plainAttr.attr), "crop a margin")
             defer { dnnl_primitive_desc_destroy(rpd) }
-            let step = try DNNLStep(pd: rpd!, args: [(DNNL_ARG_FROM, stored), (DNNL_ARG_TO, src)], scratch: scratch, engine: engine)
-            let stream = self.stream
-            steps.append { try step.execute(stream) }
+            append(try DNNLStep(pd: rpd!, args: [(DNNL_ARG_FROM, stored), (DNNL_ARG_TO, src)], planner: planner, engine: engine))
         } else {
             src = try value(node.inputs[0], as: srcMD)
         }
@@ -574,7 +583,7 @@ final class DNNLPrepared: PreparedGraph {
         let userTag: dnnl_format_tag_t = p.groups == 1 ? (transposed ? dnnl_iohw : dnnl_oihw) : dnnl_goihw
         let weights = try constant(p.weights, user: Self.taggedMD(wdims, userTag), into: query(pd, dnnl_query_weights_md))
         let bias = try constant(p.bias.isEmpty ? [Float](repeating: 0, count: p.outChannels) : p.bias, user: bmd, into: bmd)
-        let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
+        let dst = try activation(query(pd, dnnl_query_dst_md), isPlain: false)
         try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_WEIGHTS, weights), (DNNL_ARG_BIAS, bias), (DNNL_ARG_DST, dst)], keep: [attr])
         if separateActivation, let (alg, alpha, beta) = eltwiseAlgorithm(p.activation) {
             var desc = dnnl_eltwise_desc_t()
@@ -602,7 +611,7 @@ final class DNNLPrepared: PreparedGraph {
         defer { dnnl_primitive_desc_destroy(pd) }
         let full = slopes.count == 1 ? [Float](repeating: slopes[0], count: s.c) : slopes
         let weights = try constant(full, user: Self.taggedMD([1, Int64(s.c), 1, 1], dnnl_nchw), into: query(pd, dnnl_query_weights_md))
-        let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
+        let dst = try activation(query(pd, dnnl_query_dst_md), isPlain: false)
         try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_WEIGHTS, weights), (DNNL_ARG_DST, dst)])
         current[output] = dst
         plainCopies[output] = nil
@@ -633,7 +642,7 @@ final class DNNLPrepared: PreparedGraph {
         try dnnlCheck(dnnl_binary_desc_init(&desc, alg, &md0, &md1, &dmd), "describe the element-wise operation")
         let pd = try createPD(&desc, attr: plainAttr.attr)
         defer { dnnl_primitive_desc_destroy(pd) }
-        let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
+        let dst = try activation(query(pd, dnnl_query_dst_md), isPlain: false)
         try add(pd, [(DNNL_ARG_SRC_0, src0), (DNNL_ARG_SRC_1, src1), (DNNL_ARG_DST, dst)])
         current[node.output] = dst
     }
@@ -681,14 +690,12 @@ final class DNNLPrepared: PreparedGraph {
     }
 
     private func reorderWindow(_ src: DNNLMemory, _ sub: dnnl_memory_desc_t, _ out: Shape, _ output: Int) throws {
-        let dst = try DNNLMemory(md: Self.plainMD(out), engine: engine, isPlain: true)
+        let dst = try activation(Self.plainMD(out), isPlain: true)
         var pd: dnnl_primitive_desc_t?
         var s = sub, d = dst.md
         try dnnlCheck(dnnl_reorder_primitive_desc_create(&pd, &s, engine, &d, engine, plainAttr.attr), "crop")
         defer { dnnl_primitive_desc_destroy(pd) }
-        let step = try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, src), (DNNL_ARG_TO, dst)], scratch: scratch, engine: engine)
-        let stream = self.stream
-        steps.append { try step.execute(stream) }
+        append(try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, src), (DNNL_ARG_TO, dst)], planner: planner, engine: engine))
         current[output] = dst
         plainCopies[output] = dst
     }
@@ -710,7 +717,7 @@ final class DNNLPrepared: PreparedGraph {
     private func unary<T>(_ desc: inout T, _ src: DNNLMemory, output: Int) throws {
         let pd = try createPD(&desc, attr: plainAttr.attr)
         defer { dnnl_primitive_desc_destroy(pd) }
-        let dst = try DNNLMemory(md: query(pd, dnnl_query_dst_md), engine: engine, isPlain: false)
+        let dst = try activation(query(pd, dnnl_query_dst_md), isPlain: false)
         try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_DST, dst)])
         current[output] = dst
     }
@@ -763,11 +770,9 @@ final class DNNLPrepared: PreparedGraph {
     private func upsampleDetail(_ node: Node, _ mode: ResizeMode, _ order: ShuffleOrder) throws {
         let base = try plain(node.inputs[0]), detail = try plain(node.inputs[1])
         let bs = shapes[node.inputs[0]], dc = shapes[node.inputs[1]].c
-        let dst = try DNNLMemory(md: Self.plainMD(shapes[node.output]), engine: engine, isPlain: true)
+        let dst = try activation(Self.plainMD(shapes[node.output]), isPlain: true)
         let stream = self.stream
-        let keep = [base, detail, dst]
-        steps.append {
-            _ = keep
+        appendLoop([base, detail, dst]) {
             try dnnlCheck(dnnl_stream_wait(stream), "synchronise")
             UpsampleDetail.run(mode, base: base.pointer, bs, detail: detail.pointer, detailChannels: dc, order: order, y: dst.pointer)
         }
@@ -780,16 +785,16 @@ final class DNNLPrepared: PreparedGraph {
         let ins = try node.inputs.map { try plain($0) }
         let inShapes = node.inputs.map { shapes[$0] }
         let o = shapes[node.output]
-        let dst = try DNNLMemory(md: Self.plainMD(o), engine: engine, isPlain: true)
+        let dst = try activation(Self.plainMD(o), isPlain: true)
         let op = node.op
         let stream = self.stream
-        let inputs = ins.map { UnsafeBufferPointer(start: UnsafePointer($0.pointer), count: shapesCount($0)) }
-        let y = UnsafeMutableBufferPointer(start: dst.pointer, count: o.count)
-        let keep = ins + [dst]
-        steps.append {
-            _ = keep
+        let counts = ins.map(shapesCount)
+        appendLoop(ins + [dst]) {
             // oneDNN work queued before must be done before Swift reads its output.
             try dnnlCheck(dnnl_stream_wait(stream), "synchronise")
+            // Buffers live in the arena, which can move between runs: addresses are read now.
+            let inputs = zip(ins, counts).map { UnsafeBufferPointer(start: UnsafePointer($0.pointer), count: $1) }
+            let y = UnsafeMutableBufferPointer(start: dst.pointer, count: o.count)
             if case .resize(.bicubic, _, _, _, _, let align) = op {
                 FastKernels.separableBicubic(align, inputs[0], inShapes[0], y, o)
             } else {

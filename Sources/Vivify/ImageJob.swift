@@ -66,6 +66,9 @@ public enum ImageJob {
         guard let result = frames.first else {
             throw MediaError(.invalidOptions, "The stages gave no picture for '\(input)'.")
         }
+        // The result holds its own pixels: the stages' frame-sized buffers (a 4× upscale of
+        // 1920×1080 keeps 398 MB of float) go before the picture is converted and encoded.
+        chain.releaseBuffers()
         switch result.pixels {
         case .packed(let f): image.color.load(from: f)
         case .planar(let p): image.color = p

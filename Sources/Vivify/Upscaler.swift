@@ -134,6 +134,12 @@ public final class Upscaler {
         try run(image, into: &output)
     }
 
+    /// Gives back the frame-sized float buffers kept for the next frame.
+    public func releaseBuffers() {
+        planar = FloatPlanarImage(channels: 3, width: 1, height: 1)
+        result = FloatPlanarImage(channels: 3, width: 1, height: 1)
+    }
+
     /// Runs the model once on a blank frame of this size, so the first real frame does not pay
     /// for primitive creation and first-touch of buffers (live mode measures every frame).
     public func warmUp(width: Int, height: Int) throws {

@@ -175,6 +175,9 @@ public protocol FrameProcessor: AnyObject {
     var warmUpFrames: Int { get }
     /// Forgets the state built from earlier frames (a new segment or stream begins).
     func reset()
+    /// Gives back the frame-sized buffers kept for the next frame (a still picture is done;
+    /// the next one may have another size). The next frame allocates them again.
+    func releaseBuffers()
 }
 
 extension FrameProcessor {
@@ -184,4 +187,5 @@ extension FrameProcessor {
     public func flopsPerFrame() throws -> Double { 0 }
     public var warmUpFrames: Int { 0 }
     public func reset() {}
+    public func releaseBuffers() {}
 }

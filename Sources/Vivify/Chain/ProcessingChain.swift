@@ -89,6 +89,11 @@ public struct ProcessingChain {
     }
 
     /// Warms up every model stage (live mode measures every frame, the first one too).
+    /// Every stage gives back its frame-sized buffers (`FrameProcessor.releaseBuffers`).
+    public func releaseBuffers() {
+        processors.forEach { $0.releaseBuffers() }
+    }
+
     public func warmUp() throws {
         for p in processors where p.runsModel { try p.warmUp() }
     }

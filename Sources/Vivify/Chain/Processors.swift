@@ -57,6 +57,11 @@ public final class ColorizeProcessor: FrameProcessor {
     /// Wraps a loaded colorizer.
     public init(_ colorizer: Colorizer) { self.colorizer = colorizer }
 
+    public func releaseBuffers() {
+        output = FloatPlanarImage(channels: 3, width: 1, height: 1)
+        grey = VideoFrame(format: .rgb24, width: 1, height: 1)
+    }
+
     public func configure(input: FrameDescription) throws -> FrameDescription {
         switch input.layout {
         case .packed(.rgb24), .packed(.gray), .planarFloat(channels: 1), .planarFloat(channels: 3): break
@@ -160,6 +165,11 @@ public final class UpscaleProcessor: FrameProcessor {
         try upscaler.warmUp(width: input.width, height: input.height)
     }
 
+    public func releaseBuffers() {
+        output = FloatPlanarImage(channels: 3, width: 1, height: 1)
+        upscaler.releaseBuffers()
+    }
+
     public func flopsPerFrame() throws -> Double {
         guard let input else { return 0 }
         return try upscaler.flopsPerFrame(width: input.width, height: input.height)
@@ -253,5 +263,10 @@ public final class OutputConversionProcessor: FrameProcessor {
         out.pixels = .packed(converted)
         out.timing.color = converted.color
         return [out]
+    }
+
+    public func releaseBuffers() {
+        packed = VideoFrame(format: .rgb24, width: 1, height: 1)
+        converted = VideoFrame(format: .rgb24, width: 1, height: 1)
     }
 }
