@@ -1,6 +1,7 @@
 import CDNNL
 import Compute
 import Engine
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,8 +22,30 @@ public final class DNNLBackend: InferenceBackend, @unchecked Sendable {
     /// The one block every graph prepared here keeps its activations in.
     let arena = ActivationArena()
 
-    /// Creates the CPU engine and its stream.
-    public init(precision: ComputePrecision = .fp32) throws {
+    /// The precision backends made without one compute in (`--precision`; fp32 unless set).
+    public static var defaultPrecision: ComputePrecision {
+        get { chosenPrecision.load(ordering: .relaxed) == 1 ? .bf16 : .fp32 }
+        set { chosenPrecision.store(newValue == .bf16 ? 1 : 0, ordering: .relaxed) }
+    }
+    private static let chosenPrecision = Atomic<Int>(0)
+
+    /// Whether this CPU runs oneDNN's bf16 convolutions natively (AVX-512 BF16 or AMX);
+    /// without, oneDNN would emulate them far slower than fp32.
+    public static var cpuHasBF16: Bool {
+        let isa = dnnl_get_effective_cpu_isa().rawValue
+        return isa & dnnl_cpu_isa_avx512_core_bf16.rawValue == dnnl_cpu_isa_avx512_core_bf16.rawValue
+    }
+
+    /// Whether this CPU has AMX tiles for bf16 (Sapphire Rapids and later), where oneDNN's bf16
+    /// convolutions run several times faster than its fp32 ones.
+    public static var cpuHasAMX: Bool {
+        let isa = dnnl_get_effective_cpu_isa().rawValue
+        return isa & dnnl_cpu_isa_avx512_core_amx.rawValue == dnnl_cpu_isa_avx512_core_amx.rawValue
+    }
+
+    /// Creates the CPU engine and its stream; `precision` nil takes `defaultPrecision`.
+    public init(precision: ComputePrecision? = nil) throws {
+        let precision = precision ?? Self.defaultPrecision
         self.precision = precision
         var e: dnnl_engine_t?
         try dnnlCheck(dnnl_engine_create(&e, dnnl_cpu, 0), "create the oneDNN CPU engine")
@@ -427,7 +450,7 @@ final class DNNLPrepared: PreparedGraph {
             let s = shapes[node.inputs[0]]
             var desc = dnnl_pooling_desc_t()
             var smd = src.md
-            var dmd = Self.anyMD([1, Int64(s.c), 1, 1])
+            var dmd = Self.anyMD([1, Int64(s.c), 1, 1], src.md.data_type)
             var strides: [Int64] = [1, 1], kernel: [Int64] = [Int64(s.h), Int64(s.w)], pad: [Int64] = [0, 0]
             try dnnlCheck(dnnl_pooling_forward_desc_init(&desc, dnnl_forward_inference, dnnl_pooling_avg_exclude_padding, &smd, &dmd,
                                                          &strides, &kernel, &pad, &pad), "describe global average pooling")
@@ -729,7 +752,8 @@ final class DNNLPrepared: PreparedGraph {
         let o = shapes[node.output]
         var desc = dnnl_resampling_desc_t()
         var smd = src.md
-        var dmd = Self.sameFormat(as: src.md, dims: [1, Int64(o.c), Int64(o.h), Int64(o.w)]) ?? Self.anyMD([1, Int64(o.c), Int64(o.h), Int64(o.w)])
+        var dmd = Self.sameFormat(as: src.md, dims: [1, Int64(o.c), Int64(o.h), Int64(o.w)])
+            ?? Self.anyMD([1, Int64(o.c), Int64(o.h), Int64(o.w)], src.md.data_type)
         try dnnlCheck(dnnl_resampling_forward_desc_init(&desc, dnnl_forward_inference, dnnl_resampling_linear, nil, &smd, &dmd),
                       "describe a bilinear resize")
         try unary(&desc, src, output: node.output)

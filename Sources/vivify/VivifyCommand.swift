@@ -134,6 +134,7 @@ struct InputFormatOptions: ParsableArguments {
 
 extension StreamFormat: ExpressibleByArgument {}
 extension BackendChoice: ExpressibleByArgument {}
+extension PrecisionChoice: ExpressibleByArgument {}
 extension RunMode: ExpressibleByArgument {}
 extension LiveOutput: ExpressibleByArgument {}
 
@@ -179,6 +180,19 @@ struct ThreadOptions: ParsableArguments {
     }
 }
 
+/// `--precision` of the commands that run models.
+struct PrecisionOptions: ParsableArguments {
+    @Option(help: "Number format of the models' convolutions: fp32 (default), bf16 (CPUs with AVX-512 BF16 or AMX; falls back to fp32 with a note elsewhere) or auto (the fastest that keeps the quality bars here: bf16 with AMX, else fp32).")
+    var precision: PrecisionChoice = .fp32
+
+    /// Puts the precision in force (validated before `run`, like `--threads`).
+    func validate() throws {
+        if let note = precision.apply() {
+            FileHandle.standardError.write(Data("vivify: note: \(note)\n".utf8))
+        }
+    }
+}
+
 /// `--max-memory SIZE` of every command that tiles a model.
 struct MemoryOptions: ParsableArguments {
     @Option(name: .customLong("max-memory"), help: ArgumentHelp("Memory the model's tiles may use, e.g. 512M or 2G (default: \(ByteSize.text(TiledRunner.standardMemoryBudget))); smaller tiles under a smaller cap.", valueName: "SIZE"))
@@ -198,6 +212,7 @@ struct MemoryOptions: ParsableArguments {
 struct ModelOptions: ParsableArguments {
     @OptionGroup var threadOptions: ThreadOptions
     @OptionGroup var memoryOptions: MemoryOptions
+    @OptionGroup var precisionOptions: PrecisionOptions
 
     @Option(help: "Upscale with MODEL: alone (or 2), the built-in vivify-fast-2x; else a catalog name (see `vivify models list`; fetched on first use), a .wifm bundle, or a path to an ncnn .param file with its .bin beside it.")
     var upscale: String?
@@ -599,6 +614,7 @@ struct BenchModelCommand: ParsableCommand {
     var backend: BackendChoice = .onednn
 
     @OptionGroup var threadOptions: ThreadOptions
+    @OptionGroup var precisionOptions: PrecisionOptions
 
     @Flag(help: "Also measure oneDNN sgemm GFLOP/s (2048³, median of 5).")
     var gemmPeak = false
@@ -611,7 +627,7 @@ struct BenchModelCommand: ParsableCommand {
             let r = try EngineBench.run(model: model, width: frame.width, height: frame.height, pad: pads, runs: runs, backend: backend)
             var json: [String: Any] = ["model": r.model, "input_shape": r.inputShape, "output_shape": r.outputShape, "runs": r.runs,
                                        "median_s": r.medianSeconds, "gflop": r.gflop, "achieved_gflops": r.achievedGFLOPS, "backend": r.backend,
-                                       "threads": r.threads]
+                                       "threads": r.threads, "precision": backend == .onednn ? PrecisionChoice.current : "fp32"]
             if let omp = r.openMPThreads { json["openmp_threads"] = omp }
             if gemmPeak { json["sgemm_peak_gflops"] = try EngineBench.gemmPeakGFLOPS() }
             let data = try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])

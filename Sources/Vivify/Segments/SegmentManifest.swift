@@ -62,6 +62,9 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
         public var upscale: String?
         public var tile: Int?
         public var backend: String
+        /// The oneDNN convolutions' number format ("fp32", "bf16"); nil in manifests of
+        /// versions before `--precision` (fp32).
+        public var precision: String?
         public var colorize: String?
         public var colorizeAfter: Bool
         public var stabilize: Bool
@@ -89,6 +92,7 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
             upscale = c.upscale
             tile = c.tile
             backend = c.backend.rawValue
+            precision = c.backend == .onednn ? PrecisionChoice.current : nil
             colorize = c.colorize
             colorizeAfter = c.colorizeAfter
             stabilize = c.stabilize

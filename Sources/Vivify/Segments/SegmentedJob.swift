@@ -276,6 +276,8 @@ public final class SegmentedJob {
         }
         let segment = manifest.segments[index]
         if isVerified(segment) { return .alreadyDone(frames: segment.done!.frames) }
+        // Every segment computes as the job was planned (`--precision` is process-wide).
+        PrecisionChoice.force(manifest.settings.precision)
         var c = manifest.settings.configuration(existing: .replace)
         c.output = file(segment).path
         c.copyAudioAndSubtitles = false
