@@ -20,6 +20,11 @@ public enum ImageBatch {
         public var failed: [(input: String, error: any Error)] = []
     }
 
+    /// Whether `argument` is a glob pattern (has `*`, `?` or `[`); a file of that name is not.
+    public static func isGlob(_ argument: String) -> Bool {
+        argument.contains(where: { "*?[".contains($0) })
+    }
+
     /// The picture files `arguments` name: files as given, a directory's pictures (sorted, not
     /// recursive) and glob patterns (`*.png`, for shells that pass them through).
     public static func expand(_ arguments: [String]) throws -> [String] {
@@ -34,7 +39,7 @@ public enum ImageBatch {
                 } else {
                     files.append(argument)
                 }
-            } else if argument.contains(where: { "*?[".contains($0) }) {
+            } else if isGlob(argument) {
                 var g = glob_t()
                 defer { globfree(&g) }
                 if glob(argument, 0, nil, &g) == 0 {

@@ -61,6 +61,9 @@ public final class Upscaler {
         alphaRunner = try loaded.alphaGraph.map { try TiledRunner(graph: $0, spec: tiling, backend: engine, tileSize: tile) }
         scale = spec.scale
         runner = try TiledRunner(graph: graph, spec: spec, backend: engine, tileSize: tile)
+        if let tile, graph.needsWholeFrame {
+            log("warning: \(name) sees the whole picture (instance normalisation or the like), so it runs on whole frames: --tile \(tile) is not used.")
+        }
     }
 
     /// Interior tile side in input pixels.

@@ -507,7 +507,7 @@ struct ImageCommand: ParsableCommand {
         var isDirectory: ObjCBool = false
         let input = paths[0], output = paths[1]
         if FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), isDirectory.boolValue { return true }
-        if !FileManager.default.fileExists(atPath: input), input.contains(where: { "*?[".contains($0) }) { return true }
+        if !FileManager.default.fileExists(atPath: input), ImageBatch.isGlob(input) { return true }
         if output.hasSuffix("/") { return true }
         return FileManager.default.fileExists(atPath: output, isDirectory: &isDirectory) && isDirectory.boolValue
     }

@@ -2,7 +2,8 @@
 // input (640×360; 256×256 for the colorizer), 2 threads each, measured in one run: median of
 // N timed runs per tool. The built-in models (Models/) are also checked against their budgets
 // (vivify-fast-2x: 640×360 → 1280×720 in ≤ 12 ms; vivify-color: 224×224 in ≤ 12 ms).
-// Also reports achieved GFLOP/s against oneDNN sgemm's measured peak on the same 2 threads.
+// Also reports achieved GFLOP/s against oneDNN sgemm's measured peak on the same 2 threads,
+// and `--precision bf16` against fp32 where the CPU has bf16 (issue 16's target: ≥ 1.6×).
 // Usage: EngineRatio [--vivify PATH] [--runs N] [--models DIR]
 import BenchSupport
 import Foundation
@@ -53,6 +54,16 @@ for (k, c) in cases.enumerated() {
     print(String(format: "  vivify (oneDNN): median %.3f s  %.0f GFLOP/s (%.0f%% of sgemm peak %.0f GFLOP/s)", a, gflops, 100 * gflops / max(peak, 1), peak))
     print(String(format: "  ncnn CPU:        median %.3f s", b))
     print(String(format: "  throughput ratio vivify/ncnn: %.2fx (target >= 1.0, stretch 1.3)", b / a))
+    if c.budget == nil {
+        let bf16 = runJSON(vivify, ["bench-model", "--model", "\(c.file).param", "--size", c.size, "--pad", c.pad,
+                                    "--runs", String(runs), "--precision", "bf16"], env: threads)
+        if bf16["precision"] as? String == "bf16" {
+            let h = bf16["median_s"] as! Double
+            print(String(format: "  vivify bf16:     median %.3f s, fp32/bf16 %.2fx (target >= 1.6), ncnn/bf16 %.2fx", h, a / h, b / h))
+        } else {
+            print("  vivify bf16:     not run (this CPU has no AVX-512 BF16 or AMX)")
+        }
+    }
     if let budget = c.budget {
         print(String(format: "  budget: median %.1f ms against %.0f ms at %@: %@", a * 1000, budget * 1000, c.size, a <= budget ? "met" : "NOT met"))
     }
