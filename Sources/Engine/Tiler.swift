@@ -179,10 +179,10 @@ public final class TiledRunner {
         trials[key]?.runs += 1
     }
 
-    /// The tile interior runs of this picture size have settled on (the even grid until tried).
-    public func settledInterior(height: Int, width: Int) -> (h: Int, w: Int) {
-        guard let t = trials[height << 32 | width], t.runs >= t.order.count else { return tileInterior(height: height, width: width) }
-        return t.grids[t.next]
+    /// The tile interiors the runs of this picture size have used so far, in order.
+    public func interiorsUsed(height: Int, width: Int) -> [(h: Int, w: Int)] {
+        guard let t = trials[height << 32 | width] else { return [] }
+        return (0..<t.runs).map { t.grids[$0 < t.order.count ? t.order[$0] : t.next] }
     }
 
     /// Tile origins along one axis: every `tile`, the last flush to the end.
