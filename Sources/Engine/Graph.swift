@@ -380,21 +380,6 @@ public struct Graph: Sendable {
         }
     }
 
-    /// Whether an operation sees its whole tile (global pooling, a fully connected layer), so
-    /// that the tile grid changes the result (slightly, as in cunet's and Real-CUGAN's own
-    /// tilers) though the graph still runs in tiles.
-    public var seesWholeTile: Bool {
-        nodes.contains {
-            switch $0.op {
-            case .globalAveragePool, .fullyConnected: return true
-            case .convolution, .deconvolution, .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle,
-                 .resize, .pad, .crop, .cropLike, .sliceChannels, .concatChannels, .upsampleDetail, .pool, .spaceToDepth,
-                 .constant, .instanceNorm, .reshape, .softmax, .concat, .transpose, .rowMatMul, .resample:
-                return false
-            }
-        }
-    }
-
     /// The graph for input `shape`: itself, or the specializer's graph for that shape.
     public func specialized(for shape: Shape) throws -> Graph {
         guard let specializer else { return self }

@@ -123,68 +123,6 @@ public final class TiledRunner {
         return (balanced(height), balanced(width))
     }
 
-    /// Tile grids to try for a `height`×`width` picture, the even one (`tileInterior`) first,
-    /// then one more column and one more row: oneDNN's Winograd kernels run some tile shapes at
-    /// half their usual rate (waifu2x-photo-2x: 174×174 tiles at 219 GFLOP/s against 420–470
-    /// for 174×194, 134×174 or 121×174), and which ones depends on the model.
-    public func tileGrids(height: Int, width: Int) -> [(h: Int, w: Int)] {
-        func count(_ n: Int) -> Int { (n + tileSize - 1) / tileSize }
-        func side(_ n: Int, _ tiles: Int) -> Int { roundUp((n + tiles - 1) / tiles) }
-        let (ch, cw) = (count(height), count(width))
-        var grids: [(h: Int, w: Int)] = []
-        for (nh, nw) in [(ch, cw), (ch, cw + 1), (ch + 1, cw)] {
-            let g = (h: side(height, nh), w: side(width, nw))
-            guard g.h >= max(8, spec.multiple), g.w >= max(8, spec.multiple), !grids.contains(where: { $0 == g }) else { continue }
-            grids.append(g)
-        }
-        return grids
-    }
-
-    /// Whether runs try several tile grids on their first frames of a size and keep the
-    /// fastest (`tileGrids`). Only where tiles give exactly the whole-frame result (no global
-    /// operation such as cunet's per-tile pooling), so the grid never changes the picture.
-    public var triesTileGrids: Bool { !graph.needsWholeFrame && !graph.seesWholeTile }
-
-    /// Per picture size: the grids, the last time each took, and the one settled on.
-    private struct GridTrial {
-        var grids: [(h: Int, w: Int)]
-        var seconds: [Double?]
-        var order: [Int]
-        var runs = 0
-        /// The grid for the next frame: each in `order` once, then the fastest.
-        var next: Int {
-            if runs < order.count { return order[runs] }
-            return seconds.indices.min { (seconds[$0] ?? .infinity) < (seconds[$1] ?? .infinity) }!
-        }
-    }
-    private var trials: [Int: GridTrial] = [:]
-
-    /// The grid the next frame of this size runs with; `record` reports its time.
-    private func grid(height: Int, width: Int) -> (index: Int, interior: (h: Int, w: Int)) {
-        let key = height << 32 | width
-        if trials[key] == nil {
-            let grids = triesTileGrids ? tileGrids(height: height, width: width) : [tileInterior(height: height, width: width)]
-            // The even grid again at the end: its first run is the process's coldest.
-            let order = grids.count > 1 ? Array(grids.indices) + [0] : []
-            trials[key] = GridTrial(grids: grids, seconds: grids.map { _ in nil }, order: order)
-        }
-        let t = trials[key]!
-        let i = t.next
-        return (i, t.grids[i])
-    }
-
-    private func record(height: Int, width: Int, grid: Int, seconds: Double) {
-        let key = height << 32 | width
-        trials[key]?.seconds[grid] = seconds
-        trials[key]?.runs += 1
-    }
-
-    /// The tile interiors the runs of this picture size have used so far, in order.
-    public func interiorsUsed(height: Int, width: Int) -> [(h: Int, w: Int)] {
-        guard let t = trials[height << 32 | width] else { return [] }
-        return (0..<t.runs).map { t.grids[$0 < t.order.count ? t.order[$0] : t.next] }
-    }
-
     /// Tile origins along one axis: every `tile`, the last flush to the end.
     public static func origins(length: Int, tile: Int) -> [Int] {
         if length <= tile { return [0] }
@@ -198,15 +136,9 @@ public final class TiledRunner {
     public func run(input: UnsafeBufferPointer<Float>, channels: Int, height: Int, width: Int,
                     output: UnsafeMutableBufferPointer<Float>) throws {
         let s = spec.scale, p = spec.padding
-        let (gridIndex, (th, tw)) = grid(height: height, width: width)
+        let (th, tw) = tileInterior(height: height, width: width)
         let inShape = Shape(c: channels, h: th + 2 * p, w: tw + 2 * p)
         let graphRun = try preparedGraph(inShape)
-        let clock = ContinuousClock()
-        let started = clock.now
-        defer {
-            let d = (clock.now - started).components
-            record(height: height, width: width, grid: gridIndex, seconds: Double(d.seconds) + Double(d.attoseconds) * 1e-18)
-        }
         let crop = consumed[inShape]!
         let outH = graphRun.outputShape.h, outW = graphRun.outputShape.w
         let oh = height * s, ow = width * s

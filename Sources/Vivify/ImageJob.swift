@@ -75,8 +75,10 @@ public enum ImageJob {
         }
         image.alpha = result.alpha
         if let upscaler = models.compactMap({ ($0 as? UpscaleProcessor)?.upscaler }).first {
-            log(String(format: "%@: %dx%d with %@ (%d×, tile %d) in %.2f s", (input as NSString).lastPathComponent,
-                       chain.input.width, chain.input.height, upscaler.name, upscaler.scale, upscaler.tileSize, Date().timeIntervalSince(started)))
+            let (th, tw) = upscaler.tileInterior(height: chain.input.height, width: chain.input.width)
+            let tiles = th >= chain.input.height && tw >= chain.input.width ? "whole picture" : "tiles \(tw)x\(th)"
+            log(String(format: "%@: %dx%d with %@ (%d×, %@) in %.2f s", (input as NSString).lastPathComponent,
+                       chain.input.width, chain.input.height, upscaler.name, upscaler.scale, tiles, Date().timeIntervalSince(started)))
         }
         return image
     }

@@ -68,40 +68,6 @@ final class TilerTests: XCTestCase {
         print("cunet tiled vs whole-frame max abs diff: \(d)")
     }
 
-    /// An exact model's runs try three tile grids on their first frames of a size (some tile
-    /// shapes are slow in oneDNN's Winograd kernels) and then keep one; every frame is the
-    /// same picture. A model that pools per tile keeps the even grid, as its picture depends on it.
-    func testRunsTryTileGridsWithoutChangingThePicture() throws {
-        let path = "\(Self.models)/waifu2x-upconv7-photo/scale2.0x_model.param"
-        guard FileManager.default.fileExists(atPath: path) else { throw XCTSkip("\(path) not present") }
-        let runner = try TiledRunner(graph: try NCNNImporter.load(paramPath: path),
-                                     spec: TilingSpec(scale: 2, padding: 7, border: .replicate, multiple: 2), backend: DNNLBackend(), tileSize: 32)
-        let (height, width) = (70, 75)
-        XCTAssertTrue(runner.triesTileGrids)
-        let grids = runner.tileGrids(height: height, width: width)
-        XCTAssertEqual(grids.map { [$0.h, $0.w] }, [[24, 26], [24, 20], [18, 26]], "even grid, one more column, one more row")
-        let input = Self.picture(channels: 3, height: height, width: width)
-        var outputs: [[Float]] = []
-        for _ in 0..<6 {
-            var out = [Float](repeating: .nan, count: 3 * height * width * 4)
-            try input.withUnsafeBufferPointer { i in
-                try out.withUnsafeMutableBufferPointer { try runner.run(input: i, channels: 3, height: height, width: width, output: $0) }
-            }
-            outputs.append(out)
-        }
-        let used = runner.interiorsUsed(height: height, width: width).map { [$0.h, $0.w] }
-        XCTAssertEqual(Array(used.prefix(4)), [[24, 26], [24, 20], [18, 26], [24, 26]], "each grid, then the even one again")
-        XCTAssertEqual(used[4], used[5], "settled")
-        XCTAssertTrue(grids.contains { [$0.h, $0.w] == used[5] })
-        for out in outputs.dropFirst() {
-            XCTAssertLessThanOrEqual(zip(out, outputs[0]).map { abs($0 - $1) }.max()!, 1e-5, "the grid never changes the picture")
-        }
-        let cunet = "\(Self.models)/waifu2x-cunet/scale2.0x_model.param"
-        let pooled = try TiledRunner(graph: try NCNNImporter.load(paramPath: cunet),
-                                     spec: TilingSpec(scale: 2, padding: 18, border: .replicate, multiple: 4), backend: DNNLBackend(), tileSize: 32)
-        XCTAssertFalse(pooled.triesTileGrids, "per-tile pooling: the grid would change the picture")
-    }
-
     func testTileOriginsAreFlushToTheEdge() {
         XCTAssertEqual(TiledRunner.origins(length: 70, tile: 32), [0, 32, 38])
         XCTAssertEqual(TiledRunner.origins(length: 64, tile: 32), [0, 32])
