@@ -657,8 +657,20 @@ final class DNNLPrepared: PreparedGraph {
         case .pow: return try plainOp(node)  // oneDNN 2.6's binary primitive has no power
         }
         let src0 = try materialized(a)
-        // Same-shape operands share src0's layout; a broadcast operand goes in plain form.
-        let src1 = shapes[b] == out ? try value(b, as: src0.md) : try plain(b)
+        // Same-shape operands share src0's layout; a broadcast operand (a squeeze-excitation's
+        // per-channel scale) takes src0's format too, where oneDNN has a vectorised kernel for
+        // it: a plain one beside a blocked src0 got its reference loop (Real-CUGAN and cunet
+        // spent 60% of their time there).
+        let sb = shapes[b]
+        let src1: DNNLMemory
+        if sb == out {
+            src1 = try value(b, as: src0.md)
+        } else if var md = Self.sameFormat(as: src0.md, dims: [1, Int64(sb.c), Int64(sb.h), Int64(sb.w)]) {
+            md.data_type = src0.md.data_type
+            src1 = try value(b, as: md)
+        } else {
+            src1 = try plain(b)
+        }
         var md0 = src0.md, md1 = src1.md
         var dmd = src0.md
         var desc = dnnl_binary_desc_t()
