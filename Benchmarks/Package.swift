@@ -11,7 +11,7 @@ let package = Package(
         .target(name: "BenchSupport"),
         .executableTarget(name: "TranscodeRatio", dependencies: ["BenchSupport"]),
         .executableTarget(name: "EngineRatio", dependencies: ["BenchSupport"]),
-        .executableTarget(name: "PipelineBench"),
+        .executableTarget(name: "PipelineBench", dependencies: ["BenchSupport"]),
         .executableTarget(name: "SegmentBench", dependencies: ["BenchSupport"]),
         .executableTarget(name: "ONNXBench", dependencies: ["BenchSupport"]),
     ]

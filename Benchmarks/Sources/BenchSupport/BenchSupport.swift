@@ -37,3 +37,21 @@ public func runJSON(_ exe: String, _ argv: [String], env: [String: String] = [:]
     let line = String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? "{}"
     return try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
 }
+
+/// Runs `exe argv` (environment plus `env`) with its output discarded and returns its wall
+/// time in seconds; stops the benchmark when the tool fails.
+public func timedRun(_ exe: String, _ argv: [String], env: [String: String] = [:]) -> Double {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: exe)
+    p.arguments = argv
+    var e = ProcessInfo.processInfo.environment
+    for (k, v) in env { e[k] = v }
+    p.environment = e
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = FileHandle.nullDevice
+    let start = DispatchTime.now().uptimeNanoseconds
+    try! p.run()
+    p.waitUntilExit()
+    precondition(p.terminationStatus == 0, "\(exe) \(argv.joined(separator: " ")) failed with \(p.terminationStatus)")
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}

@@ -7,6 +7,7 @@
 //     The slowest catalog model processes only a couple of frames in the 7.8 s clip, and the
 //     last one waits for the model at end of stream, so a faster model is measured too.
 // Usage: PipelineBench [--vivify PATH] [--runs N] [--skip-live] [--model NAME]
+import BenchSupport
 import Foundation
 
 let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -27,21 +28,7 @@ while let a = args.next() {
     }
 }
 
-@MainActor func run(_ argv: [String], env: [String: String] = [:]) -> Double {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: vivify)
-    p.arguments = argv
-    var e = ProcessInfo.processInfo.environment
-    for (k, v) in env { e[k] = v }
-    p.environment = e
-    p.standardOutput = FileHandle.nullDevice
-    p.standardError = FileHandle.nullDevice
-    let start = DispatchTime.now().uptimeNanoseconds
-    try! p.run()
-    p.waitUntilExit()
-    precondition(p.terminationStatus == 0, "vivify \(argv.joined(separator: " ")) failed")
-    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-}
+@MainActor func run(_ argv: [String], env: [String: String] = [:]) -> Double { timedRun(vivify, argv, env: env) }
 
 func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
 

@@ -24,19 +24,7 @@ while let a = args.next() {
     }
 }
 
-func time(_ exe: String, _ argv: [String]) -> Double {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: exe)
-    p.arguments = argv
-    p.standardError = FileHandle.nullDevice
-    p.standardOutput = FileHandle.nullDevice
-    let start = DispatchTime.now().uptimeNanoseconds
-    try! p.run()
-    p.waitUntilExit()
-    let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-    precondition(p.terminationStatus == 0, "\(exe) failed with \(p.terminationStatus)")
-    return seconds
-}
+func time(_ exe: String, _ argv: [String]) -> Double { timedRun(exe, argv) }
 
 
 let dir = NSTemporaryDirectory() + "vivify-bench-\(getpid())"
