@@ -30,12 +30,11 @@ while let a = args.next() {
 
 @MainActor func run(_ argv: [String], env: [String: String] = [:]) -> Double { timedRun(vivify, argv, env: env) }
 
-func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
-
 let dir = NSTemporaryDirectory() + "vivify-pipeline-bench-\(getpid())"
 try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
 let input = "\(videos)/color_pexels_plane_clouds.mp4"
-let job = ["run", input, "\(dir)/o.mp4", "--preset", "ultrafast", "--quiet"]
+// -y: every run after the first replaces the output (vivify refuses an existing one otherwise).
+let job = ["run", input, "\(dir)/o.mp4", "--preset", "ultrafast", "--quiet", "-y"]
 _ = run(job)
 var threaded: [Double] = [], plain: [Double] = []
 for i in 0..<runs {
@@ -54,7 +53,7 @@ for model in models where live {
         env["VIVIFY_MODEL_MIRROR"] = root.deletingLastPathComponent().appendingPathComponent("shared/models").path
     }
     _ = run(["run", "\(videos)/cartoon_big_buck_bunny_10s_360p.mp4", "\(dir)/live.mkv", "--upscale", model, "--mode", "live",
-             "--realtime", "--stats", stats, "--trace", trace, "--preset", "ultrafast", "--quiet"], env: env)
+             "--realtime", "--stats", stats, "--trace", trace, "--preset", "ultrafast", "--quiet", "-y"], env: env)
     let j = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: stats))) as! [String: Any]
     let framesIn = Double(j["frames_in"] as! Int), dropped = Double(j["frames_dropped"] as! Int)
     let stage = (j["stages"] as! [[String: Any]]).first { $0["name"] as? String == "upscale" }!
