@@ -22,12 +22,7 @@ public func countFrames(_ path: String) -> Int {
 /// Runs `exe argv` (environment plus `env`) and parses the last line it prints as a JSON
 /// object; stops the benchmark when the tool fails.
 public func runJSON(_ exe: String, _ argv: [String], env: [String: String] = [:]) -> [String: Any] {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: exe)
-    p.arguments = argv
-    var e = ProcessInfo.processInfo.environment
-    for (k, v) in env { e[k] = v }
-    p.environment = e
+    let p = process(exe, argv, env: env)
     let out = Pipe()
     p.standardOutput = out
     try! p.run()
@@ -41,12 +36,7 @@ public func runJSON(_ exe: String, _ argv: [String], env: [String: String] = [:]
 /// Runs `exe argv` (environment plus `env`) with its output discarded and returns its wall
 /// time in seconds; stops the benchmark when the tool fails.
 public func timedRun(_ exe: String, _ argv: [String], env: [String: String] = [:]) -> Double {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: exe)
-    p.arguments = argv
-    var e = ProcessInfo.processInfo.environment
-    for (k, v) in env { e[k] = v }
-    p.environment = e
+    let p = process(exe, argv, env: env)
     p.standardOutput = FileHandle.nullDevice
     p.standardError = FileHandle.nullDevice
     let start = DispatchTime.now().uptimeNanoseconds
@@ -54,4 +44,13 @@ public func timedRun(_ exe: String, _ argv: [String], env: [String: String] = [:
     p.waitUntilExit()
     precondition(p.terminationStatus == 0, "\(exe) \(argv.joined(separator: " ")) failed with \(p.terminationStatus)")
     return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
+/// A process for `exe argv` with this process's environment plus `env`.
+func process(_ exe: String, _ argv: [String], env: [String: String]) -> Process {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: exe)
+    p.arguments = argv
+    p.environment = ProcessInfo.processInfo.environment.merging(env) { _, new in new }
+    return p
 }
