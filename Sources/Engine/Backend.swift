@@ -50,4 +50,7 @@ public enum ComputePrecision: String, Sendable, CaseIterable {
     case fp32
     /// bfloat16 convolution inputs and weights, fp32 accumulation (AVX-512 BF16 or AMX).
     case bf16
+    /// Post-training int8: s8 convolution inputs (calibrated scales) and s8 weights (a scale
+    /// per output channel), s32 accumulation (AVX-512 VNNI or AMX); the first layer stays fp32.
+    case int8
 }

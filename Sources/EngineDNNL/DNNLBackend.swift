@@ -21,11 +21,15 @@ public final class DNNLBackend: InferenceBackend, @unchecked Sendable {
     public let precision: ComputePrecision
     /// The one block every graph prepared here keeps its activations in.
     let arena = ActivationArena()
+    /// The input scales of int8 layers (precision `.int8`; layers it does not name run fp32).
+    public let calibration: Int8Calibration?
+    /// Records each convolution's input range as graphs run (fp32 calibration runs).
+    let observer: Int8Observer?
 
     /// The precision backends made without one compute in (`--precision`; fp32 unless set).
     public static var defaultPrecision: ComputePrecision {
-        get { chosenPrecision.load(ordering: .relaxed) == 1 ? .bf16 : .fp32 }
-        set { chosenPrecision.store(newValue == .bf16 ? 1 : 0, ordering: .relaxed) }
+        get { ComputePrecision.allCases[chosenPrecision.load(ordering: .relaxed)] }
+        set { chosenPrecision.store(ComputePrecision.allCases.firstIndex(of: newValue)!, ordering: .relaxed) }
     }
     private static let chosenPrecision = Atomic<Int>(0)
 
@@ -43,10 +47,23 @@ public final class DNNLBackend: InferenceBackend, @unchecked Sendable {
         return isa & dnnl_cpu_isa_avx512_core_amx.rawValue == dnnl_cpu_isa_avx512_core_amx.rawValue
     }
 
+    /// Whether this CPU has AVX-512 VNNI (or AMX) for oneDNN's int8 convolutions; without,
+    /// they run on older instructions at little gain over fp32.
+    public static var cpuHasVNNI: Bool {
+        let isa = dnnl_get_effective_cpu_isa().rawValue
+        return isa & dnnl_cpu_isa_avx512_core_vnni.rawValue == dnnl_cpu_isa_avx512_core_vnni.rawValue
+    }
+
     /// Creates the CPU engine and its stream; `precision` nil takes `defaultPrecision`.
-    public init(precision: ComputePrecision? = nil) throws {
+    /// - Parameters:
+    ///   - calibration: the int8 input ranges (`.int8` runs in fp32 without one).
+    ///   - observer: records every convolution's input range as graphs run (for calibration;
+    ///     use with fp32).
+    public init(precision: ComputePrecision? = nil, calibration: Int8Calibration? = nil, observer: Int8Observer? = nil) throws {
         let precision = precision ?? Self.defaultPrecision
         self.precision = precision
+        self.calibration = precision == .int8 ? calibration : nil
+        self.observer = observer
         var e: dnnl_engine_t?
         try dnnlCheck(dnnl_engine_create(&e, dnnl_cpu, 0), "create the oneDNN CPU engine")
         engine = e!
@@ -216,8 +233,11 @@ final class DNNLPrepared: PreparedGraph {
         // Strided transposed convolutions run as sub-pixel convolutions (same result, faster).
         // Batch norms fold into the convolution before them. Residual-upscaler tails (an add of
         // a pixel shuffle and a ×2 resize) become one fused operation.
-        let graph = try graph.withFoldedChannelAffine().withSubpixelDeconvolutions()
+        var graph = try graph.withFoldedChannelAffine().withSubpixelDeconvolutions()
             .fusingUpsampleDetailTails(input: input, where: backend.supports)
+        if backend.precision == .int8, let calibration = backend.calibration {
+            (graph, int8Ranges) = equalizedForInt8(graph, calibration, alpha: Int8Tuning.alpha)
+        }
         try backend.checkSupport(graph)
         self.graph = graph
         let inferred = try graph.inferShapes(input: input)
@@ -351,6 +371,7 @@ final class DNNLPrepared: PreparedGraph {
     /// The value without any stored margin: crops it out (once) into a dense memory of the
     /// same layout.
     private func materialized(_ v: Int) throws -> DNNLMemory {
+        if let q = quantScale[v] { return try dequantized(v, q) }
         let mem = current[v]!
         let m = margins[v] ?? 0
         if m == 0 { return mem }
@@ -391,6 +412,203 @@ final class DNNLPrepared: PreparedGraph {
         let dst = try activation(md, isPlain: true)
         try addReorder(from: mem, to: dst)
         plainCopies[v] = dst
+        return dst
+    }
+
+    // MARK: int8
+
+    /// Values held as u8 (written so by an int8 layer for the int8 layers reading them), with
+    /// their quantiser.
+    private var quantScale: [Int: U8Quantizer] = [:]
+    /// fp32 copies of u8 values, for readers other than int8 layers.
+    private var dequantizedCopies: [Int: DNNLMemory] = [:]
+    /// u8 copies of fp32 values read by int8 layers, with their quantiser.
+    private var quantizedCopies: [Int: (quantizer: U8Quantizer, memory: DNNLMemory)] = [:]
+    /// The nodes reading each value.
+    private lazy var readers: [Int: [Node]] = {
+        var r: [Int: [Node]] = [:]
+        for node in graph.nodes { for i in Set(node.inputs) { r[i, default: []].append(node) } }
+        return r
+    }()
+
+    /// How `node` quantises its input when it runs as an int8 convolution: precision int8, a
+    /// calibrated input whose channels span similar ranges (after equalisation), and neither a
+    /// first layer (a handful of input channels, the picture itself, where 8 bits cost the most
+    /// and gain nothing) nor a last one (`feedsConvolution`, `makesPicture`).
+    private func int8Input(_ node: Node) -> U8Quantizer? {
+        guard backend.precision == .int8, case .convolution(let p) = node.op, p.inChannels >= 8,
+              shapes[node.output].h * shapes[node.output].w >= 64,
+              !tailDetails.contains(node.output), feedsConvolution.contains(node.output), !makesPicture(node.output) else { return nil }
+        guard let range = int8Ranges[node.name], range.spread <= Int8Tuning.maxSpread else { return nil }
+        let whole = range.whole
+        return U8Quantizer(lo: whole.lo * Int8Tuning.headroom, hi: whole.hi * Int8Tuning.headroom)
+    }
+
+    /// Whether `v` is a picture (at most 4 channels), or becomes one through pixel shuffles and
+    /// crops alone: the layer writing it is a last layer even when the picture feeds further
+    /// layers (Real-CUGAN's first U-Net), as its rounding reaches the output through the
+    /// residual adds.
+    private func makesPicture(_ v: Int) -> Bool {
+        var v = v
+        while shapes[v].c > 4 {
+            guard let r = readers[v], r.count == 1 else { return false }
+            switch r[0].op {
+            case .pixelShuffle, .crop, .cropLike: v = r[0].output
+            default: return false
+            }
+        }
+        return true
+    }
+
+    /// The calibrated input ranges of the layers after channel equalisation (int8).
+    private var int8Ranges: [String: InputRange] = [:]
+
+    /// Values from which some convolution is reached: the layers writing the others are last
+    /// layers, whose rounding would go straight into the picture, and stay fp32.
+    private lazy var feedsConvolution: Set<Int> = {
+        var reaches = Set<Int>()
+        for node in graph.nodes.reversed() {
+            let convolution: Bool
+            switch node.op {
+            case .convolution, .deconvolution: convolution = true
+            default: convolution = false
+            }
+            if convolution || reaches.contains(node.output) { reaches.formUnion(node.inputs) }
+        }
+        return reaches
+    }()
+
+    /// A reorder from `src` to `dst` scaling by `scale`, with zero points (quantising or
+    /// dequantising): dst = scale · (src − srcZero) + dstZero.
+    private func addScaledReorder(from src: DNNLMemory, to dst: DNNLMemory, scale: Float, srcZero: Int32 = 0, dstZero: Int32 = 0) throws {
+        let attr = try DNNLAttr(activation: .identity)
+        var scales = [scale]
+        try dnnlCheck(dnnl_primitive_attr_set_output_scales(attr.attr, 1, 0, &scales), "set a reorder's scale")
+        for (arg, zero) in [(DNNL_ARG_SRC, srcZero), (DNNL_ARG_DST, dstZero)] where zero != 0 {
+            var z = [zero]
+            try dnnlCheck(dnnl_primitive_attr_set_zero_points(attr.attr, arg, 1, 0, &z), "set a reorder's zero point")
+        }
+        var pd: dnnl_primitive_desc_t?
+        var s = src.md, d = dst.md
+        try dnnlCheck(dnnl_reorder_primitive_desc_create(&pd, &s, engine, &d, engine, attr.attr), "quantise between layouts")
+        defer { dnnl_primitive_desc_destroy(pd) }
+        append(try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, src), (DNNL_ARG_TO, dst)], planner: planner, engine: engine))
+    }
+
+    /// A u8 value as fp32 (once per value), in the same layout.
+    private func dequantized(_ v: Int, _ q: U8Quantizer) throws -> DNNLMemory {
+        if let d = dequantizedCopies[v] { return d }
+        let stored = current[v]!
+        var md = stored.md
+        md.data_type = dnnl_f32
+        let dst = try activation(md, isPlain: Self.plainMD(shapes[v]).isEqual(to: md))
+        try addScaledReorder(from: stored, to: dst, scale: 1 / q.scale, srcZero: q.zeroPoint)
+        dequantizedCopies[v] = dst
+        return dst
+    }
+
+    /// Value `v` as u8 in layout `md`, quantised by `q`.
+    private func quantizedValue(_ v: Int, as md: dnnl_memory_desc_t, _ q: U8Quantizer) throws -> DNNLMemory {
+        if let stored = quantScale[v], stored == q, let mem = current[v] {
+            if mem.sameLayout(as: md) { return mem }
+            let dst = try activation(md, isPlain: false)
+            try addReorder(from: mem, to: dst)
+            return dst
+        }
+        if let c = quantizedCopies[v], c.quantizer == q, c.memory.sameLayout(as: md) { return c.memory }
+        let src = try materialized(v)
+        let dst = try activation(md, isPlain: false)
+        try addScaledReorder(from: src, to: dst, scale: q.scale, dstZero: q.zeroPoint)
+        quantizedCopies[v] = (q, dst)
+        return dst
+    }
+
+    /// A one-value s32 memory holding a zero point passed to a primitive at run time.
+    private func zeroPointMemory(_ z: Int32) throws -> DNNLMemory {
+        let m = try DNNLMemory(md: Self.taggedMD([1], dnnl_a, dnnl_s32), engine: engine, isPlain: true)
+        UnsafeMutableRawPointer(m.pointer).assumingMemoryBound(to: Int32.self).pointee = z
+        return m
+    }
+
+    /// Compiles `node` as an int8 convolution when it qualifies (`int8Input`) and oneDNN has a
+    /// real kernel for it; returns false to leave it to the fp32 path.
+    private func int8Convolution(_ node: Node, _ p: ConvolutionParameters) throws -> Bool {
+        guard let input = int8Input(node) else { return false }
+        let s = shapes[node.inputs[0]], o = shapes[node.output]
+        // Written as u8 straight for the next layers when every reader is an int8 layer (they
+        // share this value's quantiser) and the activation commutes with a positive scale.
+        var output: U8Quantizer?
+        let homogeneous: Bool
+        switch p.activation {
+        case .identity, .relu, .leakyRelu: homogeneous = true
+        default: homogeneous = false
+        }
+        if homogeneous, node.output != graph.output, let r = readers[node.output], !r.isEmpty {
+            let qs = r.map { int8Input($0) }
+            if let first = qs[0], qs.allSatisfy({ $0 == first }) { output = first }
+        }
+        let q = QuantizedWeights(p.weights, outChannels: p.outChannels)
+        let g = Int64(p.groups)
+        let wdims: [Int64] = p.groups == 1
+            ? [Int64(p.outChannels), Int64(p.inChannels), Int64(p.kernelH), Int64(p.kernelW)]
+            : [g, Int64(p.outChannels) / g, Int64(p.inChannels) / g, Int64(p.kernelH), Int64(p.kernelW)]
+        var srcAny = Self.anyMD([1, Int64(s.c), Int64(s.h), Int64(s.w)], dnnl_u8)
+        var wAny = Self.anyMD(wdims, dnnl_s8)
+        var dstAny = Self.anyMD([1, Int64(o.c), Int64(o.h), Int64(o.w)], output == nil ? dnnl_f32 : dnnl_u8)
+        var bmd = Self.taggedMD([Int64(p.outChannels)], dnnl_a)
+        var strides: [Int64] = [Int64(p.strideH), Int64(p.strideW)]
+        var dil: [Int64] = [Int64(p.dilationH - 1), Int64(p.dilationW - 1)]
+        var padL: [Int64] = [Int64(p.padTop), Int64(p.padLeft)]
+        var padR: [Int64] = [Int64(p.padBottom), Int64(p.padRight)]
+        // The accumulator is Σ (u − zero)·q_w = inScale · wScale[oc] · Σ x·w; the bias joins it
+        // in that domain, and the output scale brings the sum back (and on to the next layer's
+        // scale when written as u8, its zero point added last). Activations run after the scale.
+        let attr = try DNNLAttr(activation: p.activation)
+        var scales = q.scales.map { (output?.scale ?? 1) / (input.scale * $0) }
+        try dnnlCheck(dnnl_primitive_attr_set_output_scales(attr.attr, Int64(p.outChannels), 1 << 1, &scales), "set output scales")
+        var zeroArgs: [(Int32, DNNLMemory)] = []
+        for (arg, zero) in [(DNNL_ARG_SRC, input.zeroPoint), (DNNL_ARG_DST, output?.zeroPoint ?? 0)] where zero != 0 {
+            var runtime = [Int32.min]  // DNNL_RUNTIME_S32_VAL: given at execution
+            try dnnlCheck(dnnl_primitive_attr_set_zero_points(attr.attr, arg, 1, 0, &runtime), "set a zero point")
+            zeroArgs.append((DNNL_ARG_ATTR_ZERO_POINTS | arg, try zeroPointMemory(zero)))
+        }
+        var desc = dnnl_convolution_desc_t()
+        guard dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &srcAny, &wAny,
+                                                         &bmd, &dstAny, &strides, &dil, &padL, &padR) == dnnl_success,
+              let pd = try? createPD(&desc, attr: attr.attr) else { return false }
+        defer { dnnl_primitive_desc_destroy(pd) }
+        if Self.implementation(pd).hasPrefix("ref") { return false }
+        let src = try quantizedValue(node.inputs[0], as: query(pd, dnnl_query_src_md), input)
+        let userTag: dnnl_format_tag_t = p.groups == 1 ? dnnl_oihw : dnnl_goihw
+        let weights = try constant8(q.values, user: Self.taggedMD(wdims, userTag, dnnl_s8), into: query(pd, dnnl_query_weights_md))
+        let bias = p.bias.isEmpty ? [Float](repeating: 0, count: p.outChannels)
+            : (0..<p.outChannels).map { p.bias[$0] * input.scale * q.scales[$0] }
+        let biasMemory = try constant(bias, user: bmd, into: bmd)
+        let dst = try activation(query(pd, dnnl_query_dst_md), isPlain: false)
+        try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_WEIGHTS, weights), (DNNL_ARG_BIAS, biasMemory), (DNNL_ARG_DST, dst)] + zeroArgs,
+                keep: [attr])
+        current[node.output] = dst
+        margins[node.output] = 0
+        if let output { quantScale[node.output] = output }
+        if case .prelu(let slopes) = p.activation {
+            try prelu(node.output, slopes, output: node.output)
+        }
+        return true
+    }
+
+    /// Reorders s8 weights once, now (the target layout may carry oneDNN's s8 compensation).
+    private func constant8(_ values: [Int8], user: dnnl_memory_desc_t, into md: dnnl_memory_desc_t) throws -> DNNLMemory {
+        let src = try DNNLMemory(md: user, engine: engine, isPlain: true)
+        UnsafeMutableRawPointer(src.pointer).assumingMemoryBound(to: Int8.self).update(from: values, count: values.count)
+        if src.sameLayout(as: md) { return src }
+        let dst = try DNNLMemory(md: md, engine: engine, isPlain: false)
+        var pd: dnnl_primitive_desc_t?
+        var s = user, d = md
+        try dnnlCheck(dnnl_reorder_primitive_desc_create(&pd, &s, engine, &d, engine, nil), "reorder int8 weights")
+        defer { dnnl_primitive_desc_destroy(pd) }
+        let step = try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, src), (DNNL_ARG_TO, dst)])
+        try step.execute(stream)
+        try dnnlCheck(dnnl_stream_wait(stream), "reorder int8 weights")
         return dst
     }
 
@@ -490,16 +708,25 @@ final class DNNLPrepared: PreparedGraph {
     }
 
     private func convolution(_ node: Node, _ original: ConvolutionParameters, transposed: Bool) throws {
+        if !transposed, try int8Convolution(node, original) { return }
+        if let observer = backend.observer, !transposed {
+            // Calibration: the range of what this layer reads, on every run.
+            let src = try plain(node.inputs[0])
+            let s = shapes[node.inputs[0]]
+            let name = node.name
+            appendLoop([src]) { observer.record(name, channelRanges(src.pointer, channels: s.c, plane: s.h * s.w)) }
+        }
         var p = original
         var s = shapes[node.inputs[0]], o = shapes[node.output]
         // A valid (unpadded) 3×3 stride-1 layer equals a 1-padded one with its outer ring
         // dropped. Running it padded keeps oneDNN on Winograd, and the ring is not cropped
         // now: the value carries a growing margin of garbage pixels through a chain of such
-        // layers and is cropped once, where something else reads it.
+        // layers and is cropped once, where something else reads it. (fp32 only: int8 layers
+        // read dense values.)
         var outMargin = 0
         let reduced = backend.precision == .bf16
         let dt = reduced ? dnnl_bf16 : dnnl_f32
-        if !transposed, Self.useWinograd, !reduced, p.kernelH == 3, p.kernelW == 3, p.strideH == 1, p.strideW == 1,
+        if !transposed, Self.useWinograd, backend.precision == .fp32, p.kernelH == 3, p.kernelW == 3, p.strideH == 1, p.strideW == 1,
            p.dilationH == 1, p.dilationW == 1, p.padTop == 0, p.padLeft == 0, p.padBottom == 0, p.padRight == 0,
            p.groups == 1, p.inChannels >= 16, p.outChannels >= 16 {
             let m = margins[node.inputs[0]] ?? 0
@@ -776,7 +1003,8 @@ final class DNNLPrepared: PreparedGraph {
     private func inPlaceLayoutPD(_ node: Node, _ desc: inout dnnl_convolution_desc_t, _ weights: inout dnnl_memory_desc_t,
                                  _ bias: inout dnnl_memory_desc_t, _ dst: inout dnnl_memory_desc_t, _ strides: inout [Int64],
                                  _ dil: inout [Int64], _ padL: inout [Int64], _ padR: inout [Int64], _ attr: DNNLAttr) throws -> dnnl_primitive_desc_t? {
-        guard let stored = current[node.inputs[0]], (margins[node.inputs[0]] ?? 0) == 0, !stored.isPlain else { return nil }
+        guard let stored = current[node.inputs[0]], (margins[node.inputs[0]] ?? 0) == 0, quantScale[node.inputs[0]] == nil,
+              !stored.isPlain else { return nil }
         var smd = stored.md
         guard dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &smd, &weights,
                                                          &bias, &dst, &strides, &dil, &padL, &padR) == dnnl_success,

@@ -27,15 +27,30 @@ public enum EngineBench {
     /// `pad` (left, top, right, bottom) pixels.
     public static func run(model: String, width: Int, height: Int, pad: [Int], runs: Int, backend: BackendChoice,
                            store: ModelStore = ModelStore()) throws -> Result {
-        let graph = try self.graph(model, store: store)
+        let loaded = try self.loaded(model, store: store)
+        let graph = loaded.graph
         let shape = Shape(c: graph.inputChannels ?? 3, h: height + pad[1] + pad[3], w: width + pad[0] + pad[2])
-        let prepared = try backend.make().prepare(graph, input: shape)
         var input = [Float](repeating: 0, count: shape.count)
         var state: UInt64 = 7
         for i in input.indices {
             state = state &* 6364136223846793005 &+ 1442695040888963407
             input[i] = Float(state >> 40) / Float(1 << 24)
         }
+        var engine = try backend.make()
+        if backend == .onednn, DNNLBackend.defaultPrecision == .int8 {
+            // The model's stored calibration, else one on the timed input itself.
+            let cache = Int8CalibrationCache(store: store, name: loaded.name, files: loaded.files)
+            var calibration = cache.load()
+            if calibration == nil {
+                let observer = Int8Observer()
+                let probe = try DNNLBackend(precision: .fp32, observer: observer).prepare(graph, input: shape)
+                var out = [Float](repeating: 0, count: probe.outputShape.count)
+                try input.withUnsafeBufferPointer { i in try out.withUnsafeMutableBufferPointer { try probe.run(input: i, output: $0) } }
+                calibration = observer.calibration
+            }
+            engine = try DNNLBackend(precision: .int8, calibration: calibration)
+        }
+        let prepared = try engine.prepare(graph, input: shape)
         var output = [Float](repeating: 0, count: prepared.outputShape.count)
         func once() throws -> Double {
             let start = DispatchTime.now().uptimeNanoseconds
@@ -62,9 +77,13 @@ public enum EngineBench {
     /// The graph of an upscaler (catalog name, file or bundle) or of a colorizer (`.param`
     /// with its description, or a `colorize` bundle).
     static func graph(_ model: String, store: ModelStore) throws -> Graph {
+        try loaded(model, store: store).graph
+    }
+
+    private static func loaded(_ model: String, store: ModelStore) throws -> LoadedModel {
         let colorizer = BuiltinModels.task(of: model) == .colorize
             || (model.lowercased().hasSuffix(".wifm") && (try? ModelBundle.open(path: model).manifest.task) == .colorize)
             || (ModelFileFormat.forPath(model)?.importer != nil && (try? ColorizerSpec.beside(param: model)) != nil)
-        return try ModelResolver.resolve(model, task: colorizer ? .colorize : .upscale, store: store).graph
+        return try ModelResolver.resolve(model, task: colorizer ? .colorize : .upscale, store: store)
     }
 }

@@ -7,6 +7,10 @@ public enum PrecisionChoice: String, Sendable, CaseIterable {
     case fp32
     /// bfloat16 inputs and weights with fp32 accumulation, on CPUs with AVX-512 BF16 or AMX.
     case bf16
+    /// Post-training int8 on CPUs with AVX-512 VNNI or AMX: s8 inputs and weights with
+    /// calibrated scales, the first layer in fp32. A model is calibrated once, on the first
+    /// picture it upscales (or `vivify models calibrate`), and the ranges kept in the model store.
+    case int8
     /// The fastest precision that keeps the quality bars on this CPU: bf16 where AMX runs it
     /// (oneDNN's bf16 kernels there are several times its fp32 ones), else fp32. On AVX-512
     /// BF16 without AMX (AMD Zen 4 measured) bf16 convolutions run no faster than fp32 direct
@@ -23,6 +27,9 @@ public enum PrecisionChoice: String, Sendable, CaseIterable {
             return ("fp32", "this CPU has neither AVX-512 BF16 nor AMX: --precision bf16 runs in fp32.")
         case .auto:
             return (DNNLBackend.cpuHasAMX ? "bf16" : "fp32", nil)
+        case .int8:
+            if DNNLBackend.cpuHasVNNI { return ("int8", nil) }
+            return ("fp32", "this CPU has neither AVX-512 VNNI nor AMX: --precision int8 runs in fp32.")
         }
     }
 

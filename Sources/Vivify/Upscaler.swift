@@ -33,9 +33,17 @@ public final class Upscaler {
     public let graph: Graph
     /// The files the model was read from.
     public let modelFiles: [String]
-    private let runner: TiledRunner
-    /// The bundle's alpha submodel (`alphaMode` `separateModel`), tiled like the main one.
+    private var runner: TiledRunner
+    /// The bundle's alpha submodel (`alphaMode` `separateModel`), tiled like the main one
+    /// (in fp32 under `--precision int8`).
     private let alphaRunner: TiledRunner?
+    /// The tile size asked for (nil: automatic).
+    private let requestedTile: Int?
+    /// Where this model's int8 calibration is kept (`--precision int8` on oneDNN only).
+    private let int8Cache: Int8CalibrationCache?
+    /// Whether the model runs in int8 once calibrated, and is not yet: the first picture it
+    /// upscales calibrates it (`calibrateInt8`).
+    private var needsCalibration = false
     /// Keeps a bundle's extracted files alive.
     private let bundle: ModelBundle?
     private var planar = FloatPlanarImage(channels: 3, width: 1, height: 1)
@@ -49,7 +57,6 @@ public final class Upscaler {
     ///   - log: receives one line when a model is fetched.
     public init(model: String, tile: Int? = nil, backend: BackendChoice = .onednn, store: ModelStore = ModelStore(),
                 log: (String) -> Void = { _ in }) throws {
-        let engine = try backend.make()
         let loaded = try ModelResolver.resolve(model, task: .upscale, store: store, log: log)
         loaded.warnings.forEach(log)
         name = loaded.name
@@ -58,7 +65,21 @@ public final class Upscaler {
         let tiling = try loaded.spec ?? ModelResolver.inferTiling(loaded.graph)
         spec = tiling
         bundle = loaded.bundle
-        alphaRunner = try loaded.alphaGraph.map { try TiledRunner(graph: $0, spec: tiling, backend: engine, tileSize: tile) }
+        requestedTile = tile
+        var engine = try backend.make()
+        if backend == .onednn, DNNLBackend.defaultPrecision == .int8 {
+            let cache = Int8CalibrationCache(store: store, name: loaded.name, files: loaded.files)
+            int8Cache = cache
+            if let calibration = cache.load() {
+                engine = try DNNLBackend(precision: .int8, calibration: calibration)
+            } else {
+                engine = try DNNLBackend(precision: .fp32)
+                needsCalibration = true
+            }
+        } else {
+            int8Cache = nil
+        }
+        alphaRunner = try loaded.alphaGraph.map { try TiledRunner(graph: $0, spec: tiling, backend: backend == .onednn ? DNNLBackend(precision: .fp32) : engine, tileSize: tile) }
         scale = spec.scale
         runner = try TiledRunner(graph: graph, spec: spec, backend: engine, tileSize: tile)
         if let tile, graph.needsWholeFrame {
@@ -98,7 +119,34 @@ public final class Upscaler {
         return out
     }
 
+    /// Calibrates the int8 model on `images` (planar RGB, [0, 1]): runs them in fp32 recording
+    /// every quantised layer's input range, keeps that beside the model store and switches to
+    /// int8. Under `--precision int8` a model with no stored calibration calibrates on the
+    /// first picture it upscales.
+    public func calibrateInt8(on images: [FloatPlanarImage]) throws {
+        guard let int8Cache else { return }
+        let observer = Int8Observer()
+        let probe = try TiledRunner(graph: graph, spec: spec, backend: DNNLBackend(precision: .fp32, observer: observer), tileSize: runner.tileSize)
+        for image in images {
+            let rgb = image.expandedToRGB()
+            var out = FloatPlanarImage(channels: 3, width: rgb.width * scale, height: rgb.height * scale)
+            try rgb.data.withUnsafeBufferPointer { i in
+                try out.data.withUnsafeMutableBufferPointer { o in
+                    try probe.run(input: i, channels: 3, height: rgb.height, width: rgb.width, output: o)
+                }
+            }
+        }
+        let calibration = observer.calibration
+        try? int8Cache.save(calibration)
+        runner = try TiledRunner(graph: graph, spec: spec, backend: DNNLBackend(precision: .int8, calibration: calibration), tileSize: requestedTile)
+        needsCalibration = false
+    }
+
+    /// Whether the model runs int8 layers now (`--precision int8`, calibrated).
+    public var runsInt8: Bool { int8Cache != nil && !needsCalibration }
+
     private func run(_ input: FloatPlanarImage, into out: inout FloatPlanarImage, with runner: TiledRunner? = nil) throws {
+        if needsCalibration, runner == nil { try calibrateInt8(on: [input]) }
         let runner = runner ?? self.runner
         try input.data.withUnsafeBufferPointer { i in
             try out.data.withUnsafeMutableBufferPointer { o in

@@ -182,7 +182,7 @@ struct ThreadOptions: ParsableArguments {
 
 /// `--precision` of the commands that run models.
 struct PrecisionOptions: ParsableArguments {
-    @Option(help: "Number format of the models' convolutions: fp32 (default), bf16 (CPUs with AVX-512 BF16 or AMX; falls back to fp32 with a note elsewhere) or auto (the fastest that keeps the quality bars here: bf16 with AMX, else fp32).")
+    @Option(help: "Number format of the models' convolutions: fp32 (default), bf16 (CPUs with AVX-512 BF16 or AMX), int8 (CPUs with AVX-512 VNNI or AMX; calibrated on the first picture a model upscales, kept in the model store) or auto (the fastest that keeps the quality bars here: bf16 with AMX, else fp32). Without the hardware, fp32 with a note.")
     var precision: PrecisionChoice = .fp32
 
     /// Puts the precision in force (validated before `run`, like `--threads`).
