@@ -29,3 +29,31 @@ extension Graph {
         return g
     }
 }
+
+extension Graph {
+    /// The same graph with every activation node that directly follows a convolution without
+    /// activation moved into that convolution (backends fuse it as a post-op, or run PReLU on
+    /// the convolution's own output), when nothing else reads the convolution's output.
+    package func withFusedActivations() -> Graph {
+        var readers = [Int](repeating: 0, count: valueNames.count)
+        for node in nodes { for i in node.inputs { readers[i] += 1 } }
+        readers[output] += 1
+        var producer: [Int: Int] = [:]
+        var out: [Node] = []
+        for node in nodes {
+            if case .activation(let a) = node.op, a != .identity, let k = producer[node.inputs[0]],
+               readers[node.inputs[0]] == 1, case .convolution(var p) = out[k].op, p.activation == .identity {
+                p.activation = a
+                out[k].op = .convolution(p)
+                out[k].output = node.output
+                producer[node.output] = k
+                continue
+            }
+            producer[node.output] = out.count
+            out.append(node)
+        }
+        var g = self
+        g.nodes = out
+        return g
+    }
+}

@@ -231,9 +231,10 @@ final class DNNLPrepared: PreparedGraph {
         OpenMPThreads.apply(ComputeThreads.count)
         self.backend = backend
         // Strided transposed convolutions run as sub-pixel convolutions (same result, faster).
-        // Batch norms fold into the convolution before them. Residual-upscaler tails (an add of
-        // a pixel shuffle and a ×2 resize) become one fused operation.
-        var graph = try graph.withFoldedChannelAffine().withSubpixelDeconvolutions()
+        // Batch norms fold into the convolution before them, and activation layers join it.
+        // Residual-upscaler tails (an add of a pixel shuffle and a ×2 resize) become one fused
+        // operation.
+        var graph = try graph.withFoldedChannelAffine().withFusedActivations().withSubpixelDeconvolutions()
             .fusingUpsampleDetailTails(input: input, where: backend.supports)
         if backend.precision == .int8, let calibration = backend.calibration {
             (graph, int8Ranges) = equalizedForInt8(graph, calibration, alpha: Int8Tuning.alpha)
@@ -534,13 +535,24 @@ final class DNNLPrepared: PreparedGraph {
     /// real kernel for it; returns false to leave it to the fp32 path.
     private func int8Convolution(_ node: Node, _ p: ConvolutionParameters) throws -> Bool {
         guard let input = int8Input(node) else { return false }
+        var slopes: [Float]?
+        if case .prelu(let a) = p.activation { slopes = a }
+        // PReLU fused as a post-op where oneDNN's int8 kernel takes it; else a separate step.
+        if slopes != nil, try int8Convolution(node, p, input, fusingPReLU: true) { return true }
+        return try int8Convolution(node, p, input, fusingPReLU: false)
+    }
+
+    private func int8Convolution(_ node: Node, _ p: ConvolutionParameters, _ input: U8Quantizer, fusingPReLU: Bool) throws -> Bool {
         let s = shapes[node.inputs[0]], o = shapes[node.output]
+        var slopes: [Float]?
+        if case .prelu(let a) = p.activation { slopes = a }
         // Written as u8 straight for the next layers when every reader is an int8 layer (they
-        // share this value's quantiser) and the activation commutes with a positive scale.
+        // share this value's quantiser) and the activation, fused, commutes with a positive scale.
         var output: U8Quantizer?
         let homogeneous: Bool
         switch p.activation {
         case .identity, .relu, .leakyRelu: homogeneous = true
+        case .prelu: homogeneous = fusingPReLU
         default: homogeneous = false
         }
         if homogeneous, node.output != graph.output, let r = readers[node.output], !r.isEmpty {
@@ -564,13 +576,23 @@ final class DNNLPrepared: PreparedGraph {
         // in that domain, and the output scale brings the sum back (and on to the next layer's
         // scale when written as u8, its zero point added last). Activations run after the scale.
         let attr = try DNNLAttr(activation: p.activation)
+        var extraArgs: [(Int32, DNNLMemory)] = []
+        if fusingPReLU, let slopes {
+            var po: dnnl_post_ops_t?
+            try dnnlCheck(dnnl_post_ops_create(&po), "create post-ops")
+            defer { dnnl_post_ops_destroy(po) }
+            try dnnlCheck(dnnl_post_ops_append_prelu(po, slopes.count == 1 ? 0 : 1 << 1), "add a PReLU post-op")
+            try dnnlCheck(dnnl_primitive_attr_set_post_ops(attr.attr, po), "set post-ops")
+            let w = try DNNLMemory(md: Self.taggedMD([1, Int64(slopes.count), 1, 1], dnnl_nhwc), engine: engine, isPlain: false)
+            w.pointer.update(from: slopes, count: slopes.count)
+            extraArgs.append((DNNL_ARG_ATTR_MULTIPLE_POST_OP_BASE | DNNL_ARG_WEIGHTS, w))
+        }
         var scales = q.scales.map { (output?.scale ?? 1) / (input.scale * $0) }
         try dnnlCheck(dnnl_primitive_attr_set_output_scales(attr.attr, Int64(p.outChannels), 1 << 1, &scales), "set output scales")
-        var zeroArgs: [(Int32, DNNLMemory)] = []
         for (arg, zero) in [(DNNL_ARG_SRC, input.zeroPoint), (DNNL_ARG_DST, output?.zeroPoint ?? 0)] where zero != 0 {
             var runtime = [Int32.min]  // DNNL_RUNTIME_S32_VAL: given at execution
             try dnnlCheck(dnnl_primitive_attr_set_zero_points(attr.attr, arg, 1, 0, &runtime), "set a zero point")
-            zeroArgs.append((DNNL_ARG_ATTR_ZERO_POINTS | arg, try zeroPointMemory(zero)))
+            extraArgs.append((DNNL_ARG_ATTR_ZERO_POINTS | arg, try zeroPointMemory(zero)))
         }
         var desc = dnnl_convolution_desc_t()
         guard dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &srcAny, &wAny,
@@ -585,12 +607,12 @@ final class DNNLPrepared: PreparedGraph {
             : (0..<p.outChannels).map { p.bias[$0] * input.scale * q.scales[$0] }
         let biasMemory = try constant(bias, user: bmd, into: bmd)
         let dst = try activation(query(pd, dnnl_query_dst_md), isPlain: false)
-        try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_WEIGHTS, weights), (DNNL_ARG_BIAS, biasMemory), (DNNL_ARG_DST, dst)] + zeroArgs,
+        try add(pd, [(DNNL_ARG_SRC, src), (DNNL_ARG_WEIGHTS, weights), (DNNL_ARG_BIAS, biasMemory), (DNNL_ARG_DST, dst)] + extraArgs,
                 keep: [attr])
         current[node.output] = dst
         margins[node.output] = 0
         if let output { quantScale[node.output] = output }
-        if case .prelu(let slopes) = p.activation {
+        if !fusingPReLU, let slopes {
             try prelu(node.output, slopes, output: node.output)
         }
         return true

@@ -11,10 +11,11 @@ public enum PrecisionChoice: String, Sendable, CaseIterable {
     /// calibrated scales, the first layer in fp32. A model is calibrated once, on the first
     /// picture it upscales (or `vivify models calibrate`), and the ranges kept in the model store.
     case int8
-    /// The fastest precision that keeps the quality bars on this CPU: bf16 where AMX runs it
-    /// (oneDNN's bf16 kernels there are several times its fp32 ones), else fp32. On AVX-512
-    /// BF16 without AMX (AMD Zen 4 measured) bf16 convolutions run no faster than fp32 direct
-    /// ones and lose fp32's Winograd kernels, so fp32 is faster.
+    /// The fastest precision that keeps the quality bars on this CPU: int8 where AVX-512 VNNI
+    /// or AMX runs it (every catalog upscaler keeps issue 16's int8 bars, and int8 measured
+    /// fastest), else bf16 where AMX runs it, else fp32. On AVX-512 BF16 without AMX (AMD Zen 4
+    /// measured) bf16 convolutions run no faster than fp32 direct ones and lose fp32's Winograd
+    /// kernels, so fp32 is faster there.
     case auto
 
     /// What this choice runs as on this CPU, and a one-line note when it had to fall back.
@@ -26,7 +27,7 @@ public enum PrecisionChoice: String, Sendable, CaseIterable {
             if DNNLBackend.cpuHasBF16 { return ("bf16", nil) }
             return ("fp32", "this CPU has neither AVX-512 BF16 nor AMX: --precision bf16 runs in fp32.")
         case .auto:
-            return (DNNLBackend.cpuHasAMX ? "bf16" : "fp32", nil)
+            return (DNNLBackend.cpuHasVNNI ? "int8" : DNNLBackend.cpuHasAMX ? "bf16" : "fp32", nil)
         case .int8:
             if DNNLBackend.cpuHasVNNI { return ("int8", nil) }
             return ("fp32", "this CPU has neither AVX-512 VNNI nor AMX: --precision int8 runs in fp32.")
@@ -42,10 +43,10 @@ public enum PrecisionChoice: String, Sendable, CaseIterable {
         return note
     }
 
-    /// The precision in force ("fp32" or "bf16").
+    /// The precision in force ("fp32", "bf16" or "int8").
     public static var current: String { DNNLBackend.defaultPrecision.rawValue }
 
-    /// Puts a recorded precision ("fp32", "bf16": a segment manifest's) in force; nil or an
+    /// Puts a recorded precision ("fp32", "bf16", "int8": a segment manifest's) in force; nil or an
     /// unknown name leaves fp32.
     public static func force(_ name: String?) {
         DNNLBackend.defaultPrecision = name.flatMap(ComputePrecision.init(rawValue:)) ?? .fp32

@@ -44,6 +44,8 @@ public final class Upscaler {
     /// Whether the model runs in int8 once calibrated, and is not yet: the first picture it
     /// upscales calibrates it (`calibrateInt8`).
     private var needsCalibration = false
+    /// The int8 calibration in use (nil outside `--precision int8`, or before the first picture).
+    private var calibration: Int8Calibration?
     /// Keeps a bundle's extracted files alive.
     private let bundle: ModelBundle?
     private var planar = FloatPlanarImage(channels: 3, width: 1, height: 1)
@@ -70,8 +72,9 @@ public final class Upscaler {
         if backend == .onednn, DNNLBackend.defaultPrecision == .int8 {
             let cache = Int8CalibrationCache(store: store, name: loaded.name, files: loaded.files)
             int8Cache = cache
-            if let calibration = cache.load() {
-                engine = try DNNLBackend(precision: .int8, calibration: calibration)
+            if let stored = cache.load() {
+                calibration = stored
+                engine = try DNNLBackend(precision: .int8, calibration: stored)
             } else {
                 engine = try DNNLBackend(precision: .fp32)
                 needsCalibration = true
@@ -136,17 +139,52 @@ public final class Upscaler {
                 }
             }
         }
-        let calibration = observer.calibration
-        try? int8Cache.save(calibration)
+        try? int8Cache.save(observer.calibration)
+        try use(observer.calibration)
+    }
+
+    private func use(_ calibration: Int8Calibration) throws {
         runner = try TiledRunner(graph: graph, spec: spec, backend: DNNLBackend(precision: .int8, calibration: calibration), tileSize: requestedTile)
+        self.calibration = calibration
         needsCalibration = false
+    }
+
+    /// The int8 calibration in use as JSON (for a segmented job's manifest, so that every
+    /// segment quantises alike); nil when the model does not run int8 (yet).
+    public var int8CalibrationJSON: String? {
+        guard let calibration, let data = try? JSONEncoder().encode(calibration) else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Runs int8 with the calibration `json` (`int8CalibrationJSON`) under `--precision int8`.
+    public func useInt8Calibration(json: String) throws {
+        guard int8Cache != nil else { return }
+        guard let c = try? JSONDecoder().decode(Int8Calibration.self, from: Data(json.utf8)) else {
+            throw EngineError(.invalidGraph, "The int8 calibration recorded for \(name) cannot be read. Plan the job again.")
+        }
+        try use(c)
     }
 
     /// Whether the model runs int8 layers now (`--precision int8`, calibrated).
     public var runsInt8: Bool { int8Cache != nil && !needsCalibration }
 
+    /// Whether `image` can calibrate int8: pictures with little variation (a black lead-in, a
+    /// blank warm-up frame) would set ranges far too narrow for what follows. Such pictures
+    /// run in fp32 and the next one is tried.
+    static func canCalibrate(_ image: FloatPlanarImage) -> Bool {
+        let n = Double(image.data.count)
+        guard n > 0 else { return false }
+        var sum = 0.0, squares = 0.0
+        for v in image.data {
+            sum += Double(v)
+            squares += Double(v) * Double(v)
+        }
+        let mean = sum / n
+        return (squares / n - mean * mean).squareRoot() >= 0.05
+    }
+
     private func run(_ input: FloatPlanarImage, into out: inout FloatPlanarImage, with runner: TiledRunner? = nil) throws {
-        if needsCalibration, runner == nil { try calibrateInt8(on: [input]) }
+        if needsCalibration, runner == nil, Self.canCalibrate(input) { try calibrateInt8(on: [input]) }
         let runner = runner ?? self.runner
         try input.data.withUnsafeBufferPointer { i in
             try out.data.withUnsafeMutableBufferPointer { o in

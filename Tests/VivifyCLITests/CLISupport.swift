@@ -27,10 +27,11 @@ enum CLI {
 
     /// Runs `executable` with `args`, stdin from a file (or nothing), stdout to a file.
     @discardableResult
-    static func run(_ executable: String, _ args: [String], stdinFile: String? = nil) throws -> Result {
+    static func run(_ executable: String, _ args: [String], stdinFile: String? = nil, environment: [String: String] = [:]) throws -> Result {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: executable)
         p.arguments = args
+        if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let outPath = NSTemporaryDirectory() + "vivify-test-out-\(UUID().uuidString)"
         FileManager.default.createFile(atPath: outPath, contents: nil)
         defer { try? FileManager.default.removeItem(atPath: outPath) }
@@ -49,8 +50,8 @@ enum CLI {
 
     /// Runs vivify.
     @discardableResult
-    static func vivify(_ args: [String], stdinFile: String? = nil) throws -> Result {
-        try run(binary, args, stdinFile: stdinFile)
+    static func vivify(_ args: [String], stdinFile: String? = nil, environment: [String: String] = [:]) throws -> Result {
+        try run(binary, args, stdinFile: stdinFile, environment: environment)
     }
 
     /// Runs the ffmpeg CLI (to make fixtures) and fails the test if it fails.

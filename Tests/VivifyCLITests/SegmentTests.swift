@@ -251,6 +251,37 @@ final class SegmentTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: work))
     }
 
+    /// `--precision int8`: the plan calibrates the upscaler on the input's first frame and
+    /// records that in the manifest, so workers with model stores of their own (other nodes)
+    /// quantise alike: the joined file equals an unsegmented int8 run using the same (stored)
+    /// calibration, and differs from fp32.
+    func testInt8SegmentsQuantiseAlikeOnEveryNode() throws {
+        guard PrecisionChoice.int8.resolved().note == nil else { throw XCTSkip("this CPU has no AVX-512 VNNI") }
+        let dir = try CLI.tempDir()
+        let source = try Self.clip(in: dir)
+        let work = dir + "/work", out = dir + "/joined.mkv"
+        let planner = ["VIVIFY_MODELS": dir + "/store-planner"]
+        var r = try CLI.vivify(["plan", source, out, "--work", work, "--precision", "int8"] + Self.upscaleJob, environment: planner)
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let settings = Self.manifest(work)?["settings"] as? [String: Any]
+        XCTAssertEqual(settings?["precision"] as? String, "int8")
+        XCTAssertFalse((settings?["int8Calibration"] as? String ?? "").isEmpty, "the calibration is in the manifest")
+        for i in 0..<4 {
+            r = try CLI.vivify(["work", work, "--index", String(i)], environment: ["VIVIFY_MODELS": dir + "/store-node\(i)"])
+            XCTAssertEqual(r.code, 0, r.stderr)
+        }
+        r = try CLI.vivify(["join", work])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let reference = dir + "/reference-int8.mkv"
+        var args = Self.upscaleJob
+        args[args.firstIndex(of: "--segment-seconds")! + 1] = "0"
+        r = try CLI.vivify(["run", source, reference, "--quiet", "--precision", "int8"] + args, environment: planner)
+        XCTAssertEqual(r.code, 0, r.stderr)
+        try assertSameFile(out, reference)
+        let fp32 = try Self.reference(source, dir)
+        XCTAssertNotEqual(try Self.frameDigests(out), try Self.frameDigests(fp32), "int8 computes differently from fp32")
+    }
+
     /// A source with one keyframe still splits evenly: segments start at any frame, their
     /// workers decode from the keyframe and discard what comes before.
     func testLongGOPSourceSplitsEvenly() throws {

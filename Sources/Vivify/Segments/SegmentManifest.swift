@@ -65,6 +65,9 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
         /// The oneDNN convolutions' number format ("fp32", "bf16"); nil in manifests of
         /// versions before `--precision` (fp32).
         public var precision: String?
+        /// The upscaler's int8 calibration (JSON; `--precision int8`), taken on the input's
+        /// first frame when the job was planned, so that every segment quantises alike.
+        public var int8Calibration: String?
         public var colorize: String?
         public var colorizeAfter: Bool
         public var stabilize: Bool

@@ -139,11 +139,37 @@ public final class SegmentedJob {
                 startPTS: stamps[first], endPTS: endPTS, warmUpPTS: warmPTS, seekCandidates: candidates,
                 startSeconds: index.seconds(stamps[first]), endSeconds: index.seconds(end), done: nil, failed: nil))
         }
-        let settings = SegmentManifest.Settings(c, models: try modelDigests(models))
+        var settings = SegmentManifest.Settings(c, models: try modelDigests(models))
+        if PrecisionChoice.current == "int8", let upscaler = models.lazy.compactMap({ ($0 as? UpscaleProcessor)?.upscaler }).first {
+            settings.int8Calibration = try int8Calibration(upscaler, c)
+        }
         return SegmentManifest(input: fingerprint, settings: settings, segmentSeconds: segmentSeconds,
                                timeBase: "\(tb.num)/\(tb.den)", totalFrames: total, warmUpFrames: warmUp,
                                tags: try tags(c), videoSpan: c.maxFrames != nil ? [index.seconds(stamps[0]), index.seconds(lastEnd)] : nil,
                                segments: segments, interruptedOutput: nil)
+    }
+
+    /// The int8 calibration `upscaler` uses: its stored one, or one taken on the input's first
+    /// frame.
+    static func int8Calibration(_ upscaler: Upscaler, _ c: RunConfiguration) throws -> String? {
+        if let json = upscaler.int8CalibrationJSON { return json }
+        var probe = c
+        probe.copyAudioAndSubtitles = false
+        let source = try Job.openSource(probe, decodeTo: .rgb24)
+        var frame = VideoFrame(format: .rgb24, width: 1, height: 1)
+        while true {
+            switch try source.read(into: &frame) {
+            case .frame:
+                var image = FloatPlanarImage(channels: 3, width: 1, height: 1)
+                image.load(from: frame)
+                try upscaler.calibrateInt8(on: [image])
+                return upscaler.int8CalibrationJSON
+            case .packet:
+                continue
+            case .end:
+                return nil
+            }
+        }
     }
 
     /// Writes a new work directory for `manifest` at `directory` (which must not exist, be
@@ -289,6 +315,9 @@ public final class SegmentedJob {
             if digests != manifest.settings.models {
                 throw MediaError(.invalidOptions, "The models found now differ from those the job was planned with (\(digests.keys.sorted().joined(separator: ", "))). Plan the job again.")
             }
+        }
+        if let json = manifest.settings.int8Calibration {
+            for case let upscale as UpscaleProcessor in loaded { try upscale.upscaler.useInt8Calibration(json: json) }
         }
         let job = Job(configuration: c)
         job.segment = window(segment)
