@@ -8,9 +8,13 @@ peer given the whole list (model loaded once).
     python3 Benchmarks/whole_process_bench.py [--vivify .build/release/vivify] [--runs 3]
         [--models waifu2x-photo-2x,realcugan-2x,realesr-animevideov3-4x]
         [--sizes 640x360,1280x720] [--batch 50] [--batch-model waifu2x-photo-2x] [--threads 2]
+        [--precision fp32|bf16|int8|auto]
 
 Prints one JSON line per row. The pictures: Set14's baboon scaled to each size; the batch
 takes the first N photos of ../shared/datasets/val/BSD100 (JPEG, 481×321), written as PNG by all.
+With --precision int8 (or auto on a VNNI CPU) each model is first calibrated, untimed, on a
+training photo (BSD200 122048) in a model store of the benchmark's own, as a user's first
+int8 run would; the timed runs then start from that stored calibration.
 """
 import argparse, glob, json, os, shutil, statistics, subprocess, tempfile
 
@@ -22,6 +26,7 @@ ap.add_argument("--sizes", default="640x360,1280x720")
 ap.add_argument("--batch", type=int, default=50)
 ap.add_argument("--batch-model", default="waifu2x-photo-2x")
 ap.add_argument("--threads", default="2")
+ap.add_argument("--precision", default="fp32")
 a = ap.parse_args()
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 shared = os.path.join(os.path.dirname(root), "shared")
@@ -37,6 +42,10 @@ MODELS = {
     "realesr-animevideov3-2x": ("realesr-animevideov3/realesr-animevideov3-x2", "data", "output", 2, 0, "replicate"),
 }
 tmp = tempfile.mkdtemp(prefix="wholebench-")
+if a.precision != "fp32":
+    env["VIVIFY_MODELS"] = os.path.join(tmp, "models")
+precision = ["--precision", a.precision]
+calibration_photo = os.path.join(shared, "datasets/train/BSD200/122048.jpg")
 
 
 def timed(args):
@@ -60,6 +69,8 @@ def row(**kw):
 
 for model in a.models.split(","):
     subprocess.run([a.vivify, "models", "fetch", model], env=env, capture_output=True)
+    if a.precision != "fp32":
+        timed([a.vivify, "image", calibration_photo, os.path.join(tmp, "calibration.png"), "--upscale", model, "-y", "--quiet"] + precision)
     for size in a.sizes.split(","):
         src = os.path.join(tmp, "in-%s.png" % size)
         subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", os.path.join(shared, "datasets/val/Set14/baboon.png"),
@@ -67,11 +78,11 @@ for model in a.models.split(","):
         ours, theirs = [], []
         for _ in range(a.runs):
             ours.append(timed([a.vivify, "image", src, os.path.join(tmp, "out.png"), "--upscale", model, "-y", "--quiet",
-                               "--threads", a.threads]))
+                               "--threads", a.threads] + precision))
             theirs.append(timed(peer_args(model, [src], os.path.join(tmp, "peer"))))
         t_ours = statistics.median(t for t, _ in ours)
         t_peer = statistics.median(t for t, _ in theirs)
-        row(model=model, size=size, vivify_s=t_ours, vivify_rss_mb=round(max(m for _, m in ours)),
+        row(model=model, size=size, precision=a.precision, vivify_s=t_ours, vivify_rss_mb=round(max(m for _, m in ours)),
             ncnn_s=t_peer, ncnn_rss_mb=round(max(m for _, m in theirs)), ratio=round(t_peer / t_ours, 3))
 
 if a.batch:
@@ -86,15 +97,15 @@ if a.batch:
     for _ in range(a.runs):
         out = os.path.join(tmp, "batch-out")
         shutil.rmtree(out, ignore_errors=True)
-        batch.append(timed([a.vivify, "image", indir, out, "--upscale", model, "--format", "png", "--quiet", "--threads", a.threads]))
+        batch.append(timed([a.vivify, "image", indir, out, "--upscale", model, "--format", "png", "--quiet", "--threads", a.threads] + precision))
         start = 0.0
         for p in inputs:
             start += timed([a.vivify, "image", p, os.path.join(tmp, "single.png"), "--upscale", model, "-y", "--quiet",
-                            "--threads", a.threads])[0]
+                            "--threads", a.threads] + precision)[0]
         singles.append(start)
         peers.append(timed(peer_args(model, inputs, os.path.join(tmp, "peer-batch"))))
     t_batch = statistics.median(t for t, _ in batch)
-    row(model=model, batch=len(inputs), vivify_batch_s=t_batch, vivify_batch_rss_mb=round(max(m for _, m in batch)),
+    row(model=model, batch=len(inputs), precision=a.precision, vivify_batch_s=t_batch, vivify_batch_rss_mb=round(max(m for _, m in batch)),
         vivify_singles_s=statistics.median(singles), ncnn_batch_s=statistics.median(t for t, _ in peers),
         ncnn_batch_rss_mb=round(max(m for _, m in peers)),
         singles_over_batch=round(statistics.median(singles) / t_batch, 3),

@@ -61,7 +61,8 @@ public final class DNNLBackend: InferenceBackend, @unchecked Sendable {
     ///     use with fp32).
     public init(precision: ComputePrecision? = nil, calibration: Int8Calibration? = nil, observer: Int8Observer? = nil) throws {
         let precision = precision ?? Self.defaultPrecision
-        self.precision = precision
+        // int8 without a calibration (a model nothing calibrated: the colorizer) is plain fp32.
+        self.precision = precision == .int8 && calibration == nil ? .fp32 : precision
         self.calibration = precision == .int8 ? calibration : nil
         self.observer = observer
         var e: dnnl_engine_t?

@@ -152,7 +152,9 @@ public final class Upscaler {
     /// The int8 calibration in use as JSON (for a segmented job's manifest, so that every
     /// segment quantises alike); nil when the model does not run int8 (yet).
     public var int8CalibrationJSON: String? {
-        guard let calibration, let data = try? JSONEncoder().encode(calibration) else { return nil }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys  // the same text in every process (manifests compare it)
+        guard let calibration, let data = try? encoder.encode(calibration) else { return nil }
         return String(decoding: data, as: UTF8.self)
     }
 

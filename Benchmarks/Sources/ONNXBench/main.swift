@@ -1,7 +1,9 @@
 // The ONNX importer's speed: Real-ESRGAN animevideov3 x2 (SRVGGNetCompact) as ONNX, run by
 // vivify against ONNX Runtime's CPU provider (PyPI `onnxruntime`) on the same file, and against
-// vivify on the model's ncnn twin (.param/.bin). Same 640×360 input, 2 threads each (vivify:
-// OMP_NUM_THREADS=2; ONNX Runtime: intra-op 2, inter-op 1, graph optimisation ALL).
+// vivify on the model's ncnn twin (.param/.bin), and vivify on the ONNX file in bf16 and int8
+// (`--precision`; int8 calibrated first on a real photo, BSD200 122048, in a model store of
+// the benchmark's own). Same 640×360 input, 2 threads each (vivify: OMP_NUM_THREADS=2; ONNX
+// Runtime: intra-op 2, inter-op 1, graph optimisation ALL).
 // One run, alternating: each round starts the three tools once each, in a rotating order; each
 // start does one untimed warm-up and K timed runs, and the round's sample is their median. The
 // table gives the median over the rounds. The ONNX file is written by scripts/onnx_fixtures.py
@@ -65,12 +67,18 @@ struct Tool {
     var outputShape: [Int] = []
     var version = ""
 }
-let env = ["OMP_NUM_THREADS": "2"]
+let env = ["OMP_NUM_THREADS": "2", "VIVIFY_MODELS": NSTemporaryDirectory() + "vivify-onnxbench-models-\(getpid())"]
+let photo = root.deletingLastPathComponent().appendingPathComponent("shared/datasets/train/BSD200/122048.jpg").path
+let calibrated = NSTemporaryDirectory() + "vivify-onnxbench-calibration-\(getpid()).png"
+_ = timedRun(vivify, ["image", photo, calibrated, "-y", "--quiet", "--upscale", onnxFile, "--precision", "int8"], env: env)
+try? FileManager.default.removeItem(atPath: calibrated)
 var tools = [
     Tool(name: "vivify (oneDNN), ONNX import", argv: [vivify, "bench-model", "--model", onnxFile, "--size", size, "--runs", String(inner)]),
     Tool(name: "ONNX Runtime CPU", argv: ["python3", root.appendingPathComponent("Benchmarks/ort_bench.py").path, "--model", onnxFile,
                                           "--size", size, "--threads", "2", "--warmup", "1", "--runs", String(inner)]),
     Tool(name: "vivify (oneDNN), ncnn import", argv: [vivify, "bench-model", "--model", twin, "--size", size, "--runs", String(inner)]),
+    Tool(name: "vivify ONNX import, bf16", argv: [vivify, "bench-model", "--model", onnxFile, "--size", size, "--runs", String(inner), "--precision", "bf16"]),
+    Tool(name: "vivify ONNX import, int8", argv: [vivify, "bench-model", "--model", onnxFile, "--size", size, "--runs", String(inner), "--precision", "int8"]),
 ]
 for round in 0..<runs {
     for k in 0..<tools.count {
@@ -84,6 +92,7 @@ for round in 0..<runs {
     }
 }
 if let d = fixtureDir { try? FileManager.default.removeItem(atPath: d) }
+try? FileManager.default.removeItem(atPath: env["VIVIFY_MODELS"]!)
 precondition(Set(tools.map(\.outputShape)).count == 1, "output shapes differ: \(tools.map(\.outputShape))")
 
 let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.split(separator: "\n")
@@ -101,6 +110,9 @@ for t in tools {
 let ours = median(tools[0].samples), ort = median(tools[1].samples), ncnn = median(tools[2].samples)
 print(String(format: "  throughput ratio ORT/vivify (ONNX): %.2fx (target >= 1.0, stretch 1.3)", ort / ours))
 print(String(format: "  ONNX import vs ncnn import: %.3fx time (%+.1f%%; expected within 5%%)", ours / ncnn, (ours / ncnn - 1) * 100))
+let bf16 = median(tools[3].samples), int8 = median(tools[4].samples)
+print(String(format: "  reduced precision (if the CPU lacks one, bench-model ran fp32): fp32/bf16 %.2fx, fp32/int8 %.2fx; ORT/int8 %.2fx",
+             ours / bf16, ours / int8, ort / int8))
 // Minima: the least disturbed run of each tool, a cross-check when the machine is shared.
 let oursMin = tools[0].all.min()!, ortMin = tools[1].all.min()!, ncnnMin = tools[2].all.min()!
 print(String(format: "  from minima: ORT/vivify %.2fx; ONNX vs ncnn import %+.1f%%", ortMin / oursMin, (oursMin / ncnnMin - 1) * 100))

@@ -150,26 +150,32 @@ public final class SegmentedJob {
     }
 
     /// The int8 calibration `upscaler` uses: its stored one, or one taken on the input's first
-    /// frame.
+    /// frame with detail (`Upscaler.canCalibrate`; the last of the first 300 frames if none has).
     static func int8Calibration(_ upscaler: Upscaler, _ c: RunConfiguration) throws -> String? {
         if let json = upscaler.int8CalibrationJSON { return json }
         var probe = c
         probe.copyAudioAndSubtitles = false
         let source = try Job.openSource(probe, decodeTo: .rgb24)
         var frame = VideoFrame(format: .rgb24, width: 1, height: 1)
-        while true {
+        var image: FloatPlanarImage?
+        var frames = 0
+        reading: while frames < 300 {
             switch try source.read(into: &frame) {
             case .frame:
-                var image = FloatPlanarImage(channels: 3, width: 1, height: 1)
-                image.load(from: frame)
-                try upscaler.calibrateInt8(on: [image])
-                return upscaler.int8CalibrationJSON
+                frames += 1
+                var decoded = FloatPlanarImage(channels: 3, width: 1, height: 1)
+                decoded.load(from: frame)
+                image = decoded
+                if Upscaler.canCalibrate(decoded) { break reading }
             case .packet:
                 continue
             case .end:
-                return nil
+                break reading
             }
         }
+        guard let image else { return nil }
+        try upscaler.calibrateInt8(on: [image])
+        return upscaler.int8CalibrationJSON
     }
 
     /// Writes a new work directory for `manifest` at `directory` (which must not exist, be
