@@ -603,7 +603,8 @@ final class DNNLPrepared: PreparedGraph {
         if Self.implementation(pd).hasPrefix("ref") { return false }
         let src = try quantizedValue(node.inputs[0], as: query(pd, dnnl_query_src_md), input)
         let userTag: dnnl_format_tag_t = p.groups == 1 ? dnnl_oihw : dnnl_goihw
-        let weights = try constant8(q.values, user: Self.taggedMD(wdims, userTag, dnnl_s8), into: query(pd, dnnl_query_weights_md))
+        // The target layout may carry oneDNN's s8 compensation, which the reorder computes.
+        let weights = try constant(q.values, user: Self.taggedMD(wdims, userTag, dnnl_s8), into: query(pd, dnnl_query_weights_md))
         let bias = p.bias.isEmpty ? [Float](repeating: 0, count: p.outChannels)
             : (0..<p.outChannels).map { p.bias[$0] * input.scale * q.scales[$0] }
         let biasMemory = try constant(bias, user: bmd, into: bmd)
@@ -619,22 +620,6 @@ final class DNNLPrepared: PreparedGraph {
         return true
     }
 
-    /// Reorders s8 weights once, now (the target layout may carry oneDNN's s8 compensation).
-    private func constant8(_ values: [Int8], user: dnnl_memory_desc_t, into md: dnnl_memory_desc_t) throws -> DNNLMemory {
-        let src = try DNNLMemory(md: user, engine: engine, isPlain: true)
-        UnsafeMutableRawPointer(src.pointer).assumingMemoryBound(to: Int8.self).update(from: values, count: values.count)
-        if src.sameLayout(as: md) { return src }
-        let dst = try DNNLMemory(md: md, engine: engine, isPlain: false)
-        var pd: dnnl_primitive_desc_t?
-        var s = user, d = md
-        try dnnlCheck(dnnl_reorder_primitive_desc_create(&pd, &s, engine, &d, engine, nil), "reorder int8 weights")
-        defer { dnnl_primitive_desc_destroy(pd) }
-        let step = try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, src), (DNNL_ARG_TO, dst)])
-        try step.execute(stream)
-        try dnnlCheck(dnnl_stream_wait(stream), "reorder int8 weights")
-        return dst
-    }
-
     private func addReorder(from src: DNNLMemory, to dst: DNNLMemory) throws {
         var pd: dnnl_primitive_desc_t?
         var s = src.md, d = dst.md
@@ -643,10 +628,10 @@ final class DNNLPrepared: PreparedGraph {
         append(try DNNLStep(pd: pd!, args: [(DNNL_ARG_FROM, src), (DNNL_ARG_TO, dst)], planner: planner, engine: engine))
     }
 
-    /// Reorders constant data (weights) once, now.
-    private func constant(_ values: [Float], user: dnnl_memory_desc_t, into md: dnnl_memory_desc_t) throws -> DNNLMemory {
+    /// Reorders constant data (weights) once, now: `values` are in `user`'s layout and type.
+    private func constant<T>(_ values: [T], user: dnnl_memory_desc_t, into md: dnnl_memory_desc_t) throws -> DNNLMemory {
         let src = try DNNLMemory(md: user, engine: engine, isPlain: true)
-        src.pointer.update(from: values, count: values.count)
+        UnsafeMutableRawPointer(src.pointer).assumingMemoryBound(to: T.self).update(from: values, count: values.count)
         if src.sameLayout(as: md) { return src }
         let dst = try DNNLMemory(md: md, engine: engine, isPlain: false)
         var pd: dnnl_primitive_desc_t?

@@ -57,25 +57,20 @@ for (k, c) in cases.enumerated() {
     print(String(format: "  ncnn CPU:        median %.3f s", b))
     print(String(format: "  throughput ratio vivify/ncnn: %.2fx (target >= 1.0, stretch 1.3)", b / a))
     if c.budget == nil {
-        let bf16 = runJSON(vivify, ["bench-model", "--model", "\(c.file).param", "--size", c.size, "--pad", c.pad,
-                                    "--runs", String(runs), "--precision", "bf16"], env: threads)
-        if bf16["precision"] as? String == "bf16" {
-            let h = bf16["median_s"] as! Double
-            print(String(format: "  vivify bf16:     median %.3f s, fp32/bf16 %.2fx (target >= 1.6), ncnn/bf16 %.2fx", h, a / h, b / h))
-        } else {
-            print("  vivify bf16:     not run (this CPU has no AVX-512 BF16 or AMX)")
-        }
         let store = threads.merging(["VIVIFY_MODELS": NSTemporaryDirectory() + "vivify-engine-ratio-models"]) { $1 }
         let photo = root.deletingLastPathComponent().appendingPathComponent("shared/datasets/train/BSD200/122048.jpg").path
         let calibrated = NSTemporaryDirectory() + "vivify-engine-ratio-calibration.png"
         _ = timedRun(vivify, ["image", photo, calibrated, "-y", "--quiet", "--upscale", "\(c.file).param", "--precision", "int8"], env: store)
-        let int8 = runJSON(vivify, ["bench-model", "--model", "\(c.file).param", "--size", c.size, "--pad", c.pad,
-                                    "--runs", String(runs), "--precision", "int8"], env: store)
-        if int8["precision"] as? String == "int8" {
-            let q = int8["median_s"] as! Double
-            print(String(format: "  vivify int8:     median %.3f s, fp32/int8 %.2fx (target >= 2.5), ncnn/int8 %.2fx", q, a / q, b / q))
-        } else {
-            print("  vivify int8:     not run (this CPU has no AVX-512 VNNI or AMX)")
+        for (precision, target, hardware) in [("bf16", 1.6, "AVX-512 BF16 or AMX"), ("int8", 2.5, "AVX-512 VNNI or AMX")] {
+            let r = runJSON(vivify, ["bench-model", "--model", "\(c.file).param", "--size", c.size, "--pad", c.pad,
+                                     "--runs", String(runs), "--precision", precision], env: store)
+            if r["precision"] as? String == precision {
+                let t = r["median_s"] as! Double
+                print("  vivify \(precision):     " + String(format: "median %.3f s, fp32/", t) + precision
+                      + String(format: " %.2fx (target >= %.1f), ncnn/", a / t, target) + precision + String(format: " %.2fx", b / t))
+            } else {
+                print("  vivify \(precision):     not run (this CPU has no \(hardware))")
+            }
         }
     }
     if let budget = c.budget {
