@@ -561,18 +561,10 @@ final class DNNLPrepared: PreparedGraph {
             if let first = qs[0], qs.allSatisfy({ $0 == first }) { output = first }
         }
         let q = QuantizedWeights(p.weights, outChannels: p.outChannels)
-        let g = Int64(p.groups)
-        let wdims: [Int64] = p.groups == 1
-            ? [Int64(p.outChannels), Int64(p.inChannels), Int64(p.kernelH), Int64(p.kernelW)]
-            : [g, Int64(p.outChannels) / g, Int64(p.inChannels) / g, Int64(p.kernelH), Int64(p.kernelW)]
+        var (wdims, bmd, strides, dil, padL, padR) = Self.window(p)
         var srcAny = Self.anyMD([1, Int64(s.c), Int64(s.h), Int64(s.w)], dnnl_u8)
         var wAny = Self.anyMD(wdims, dnnl_s8)
         var dstAny = Self.anyMD([1, Int64(o.c), Int64(o.h), Int64(o.w)], output == nil ? dnnl_f32 : dnnl_u8)
-        var bmd = Self.taggedMD([Int64(p.outChannels)], dnnl_a)
-        var strides: [Int64] = [Int64(p.strideH), Int64(p.strideW)]
-        var dil: [Int64] = [Int64(p.dilationH - 1), Int64(p.dilationW - 1)]
-        var padL: [Int64] = [Int64(p.padTop), Int64(p.padLeft)]
-        var padR: [Int64] = [Int64(p.padBottom), Int64(p.padRight)]
         // The accumulator is Σ (u − zero)·q_w = inScale · wScale[oc] · Σ x·w; the bias joins it
         // in that domain, and the output scale brings the sum back (and on to the next layer's
         // scale when written as u8, its zero point added last). Activations run after the scale.
@@ -757,16 +749,8 @@ final class DNNLPrepared: PreparedGraph {
             srcAny = Self.plainMD(s)
             firstLayer = true
         }
-        let g = Int64(p.groups)
-        let wdims: [Int64] = p.groups == 1
-            ? [Int64(p.outChannels), Int64(p.inChannels), Int64(p.kernelH), Int64(p.kernelW)]
-            : [g, Int64(p.outChannels) / g, Int64(p.inChannels) / g, Int64(p.kernelH), Int64(p.kernelW)]
+        var (wdims, bmd, strides, dil, padL, padR) = Self.window(p)
         var wAny = Self.anyMD(wdims, dt)
-        var bmd = Self.taggedMD([Int64(p.outChannels)], dnnl_a)
-        var strides: [Int64] = [Int64(p.strideH), Int64(p.strideW)]
-        var dil: [Int64] = [Int64(p.dilationH - 1), Int64(p.dilationW - 1)]
-        var padL: [Int64] = [Int64(p.padTop), Int64(p.padLeft)]
-        var padR: [Int64] = [Int64(p.padBottom), Int64(p.padRight)]
         let attr = try DNNLAttr(activation: p.activation)
         let pd: dnnl_primitive_desc_t
         var separateActivation = false
@@ -856,6 +840,18 @@ final class DNNLPrepared: PreparedGraph {
         if case .prelu(let slopes) = p.activation {
             try prelu(node.output, slopes, output: node.output)
         }
+    }
+
+    /// A convolution's weight dimensions (grouped ones with a leading group axis), bias
+    /// descriptor and window (strides, dilation as oneDNN counts it, padding), for its descriptor.
+    static func window(_ p: ConvolutionParameters) -> (weights: [Int64], bias: dnnl_memory_desc_t, strides: [Int64], dilation: [Int64],
+                                                        padL: [Int64], padR: [Int64]) {
+        let g = Int64(p.groups)
+        let weights: [Int64] = p.groups == 1
+            ? [Int64(p.outChannels), Int64(p.inChannels), Int64(p.kernelH), Int64(p.kernelW)]
+            : [g, Int64(p.outChannels) / g, Int64(p.inChannels) / g, Int64(p.kernelH), Int64(p.kernelW)]
+        return (weights, taggedMD([Int64(p.outChannels)], dnnl_a), [Int64(p.strideH), Int64(p.strideW)],
+                [Int64(p.dilationH - 1), Int64(p.dilationW - 1)], [Int64(p.padTop), Int64(p.padLeft)], [Int64(p.padBottom), Int64(p.padRight)])
     }
 
     private func prelu(_ input: Int, _ slopes: [Float], output: Int) throws {
