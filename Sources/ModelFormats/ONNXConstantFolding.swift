@@ -194,6 +194,7 @@ enum ConstantFolding {
     /// Slice with starts, ends, axes, steps (ONNX clamping rules).
     static func slice(_ c: Constant, starts: [Int64], ends: [Int64], axes: [Int64]?, steps: [Int64]?) throws -> Constant {
         let r = c.dims.count
+        guard r > 0 else { throw FoldingError(why: "slices a scalar") }
         var begin = [Int](repeating: 0, count: r), step = [Int](repeating: 1, count: r), count = c.dims
         let axisList = try (axes ?? (0..<Int64(starts.count)).map { $0 }).map { try axis(Int($0), rank: r) }
         guard starts.count == ends.count, axisList.count == starts.count, (steps?.count ?? starts.count) == starts.count else {
@@ -201,7 +202,9 @@ enum ConstantFolding {
         }
         for (i, ax) in axisList.enumerated() {
             let n = Int64(c.dims[ax])
-            let st = steps?[i] ?? 1
+            // A step beyond the axis takes at most one element, as one of the axis's length
+            // does; clamping keeps the arithmetic below from overflowing.
+            let st = min(max(steps?[i] ?? 1, -max(n, 1)), max(n, 1))
             guard st != 0 else { throw FoldingError(why: "slices with step 0") }
             var s = starts[i] < 0 ? starts[i] + n : starts[i]
             var e = ends[i] < 0 ? ends[i] + n : ends[i]
