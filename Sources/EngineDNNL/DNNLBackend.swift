@@ -536,24 +536,15 @@ final class DNNLPrepared: PreparedGraph {
     /// real kernel for it; returns false to leave it to the fp32 path.
     private func int8Convolution(_ node: Node, _ p: ConvolutionParameters) throws -> Bool {
         guard let input = int8Input(node) else { return false }
-        var slopes: [Float]?
-        if case .prelu(let a) = p.activation { slopes = a }
-        // PReLU fused as a post-op where oneDNN's int8 kernel takes it; else a separate step.
-        if slopes != nil, try int8Convolution(node, p, input, fusingPReLU: true) { return true }
-        return try int8Convolution(node, p, input, fusingPReLU: false)
-    }
-
-    private func int8Convolution(_ node: Node, _ p: ConvolutionParameters, _ input: U8Quantizer, fusingPReLU: Bool) throws -> Bool {
         let s = shapes[node.inputs[0]], o = shapes[node.output]
-        var slopes: [Float]?
-        if case .prelu(let a) = p.activation { slopes = a }
         // Written as u8 straight for the next layers when every reader is an int8 layer (they
-        // share this value's quantiser) and the activation, fused, commutes with a positive scale.
+        // share this value's quantiser) and the activation, a post-op, commutes with a positive
+        // scale. PReLU is a separate step: oneDNN 2.6 has only a reference int8 kernel with a
+        // PReLU post-op.
         var output: U8Quantizer?
         let homogeneous: Bool
         switch p.activation {
         case .identity, .relu, .leakyRelu: homogeneous = true
-        case .prelu: homogeneous = fusingPReLU
         default: homogeneous = false
         }
         if homogeneous, node.output != graph.output, let r = readers[node.output], !r.isEmpty {
@@ -570,16 +561,6 @@ final class DNNLPrepared: PreparedGraph {
         // scale when written as u8, its zero point added last). Activations run after the scale.
         let attr = try DNNLAttr(activation: p.activation)
         var extraArgs: [(Int32, DNNLMemory)] = []
-        if fusingPReLU, let slopes {
-            var po: dnnl_post_ops_t?
-            try dnnlCheck(dnnl_post_ops_create(&po), "create post-ops")
-            defer { dnnl_post_ops_destroy(po) }
-            try dnnlCheck(dnnl_post_ops_append_prelu(po, slopes.count == 1 ? 0 : 1 << 1), "add a PReLU post-op")
-            try dnnlCheck(dnnl_primitive_attr_set_post_ops(attr.attr, po), "set post-ops")
-            let w = try DNNLMemory(md: Self.taggedMD([1, Int64(slopes.count), 1, 1], dnnl_nhwc), engine: engine, isPlain: false)
-            w.pointer.update(from: slopes, count: slopes.count)
-            extraArgs.append((DNNL_ARG_ATTR_MULTIPLE_POST_OP_BASE | DNNL_ARG_WEIGHTS, w))
-        }
         var scales = q.scales.map { (output?.scale ?? 1) / (input.scale * $0) }
         try dnnlCheck(dnnl_primitive_attr_set_output_scales(attr.attr, Int64(p.outChannels), 1 << 1, &scales), "set output scales")
         for (arg, zero) in [(DNNL_ARG_SRC, input.zeroPoint), (DNNL_ARG_DST, output?.zeroPoint ?? 0)] where zero != 0 {
@@ -606,7 +587,7 @@ final class DNNLPrepared: PreparedGraph {
         current[node.output] = dst
         margins[node.output] = 0
         if let output { quantScale[node.output] = output }
-        if !fusingPReLU, let slopes {
+        if case .prelu(let slopes) = p.activation {
             try prelu(node.output, slopes, output: node.output)
         }
         return true

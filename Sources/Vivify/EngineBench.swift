@@ -39,7 +39,7 @@ public enum EngineBench {
         var engine = try backend.make()
         if backend == .onednn, DNNLBackend.defaultPrecision == .int8 {
             // The model's stored calibration, else one on the timed input itself.
-            let cache = Int8CalibrationCache(store: store, name: loaded.name, files: loaded.files)
+            let cache = try Int8CalibrationCache(store: store, name: loaded.name, files: loaded.files)
             var calibration = cache.load()
             if calibration == nil {
                 let observer = Int8Observer()

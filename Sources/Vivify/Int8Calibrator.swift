@@ -11,12 +11,10 @@ struct Int8CalibrationCache {
 
     /// The cache file for the model read from `files` (named `name` when it has no files:
     /// the built-in one).
-    init(store: ModelStore, name: String, files: [String]) {
+    init(store: ModelStore, name: String, files: [String]) throws {
         var hasher = SHA256()
         hasher.update(Array("vivify-int8-v2 \(name)".utf8))
-        for file in files {
-            if let data = FileManager.default.contents(atPath: file) { hasher.update(data) }
-        }
+        hasher.update(try SegmentedJob.digest(files: files).bytes)
         url = store.directory.appendingPathComponent("int8").appendingPathComponent("\(hasher.finalize().hex).json")
     }
 

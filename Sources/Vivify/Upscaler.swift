@@ -70,7 +70,7 @@ public final class Upscaler {
         requestedTile = tile
         var engine = try backend.make()
         if backend == .onednn, DNNLBackend.defaultPrecision == .int8 {
-            let cache = Int8CalibrationCache(store: store, name: loaded.name, files: loaded.files)
+            let cache = try Int8CalibrationCache(store: store, name: loaded.name, files: loaded.files)
             int8Cache = cache
             if let stored = cache.load() {
                 calibration = stored
@@ -130,15 +130,7 @@ public final class Upscaler {
         guard let int8Cache else { return }
         let observer = Int8Observer()
         let probe = try TiledRunner(graph: graph, spec: spec, backend: DNNLBackend(precision: .fp32, observer: observer), tileSize: runner.tileSize)
-        for image in images {
-            let rgb = image.expandedToRGB()
-            var out = FloatPlanarImage(channels: 3, width: rgb.width * scale, height: rgb.height * scale)
-            try rgb.data.withUnsafeBufferPointer { i in
-                try out.data.withUnsafeMutableBufferPointer { o in
-                    try probe.run(input: i, channels: 3, height: rgb.height, width: rgb.width, output: o)
-                }
-            }
-        }
+        for image in images { _ = try upscale(image, with: probe) }
         try? int8Cache.save(observer.calibration)
         try use(observer.calibration)
     }

@@ -67,17 +67,23 @@ public final class SegmentedJob {
             } else {
                 continue
             }
-            var digest = SHA256()
-            for f in files.sorted() {
-                var isDirectory: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: f, isDirectory: &isDirectory) else { continue }
-                let url = URL(fileURLWithPath: f)
-                let d = isDirectory.boolValue ? try SHA256.treeDigest(directoryAt: url).digest : try SHA256.hash(fileAt: url)
-                digest.update(d.bytes)
-            }
-            out[key] = digest.finalize().hex
+            out[key] = try digest(files: files).hex
         }
         return out
+    }
+
+    /// SHA-256 over the SHA-256 of each of a model's files (a directory such as an
+    /// `.mlpackage` by its tree digest), in path order; missing files are skipped.
+    static func digest(files: [String]) throws -> SHA256.Digest {
+        var digest = SHA256()
+        for f in files.sorted() {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: f, isDirectory: &isDirectory) else { continue }
+            let url = URL(fileURLWithPath: f)
+            let d = isDirectory.boolValue ? try SHA256.treeDigest(directoryAt: url).digest : try SHA256.hash(fileAt: url)
+            digest.update(d.bytes)
+        }
+        return digest.finalize()
     }
 
     /// Plans `c`'s input into segments of about `segmentSeconds`, preferring keyframes: a cut
