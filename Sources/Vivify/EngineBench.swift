@@ -21,6 +21,8 @@ public enum EngineBench {
         /// The compute thread count (`--threads`), and the one oneDNN's OpenMP runtime ran with.
         public var threads: Int
         public var openMPThreads: Int?
+        /// What the convolutions computed in ("fp32", "bf16" or "int8").
+        public var precision: String
     }
 
     /// Runs `model` (catalog name or `.param` path) on a `width`×`height` frame padded by
@@ -37,18 +39,27 @@ public enum EngineBench {
             input[i] = Float(state >> 40) / Float(1 << 24)
         }
         var engine = try backend.make()
-        if backend == .onednn, DNNLBackend.defaultPrecision == .int8 {
-            // The model's stored calibration, else one on the timed input itself.
-            let cache = try Int8CalibrationCache(store: store, name: loaded.name, files: loaded.files)
-            var calibration = cache.load()
-            if calibration == nil {
-                let observer = Int8Observer()
-                let probe = try DNNLBackend(precision: .fp32, observer: observer).prepare(graph, input: shape)
-                var out = [Float](repeating: 0, count: probe.outputShape.count)
-                try input.withUnsafeBufferPointer { i in try out.withUnsafeMutableBufferPointer { try probe.run(input: i, output: $0) } }
-                calibration = observer.calibration
+        var precision = ComputePrecision.fp32
+        if backend == .onednn {
+            let choice = PrecisionChoice.inForce
+            let shipped = choice == .int8 || choice == .auto && choice.resolved().precision != "fp32"
+                ? try ShippedCalibrations.calibration(files: loaded.files) : nil
+            precision = choice.precision(measured: shipped != nil)
+            if precision == .int8 {
+                // The model's stored calibration, else its shipped one, else one on the timed input itself.
+                let cache = try Int8CalibrationCache(store: store, name: loaded.name, files: loaded.files)
+                var calibration = cache.load() ?? shipped
+                if calibration == nil {
+                    let observer = Int8Observer()
+                    let probe = try DNNLBackend(precision: .fp32, observer: observer).prepare(graph, input: shape)
+                    var out = [Float](repeating: 0, count: probe.outputShape.count)
+                    try input.withUnsafeBufferPointer { i in try out.withUnsafeMutableBufferPointer { try probe.run(input: i, output: $0) } }
+                    calibration = observer.calibration
+                }
+                engine = try DNNLBackend(precision: .int8, calibration: calibration)
+            } else {
+                engine = try DNNLBackend(precision: precision)
             }
-            engine = try DNNLBackend(precision: .int8, calibration: calibration)
         }
         let prepared = try engine.prepare(graph, input: shape)
         var output = [Float](repeating: 0, count: prepared.outputShape.count)
@@ -64,7 +75,7 @@ public enum EngineBench {
         let o = prepared.outputShape
         return Result(model: model, inputShape: [shape.c, shape.h, shape.w], outputShape: [o.c, o.h, o.w], runs: times,
                       medianSeconds: median, gflop: gflop, achievedGFLOPS: gflop / median, backend: backend.rawValue,
-                      threads: ComputeThreads.count, openMPThreads: OpenMPThreads.current())
+                      threads: ComputeThreads.count, openMPThreads: OpenMPThreads.current(), precision: precision.rawValue)
     }
 
     /// The version of the oneDNN library linked.

@@ -1,6 +1,7 @@
 internal import EngineDNNL
 import Foundation
-internal import ModelCatalog
+internal import MediaIO
+public import ModelCatalog
 
 /// Where a model's int8 calibration (`--precision int8`) is kept: one small JSON file per
 /// model under the model store (`<store>/int8/<SHA-256 of the model's files>.json`), so a
@@ -13,7 +14,7 @@ struct Int8CalibrationCache {
     /// the built-in one).
     init(store: ModelStore, name: String, files: [String]) throws {
         var hasher = SHA256()
-        hasher.update(Array("vivify-int8-v2 \(name)".utf8))
+        hasher.update(Array("vivify-int8-v3 \(name)".utf8))
         hasher.update(try SegmentedJob.digest(files: files).bytes)
         url = store.directory.appendingPathComponent("int8").appendingPathComponent("\(hasher.finalize().hex).json")
     }
@@ -38,5 +39,58 @@ struct Int8CalibrationCache {
             try? FileManager.default.removeItem(at: temporary)
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
         }
+    }
+}
+
+/// `vivify models calibrate`: a model's int8 calibration measured on chosen pictures.
+public enum Int8Calibrator {
+    /// What a calibration measured, and where it went.
+    public struct Report: Sendable {
+        /// The model's name.
+        public var model: String
+        /// SHA-256 (hex) of the model's files: the key of a shipped calibration.
+        public var digest: String
+        /// How many layers' input ranges were measured.
+        public var layers: Int
+        /// The model store file the calibration was kept in (used by `--precision int8`/`auto`
+        /// from now on).
+        public var storeFile: String
+        /// The calibration as key-sorted JSON, with `model` and `digest` beside the ranges.
+        public var json: String
+    }
+
+    /// The models that come with an int8 calibration (and that `--precision auto` runs in int8
+    /// where the CPU has VNNI or AMX).
+    public static var shippedModels: [String] { ShippedCalibrations.models }
+
+    /// Measures `model`'s int8 input ranges on `pictures` (PNG or JPEG paths) in fp32 and keeps
+    /// them in `store`, where `--precision int8` and `auto` find them before a shipped one.
+    public static func calibrate(model: String, pictures: [String], tile: Int? = nil, store: ModelStore = ModelStore(),
+                                 log: (String) -> Void = { _ in }) throws -> Report {
+        guard !pictures.isEmpty else {
+            throw MediaError(.invalidOptions, "Give the pictures to calibrate \(model) on: PNG or JPEG files like the ones it will upscale.")
+        }
+        let images = try pictures.map { path -> FloatPlanarImage in
+            let image = try ImageIO.read(path: path).color.expandedToRGB()
+            guard Upscaler.canCalibrate(image) else {
+                throw MediaError(.invalidOptions, "The picture '\(path)' is nearly blank (standard deviation under 0.05): its ranges would be far too narrow for real pictures. Calibrate on pictures with detail.")
+            }
+            return image
+        }
+        let upscaler = try Upscaler(model: model, tile: tile, backend: .onednn, store: store, log: log)
+        let calibration = try upscaler.measureInt8Ranges(on: images)
+        let cache = try upscaler.int8Cache()
+        try cache.save(calibration)
+        let digest = try SegmentedJob.digest(files: upscaler.modelFiles).hex
+        struct Shipped: Encodable {
+            var model: String
+            var digest: String
+            var inputRanges: [String: InputRange]
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let json = try encoder.encode(Shipped(model: upscaler.name, digest: digest, inputRanges: calibration.inputRanges))
+        return Report(model: upscaler.name, digest: digest, layers: calibration.inputRanges.count, storeFile: cache.url.path,
+                      json: String(decoding: json, as: UTF8.self))
     }
 }

@@ -1,5 +1,6 @@
 internal import Engine
 internal import EngineDNNL
+import Synchronization
 
 /// `--precision`: the number format the oneDNN backend's convolutions compute in.
 public enum PrecisionChoice: String, Sendable, CaseIterable {
@@ -7,19 +8,26 @@ public enum PrecisionChoice: String, Sendable, CaseIterable {
     case fp32
     /// bfloat16 inputs and weights with fp32 accumulation, on CPUs with AVX-512 BF16 or AMX.
     case bf16
-    /// Post-training int8 on CPUs with AVX-512 VNNI or AMX: s8 inputs and weights with
-    /// calibrated scales, the first layer in fp32. A model is calibrated once, on the first
-    /// picture it upscales (or `vivify models calibrate`), and the ranges kept in the model store.
+    /// Post-training int8 on CPUs with AVX-512 VNNI or AMX: u8 inputs and s8 weights with
+    /// calibrated scales, the first and last layers in fp32. A catalog upscaler comes with its
+    /// calibration (`ShippedCalibrations`); any other model is calibrated once, on the first
+    /// picture it upscales (or with `vivify models calibrate`), and the ranges kept in the
+    /// model store.
     case int8
-    /// The fastest precision that keeps the quality bars on this CPU: int8 where AVX-512 VNNI
-    /// or AMX runs it (every catalog upscaler keeps issue 16's int8 bars, and int8 measured
-    /// fastest), else bf16 where AMX runs it, else fp32. On AVX-512 BF16 without AMX (AMD Zen 4
-    /// measured) bf16 convolutions run no faster than fp32 direct ones and lose fp32's Winograd
-    /// kernels, so fp32 is faster there.
+    /// The fastest precision whose quality is measured for the model on this CPU: int8 for the
+    /// upscalers that ship an int8 calibration (each keeps issue 16's int8 bars on Set5 and
+    /// Set14 with it, and int8 measured fastest) where AVX-512 VNNI or AMX runs it; else bf16
+    /// for them where AMX runs it; fp32 for everything else — models whose quality in reduced
+    /// precision nobody measured, the colorizer among them. On AVX-512 BF16 without AMX (AMD
+    /// Zen 4 measured) bf16 convolutions run no faster than fp32 direct ones and lose fp32's
+    /// Winograd kernels, so bf16 is never chosen there. Not the default: pictures far from
+    /// the calibration photos (saturated synthetic patterns) clip in int8 (README, "int8").
     case auto
 
-    /// What this choice runs as on this CPU, and a one-line note when it had to fall back.
-    public func resolved() -> (precision: String, note: String?) {
+    /// What this choice runs as on this CPU for a model whose reduced-precision quality is
+    /// measured (`measured`, a catalog upscaler) or not, and a one-line note when an explicit
+    /// choice had to fall back.
+    public func resolved(measured: Bool = true) -> (precision: String, note: String?) {
         switch self {
         case .fp32:
             return ("fp32", nil)
@@ -27,6 +35,7 @@ public enum PrecisionChoice: String, Sendable, CaseIterable {
             if DNNLBackend.cpuHasBF16 { return ("bf16", nil) }
             return ("fp32", "this CPU has neither AVX-512 BF16 nor AMX: --precision bf16 runs in fp32.")
         case .auto:
+            guard measured else { return ("fp32", nil) }
             return (DNNLBackend.cpuHasVNNI ? "int8" : DNNLBackend.cpuHasAMX ? "bf16" : "fp32", nil)
         case .int8:
             if DNNLBackend.cpuHasVNNI { return ("int8", nil) }
@@ -34,21 +43,32 @@ public enum PrecisionChoice: String, Sendable, CaseIterable {
         }
     }
 
-    /// Puts the resolved precision in force for every model loaded from now on; returns the
-    /// fallback note, if any.
+    /// The compute precision a model runs in under this choice (see `resolved(measured:)`).
+    func precision(measured: Bool) -> ComputePrecision {
+        ComputePrecision(rawValue: resolved(measured: measured).precision) ?? .fp32
+    }
+
+    /// Puts this choice in force for every model loaded from now on; returns the fallback
+    /// note, if any. Models that decide nothing for themselves (the colorizer) run in what an
+    /// unmeasured model gets: fp32 under `auto`.
     @discardableResult
     public func apply() -> String? {
-        let (p, note) = resolved()
+        Self.chosen.store(Self.allCases.firstIndex(of: self)!, ordering: .relaxed)
+        let (p, note) = resolved(measured: false)
         DNNLBackend.defaultPrecision = ComputePrecision(rawValue: p) ?? .fp32
         return note
     }
 
-    /// The precision in force ("fp32", "bf16" or "int8").
+    /// The choice in force (fp32 unless `apply`d; the `vivify` command's default too).
+    public static var inForce: PrecisionChoice { allCases[chosen.load(ordering: .relaxed)] }
+    private static let chosen = Atomic<Int>(0)
+
+    /// The precision in force for models that decide nothing for themselves ("fp32", "bf16").
     public static var current: String { DNNLBackend.defaultPrecision.rawValue }
 
-    /// Puts a recorded precision ("fp32", "bf16", "int8": a segment manifest's) in force; nil or an
-    /// unknown name leaves fp32.
+    /// Puts a recorded precision ("fp32", "bf16", "int8": a segment manifest's) in force as an
+    /// explicit choice; nil or an unknown name leaves fp32.
     public static func force(_ name: String?) {
-        DNNLBackend.defaultPrecision = name.flatMap(ComputePrecision.init(rawValue:)) ?? .fp32
+        (name.flatMap(PrecisionChoice.init(rawValue:)) ?? .fp32).apply()
     }
 }

@@ -39,8 +39,10 @@ public final class Upscaler {
     private let alphaRunner: TiledRunner?
     /// The tile size asked for (nil: automatic).
     private let requestedTile: Int?
-    /// Where this model's int8 calibration is kept (`--precision int8` on oneDNN only).
-    private let int8Cache: Int8CalibrationCache?
+    /// The model store (where int8 calibrations are kept).
+    private let store: ModelStore
+    /// The precision chosen for the model (`--precision`); int8 runs fp32 until calibrated.
+    private let precision: ComputePrecision
     /// Whether the model runs in int8 once calibrated, and is not yet: the first picture it
     /// upscales calibrates it (`calibrateInt8`).
     private var needsCalibration = false
@@ -69,18 +71,29 @@ public final class Upscaler {
         bundle = loaded.bundle
         requestedTile = tile
         var engine = try backend.make()
-        if backend == .onednn, DNNLBackend.defaultPrecision == .int8 {
-            let cache = try Int8CalibrationCache(store: store, name: loaded.name, files: loaded.files)
-            int8Cache = cache
-            if let stored = cache.load() {
-                calibration = stored
-                engine = try DNNLBackend(precision: .int8, calibration: stored)
-            } else {
-                engine = try DNNLBackend(precision: .fp32)
-                needsCalibration = true
+        self.store = store
+        if backend == .onednn {
+            let choice = PrecisionChoice.inForce
+            // Only int8 and auto can use a calibration; only they hash the model's files.
+            let shipped = choice == .int8 || choice == .auto && choice.resolved().precision != "fp32"
+                ? try ShippedCalibrations.calibration(files: loaded.files) : nil
+            precision = choice.precision(measured: shipped != nil)
+            switch precision {
+            case .int8:
+                let kept = try Int8CalibrationCache(store: store, name: loaded.name, files: loaded.files).load()
+                if let stored = kept ?? shipped {
+                    calibration = stored
+                    int8CalibrationOrigin = kept != nil ? "model store" : "shipped"
+                    engine = try DNNLBackend(precision: .int8, calibration: stored)
+                } else {
+                    engine = try DNNLBackend(precision: .fp32)
+                    needsCalibration = true
+                }
+            case let p:
+                engine = try DNNLBackend(precision: p)
             }
         } else {
-            int8Cache = nil
+            precision = .fp32
         }
         alphaRunner = try loaded.alphaGraph.map { try TiledRunner(graph: $0, spec: tiling, backend: backend == .onednn ? DNNLBackend(precision: .fp32) : engine, tileSize: tile) }
         scale = spec.scale
@@ -127,15 +140,27 @@ public final class Upscaler {
     /// int8. Under `--precision int8` a model with no stored calibration calibrates on the
     /// first picture it upscales.
     public func calibrateInt8(on images: [FloatPlanarImage]) throws {
-        guard let int8Cache else { return }
+        let calibration = try measureInt8Ranges(on: images)
+        try? int8Cache().save(calibration)
+        if precision == .int8 { try use(calibration, origin: "first picture") }
+    }
+
+    /// Where this model's int8 calibration is kept in the model store.
+    func int8Cache() throws -> Int8CalibrationCache {
+        try Int8CalibrationCache(store: store, name: name, files: modelFiles)
+    }
+
+    /// The int8 input ranges of every layer on `images` (planar RGB, [0, 1]), measured in fp32
+    /// and kept nowhere (`vivify models calibrate` writes them where asked).
+    func measureInt8Ranges(on images: [FloatPlanarImage]) throws -> Int8Calibration {
         let observer = Int8Observer()
         let probe = try TiledRunner(graph: graph, spec: spec, backend: DNNLBackend(precision: .fp32, observer: observer), tileSize: runner.tileSize)
         for image in images { _ = try upscale(image, with: probe) }
-        try? int8Cache.save(observer.calibration)
-        try use(observer.calibration)
+        return observer.calibration
     }
 
-    private func use(_ calibration: Int8Calibration) throws {
+    private func use(_ calibration: Int8Calibration, origin: String) throws {
+        int8CalibrationOrigin = origin
         runner = try TiledRunner(graph: graph, spec: spec, backend: DNNLBackend(precision: .int8, calibration: calibration), tileSize: requestedTile)
         self.calibration = calibration
         needsCalibration = false
@@ -152,15 +177,27 @@ public final class Upscaler {
 
     /// Runs int8 with the calibration `json` (`int8CalibrationJSON`) under `--precision int8`.
     public func useInt8Calibration(json: String) throws {
-        guard int8Cache != nil else { return }
+        guard precision == .int8 else { return }
         guard let c = try? JSONDecoder().decode(Int8Calibration.self, from: Data(json.utf8)) else {
             throw EngineError(.invalidGraph, "The int8 calibration recorded for \(name) cannot be read. Plan the job again.")
         }
-        try use(c)
+        try use(c, origin: "manifest")
     }
 
     /// Whether the model runs int8 layers now (`--precision int8`, calibrated).
-    public var runsInt8: Bool { int8Cache != nil && !needsCalibration }
+    public var runsInt8: Bool { precision == .int8 && !needsCalibration }
+
+    /// Where the int8 calibration in use came from: "shipped" (measured for a catalog model, see
+    /// `ShippedCalibrations`), "model store" (`vivify models calibrate`, or an earlier first
+    /// picture), "first picture" or "manifest" (a segmented job's); nil when none is in use.
+    public private(set) var int8CalibrationOrigin: String?
+
+    /// Whether the model runs int8 once calibrated (`--precision int8`, or `auto` on a catalog
+    /// upscaler where the CPU has VNNI or AMX).
+    public var quantisesToInt8: Bool { precision == .int8 }
+
+    /// The precision the model's convolutions compute in now ("fp32", "bf16" or "int8").
+    public var computePrecision: String { runsInt8 ? "int8" : precision == .int8 ? "fp32" : precision.rawValue }
 
     /// Whether `image` can calibrate int8: pictures with little variation (a black lead-in, a
     /// blank warm-up frame) would set ranges far too narrow for what follows. Such pictures

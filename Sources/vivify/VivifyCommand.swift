@@ -182,7 +182,7 @@ struct ThreadOptions: ParsableArguments {
 
 /// `--precision` of the commands that run models.
 struct PrecisionOptions: ParsableArguments {
-    @Option(help: "Number format of the models' convolutions: fp32 (default), bf16 (CPUs with AVX-512 BF16 or AMX), int8 (CPUs with AVX-512 VNNI or AMX; calibrated on the first picture a model upscales, kept in the model store) or auto (the fastest that keeps the quality bars here: bf16 with AMX, else fp32). Without the hardware, fp32 with a note.")
+    @Option(help: "Number format of the models' convolutions: fp32 (default), auto (int8 for the upscalers whose int8 quality is measured, with their shipped calibrations, on CPUs with AVX-512 VNNI or AMX; fp32 for everything else), bf16 (CPUs with AVX-512 BF16 or AMX) or int8 (CPUs with AVX-512 VNNI or AMX; a catalog model's shipped calibration, else one kept by `vivify models calibrate`, else one taken on the first picture the model upscales). An explicit choice the CPU lacks runs fp32 with a note.")
     var precision: PrecisionChoice = .fp32
 
     /// Puts the precision in force (validated before `run`, like `--threads`).
@@ -627,7 +627,7 @@ struct BenchModelCommand: ParsableCommand {
             let r = try EngineBench.run(model: model, width: frame.width, height: frame.height, pad: pads, runs: runs, backend: backend)
             var json: [String: Any] = ["model": r.model, "input_shape": r.inputShape, "output_shape": r.outputShape, "runs": r.runs,
                                        "median_s": r.medianSeconds, "gflop": r.gflop, "achieved_gflops": r.achievedGFLOPS, "backend": r.backend,
-                                       "threads": r.threads, "precision": backend == .onednn ? PrecisionChoice.current : "fp32"]
+                                       "threads": r.threads, "precision": r.precision]
             if let omp = r.openMPThreads { json["openmp_threads"] = omp }
             if gemmPeak { json["sgemm_peak_gflops"] = try EngineBench.gemmPeakGFLOPS() }
             let data = try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])

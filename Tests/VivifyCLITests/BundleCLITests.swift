@@ -34,7 +34,8 @@ final class BundleCLITests: XCTestCase {
             for (label, model) in [("ncnn", Self.shared.appendingPathComponent("models/ncnn/\(ncnn).param").path),
                                    ("mlmodel", "\(coreml)/\(ml).mlmodel"), ("wifm", bundle)] {
                 let out = dir + "/\(ml)-\(label).png"
-                let r = try CLI.vivify(["image", input, out, "--upscale", model, "--quiet"])
+                // fp32 whatever the default: the ncnn and Core ML files are catalog models, which `auto` runs in int8.
+                let r = try CLI.vivify(["image", input, out, "--upscale", model, "--quiet", "--precision", "fp32"])
                 XCTAssertEqual(r.code, 0, "\(label): \(r.stderr)")
                 outputs[label] = try pixels(out)
             }

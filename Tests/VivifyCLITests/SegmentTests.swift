@@ -278,7 +278,7 @@ final class SegmentTests: XCTestCase {
         r = try CLI.vivify(["run", source, reference, "--quiet", "--precision", "int8"] + args, environment: planner)
         XCTAssertEqual(r.code, 0, r.stderr)
         try assertSameFile(out, reference)
-        let fp32 = try Self.reference(source, dir)
+        let fp32 = try Self.reference(source, dir, Self.upscaleJob + ["--precision", "fp32"])
         XCTAssertNotEqual(try Self.frameDigests(out), try Self.frameDigests(fp32), "int8 computes differently from fp32")
     }
 

@@ -9,7 +9,8 @@ import XCTest
 /// upscaled by the model in each precision). Issue 16's bars: luma PSNR of the reduced picture
 /// against the fp32 one ≥ 45 dB (bf16) / ≥ 40 dB (int8) on every photo, and the gain over
 /// bicubic (against the original) drops by at most 0.1 dB (bf16) / 0.3 dB (int8) per set.
-/// int8 is calibrated on twelve training photos (BSD200), never on the sets it is judged on.
+/// int8 runs with the calibration shipped for each catalog model (`Models/make-int8-calibrations.sh`:
+/// twelve BSD200 training photos), never one taken on the sets it is judged on.
 final class PrecisionTests: XCTestCase {
     override func tearDown() {
         PrecisionChoice.fp32.apply()
@@ -33,28 +34,31 @@ final class PrecisionTests: XCTestCase {
         let sets = ["Set5", "Set14"].map { UpscaleQualityTests.shared.appendingPathComponent("datasets/val/\($0)").path }
         guard FileManager.default.fileExists(atPath: sets[0]) else { throw XCTSkip("../shared/datasets/val is not present") }
         let store = try UpscaleQualityTests.store()
-        let calibration = try Self.calibrationPhotos()
-        // One model per file set and scale: the denoise variants share the architecture.
+        // bf16 (needs no calibration): one model per file set and scale, since the denoise
+        // variants share the architecture. int8: every model with a shipped calibration, since
+        // `auto` runs exactly those in int8 (the built-in vivify-fast-2x among them).
         var seen = Set<String>()
-        let models = Catalog.builtIn.entries.filter { $0.task == .upscale && seen.insert("\($0.family)-\($0.scale)").inserted }
-        XCTAssertGreaterThanOrEqual(models.count, 6)
+        let perFamily = Catalog.builtIn.entries.filter { $0.task == .upscale && seen.insert("\($0.family)-\($0.scale)").inserted }.map(\.name) + ["vivify-fast-2x"]
+        let shipped = Int8Calibrator.shippedModels
+        XCTAssertGreaterThanOrEqual(perFamily.count, 7)
+        XCTAssertGreaterThanOrEqual(shipped.count, 20)
         var lines: [String] = []
-        for entry in models {
+        for model in perFamily + shipped.filter({ !perFamily.contains($0) }) {
             PrecisionChoice.fp32.apply()
-            let fp32 = try Upscaler(model: entry.name, store: store)
-            let reduced = try precisions.map { p -> Upscaler in
+            let fp32 = try Upscaler(model: model, store: store)
+            let checked = precisions.filter { $0.choice == .int8 ? shipped.contains(model) : perFamily.contains(model) }
+            let reduced = try checked.map { p -> Upscaler in
                 p.choice.apply()
-                let u = try Upscaler(model: entry.name, store: store)
+                let u = try Upscaler(model: model, store: store)
                 if p.choice == .int8 {
-                    try u.calibrateInt8(on: calibration)
-                    XCTAssertTrue(u.runsInt8, entry.name)
+                    XCTAssertEqual(u.int8CalibrationOrigin, "shipped", "\(model) runs int8 with its shipped calibration from the first picture")
                 }
                 return u
             }
-            let s = entry.scale
+            let s = fp32.scale
             for set in sets {
-                var worst = [Double](repeating: .infinity, count: precisions.count)
-                var drops = [[Double]](repeating: [], count: precisions.count)
+                var worst = [Double](repeating: .infinity, count: checked.count)
+                var drops = [[Double]](repeating: [], count: checked.count)
                 for name in try FileManager.default.contentsOfDirectory(atPath: set).sorted() where name.hasSuffix(".png") {
                     let full = UpscaleQualityTests.frame(try ImageIO.read(path: "\(set)/\(name)").color)
                     let w = full.width / s * s, h = full.height / s * s
@@ -74,9 +78,9 @@ final class PrecisionTests: XCTestCase {
                         drops[k].append(gain - UpscaleQualityTests.lumaPSNR(b, truth, shave: s))
                     }
                 }
-                for (k, p) in precisions.enumerated() {
+                for (k, p) in checked.enumerated() {
                     let drop = drops[k].reduce(0, +) / Double(drops[k].count)
-                    let label = "\(entry.name) \((set as NSString).lastPathComponent) \(p.choice.rawValue)"
+                    let label = "\(model) \((set as NSString).lastPathComponent) \(p.choice.rawValue)"
                     lines.append(String(format: "%@ vs fp32: luma PSNR ≥ %.1f dB, gain over bicubic drops %.3f dB", label, worst[k], drop))
                     XCTAssertGreaterThanOrEqual(worst[k], p.minPSNR, label)
                     XCTAssertLessThanOrEqual(drop, p.maxDrop, label)
@@ -86,16 +90,32 @@ final class PrecisionTests: XCTestCase {
         print(lines.joined(separator: "\n"))
     }
 
-    /// An int8 model calibrated once loads its calibration from the model store: the next
-    /// Upscaler of it runs int8 from its first picture, with the same result.
+    /// waifu2x-photo-2x's files with one weight changed by one ulp: a model no calibration was
+    /// shipped for (its files' SHA-256 differs), tiled like the catalog model (same .param).
+    static func unmeasuredModel(in dir: URL) throws -> String {
+        let source = UpscaleQualityTests.shared.appendingPathComponent("models/ncnn/waifu2x-upconv7-photo/scale2.0x_model")
+        let param = dir.appendingPathComponent("tweaked.param")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: source.appendingPathExtension("param"), to: param)
+        var weights = try Data(contentsOf: source.appendingPathExtension("bin"))
+        weights[weights.count - 4] ^= 1  // the last bias's lowest mantissa bit (little-endian fp32)
+        try weights.write(to: dir.appendingPathComponent("tweaked.bin"))
+        return param.path
+    }
+
+    /// An int8 model without a shipped calibration calibrates on its first picture with
+    /// detail and keeps that in the model store: the next Upscaler of it runs int8 from its
+    /// first picture, with the same result.
     func testInt8CalibrationIsKeptBesideTheModelStore() throws {
         guard PrecisionChoice.int8.resolved().note == nil else { throw XCTSkip("this CPU has no AVX-512 VNNI") }
         let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("vivify-int8-cache-\(getpid())")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = ModelStore(directory: dir, mirror: UpscaleQualityTests.shared.appendingPathComponent("models"))
+        let model = try Self.unmeasuredModel(in: dir.appendingPathComponent("model"))
+        let store = ModelStore(directory: dir.appendingPathComponent("store"), mirror: UpscaleQualityTests.shared.appendingPathComponent("models"))
         PrecisionChoice.int8.apply()
-        let first = try Upscaler(model: "waifu2x-photo-2x", store: store)
+        let first = try Upscaler(model: model, store: store)
         XCTAssertFalse(first.runsInt8, "nothing calibrated yet")
+        XCTAssertNil(first.int8CalibrationOrigin)
         let photos = try Self.calibrationPhotos()
         var a = FloatPlanarImage(channels: 3, width: 1, height: 1)
         var blank = photos[0]
@@ -104,18 +124,65 @@ final class PrecisionTests: XCTestCase {
         XCTAssertFalse(first.runsInt8, "a blank picture (a black lead-in, a warm-up frame) does not calibrate")
         try first.upscale(photos[0], into: &a)
         XCTAssertTrue(first.runsInt8, "the first picture calibrates the model")
-        let files = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("int8").path)
+        XCTAssertEqual(first.int8CalibrationOrigin, "first picture")
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("store/int8").path)
         XCTAssertEqual(files.filter { $0.hasSuffix(".json") }.count, 1, "one calibration file: \(files)")
-        let second = try Upscaler(model: "waifu2x-photo-2x", store: store)
+        let second = try Upscaler(model: model, store: store)
         XCTAssertTrue(second.runsInt8, "the stored calibration is used")
+        XCTAssertEqual(second.int8CalibrationOrigin, "model store")
         var b = FloatPlanarImage(channels: 3, width: 1, height: 1)
         try second.upscale(photos[0], into: &b)
         XCTAssertEqual(a.data, b.data, "same calibration, same result")
         PrecisionChoice.fp32.apply()
-        let fp32 = try Upscaler(model: "waifu2x-photo-2x", store: store)
+        let fp32 = try Upscaler(model: model, store: store)
         var c = FloatPlanarImage(channels: 3, width: 1, height: 1)
         try fp32.upscale(photos[0], into: &c)
         XCTAssertNotEqual(a.data, c.data, "int8 computes differently from fp32")
+    }
+
+    /// `auto` runs a model in int8 only where its int8 quality is
+    /// measured: every catalog upscaler (by name, or its files by path) has a shipped
+    /// calibration and runs exactly as `int8` does; a model with other weights runs exactly as
+    /// fp32 does, even after it was calibrated.
+    func testAutoRunsMeasuredModelsInInt8AndOthersInFP32() throws {
+        guard PrecisionChoice.int8.resolved().note == nil else { throw XCTSkip("this CPU has no AVX-512 VNNI") }
+        let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("vivify-auto-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let tweaked = try Self.unmeasuredModel(in: dir.appendingPathComponent("model"))
+        let store = ModelStore(directory: dir.appendingPathComponent("store"), mirror: UpscaleQualityTests.shared.appendingPathComponent("models"))
+        let photo = try Self.calibrationPhotos()[1]
+        func upscaled(_ model: String, _ choice: PrecisionChoice) throws -> (precision: String, origin: String?, data: [Float]) {
+            choice.apply()
+            let u = try Upscaler(model: model, store: store)
+            var out = FloatPlanarImage(channels: 3, width: 1, height: 1)
+            try u.upscale(photo, into: &out)
+            return (u.computePrecision, u.int8CalibrationOrigin, out.data)
+        }
+        let byPath = UpscaleQualityTests.shared.appendingPathComponent("models/ncnn/waifu2x-upconv7-photo/scale2.0x_model.param").path
+        let auto = try upscaled("waifu2x-photo-2x", .auto), int8 = try upscaled("waifu2x-photo-2x", .int8)
+        let autoByPath = try upscaled(byPath, .auto), fp32 = try upscaled("waifu2x-photo-2x", .fp32)
+        XCTAssertEqual(auto.precision, "int8")
+        XCTAssertEqual(auto.origin, "shipped")
+        XCTAssertEqual(auto.data, int8.data, "auto is int8 with the shipped calibration")
+        XCTAssertEqual(autoByPath.precision, "int8", "the same files by path are the same model")
+        XCTAssertEqual(autoByPath.data, auto.data)
+        XCTAssertNotEqual(auto.data, fp32.data)
+
+        _ = try upscaled(tweaked, .int8)  // calibrates it on the photo and keeps that
+        let other = try upscaled(tweaked, .auto), otherFP32 = try upscaled(tweaked, .fp32)
+        XCTAssertEqual(other.precision, "fp32", "nobody measured this model's int8 quality")
+        XCTAssertEqual(other.data, otherFP32.data)
+
+        // Every catalog upscaler has its calibration but the two whose int8 misses the bars
+        // (Models/make-int8-calibrations.sh): a change of weights without running it would
+        // leave another without, or ship one nobody measured.
+        PrecisionChoice.int8.apply()
+        let catalogStore = try UpscaleQualityTests.store()
+        var missing: [String] = []
+        for model in Catalog.builtIn.entries.filter({ $0.task == .upscale }).map(\.name) + ["vivify-fast-2x"] {
+            if try Upscaler(model: model, store: catalogStore).int8CalibrationOrigin != "shipped" { missing.append(model) }
+        }
+        XCTAssertEqual(missing, ["waifu2x-photo-2x-denoise0", "waifu2x-photo-2x-denoise1"], "catalog upscalers without a shipped int8 calibration")
     }
 
     /// bf16 runs as asked on a CPU that has it, else falls back to fp32 with a note; fp32 and

@@ -146,8 +146,12 @@ public final class SegmentedJob {
                 startSeconds: index.seconds(stamps[first]), endSeconds: index.seconds(end), done: nil, failed: nil))
         }
         var settings = SegmentManifest.Settings(c, models: try modelDigests(models))
-        if PrecisionChoice.current == "int8", let upscaler = models.lazy.compactMap({ ($0 as? UpscaleProcessor)?.upscaler }).first {
-            settings.int8Calibration = try int8Calibration(upscaler, c)
+        if c.backend == .onednn, let upscaler = models.lazy.compactMap({ ($0 as? UpscaleProcessor)?.upscaler }).first {
+            // What the upscaler computes in (`auto` decides per model) is what every worker forces.
+            if upscaler.quantisesToInt8 {
+                settings.int8Calibration = try int8Calibration(upscaler, c)
+            }
+            settings.precision = upscaler.computePrecision
         }
         return SegmentManifest(input: fingerprint, settings: settings, segmentSeconds: segmentSeconds,
                                timeBase: "\(tb.num)/\(tb.den)", totalFrames: total, warmUpFrames: warmUp,

@@ -1,0 +1,25 @@
+internal import EngineDNNL
+import Foundation
+
+/// The int8 calibrations that come with Vivify: one per catalog upscaler, measured on twelve
+/// BSD200 training photos (`Models/make-int8-calibrations.sh`, which runs `vivify models
+/// calibrate`), and the reason `--precision auto` may run those models in int8: with exactly
+/// these ranges every family keeps issue 16's int8 quality bars on Set5 and Set14
+/// (`PrecisionTests`). Keyed by the SHA-256 of the model's files (`SegmentedJob.digest`), so a
+/// catalog model given by path gets its calibration too, and changed weights get none.
+enum ShippedCalibrations {
+    /// The shipped calibration of the model read from `files`, nil when it has none.
+    static func calibration(files: [String]) throws -> Int8Calibration? {
+        guard !files.isEmpty else { return nil }
+        return calibration(digest: try SegmentedJob.digest(files: files).hex)
+    }
+
+    /// The shipped calibration of the model whose files have `digest` (hex).
+    static func calibration(digest: String) -> Int8Calibration? {
+        guard let entry = table[digest] else { return nil }
+        return try? JSONDecoder().decode(Int8Calibration.self, from: Data(entry.json.utf8))
+    }
+
+    /// The catalog names that have a shipped calibration.
+    static var models: [String] { table.values.map(\.model).sorted() }
+}
