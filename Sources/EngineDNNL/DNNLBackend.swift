@@ -25,6 +25,9 @@ public final class DNNLBackend: InferenceBackend, @unchecked Sendable {
     public let calibration: Int8Calibration?
     /// Records each convolution's input range as graphs run (fp32 calibration runs).
     let observer: Int8Observer?
+    /// How many runs of int8 graphs clipped and were run again in fp32 (`Int8Tuning.maxClipped`).
+    public var int8Fallbacks: Int { fallbacks.load(ordering: .relaxed) }
+    let fallbacks = Atomic<Int>(0)
 
     /// The precision backends made without one compute in (`--precision`; fp32 unless set).
     public static var defaultPrecision: ComputePrecision {
@@ -92,7 +95,7 @@ public final class DNNLBackend: InferenceBackend, @unchecked Sendable {
     }
 
     public func prepare(_ graph: Graph, input inputShape: Shape) throws -> PreparedGraph {
-        try DNNLPrepared(backend: self, graph: graph.specialized(for: inputShape), input: inputShape)
+        try DNNLPrepared(backend: self, graph: graph.specialized(for: inputShape), input: inputShape, precision: precision)
     }
 }
 
@@ -207,6 +210,15 @@ final class DNNLPrepared: PreparedGraph {
     static let useWinograd: Bool = getenv("VIVIFY_WINOGRAD").map { String(cString: $0) != "0" } ?? true
     let backend: DNNLBackend
     let graph: Graph
+    /// What the layers compute in: the backend's precision, or fp32 for an int8 graph's fallback.
+    let precision: ComputePrecision
+    /// The graph as given (before this backend's rewrites), for the fp32 fallback.
+    private let sourceGraph: Graph
+    /// The share of saturated u8 activations (sampled) in the worst int8 layer of the last run.
+    private let clips = ClipMeter()
+    /// The same graph and input in fp32, for runs whose int8 activations clipped (made on first
+    /// need).
+    private var fallback: DNNLPrepared?
     let shapes: [Shape]
     let inputShape: Shape
     let outputShape: Shape
@@ -227,17 +239,19 @@ final class DNNLPrepared: PreparedGraph {
     private var engine: dnnl_engine_t { backend.engine }
     private var stream: dnnl_stream_t { backend.stream }
 
-    init(backend: DNNLBackend, graph: Graph, input: Shape) throws {
+    init(backend: DNNLBackend, graph: Graph, input: Shape, precision: ComputePrecision) throws {
         // Primitives are laid out for the thread count in force when they are made.
         OpenMPThreads.apply(ComputeThreads.count)
         self.backend = backend
+        self.precision = precision
+        sourceGraph = graph
         // Strided transposed convolutions run as sub-pixel convolutions (same result, faster).
         // Batch norms fold into the convolution before them, and activation layers join it.
         // Residual-upscaler tails (an add of a pixel shuffle and a ×2 resize) become one fused
         // operation.
         var graph = try graph.withFoldedChannelAffine().withFusedActivations().withSubpixelDeconvolutions()
             .fusingUpsampleDetailTails(input: input, where: backend.supports)
-        if backend.precision == .int8, let calibration = backend.calibration {
+        if precision == .int8, let calibration = backend.calibration {
             (graph, int8Ranges) = equalizedForInt8(graph, calibration, alpha: Int8Tuning.alpha)
         }
         try backend.checkSupport(graph)
@@ -298,12 +312,41 @@ final class DNNLPrepared: PreparedGraph {
     func run(input: UnsafeBufferPointer<Float>, output: UnsafeMutableBufferPointer<Float>) throws {
         // OpenMP's thread count is per calling thread: set it on whichever thread runs this.
         OpenMPThreads.apply(ComputeThreads.count)
+        clips.worst = 0
         try backend.arena.withBlock(bytes: planner.total) { base, generation in
             if generation != boundGeneration {
                 planner.bind(base: base)
                 boundGeneration = generation
             }
             try runSteps(input: input, output: output)
+        }
+        if Self.reportClips, precision == .int8 {
+            let text = Array(String(format: "int8 clipped share %.6f\n", clips.worst).utf8)
+            _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        }
+        // Pictures unlike the calibration set (saturated synthetic colours) drive layers past
+        // their ranges; such a run is done again in fp32 rather than returned clipped.
+        if precision == .int8, clips.worst > Int8Tuning.maxClipped {
+            if fallback == nil {
+                fallback = try DNNLPrepared(backend: backend, graph: sourceGraph, input: inputShape, precision: .fp32)
+            }
+            try fallback!.run(input: input, output: output)
+            backend.fallbacks.add(1, ordering: .relaxed)
+        }
+    }
+
+    /// VIVIFY_INT8_CLIPS=1 prints each int8 run's worst clipped share on stderr (for tuning).
+    static let reportClips: Bool = getenv("VIVIFY_INT8_CLIPS").map { String(cString: $0) == "1" } ?? false
+
+    /// Counts the saturated bytes (255) of u8 value `m` into `clips` after each run of the
+    /// step before: every eighth 64-byte line, enough to see a layer clip across a picture at
+    /// an eighth of the reading.
+    private func addClipCheck(_ m: DNNLMemory) {
+        var md = m.md
+        let bytes = dnnl_memory_desc_get_size(&md)
+        let clips = self.clips
+        appendLoop([m]) {
+            clips.worst = max(clips.worst, ClipMeter.saturatedShare(UnsafeRawPointer(m.pointer), bytes: bytes))
         }
     }
 
@@ -438,7 +481,7 @@ final class DNNLPrepared: PreparedGraph {
     /// first layer (a handful of input channels, the picture itself, where 8 bits cost the most
     /// and gain nothing) nor a last one (`feedsConvolution`, `makesPicture`).
     private func int8Input(_ node: Node) -> U8Quantizer? {
-        guard backend.precision == .int8, case .convolution(let p) = node.op, p.inChannels >= 8,
+        guard precision == .int8, case .convolution(let p) = node.op, p.inChannels >= 8,
               shapes[node.output].h * shapes[node.output].w >= 64,
               !tailDetails.contains(node.output), feedsConvolution.contains(node.output), !makesPicture(node.output) else { return nil }
         guard let range = int8Ranges[node.name], range.spread <= Int8Tuning.maxSpread else { return nil }
@@ -521,6 +564,7 @@ final class DNNLPrepared: PreparedGraph {
         let src = try materialized(v)
         let dst = try activation(md, isPlain: false)
         try addScaledReorder(from: src, to: dst, scale: q.scale, dstZero: q.zeroPoint)
+        addClipCheck(dst)
         quantizedCopies[v] = (q, dst)
         return dst
     }
@@ -586,7 +630,10 @@ final class DNNLPrepared: PreparedGraph {
                 keep: [attr])
         current[node.output] = dst
         margins[node.output] = 0
-        if let output { quantScale[node.output] = output }
+        if let output {
+            quantScale[node.output] = output
+            addClipCheck(dst)
+        }
         if case .prelu(let slopes) = p.activation {
             try prelu(node.output, slopes, output: node.output)
         }
@@ -705,9 +752,9 @@ final class DNNLPrepared: PreparedGraph {
         // layers and is cropped once, where something else reads it. (fp32 only: int8 layers
         // read dense values.)
         var outMargin = 0
-        let reduced = backend.precision == .bf16
+        let reduced = precision == .bf16
         let dt = reduced ? dnnl_bf16 : dnnl_f32
-        if !transposed, Self.useWinograd, backend.precision == .fp32, p.kernelH == 3, p.kernelW == 3, p.strideH == 1, p.strideW == 1,
+        if !transposed, Self.useWinograd, precision == .fp32, p.kernelH == 3, p.kernelW == 3, p.strideH == 1, p.strideW == 1,
            p.dilationH == 1, p.dilationW == 1, p.padTop == 0, p.padLeft == 0, p.padBottom == 0, p.padRight == 0,
            p.groups == 1, p.inChannels >= 16, p.outChannels >= 16 {
             let m = margins[node.inputs[0]] ?? 0

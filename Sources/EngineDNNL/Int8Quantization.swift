@@ -48,6 +48,33 @@ enum Int8Tuning {
     /// equalisation stay fp32: Real-CUGAN's layers after its skip adds and excitation products,
     /// which equalisation cannot reach; 4 lifted its worst photo from 39 to 41–43 dB.
     static let maxSpread: Float = 4
+    /// A run whose worst int8 layer has more than this share of its sampled u8 activations at
+    /// 255 (clipped) is run again in fp32 (`DNNLPrepared.run`).
+    static let maxClipped: Double = 0.001
+}
+
+/// The worst share of clipped u8 activations seen in a run (`DNNLPrepared`'s checks).
+final class ClipMeter: @unchecked Sendable {
+    var worst: Double = 0
+
+    /// The share of bytes equal to 255 in every eighth 64-byte line of `bytes` bytes at `p`.
+    static func saturatedShare(_ p: UnsafeRawPointer, bytes: Int) -> Double {
+        let lines = bytes / 64
+        guard lines > 0 else { return 0 }
+        let words = p.assumingMemoryBound(to: UInt64.self)
+        var hits = 0, samples = 0
+        var line = 0
+        while line < lines {
+            for k in 0..<8 {
+                // A byte is 255 when its low seven bits carry into bit 7 and bit 7 is set.
+                let w = words[line * 8 + k]
+                hits += (((w & 0x7F7F_7F7F_7F7F_7F7F) &+ 0x0101_0101_0101_0101) & w & 0x8080_8080_8080_8080).nonzeroBitCount
+            }
+            samples += 64
+            line += 8
+        }
+        return Double(hits) / Double(samples)
+    }
 }
 
 /// What calibration found: the input range of each convolution, by layer name.

@@ -41,14 +41,11 @@ public enum EngineBench {
         var engine = try backend.make()
         var precision = ComputePrecision.fp32
         if backend == .onednn {
-            let choice = PrecisionChoice.inForce
-            let shipped = choice == .int8 || choice == .auto && choice.resolved().precision != "fp32"
-                ? try ShippedCalibrations.calibration(files: loaded.files) : nil
-            precision = choice.precision(measured: shipped != nil)
+            let plan = try PrecisionPlan(model: loaded.name, files: loaded.files, store: store)
+            precision = plan.precision
             if precision == .int8 {
-                // The model's stored calibration, else its shipped one, else one on the timed input itself.
-                let cache = try Int8CalibrationCache(store: store, name: loaded.name, files: loaded.files)
-                var calibration = cache.load() ?? shipped
+                // The model's kept or shipped calibration, else one on the timed input itself.
+                var calibration = plan.calibration
                 if calibration == nil {
                     let observer = Int8Observer()
                     let probe = try DNNLBackend(precision: .fp32, observer: observer).prepare(graph, input: shape)

@@ -1,3 +1,4 @@
+internal import Engine
 internal import EngineDNNL
 import Foundation
 internal import MediaIO
@@ -38,6 +39,31 @@ struct Int8CalibrationCache {
         guard rename(temporary.path, url.path) == 0 else {
             try? FileManager.default.removeItem(at: temporary)
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+        }
+    }
+}
+
+/// What a model computes in under the `--precision` in force, and with which int8 calibration:
+/// one kept in the model store (`vivify models calibrate`) before a shipped one; nil under
+/// int8 when there is neither (the model calibrates on its first picture).
+struct PrecisionPlan {
+    var precision: ComputePrecision
+    var calibration: Int8Calibration?
+    /// "model store" or "shipped" (`Upscaler.int8CalibrationOrigin`).
+    var origin: String?
+
+    init(model name: String, files: [String], store: ModelStore) throws {
+        let choice = PrecisionChoice.inForce
+        // Only int8, and auto where the CPU could run int8, need to know of a shipped
+        // calibration: only they hash the model's files.
+        let shipped = choice == .int8 || choice == .auto && choice.resolved().precision != "fp32"
+            ? try ShippedCalibrations.calibration(files: files) : nil
+        precision = choice.precision(measured: shipped != nil)
+        guard precision == .int8 else { return }
+        if let kept = try Int8CalibrationCache(store: store, name: name, files: files).load() {
+            (calibration, origin) = (kept, "model store")
+        } else if let shipped {
+            (calibration, origin) = (shipped, "shipped")
         }
     }
 }

@@ -4,7 +4,7 @@ import Synchronization
 
 /// `--precision`: the number format the oneDNN backend's convolutions compute in.
 public enum PrecisionChoice: String, Sendable, CaseIterable {
-    /// 32-bit floats (the default).
+    /// 32-bit floats (the library's default).
     case fp32
     /// bfloat16 inputs and weights with fp32 accumulation, on CPUs with AVX-512 BF16 or AMX.
     case bf16
@@ -20,8 +20,9 @@ public enum PrecisionChoice: String, Sendable, CaseIterable {
     /// for them where AMX runs it; fp32 for everything else — models whose quality in reduced
     /// precision nobody measured, the colorizer among them. On AVX-512 BF16 without AMX (AMD
     /// Zen 4 measured) bf16 convolutions run no faster than fp32 direct ones and lose fp32's
-    /// Winograd kernels, so bf16 is never chosen there. Not the default: pictures far from
-    /// the calibration photos (saturated synthetic patterns) clip in int8 (README, "int8").
+    /// Winograd kernels, so bf16 is never chosen there. The `vivify` command's default:
+    /// int8 runs whose activations clip (pictures far from the calibration photos, such as
+    /// saturated synthetic patterns) are done again in fp32.
     case auto
 
     /// What this choice runs as on this CPU for a model whose reduced-precision quality is
@@ -59,7 +60,8 @@ public enum PrecisionChoice: String, Sendable, CaseIterable {
         return note
     }
 
-    /// The choice in force (fp32 unless `apply`d; the `vivify` command's default too).
+    /// The choice in force: fp32 unless `apply`d (the library keeps pictures that do not depend
+    /// on the CPU's instructions; the `vivify` command applies `auto` unless told otherwise).
     public static var inForce: PrecisionChoice { allCases[chosen.load(ordering: .relaxed)] }
     private static let chosen = Atomic<Int>(0)
 

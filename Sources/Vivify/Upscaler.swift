@@ -43,6 +43,8 @@ public final class Upscaler {
     private let store: ModelStore
     /// The precision chosen for the model (`--precision`); int8 runs fp32 until calibrated.
     private let precision: ComputePrecision
+    /// The int8 engine, once the model runs int8.
+    private var int8Backend: DNNLBackend?
     /// Whether the model runs in int8 once calibrated, and is not yet: the first picture it
     /// upscales calibrates it (`calibrateInt8`).
     private var needsCalibration = false
@@ -73,24 +75,18 @@ public final class Upscaler {
         var engine = try backend.make()
         self.store = store
         if backend == .onednn {
-            let choice = PrecisionChoice.inForce
-            // Only int8 and auto can use a calibration; only they hash the model's files.
-            let shipped = choice == .int8 || choice == .auto && choice.resolved().precision != "fp32"
-                ? try ShippedCalibrations.calibration(files: loaded.files) : nil
-            precision = choice.precision(measured: shipped != nil)
-            switch precision {
-            case .int8:
-                let kept = try Int8CalibrationCache(store: store, name: loaded.name, files: loaded.files).load()
-                if let stored = kept ?? shipped {
-                    calibration = stored
-                    int8CalibrationOrigin = kept != nil ? "model store" : "shipped"
-                    engine = try DNNLBackend(precision: .int8, calibration: stored)
-                } else {
-                    engine = try DNNLBackend(precision: .fp32)
-                    needsCalibration = true
-                }
-            case let p:
-                engine = try DNNLBackend(precision: p)
+            let plan = try PrecisionPlan(model: loaded.name, files: loaded.files, store: store)
+            precision = plan.precision
+            if let c = plan.calibration {
+                calibration = c
+                int8CalibrationOrigin = plan.origin
+                let int8 = try DNNLBackend(precision: .int8, calibration: c)
+                int8Backend = int8
+                engine = int8
+            } else {
+                // int8 without a calibration yet runs fp32 until its first picture with detail.
+                needsCalibration = plan.precision == .int8
+                engine = try DNNLBackend(precision: needsCalibration ? .fp32 : plan.precision)
             }
         } else {
             precision = .fp32
@@ -161,7 +157,9 @@ public final class Upscaler {
 
     private func use(_ calibration: Int8Calibration, origin: String) throws {
         int8CalibrationOrigin = origin
-        runner = try TiledRunner(graph: graph, spec: spec, backend: DNNLBackend(precision: .int8, calibration: calibration), tileSize: requestedTile)
+        let int8 = try DNNLBackend(precision: .int8, calibration: calibration)
+        int8Backend = int8
+        runner = try TiledRunner(graph: graph, spec: spec, backend: int8, tileSize: requestedTile)
         self.calibration = calibration
         needsCalibration = false
     }
@@ -191,6 +189,10 @@ public final class Upscaler {
     /// `ShippedCalibrations`), "model store" (`vivify models calibrate`, or an earlier first
     /// picture), "first picture" or "manifest" (a segmented job's); nil when none is in use.
     public private(set) var int8CalibrationOrigin: String?
+
+    /// How many tile runs clipped in int8 and were done again in fp32 (pictures unlike the
+    /// calibration set, such as saturated synthetic patterns).
+    public var int8Fallbacks: Int { int8Backend?.int8Fallbacks ?? 0 }
 
     /// Whether the model runs int8 once calibrated (`--precision int8`, or `auto` on a catalog
     /// upscaler where the CPU has VNNI or AMX).

@@ -182,8 +182,8 @@ struct ThreadOptions: ParsableArguments {
 
 /// `--precision` of the commands that run models.
 struct PrecisionOptions: ParsableArguments {
-    @Option(help: "Number format of the models' convolutions: fp32 (default), auto (int8 for the upscalers whose int8 quality is measured, with their shipped calibrations, on CPUs with AVX-512 VNNI or AMX; fp32 for everything else), bf16 (CPUs with AVX-512 BF16 or AMX) or int8 (CPUs with AVX-512 VNNI or AMX; a catalog model's shipped calibration, else one kept by `vivify models calibrate`, else one taken on the first picture the model upscales). An explicit choice the CPU lacks runs fp32 with a note.")
-    var precision: PrecisionChoice = .fp32
+    @Option(help: "Number format of the models' convolutions: auto (default: int8 for the upscalers whose int8 quality is measured, with their shipped calibrations, on CPUs with AVX-512 VNNI or AMX; fp32 for everything else), fp32, bf16 (CPUs with AVX-512 BF16 or AMX) or int8 (CPUs with AVX-512 VNNI or AMX; a calibration kept by `vivify models calibrate`, else the shipped one, else one taken on the first picture the model upscales). int8 tiles that clip are run again in fp32. An explicit choice the CPU lacks runs fp32 with a note.")
+    var precision: PrecisionChoice = .auto
 
     /// Puts the precision in force (validated before `run`, like `--threads`).
     func validate() throws {
