@@ -14,9 +14,14 @@ struct Int8CalibrationCache {
     /// The cache file for the model read from `files` (named `name` when it has no files:
     /// the built-in one).
     init(store: ModelStore, name: String, files: [String]) throws {
+        try self.init(store: store, name: name, digest: SegmentedJob.digest(files: files))
+    }
+
+    /// The cache file for the model whose files have `digest` (`SegmentedJob.digest`).
+    init(store: ModelStore, name: String, digest: SHA256.Digest) {
         var hasher = SHA256()
         hasher.update(Array("vivify-int8-v3 \(name)".utf8))
-        hasher.update(try SegmentedJob.digest(files: files).bytes)
+        hasher.update(digest.bytes)
         url = store.directory.appendingPathComponent("int8").appendingPathComponent("\(hasher.finalize().hex).json")
     }
 
@@ -56,11 +61,16 @@ struct PrecisionPlan {
         let choice = PrecisionChoice.inForce
         // Only int8, and auto where the CPU could run int8, need to know of a shipped
         // calibration: only they hash the model's files.
-        let shipped = choice == .int8 || choice == .auto && choice.resolved().precision != "fp32"
-            ? try ShippedCalibrations.calibration(files: files) : nil
+        guard choice == .int8 || choice == .auto && choice.resolved().precision != "fp32" else {
+            precision = choice.precision(measured: false)
+            return
+        }
+        // One hash of the files serves both the shipped table and the model store's key.
+        let digest = try SegmentedJob.digest(files: files)
+        let shipped = files.isEmpty ? nil : ShippedCalibrations.calibration(digest: digest.hex)
         precision = choice.precision(measured: shipped != nil)
         guard precision == .int8 else { return }
-        if let kept = try Int8CalibrationCache(store: store, name: name, files: files).load() {
+        if let kept = Int8CalibrationCache(store: store, name: name, digest: digest).load() {
             (calibration, origin) = (kept, "model store")
         } else if let shipped {
             (calibration, origin) = (shipped, "shipped")

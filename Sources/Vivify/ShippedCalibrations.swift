@@ -8,12 +8,6 @@ import Foundation
 /// (`PrecisionTests`). Keyed by the SHA-256 of the model's files (`SegmentedJob.digest`), so a
 /// catalog model given by path gets its calibration too, and changed weights get none.
 enum ShippedCalibrations {
-    /// The shipped calibration of the model read from `files`, nil when it has none.
-    static func calibration(files: [String]) throws -> Int8Calibration? {
-        guard !files.isEmpty else { return nil }
-        return calibration(digest: try SegmentedJob.digest(files: files).hex)
-    }
-
     /// The shipped calibration of the model whose files have `digest` (hex).
     static func calibration(digest: String) -> Int8Calibration? {
         guard let entry = table[digest] else { return nil }
