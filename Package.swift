@@ -58,7 +58,7 @@ let package = Package(
         ),
         .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "Vivify"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "EngineDNNL", "ModelFormats"], exclude: ["Fixtures"]),
-        .testTarget(name: "VivifyTests", dependencies: ["Vivify", "ModelFormats", "MediaIO", "ModelCatalog", "Tracing"]),
+        .testTarget(name: "VivifyTests", dependencies: ["Vivify", "EngineDNNL", "ModelFormats", "MediaIO", "ModelCatalog", "Tracing"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
         .testTarget(name: "TracingTests", dependencies: ["Tracing"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["CZip", "CDNNL", "CFFmpeg"]),

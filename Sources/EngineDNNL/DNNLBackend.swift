@@ -219,6 +219,8 @@ final class DNNLPrepared: PreparedGraph {
     /// The same graph and input in fp32, for runs whose int8 activations clipped (made on first
     /// need).
     private var fallback: DNNLPrepared?
+    /// Whether this graph's recent int8 runs clipped (int8 only).
+    private var clipHistory = ClipHistory()
     let shapes: [Shape]
     let inputShape: Shape
     let outputShape: Shape
@@ -313,26 +315,38 @@ final class DNNLPrepared: PreparedGraph {
         // OpenMP's thread count is per calling thread: set it on whichever thread runs this.
         OpenMPThreads.apply(ComputeThreads.count)
         clips.worst = 0
-        try backend.arena.withBlock(bytes: planner.total) { base, generation in
-            if generation != boundGeneration {
-                planner.bind(base: base)
-                boundGeneration = generation
+        // Pictures unlike the calibration set (saturated synthetic colours, some busy photos
+        // under Real-CUGAN) drive layers past their ranges; such a run stops at the first layer
+        // that clips and is done in fp32 rather than returned clipped. When most recent runs of
+        // this graph clipped, the next ones go straight to fp32 for a while (`ClipHistory`), so
+        // content that clips costs about what fp32 costs, not int8 and fp32 both.
+        var clipped = false
+        if precision != .int8 || clipHistory.tryInt8() {
+            do {
+                try backend.arena.withBlock(bytes: planner.total) { base, generation in
+                    if generation != boundGeneration {
+                        planner.bind(base: base)
+                        boundGeneration = generation
+                    }
+                    try runSteps(input: input, output: output)
+                }
+            } catch is Int8Clipped {
+                clipped = true
             }
-            try runSteps(input: input, output: output)
-        }
-        if Self.reportClips, precision == .int8 {
-            let text = Array(String(format: "int8 clipped share %.6f\n", clips.worst).utf8)
-            _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-        }
-        // Pictures unlike the calibration set (saturated synthetic colours) drive layers past
-        // their ranges; such a run is done again in fp32 rather than returned clipped.
-        if precision == .int8, clips.worst > Int8Tuning.maxClipped {
-            if fallback == nil {
-                fallback = try DNNLPrepared(backend: backend, graph: sourceGraph, input: inputShape, precision: .fp32)
+            // (Under VIVIFY_INT8_CLIPS the checks measure the whole run instead of stopping it.)
+            if precision == .int8, clips.worst > Int8Tuning.maxClipped { clipped = true }
+            if Self.reportClips, precision == .int8 {
+                let text = Array(String(format: "int8 clipped share %.6f\n", clips.worst).utf8)
+                _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
             }
-            try fallback!.run(input: input, output: output)
-            backend.fallbacks.add(1, ordering: .relaxed)
+            if precision == .int8 { clipHistory.record(clipped: clipped) }
+            if !clipped { return }
         }
+        if fallback == nil {
+            fallback = try DNNLPrepared(backend: backend, graph: sourceGraph, input: inputShape, precision: .fp32)
+        }
+        try fallback!.run(input: input, output: output)
+        backend.fallbacks.add(1, ordering: .relaxed)
     }
 
     /// VIVIFY_INT8_CLIPS=1 prints each int8 run's worst clipped share on stderr (for tuning).
@@ -347,6 +361,7 @@ final class DNNLPrepared: PreparedGraph {
         let clips = self.clips
         appendLoop([m]) {
             clips.worst = max(clips.worst, ClipMeter.saturatedShare(UnsafeRawPointer(m.pointer), bytes: bytes))
+            if clips.worst > Int8Tuning.maxClipped, !Self.reportClips { throw Int8Clipped() }
         }
     }
 

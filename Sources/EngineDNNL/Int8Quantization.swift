@@ -53,6 +53,43 @@ enum Int8Tuning {
     static let maxClipped: Double = 0.001
 }
 
+/// Thrown by a clip check to stop an int8 run at the first layer past `Int8Tuning.maxClipped`.
+struct Int8Clipped: Error {}
+
+/// Whether an int8 graph's recent runs clipped, and so whether the next run should try int8
+/// at all: after 3 of the last 4 tried runs clipped, the next 12 go straight to fp32, then int8
+/// is tried again. Consecutive tiles and frames look alike, so a busy stretch that clips costs
+/// fp32's time plus one int8 try in 13, and a calm one returns to int8 within 13 runs.
+struct ClipHistory {
+    /// The last tried runs, newest in bit 0: 1 where the run clipped.
+    private(set) var recent: UInt8 = 0
+    private(set) var tried = 0
+    /// Runs still to go straight to fp32.
+    private(set) var skipping = 0
+
+    static let window = 4, clippedToSkip = 3, skipRuns = 12
+
+    /// Whether to try int8 for this run (counts a skipped one).
+    mutating func tryInt8() -> Bool {
+        if skipping > 0 {
+            skipping -= 1
+            return false
+        }
+        return true
+    }
+
+    mutating func record(clipped: Bool) {
+        recent = (recent << 1) | (clipped ? 1 : 0)
+        tried += 1
+        let mask = UInt8((1 << Self.window) - 1)
+        if tried >= Self.clippedToSkip, (recent & mask).nonzeroBitCount >= Self.clippedToSkip {
+            skipping = Self.skipRuns
+            recent = 0
+            tried = 0
+        }
+    }
+}
+
 /// The worst share of clipped u8 activations seen in a run (`DNNLPrepared`'s checks).
 final class ClipMeter: @unchecked Sendable {
     var worst: Double = 0

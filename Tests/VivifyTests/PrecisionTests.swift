@@ -1,4 +1,5 @@
 import Foundation
+@testable import EngineDNNL
 import MediaIO
 import ModelCatalog
 import Vivify
@@ -220,6 +221,50 @@ final class PrecisionTests: XCTestCase {
             XCTAssertGreaterThan(int8.int8Fallbacks, 0, "\(model): the bars clip")
             XCTAssertEqual(a.data, b.data, "\(model): clipped tiles are fp32's")
         }
+    }
+
+    /// Content that keeps clipping (three of four runs of a tile shape) goes straight to fp32
+    /// for a while instead of paying int8 and fp32 for every tile, then int8 is tried again:
+    /// a photo right after the bars comes out as fp32's, and a few photos later as int8's.
+    func testPicturesThatKeepClippingRunInFP32ForAWhileThenInt8Again() throws {
+        guard PrecisionChoice.int8.resolved().note == nil else { throw XCTSkip("this CPU has no AVX-512 VNNI") }
+        let store = try UpscaleQualityTests.store()
+        let (w, h) = (160, 96)
+        var bars = FloatPlanarImage(channels: 3, width: w, height: h)
+        for y in 0..<h {
+            for x in 0..<w {
+                for k in 0..<3 { bars.data[(k * h + y) * w + x] = Float((x / 20 >> k) & 1) }
+            }
+        }
+        // A crop of a calibration photo the same size as the bars: the same tile shapes.
+        let full = try Self.calibrationPhotos()[2]
+        var photo = FloatPlanarImage(channels: 3, width: w, height: h)
+        for k in 0..<3 {
+            for y in 0..<h {
+                for x in 0..<w { photo.data[(k * h + y) * w + x] = full.data[(k * full.height + y) * full.width + x] }
+            }
+        }
+        PrecisionChoice.fp32.apply()
+        let fp32 = try Upscaler(model: "waifu2x-photo-2x", store: store)
+        PrecisionChoice.int8.apply()
+        let int8 = try Upscaler(model: "waifu2x-photo-2x", store: store)
+        var reference = FloatPlanarImage(channels: 3, width: 1, height: 1), out = reference
+        try fp32.upscale(photo, into: &reference)
+        try int8.upscale(photo, into: &out)
+        XCTAssertNotEqual(out.data, reference.data, "a photo runs in int8")
+        XCTAssertEqual(int8.int8Fallbacks, 0)
+        for _ in 0..<ClipHistory.window { try int8.upscale(bars, into: &out) }
+        let afterBars = int8.int8Fallbacks
+        XCTAssertGreaterThanOrEqual(afterBars, ClipHistory.window, "every tile of the bars ran in fp32")
+        try int8.upscale(photo, into: &out)
+        XCTAssertEqual(out.data, reference.data, "right after the bars the photo goes straight to fp32")
+        var photosUntilInt8 = 1
+        while out.data == reference.data, photosUntilInt8 < 3 * ClipHistory.skipRuns {
+            try int8.upscale(photo, into: &out)
+            photosUntilInt8 += 1
+        }
+        XCTAssertNotEqual(out.data, reference.data, "int8 is tried again")
+        XCTAssertLessThanOrEqual(photosUntilInt8, ClipHistory.skipRuns + 1, "within the skipped runs and one try")
     }
 
     /// bf16 runs as asked on a CPU that has it, else falls back to fp32 with a note; fp32 and
