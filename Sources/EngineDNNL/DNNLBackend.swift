@@ -28,6 +28,18 @@ public final class DNNLBackend: InferenceBackend, @unchecked Sendable {
     /// How many runs of int8 graphs clipped and were run again in fp32 (`Int8Tuning.maxClipped`).
     public var int8Fallbacks: Int { fallbacks.load(ordering: .relaxed) }
     let fallbacks = Atomic<Int>(0)
+    /// How many of those went straight to fp32 without trying int8 (`ClipHistory`).
+    public var int8Skips: Int { skips.load(ordering: .relaxed) }
+    let skips = Atomic<Int>(0)
+    /// Bumped by `beginPicture`: each prepared graph's clip history starts afresh with a picture.
+    let picture = Atomic<Int>(0)
+
+    /// Marks the start of a picture: whether int8 is tried for a tile then depends on that
+    /// picture's earlier tiles alone, so a frame comes out the same whatever ran before it
+    /// (a segment resumed or run on another worker, a batch in another order).
+    public func beginPicture() {
+        picture.add(1, ordering: .relaxed)
+    }
 
     /// The precision backends made without one compute in (`--precision`; fp32 unless set).
     public static var defaultPrecision: ComputePrecision {
@@ -221,6 +233,8 @@ final class DNNLPrepared: PreparedGraph {
     private var fallback: DNNLPrepared?
     /// Whether this graph's recent int8 runs clipped (int8 only).
     private var clipHistory = ClipHistory()
+    /// The picture (`DNNLBackend.beginPicture`) `clipHistory` is about.
+    private var historyPicture = 0
     let shapes: [Shape]
     let inputShape: Shape
     let outputShape: Shape
@@ -318,10 +332,17 @@ final class DNNLPrepared: PreparedGraph {
         // Pictures unlike the calibration set (saturated synthetic colours, some busy photos
         // under Real-CUGAN) drive layers past their ranges; such a run stops at the first layer
         // that clips and is done in fp32 rather than returned clipped. When most recent runs of
-        // this graph clipped, the next ones go straight to fp32 for a while (`ClipHistory`), so
-        // content that clips costs about what fp32 costs, not int8 and fp32 both.
+        // this graph in the picture clipped, its next tiles go straight to fp32 for a while
+        // (`ClipHistory`), so content that clips costs about what fp32 costs, not int8 and fp32
+        // both.
         var clipped = false
-        if precision != .int8 || clipHistory.tryInt8() {
+        let picture = backend.picture.load(ordering: .relaxed)
+        if picture != historyPicture {
+            clipHistory = ClipHistory()
+            historyPicture = picture
+        }
+        let tries = precision != .int8 || clipHistory.tryInt8()
+        if tries {
             do {
                 try backend.arena.withBlock(bytes: planner.total) { base, generation in
                     if generation != boundGeneration {
@@ -347,6 +368,7 @@ final class DNNLPrepared: PreparedGraph {
         }
         try fallback!.run(input: input, output: output)
         backend.fallbacks.add(1, ordering: .relaxed)
+        if !tries { backend.skips.add(1, ordering: .relaxed) }
     }
 
     /// VIVIFY_INT8_CLIPS=1 prints each int8 run's worst clipped share on stderr (for tuning).

@@ -56,10 +56,11 @@ enum Int8Tuning {
 /// Thrown by a clip check to stop an int8 run at the first layer past `Int8Tuning.maxClipped`.
 struct Int8Clipped: Error {}
 
-/// Whether an int8 graph's recent runs clipped, and so whether the next run should try int8
-/// at all: after 3 of the last 4 tried runs clipped, the next 12 go straight to fp32, then int8
-/// is tried again. Consecutive tiles and frames look alike, so a busy stretch that clips costs
-/// fp32's time plus one int8 try in 13, and a calm one returns to int8 within 13 runs.
+/// Whether an int8 graph's recent runs in a picture clipped, and so whether the next tile
+/// should try int8 at all: after 3 of the last 4 tried runs clipped, the next 12 go straight to
+/// fp32, then int8 is tried again. Neighbouring tiles look alike, so a busy stretch that clips
+/// costs fp32's time plus one int8 try in 13, and a calm one returns to int8 within 13 tiles.
+/// Each picture starts afresh (`DNNLBackend.beginPicture`), so its result is its own.
 struct ClipHistory {
     /// The last tried runs, newest in bit 0: 1 where the run clipped.
     private(set) var recent: UInt8 = 0

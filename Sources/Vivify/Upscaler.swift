@@ -194,6 +194,10 @@ public final class Upscaler {
     /// calibration set, such as saturated synthetic patterns).
     public var int8Fallbacks: Int { int8Backend?.int8Fallbacks ?? 0 }
 
+    /// How many of those tile runs went straight to fp32, after most of the picture's tiles
+    /// before them clipped.
+    public var int8Skips: Int { int8Backend?.int8Skips ?? 0 }
+
     /// Whether the model runs int8 once calibrated (`--precision int8`, or `auto` on a catalog
     /// upscaler where the CPU has VNNI or AMX).
     public var quantisesToInt8: Bool { precision == .int8 }
@@ -219,6 +223,7 @@ public final class Upscaler {
     private func run(_ input: FloatPlanarImage, into out: inout FloatPlanarImage, with runner: TiledRunner? = nil) throws {
         if needsCalibration, runner == nil, Self.canCalibrate(input) { try calibrateInt8(on: [input]) }
         let runner = runner ?? self.runner
+        int8Backend?.beginPicture()
         try input.data.withUnsafeBufferPointer { i in
             try out.data.withUnsafeMutableBufferPointer { o in
                 try runner.run(input: i, channels: 3, height: input.height, width: input.width, output: o)

@@ -223,21 +223,27 @@ final class PrecisionTests: XCTestCase {
         }
     }
 
-    /// Content that keeps clipping (three of four runs of a tile shape) goes straight to fp32
-    /// for a while instead of paying int8 and fp32 for every tile, then int8 is tried again:
-    /// a photo right after the bars comes out as fp32's, and a few photos later as int8's.
-    func testPicturesThatKeepClippingRunInFP32ForAWhileThenInt8Again() throws {
+    /// In a picture whose tiles keep clipping (three of four runs of a tile shape), the next
+    /// tiles go straight to fp32 instead of paying int8 and fp32 each; every picture starts
+    /// afresh, so a picture's result never depends on what ran before it.
+    func testTilesThatKeepClippingGoStraightToFP32WithinAPicture() throws {
         guard PrecisionChoice.int8.resolved().note == nil else { throw XCTSkip("this CPU has no AVX-512 VNNI") }
         let store = try UpscaleQualityTests.store()
-        let (w, h) = (160, 96)
+        // Primary and secondary bars with a checker, 480×288: many tiles that all clip.
+        let (w, h) = (480, 288)
         var bars = FloatPlanarImage(channels: 3, width: w, height: h)
         for y in 0..<h {
             for x in 0..<w {
-                for k in 0..<3 { bars.data[(k * h + y) * w + x] = Float((x / 20 >> k) & 1) }
+                for k in 0..<3 { bars.data[(k * h + y) * w + x] = y % 96 < 64 ? Float((x / 20 >> k) & 1) : Float((x / 8 + y / 8) % 2) }
             }
         }
-        // A crop of a calibration photo the same size as the bars: the same tile shapes.
-        let full = try Self.calibrationPhotos()[2]
+        // A photo of the same size, so that its tiles run on the same graphs as the bars'.
+        let dir = UpscaleQualityTests.shared.appendingPathComponent("datasets/train/BSD200").path
+        let name = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()[2]
+        var full = FloatPlanarImage(channels: 3, width: 1, height: 1)
+        full.load(from: UpscaleQualityTests.frame(try ImageIO.read(path: "\(dir)/\(name)").color))
+        XCTAssertGreaterThanOrEqual(full.width, w)
+        XCTAssertGreaterThanOrEqual(full.height, h)
         var photo = FloatPlanarImage(channels: 3, width: w, height: h)
         for k in 0..<3 {
             for y in 0..<h {
@@ -245,26 +251,32 @@ final class PrecisionTests: XCTestCase {
             }
         }
         PrecisionChoice.fp32.apply()
-        let fp32 = try Upscaler(model: "waifu2x-photo-2x", store: store)
+        let fp32 = try Upscaler(model: "waifu2x-photo-2x", tile: 64, store: store)
         PrecisionChoice.int8.apply()
-        let int8 = try Upscaler(model: "waifu2x-photo-2x", store: store)
-        var reference = FloatPlanarImage(channels: 3, width: 1, height: 1), out = reference
-        try fp32.upscale(photo, into: &reference)
-        try int8.upscale(photo, into: &out)
-        XCTAssertNotEqual(out.data, reference.data, "a photo runs in int8")
-        XCTAssertEqual(int8.int8Fallbacks, 0)
-        for _ in 0..<ClipHistory.window { try int8.upscale(bars, into: &out) }
-        let afterBars = int8.int8Fallbacks
-        XCTAssertGreaterThanOrEqual(afterBars, ClipHistory.window, "every tile of the bars ran in fp32")
-        try int8.upscale(photo, into: &out)
-        XCTAssertEqual(out.data, reference.data, "right after the bars the photo goes straight to fp32")
-        var photosUntilInt8 = 1
-        while out.data == reference.data, photosUntilInt8 < 3 * ClipHistory.skipRuns {
-            try int8.upscale(photo, into: &out)
-            photosUntilInt8 += 1
-        }
-        XCTAssertNotEqual(out.data, reference.data, "int8 is tried again")
-        XCTAssertLessThanOrEqual(photosUntilInt8, ClipHistory.skipRuns + 1, "within the skipped runs and one try")
+        let int8 = try Upscaler(model: "waifu2x-photo-2x", tile: 64, store: store)
+        let alone = try Upscaler(model: "waifu2x-photo-2x", tile: 64, store: store)
+        var reference = FloatPlanarImage(channels: 3, width: 1, height: 1), first = reference
+        try fp32.upscale(bars, into: &reference)
+        try int8.upscale(bars, into: &first)
+        XCTAssertTrue(first.data == reference.data, "every tile of the bars is fp32's")
+        let tiles = int8.int8Fallbacks, skips = int8.int8Skips
+        XCTAssertGreaterThan(tiles, 2 * ClipHistory.window, "the bars make many tiles")
+        XCTAssertGreaterThan(tiles - skips, 0, "the first tiles tried int8")
+        XCTAssertLessThan(tiles - skips, tiles / 2, "most tiles went straight to fp32")
+        // The photo right after the bars runs in int8 from its first tile, as on its own.
+        var photoAlone = reference, photoAfter = reference, photoFP32 = reference
+        try alone.upscale(photo, into: &photoAlone)
+        XCTAssertEqual(alone.int8Fallbacks, 0, "the photo does not clip")
+        try int8.upscale(photo, into: &photoAfter)
+        XCTAssertEqual(int8.int8Skips, skips, "no tile of the photo skipped int8")
+        XCTAssertTrue(photoAfter.data == photoAlone.data, "a picture's result is its own")
+        try fp32.upscale(photo, into: &photoFP32)
+        XCTAssertFalse(photoAfter.data == photoFP32.data, "the photo runs in int8")
+        // The bars again: the same tiles skip.
+        var again = reference
+        try int8.upscale(bars, into: &again)
+        XCTAssertTrue(again.data == first.data, "the bars again: the same result")
+        XCTAssertEqual(int8.int8Skips - skips, skips, "each picture's history starts afresh")
     }
 
     /// bf16 runs as asked on a CPU that has it, else falls back to fp32 with a note; fp32 and
