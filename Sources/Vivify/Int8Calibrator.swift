@@ -56,6 +56,9 @@ struct PrecisionPlan {
     var calibration: Int8Calibration?
     /// "model store" or "shipped" (`Upscaler.int8CalibrationOrigin`).
     var origin: String?
+    /// The SHA-256 of the model's files, where the plan needed it (int8, or auto on a CPU that
+    /// runs int8).
+    var digest: SHA256.Digest?
 
     init(model name: String, files: [String], store: ModelStore) throws {
         let choice = PrecisionChoice.inForce
@@ -67,6 +70,7 @@ struct PrecisionPlan {
         }
         // One hash of the files serves both the shipped table and the model store's key.
         let digest = try SegmentedJob.digest(files: files)
+        self.digest = digest
         let shipped = files.isEmpty ? nil : ShippedCalibrations.calibration(digest: digest.hex)
         precision = choice.precision(measured: shipped != nil)
         guard precision == .int8 else { return }
@@ -117,7 +121,7 @@ public enum Int8Calibrator {
         let calibration = try upscaler.measureInt8Ranges(on: images)
         let cache = try upscaler.int8Cache()
         try cache.save(calibration)
-        let digest = try SegmentedJob.digest(files: upscaler.modelFiles).hex
+        let digest = try upscaler.filesDigest().hex
         struct Shipped: Encodable {
             var model: String
             var digest: String

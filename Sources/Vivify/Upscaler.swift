@@ -77,6 +77,7 @@ public final class Upscaler {
         if backend == .onednn {
             let plan = try PrecisionPlan(model: loaded.name, files: loaded.files, store: store)
             precision = plan.precision
+            digest = plan.digest
             if let c = plan.calibration {
                 calibration = c
                 int8CalibrationOrigin = plan.origin
@@ -143,8 +144,18 @@ public final class Upscaler {
 
     /// Where this model's int8 calibration is kept in the model store.
     func int8Cache() throws -> Int8CalibrationCache {
-        try Int8CalibrationCache(store: store, name: name, files: modelFiles)
+        Int8CalibrationCache(store: store, name: name, digest: try filesDigest())
     }
+
+    /// The SHA-256 of the model's files (`SegmentedJob.digest`), hashed once per load: the
+    /// precision plan's when it needed one, else on first use.
+    func filesDigest() throws -> SHA256.Digest {
+        if let digest { return digest }
+        let d = try SegmentedJob.digest(files: modelFiles)
+        digest = d
+        return d
+    }
+    private var digest: SHA256.Digest?
 
     /// The int8 input ranges of every layer on `images` (planar RGB, [0, 1]), measured in fp32
     /// and kept nowhere (`vivify models calibrate` writes them where asked).

@@ -108,15 +108,22 @@ final class PrecisionTests: XCTestCase {
         return param.path
     }
 
+    /// A temporary folder `prefix`-pid holding `unmeasuredModel` and an empty model store
+    /// (the catalog mirror from ../shared).
+    static func unmeasuredModelAndStore(_ prefix: String) throws -> (dir: URL, model: String, store: ModelStore) {
+        let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("\(prefix)-\(getpid())")
+        let model = try unmeasuredModel(in: dir.appendingPathComponent("model"))
+        let store = ModelStore(directory: dir.appendingPathComponent("store"), mirror: UpscaleQualityTests.shared.appendingPathComponent("models"))
+        return (dir, model, store)
+    }
+
     /// An int8 model without a shipped calibration calibrates on its first picture with
     /// detail and keeps that in the model store: the next Upscaler of it runs int8 from its
     /// first picture, with the same result.
     func testInt8CalibrationIsKeptBesideTheModelStore() throws {
         guard PrecisionChoice.int8.resolved().note == nil else { throw XCTSkip("this CPU has no AVX-512 VNNI") }
-        let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("vivify-int8-cache-\(getpid())")
+        let (dir, model, store) = try Self.unmeasuredModelAndStore("vivify-int8-cache")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let model = try Self.unmeasuredModel(in: dir.appendingPathComponent("model"))
-        let store = ModelStore(directory: dir.appendingPathComponent("store"), mirror: UpscaleQualityTests.shared.appendingPathComponent("models"))
         PrecisionChoice.int8.apply()
         let first = try Upscaler(model: model, store: store)
         XCTAssertFalse(first.runsInt8, "nothing calibrated yet")
@@ -151,10 +158,8 @@ final class PrecisionTests: XCTestCase {
     /// fp32 does, even after it was calibrated.
     func testAutoRunsMeasuredModelsInInt8AndOthersInFP32() throws {
         guard PrecisionChoice.int8.resolved().note == nil else { throw XCTSkip("this CPU has no AVX-512 VNNI") }
-        let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("vivify-auto-\(getpid())")
+        let (dir, tweaked, store) = try Self.unmeasuredModelAndStore("vivify-auto")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let tweaked = try Self.unmeasuredModel(in: dir.appendingPathComponent("model"))
-        let store = ModelStore(directory: dir.appendingPathComponent("store"), mirror: UpscaleQualityTests.shared.appendingPathComponent("models"))
         let photo = try Self.calibrationPhotos()[1]
         func upscaled(_ model: String, _ choice: PrecisionChoice) throws -> (precision: String, origin: String?, data: [Float]) {
             choice.apply()
