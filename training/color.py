@@ -29,8 +29,18 @@ flips, and on the input only, degradations of old film (gamma and contrast shift
 scratches, dust, JPEG). The frozen encoder's features for every crop are computed once and
 cached (fp16, --out/cache), so only the decoder trains: the CPU is enough.
 
+Options beyond the shipped recipe (tried in the issue-11 session of 2026-11-26, see
+Models/training-logs/README.md; neither beat the shipped decoder on the tune split):
+  --finetune  also trains the encoder's layers after the 14x14 tap (the 7x7 stage and the
+              320 -> 1280 convolution) at --encoder-lr, run from the cached 14x14 features;
+  --ema D     evaluates, keeps and exports an exponential average of the weights;
+  --final     keeps the last checkpoint instead of the best one on the tune split;
+  --cache DIR / --cache-only  build the feature caches once and share them between runs.
+
 Usage: python3 training/color.py --minutes 40 --out training/runs/color
        python3 training/color.py --out training/runs/color --export-only
+       python3 training/color.py --cache training/runs/shared --cache-only
+       python3 training/color.py --cache training/runs/shared --out training/runs/ft --finetune --ema 0.995 --minutes 50
 """
 import argparse, csv, io, json, math, os, random, time
 
@@ -41,7 +51,7 @@ import torch.nn.functional as F
 from PIL import Image, ImageFilter
 
 from common import NcnnWriter, ab_error_histogram, ab_prior, colourfulness, image_files, pooled_auc, rebalance_weights
-from tflite import ADD, CONV_2D, DEPTHWISE_CONV_2D, PAD_SAME, ACT_RELU6, TFLiteNet, same_padding
+from tflite import ADD, CONV_2D, DEPTHWISE_CONV_2D, PAD_SAME, ACT_RELU6, TFLiteNet, run_layers, same_padding
 
 GRID, SIGMA, LAMBDA, AB_SCALE = 10.0, 5.0, 0.5, 110.0
 SIZE = 224
@@ -147,6 +157,75 @@ class Decoder(nn.Module):
         """Annealed mean in CIE units. `alpha` undoes that share of the class rebalancing: a
         rebalanced model predicts q(bin) ~ p(bin) w(bin), so logits - log w are calibrated."""
         return torch.einsum("bqhw,qc->bchw", F.softmax((logits - alpha * self.log_w[:, None, None]) / t, 1), self.bins) * scale
+
+
+class Upper(nn.Module):
+    """The encoder's layers after the 14x14 tap (the stride-2 block into 7x7, the 7x7 blocks
+    and the 320 -> 1280 convolution: about a third of its weights but a tenth of its work) as
+    trainable parameters, for --finetune. They run from the cached 14x14 features, so only
+    this slice costs time; the layers keep sharing the parameters, so export writes the
+    fine-tuned weights."""
+
+    def __init__(self, encoder):
+        super().__init__()
+        outputs = [l.output for l in encoder.layers]
+        self.layers = encoder.layers[outputs.index(encoder.taps[2]) + 1:]
+        self.f14, self.f7, self.g = encoder.taps[2], encoder.taps[3], encoder.taps[4]
+        self.weights, self.biases = nn.ParameterList(), nn.ParameterList()
+        for layer in self.layers:
+            if layer.weight is not None:
+                layer.weight = nn.Parameter(layer.weight.detach().clone())
+                layer.bias = nn.Parameter(layer.bias.detach().clone())
+                self.weights.append(layer.weight); self.biases.append(layer.bias)
+
+    def forward(self, f14):
+        values = run_layers(self.layers, {self.f14: f14}, stop_after=self.g)
+        return values[self.f7], values[self.g].mean((2, 3))
+
+    def write_to(self, encoder):
+        """Copies these weights into `encoder`'s own layers (frozen tensors)."""
+        it = iter(zip(self.weights, self.biases))
+        start = [l.output for l in encoder.layers].index(encoder.taps[2]) + 1
+        for layer in encoder.layers[start:]:
+            if layer.weight is not None:
+                w, b = next(it)
+                layer.weight, layer.bias = w.detach().clone(), b.detach().clone()
+
+
+class Colorizer(nn.Module):
+    """Decoder, plus the encoder's upper layers when they are fine-tuned."""
+
+    def __init__(self, decoder, upper=None):
+        super().__init__()
+        self.decoder, self.upper = decoder, upper
+
+    def forward(self, f56, f28, f14, f7, g):
+        if self.upper is not None:
+            f7, g = self.upper(f14)
+        return self.decoder(f56, f28, f14, f7, g)
+
+    def ab(self, logits, t, scale=1.0, alpha=0.0):
+        return self.decoder.ab(logits, t, scale, alpha)
+
+
+class EMA:
+    """Exponential moving average of a model's weights and batch-norm statistics: the
+    averaged decoder is what is evaluated, kept and exported (a smoother choice than any one
+    step of a noisy run on little data)."""
+
+    def __init__(self, model, decay):
+        import copy
+        self.decay, self.model = decay, copy.deepcopy(model)
+        for p in self.model.parameters():
+            p.requires_grad_(False)
+
+    @torch.no_grad()
+    def update(self, model):
+        for a, b in zip(self.model.state_dict().values(), model.state_dict().values()):
+            if a.dtype.is_floating_point:
+                a.mul_(self.decay).add_(b.detach(), alpha=1 - self.decay)
+            else:
+                a.copy_(b)
 
 
 # --- data: crops, film degradations, cached features -----------------------------------------
@@ -469,6 +548,8 @@ def main():
     ap.add_argument("--val", default="../shared/datasets/val/BSD100")
     ap.add_argument("--backbone", default=BACKBONE)
     ap.add_argument("--out", default="training/runs/color")
+    ap.add_argument("--cache", default=None, help="folder of the feature caches (default: --out), to share them between runs")
+    ap.add_argument("--cache-only", action="store_true", help="build the feature caches and stop")
     ap.add_argument("--crops", type=int, default=12, help="cached crops per training photograph in each cache set")
     ap.add_argument("--cache-sets", type=int, default=2, help="cache sets, each with its own seed (crops and degradations)")
     ap.add_argument("--dropout", type=float, default=0.1, help="feature-map dropout on the encoder taps while training")
@@ -478,11 +559,15 @@ def main():
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--rebalance", type=float, default=LAMBDA, help="class rebalancing lambda (Zhang et al.): 0 weighs every colour bin alike, 1 every pixel alike (no rebalancing)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--finetune", action="store_true", help="also train the encoder's layers after the 14x14 tap (from the cached 14x14 features)")
+    ap.add_argument("--encoder-lr", type=float, default=1e-4, help="learning rate of the fine-tuned encoder layers")
+    ap.add_argument("--ema", type=float, default=0.0, help="decay of a weight average that is evaluated and kept instead of the raw weights, e.g. 0.995 (0: none, as the shipped decoder)")
     ap.add_argument("--threads", type=int, default=max(1, os.cpu_count() or 1))
     ap.add_argument("--minutes", type=float, default=0, help="stop after this many minutes (0: no limit)")
     ap.add_argument("--eval-every", type=int, default=300)
     ap.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt (weights, optimizer, step)")
-    ap.add_argument("--export-only", action="store_true", help="choose the decoding for --out/checkpoint.pt and export it")
+    ap.add_argument("--export-only", action="store_true", help="choose the decoding for --out/checkpoint-best.pt and export it")
+    ap.add_argument("--final", action="store_true", help="keep the last checkpoint (the weight average at the end of the schedule) rather than the one with the best tune margin")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     random.seed(args.seed); np.random.seed(args.seed); torch.manual_seed(args.seed)
@@ -490,49 +575,65 @@ def main():
     encoder = Encoder(args.backbone)
     train_files, tune_files, test_files = split_files(args.train)
     print(f"{len(train_files)} training, {len(tune_files)} tune, {len(test_files)} test photographs", flush=True)
-    paths = [os.path.join(args.out, "cache" + ("" if k == 0 else str(k + 1))) for k in range(args.cache_sets)]
+    cache_root = args.cache or args.out
+    paths = [os.path.join(cache_root, "cache" + ("" if k == 0 else str(k + 1))) for k in range(args.cache_sets)]
     for k, cache in enumerate(paths):
         if not os.path.exists(os.path.join(cache, "ab.npy")):
             build_cache(encoder, train_files, args.crops, args.seed + k, cache)
+    if args.cache_only:
+        return
     data = Caches(paths)
     bins, weights = quantize_prior(data.parts[0][5], args.rebalance)
     print(f"{len(data)} cached crops in {len(paths)} sets, {len(bins)} ab bins", flush=True)
-    decoder = Decoder(encoder.channels, bins, args.dropout)
-    decoder.log_w.copy_(torch.log(weights))
     ckpt = os.path.join(args.out, "checkpoint.pt")
-    opt = torch.optim.Adam(decoder.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-    step, spent = 0, 0.0
+    best_path = os.path.join(args.out, "checkpoint-best.pt")
+    state = None
     if args.resume or args.export_only:
-        state = torch.load(ckpt, weights_only=False)  # our own checkpoint
-        decoder = Decoder(encoder.channels, state["bins"], args.dropout); decoder.load_state_dict(state["model"], strict=False)
+        state = torch.load(best_path if args.export_only and not args.final else ckpt, weights_only=False)  # our own checkpoint
         if not np.allclose(state["bins"], bins):
             raise SystemExit("the checkpoint's bins differ from the cache's: resume with the cache it was trained on")
-        decoder.log_w.copy_(torch.log(weights))
-        bins, step, spent = state["bins"], state["step"], state.get("seconds", 0.0)
-        opt = torch.optim.Adam(decoder.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-        if "opt" in state:
+        args.finetune = state.get("finetune", False)
+        if "ema" in state and args.ema == 0:
+            args.ema = state.get("ema_decay", 0.995)  # a checkpoint of an averaged run keeps its average
+    model = Colorizer(Decoder(encoder.channels, bins, args.dropout), Upper(encoder) if args.finetune else None)
+    model.decoder.log_w.copy_(torch.log(weights))
+    groups = [{"params": list(model.decoder.parameters()), "lr": args.lr, "base_lr": args.lr}]
+    if model.upper is not None:
+        groups.append({"params": list(model.upper.parameters()), "lr": args.encoder_lr, "base_lr": args.encoder_lr, "weight_decay": 0.0})
+    opt = torch.optim.Adam(groups, weight_decay=args.weight_decay)
+    ema = EMA(model, args.ema) if args.ema > 0 else None
+    step, spent = 0, 0.0
+    if state is not None:
+        model.load_state_dict(state["model"])
+        if ema is not None and "ema" in state:
+            ema.model.load_state_dict(state["ema"])
+        step, spent = state["step"], state.get("seconds", 0.0)
+        if "opt" in state and not args.export_only:
             opt.load_state_dict(state["opt"])
         print(f"resumed at step {step} ({spent:.0f} s trained)", flush=True)
     tune = prepare_eval(encoder, tune_files)
     if not args.export_only:
         val = prepare_eval(encoder, image_files(args.val)[::4])
-        train(decoder, opt, data, weights, val, tune, args, ckpt, step, spent)
-    # The decoder that cleared the bars by the most on the tune split while training.
-    best = os.path.join(args.out, "checkpoint-best.pt")
-    if os.path.exists(best):
-        state = torch.load(best, weights_only=False)
-        decoder.load_state_dict(state["model"], strict=False)
-        decoder.log_w.copy_(torch.log(weights))
+        train(model, ema, opt, data, weights, val, tune, args, ckpt, step, spent)
+        # The weights that cleared the bars by the most on the tune split while training.
+        state = torch.load(ckpt if args.final else best_path, weights_only=False)
+        model.load_state_dict(state["model"])
+        if ema is not None and "ema" in state:
+            ema.model.load_state_dict(state["ema"])
         print(f"best checkpoint: step {state['step']} (tune margin {state['margin']:+.2f})", flush=True)
-    decoder.eval()
-    finish(encoder, decoder, tune, args)
+    kept = ema.model if ema is not None else model
+    kept.decoder.log_w.copy_(torch.log(weights))
+    kept.eval()
+    if kept.upper is not None:
+        kept.upper.write_to(encoder)
+    finish(encoder, kept, tune, args, state)
 
 
 # A few decodings tried on the tune split at each evaluation to pick the best checkpoint.
 SELECTION_GRID = [(0.5, 0.38, 1.0), (0.5, 0.5, 1.1), (0.25, 0.5, 1.0), (0.75, 0.38, 1.2), (0.5, 0.38, 1.2), (0.25, 0.38, 0.9)]
 
 
-def train(decoder, opt, data, weights, val, tune, args, ckpt, step, spent):
+def train(model, ema, opt, data, weights, val, tune, args, ckpt, step, spent):
     n = len(data)
     best_path = os.path.join(args.out, "checkpoint-best.pt")
     best = torch.load(best_path, weights_only=False)["margin"] if os.path.exists(best_path) else -float("inf")
@@ -546,26 +647,29 @@ def train(decoder, opt, data, weights, val, tune, args, ckpt, step, spent):
     total = args.minutes * 60 + spent if args.minutes else None
     start = time.time() - spent
     running, seen = 0.0, 0
-    decoder.train()
+    model.train()
+    judged = ema.model if ema is not None else model
     while step < args.steps:
         step += 1
         frac = min(1.0, (time.time() - start) / total) if total else step / args.steps
         for g in opt.param_groups:
-            g["lr"] = args.lr * 0.5 * (1 + math.cos(math.pi * frac))
+            g["lr"] = g["base_lr"] * 0.5 * (1 + math.cos(math.pi * frac))
         idx = np.sort(rng.choice(n, args.batch, replace=False))
         batch = data.batch(idx)
-        target = soft_targets(batch[5], decoder.bins)
+        target = soft_targets(batch[5], model.decoder.bins)
         w = weights[target.argmax(1)]
-        logits = decoder(*batch[:5])
+        logits = model(*batch[:5])
         loss = (-(target * F.log_softmax(logits, 1)).sum(1) * w).mean()
         opt.zero_grad(); loss.backward(); opt.step()
+        if ema is not None:
+            ema.update(model)
         running += loss.item(); seen += 1
         out_of_time = total and time.time() - start > total
         if step % args.eval_every == 0 or out_of_time or step == args.steps:
-            decoder.eval()
-            r = evaluate(decoder, val, 0.38)
-            tune_margin = max(margin(evaluate(decoder, tune, t, sc, a)) for a, t, sc in SELECTION_GRID)
-            decoder.train()
+            judged.eval()
+            r = evaluate(judged, val, 0.38)
+            tune_margin = max(margin(evaluate(judged, tune, t, sc, a)) for a, t, sc in SELECTION_GRID)
+            model.train()
             secs = time.time() - start
             writer.writerow([step, running / seen, r["auc"], r["grey_auc"], r["rb_auc"], r["grey_rb_auc"], r["colourfulness"], r["truth_colourfulness"],
                              round(secs), tune_margin]); log.flush()
@@ -573,8 +677,10 @@ def train(decoder, opt, data, weights, val, tune, args, ckpt, step, spent):
                   f"(grey {r['grey_rb_auc']:.4f}), colourfulness {r['colourfulness']:.1f} (truth {r['truth_colourfulness']:.1f}), "
                   f"tune margin {tune_margin:+.2f}, {secs:.0f} s", flush=True)
             running, seen = 0.0, 0
-            state = {"model": decoder.state_dict(), "opt": opt.state_dict(), "bins": decoder.bins.numpy(), "step": step,
-                     "seconds": secs, "seed": args.seed, "margin": tune_margin}
+            state = {"model": model.state_dict(), "opt": opt.state_dict(), "bins": model.decoder.bins.numpy(), "step": step,
+                     "seconds": secs, "seed": args.seed, "margin": tune_margin, "finetune": model.upper is not None}
+            if ema is not None:
+                state["ema"], state["ema_decay"] = ema.model.state_dict(), args.ema
             torch.save(state, ckpt)
             if tune_margin > best:
                 best = tune_margin
@@ -583,15 +689,14 @@ def train(decoder, opt, data, weights, val, tune, args, ckpt, step, spent):
             break
 
 
-def finish(encoder, decoder, tune, args):
+def finish(encoder, model, tune, args, state):
     print("choosing the decoding on the tune split:", flush=True)
-    alpha, t, scale, table = choose_decoding(decoder, tune)
-    best = os.path.join(args.out, "checkpoint-best.pt")
-    state = torch.load(best if os.path.exists(best) else os.path.join(args.out, "checkpoint.pt"), weights_only=False)
+    alpha, t, scale, table = choose_decoding(model, tune)
+    decoder = model.decoder
     print(f"chose alpha {alpha}, T {t}, scale {scale}", flush=True)
     with open(os.path.join(args.out, "summary.json"), "w") as f:
         json.dump({"steps": state["step"], "seconds": state.get("seconds"), "alpha": alpha, "temperature": t, "scale": scale,
-                   "bins": len(decoder.bins), "rebalance_lambda": args.rebalance, "tune": table}, f, indent=1)
+                   "bins": len(decoder.bins), "rebalance_lambda": args.rebalance, "finetune": model.upper is not None, "ema": args.ema, "tune": table}, f, indent=1)
     export(encoder, decoder, t, scale, alpha, os.path.join(args.out, "vivify-color.param"), os.path.join(args.out, "vivify-color.bin"))
     reference_pair(encoder, decoder, t, scale, alpha, args.out)
     with open(os.path.join(args.out, "vivify-color.json"), "w") as f:

@@ -43,7 +43,8 @@ import numpy as np
 from PIL import Image, ImageDraw
 from skimage import color
 
-from common import ab_error_histogram, ab_prior, auc, bicubic_pairs, colourfulness, image_files, pooled_auc, psnr, rebalance_weights
+from common import (ab_counts, ab_error_histogram, ab_prior, auc, bicubic_pairs, bootstrap_margins, colourfulness, image_files,
+                    joint_error_histogram, pooled_auc, psnr, rebalance_weights)
 
 SHARED = "../shared"
 
@@ -135,8 +136,11 @@ def evaluate_colorizer(binary, model, files, work, pictures, picks, judge, label
     # and rebalanced by the set's own ground-truth prior; per image too, for the table.
     prior = ab_prior(truths)
     hists = np.zeros((4, 152))
+    joint_ours, joint_grey = [], []
     for r in rows:
         our_ab, true_ab = r.pop("_ab")
+        joint_ours.append(joint_error_histogram(our_ab, true_ab))
+        joint_grey.append(joint_error_histogram(np.zeros_like(true_ab), true_ab))
         w = rebalance_weights(true_ab, prior)
         zero = np.zeros_like(true_ab)
         h = [ab_error_histogram(our_ab, true_ab), ab_error_histogram(zero, true_ab),
@@ -150,6 +154,11 @@ def evaluate_colorizer(binary, model, files, work, pictures, picks, judge, label
     summary["per_image_mean_auc"], summary["per_image_mean_grey_auc"] = mean("auc"), mean("grey_auc")
     summary["colourfulness_ratio"] = summary["colourfulness"] / summary["truth_colourfulness"]
     summary["images"] = len(rows)
+    # How much of a margin is the choice of photographs: a set of 90-100 photos pools few pixels
+    # of each rare colour, and the rebalanced AuC weighs those bins as much as all the greys.
+    plain, rebalanced = bootstrap_margins(joint_ours, joint_grey, [ab_counts(t) for t in truths])
+    summary["auc_margin_90ci"] = [float(np.percentile(plain, 5)), float(np.percentile(plain, 95))]
+    summary["rb_margin_90ci"] = [float(np.percentile(rebalanced, 5)), float(np.percentile(rebalanced, 95))]
     summary["auc_above_grey"] = summary["auc"] > summary["grey_auc"]
     summary["rb_auc_5_points_above_grey"] = summary["rb_auc"] >= summary["grey_rb_auc"] + 0.05
     summary["colourful_enough"] = summary["colourfulness_ratio"] >= 0.7
@@ -159,7 +168,9 @@ def evaluate_colorizer(binary, model, files, work, pictures, picks, judge, label
 def print_colorizer(name, s):
     line = (f"colorizer on {name} ({s['images']} images): AuC {100 * s['auc']:.2f} vs grey {100 * s['grey_auc']:.2f}; rebalanced "
             f"{100 * s['rb_auc']:.2f} vs grey {100 * s['grey_rb_auc']:.2f} ({100 * (s['rb_auc'] - s['grey_rb_auc']):+.2f}, bar +5); "
-            f"colourfulness {s['colourfulness']:.1f} vs truth {s['truth_colourfulness']:.1f} ({100 * s['colourfulness_ratio']:.0f}%, bar 70%)")
+            f"colourfulness {s['colourfulness']:.1f} vs truth {s['truth_colourfulness']:.1f} ({100 * s['colourfulness_ratio']:.0f}%, bar 70%); "
+            f"90% bootstrap interval of the margins over the photographs: AuC {100 * s['auc_margin_90ci'][0]:+.2f}..{100 * s['auc_margin_90ci'][1]:+.2f}, "
+            f"rebalanced {100 * s['rb_margin_90ci'][0]:+.2f}..{100 * s['rb_margin_90ci'][1]:+.2f}")
     if "top1_ours" in s:
         line += f"; MobileNetV1 top-1 original {100 * s['top1_truth']:.1f}%, grey {100 * s['top1_grey']:.1f}%, ours {100 * s['top1_ours']:.1f}%"
     print(line, flush=True)
@@ -239,6 +250,8 @@ def main():
     ap.add_argument("--saturation", type=float, help="pass --saturation S to the colorizer")
     ap.add_argument("--upscale", default="2", help="upscaler to evaluate (default: the built-in 2x)")
     ap.add_argument("--skip", choices=["colorizer", "upscaler", "tune"], action="append", default=[])
+    ap.add_argument("--sets", default="bsd100,test,tune", help="colorizer sets, comma-separated: bsd100, test, tune "
+                    "(compare candidate models on tune alone, so that the test split stays unseen by every choice)")
     ap.add_argument("--video", action="store_true", help="also the DAVIS clip and the real grey clips")
     ap.add_argument("--json", help="write every figure here")
     ap.add_argument("--pictures", help="write side-by-side JPEGs into this folder")
@@ -253,11 +266,14 @@ def main():
         if "colorizer" not in args.skip:
             judge = Judge(args.shared)
             tune, test = imagenet_splits(args.shared)
+            wanted = set(args.sets.split(","))
+            if "tune" in args.skip:
+                wanted.discard("tune")
             sets = [("BSD100", sorted(glob.glob(os.path.join(args.shared, "datasets/val/BSD100/*.jpg"))), False,
-                     {"img_005.jpg", "img_025.jpg", "img_062.jpg", "img_087.jpg"}),
-                    ("ImageNet test split", test, True, {"n07747607_orange.jpg", "n02782093_balloon.jpg", "n04285008_sports_car.jpg", "n02951358_canoe.jpg"})]
-            if "tune" not in args.skip:
-                sets.append(("ImageNet tune split", tune, True, set()))
+                     {"img_005.jpg", "img_025.jpg", "img_062.jpg", "img_087.jpg"}, "bsd100"),
+                    ("ImageNet test split", test, True, {"n07747607_orange.jpg", "n02782093_balloon.jpg", "n04285008_sports_car.jpg", "n02951358_canoe.jpg"}, "test"),
+                    ("ImageNet tune split", tune, True, set(), "tune")]
+            sets = [s[:4] for s in sets if s[4] in wanted]
             results["colorizer"] = {"model": args.colorize}
             for name, files, labelled, picks in sets:
                 s, rows = evaluate_colorizer(args.vivify, args.colorize, files, work, args.pictures, picks, judge, labelled, args.saturation)

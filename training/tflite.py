@@ -200,40 +200,47 @@ class TFLiteNet:
         return self.tensors[index].shape
 
     def forward(self, x, taps=(), stop_after=None):
-        torch = _torch()
-        F = torch.nn.functional
-        values = {self.graph_inputs[0]: x}
-        for layer in self.layers:
-            o = layer.options
-            a = values[layer.inputs[0]]
-            if layer.kind in (CONV_2D, DEPTHWISE_CONV_2D):
-                k = layer.weight.shape[2:]
-                if o["padding"] == PAD_SAME:
-                    ph = same_padding(a.shape[2], k[0], o["stride"][0], o["dilation"][0])
-                    pw = same_padding(a.shape[3], k[1], o["stride"][1], o["dilation"][1])
-                    a = F.pad(a, (pw[0], pw[1], ph[0], ph[1]))
-                groups = a.shape[1] if layer.kind == DEPTHWISE_CONV_2D else 1
-                y = F.conv2d(a, layer.weight, layer.bias, o["stride"], 0, o["dilation"], groups)
-            elif layer.kind == ADD:
-                y = a + values[layer.inputs[1]]
-            elif layer.kind == AVERAGE_POOL_2D:
-                y = F.avg_pool2d(a, o["kernel"], o["stride"])
-            elif layer.kind == RESHAPE:
-                y = a.reshape(a.shape[0], -1)
-            elif layer.kind == SOFTMAX:
-                y = F.softmax(a, 1)
-            act = o.get("act", ACT_NONE)
-            if act == ACT_RELU6:
-                y = y.clamp(0, 6)
-            elif act == ACT_RELU:
-                y = y.clamp(min=0)
-            elif act == ACT_RELU_N1_TO_1:
-                y = y.clamp(-1, 1)
-            values[layer.output] = y
-            if stop_after is not None and layer.output == stop_after:
-                break
+        values = run_layers(self.layers, {self.graph_inputs[0]: x}, stop_after)
         out = values.get(self.graph_outputs[0])
         return out, [values[t] for t in taps]
+
+
+def run_layers(layers, values, stop_after=None):
+    """Runs `layers` in order on `values` (tensor index -> NCHW tensor), adding each output;
+    stops after the layer that writes `stop_after`. Also runs a slice of a network (the upper
+    layers that training/color.py fine-tunes), with trainable weights set on the layers."""
+    torch = _torch()
+    F = torch.nn.functional
+    for layer in layers:
+        o = layer.options
+        a = values[layer.inputs[0]]
+        if layer.kind in (CONV_2D, DEPTHWISE_CONV_2D):
+            k = layer.weight.shape[2:]
+            if o["padding"] == PAD_SAME:
+                ph = same_padding(a.shape[2], k[0], o["stride"][0], o["dilation"][0])
+                pw = same_padding(a.shape[3], k[1], o["stride"][1], o["dilation"][1])
+                a = F.pad(a, (pw[0], pw[1], ph[0], ph[1]))
+            groups = a.shape[1] if layer.kind == DEPTHWISE_CONV_2D else 1
+            y = F.conv2d(a, layer.weight, layer.bias, o["stride"], 0, o["dilation"], groups)
+        elif layer.kind == ADD:
+            y = a + values[layer.inputs[1]]
+        elif layer.kind == AVERAGE_POOL_2D:
+            y = F.avg_pool2d(a, o["kernel"], o["stride"])
+        elif layer.kind == RESHAPE:
+            y = a.reshape(a.shape[0], -1)
+        elif layer.kind == SOFTMAX:
+            y = F.softmax(a, 1)
+        act = o.get("act", ACT_NONE)
+        if act == ACT_RELU6:
+            y = y.clamp(0, 6)
+        elif act == ACT_RELU:
+            y = y.clamp(min=0)
+        elif act == ACT_RELU_N1_TO_1:
+            y = y.clamp(-1, 1)
+        values[layer.output] = y
+        if stop_after is not None and layer.output == stop_after:
+            break
+    return values
 
 
 # --- check against the reference interpreter ------------------------------------------------

@@ -1,0 +1,81 @@
+"""Tests of the colorizer metrics in common.py that evaluate.py reports (numpy only).
+
+Run: python3 -m unittest discover -s training -p 'test_*.py'   (scripts/test does)
+"""
+import os, sys, unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import (ab_counts, ab_error_histogram, ab_prior, bootstrap_margins, joint_error_histogram, pooled_auc,
+                    rebalance_weights, smoothed_prior)
+
+
+def photos(seed, n=8, spread=25.0):
+    """`n` pairs (prediction, truth) of random ab planes: truths with a few saturated patches
+    (rare bins, as a red object in a photograph), predictions near the truth."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(n):
+        truth = rng.normal(0, 8, (30, 40, 2))
+        truth[5:12, 10:20] += rng.normal(0, spread, 2)  # one colourful object per photograph
+        pred = truth * 0.6 + rng.normal(0, 6, truth.shape)
+        out.append((pred, truth))
+    return out
+
+
+class PooledMetricsTests(unittest.TestCase):
+    def test_joint_histograms_give_the_pooled_aucs_exactly(self):
+        """The bootstrap's per-photograph joint histograms, summed over the whole set, must give
+        the same plain and rebalanced AuC as evaluate.py's direct pooling."""
+        ims = photos(1)
+        prior = ab_prior([t for _, t in ims])
+        direct = np.zeros((4, 152))
+        for pred, truth in ims:
+            w = rebalance_weights(truth, prior)
+            zero = np.zeros_like(truth)
+            direct += [ab_error_histogram(pred, truth), ab_error_histogram(zero, truth),
+                       ab_error_histogram(pred, truth, weights=w), ab_error_histogram(zero, truth, weights=w)]
+        np.testing.assert_allclose(smoothed_prior(sum(ab_counts(t) for _, t in ims)), prior, rtol=1e-12)
+        ours = sum(joint_error_histogram(p, t) for p, t in ims)
+        grey = sum(joint_error_histogram(np.zeros_like(t), t) for _, t in ims)
+        inv = np.where(prior > 0, 1 / np.maximum(prior, 1e-12), 0)
+        w = (inv / (prior * inv).sum()).ravel()
+        self.assertAlmostEqual(pooled_auc(ours.sum(0)), pooled_auc(direct[0]), places=12)
+        self.assertAlmostEqual(pooled_auc(grey.sum(0)), pooled_auc(direct[1]), places=12)
+        self.assertAlmostEqual(pooled_auc(w @ ours), pooled_auc(direct[2]), places=12)
+        self.assertAlmostEqual(pooled_auc(w @ grey), pooled_auc(direct[3]), places=12)
+
+    def test_bootstrap_of_grey_against_grey_is_zero(self):
+        ims = photos(2)
+        grey = [joint_error_histogram(np.zeros_like(t), t) for _, t in ims]
+        plain, rebalanced = bootstrap_margins(grey, grey, [ab_counts(t) for _, t in ims], draws=50)
+        self.assertEqual(np.abs(plain).max(), 0.0)
+        self.assertEqual(np.abs(rebalanced).max(), 0.0)
+
+    def test_bootstrap_interval_brackets_the_set_and_widens_with_rare_colours(self):
+        """A prediction near the truth beats grey on every redraw; the interval contains the
+        full set's margin; photographs whose colourful objects are more saturated (rarer bins,
+        larger rebalancing weights) give a wider rebalanced interval."""
+        widths = []
+        for spread in (10.0, 60.0):
+            ims = photos(3, n=12, spread=spread)
+            ours = [joint_error_histogram(p, t) for p, t in ims]
+            grey = [joint_error_histogram(np.zeros_like(t), t) for _, t in ims]
+            counts = [ab_counts(t) for _, t in ims]
+            plain, rebalanced = bootstrap_margins(ours, grey, counts, draws=400)
+            self.assertGreater(plain.min(), 0)
+            self.assertGreater(rebalanced.min(), 0)
+            prior = smoothed_prior(sum(counts))
+            inv = np.where(prior > 0, 1 / np.maximum(prior, 1e-12), 0)
+            w = (inv / (prior * inv).sum()).ravel()
+            full = pooled_auc(w @ sum(ours)) - pooled_auc(w @ sum(grey))
+            lo, hi = np.percentile(rebalanced, [5, 95])
+            self.assertLessEqual(lo, full)
+            self.assertGreaterEqual(hi, full)
+            widths.append(hi - lo)
+        self.assertGreater(widths[1], widths[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
