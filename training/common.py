@@ -39,14 +39,7 @@ def pooled_auc(histogram):
 def ab_prior(true_abs, axis=-1, grid=10.0, sigma=5.0):
     """The empirical distribution of ground-truth ab over grid-10 bins (a, b in -115..115),
     Gaussian-smoothed (sigma 5 CIE units), from a list of ab arrays: (23, 23) probabilities."""
-    counts = np.zeros((23, 23))
-    for ab in true_abs:
-        a, b = np.moveaxis(ab, axis, -1).reshape(-1, 2).T
-        np.add.at(counts, (_bin(a, grid), _bin(b, grid)), 1)
-    centres = (np.arange(23) - 11) * grid
-    k = np.exp(-(centres[:, None] - centres[None, :]) ** 2 / (2 * sigma ** 2))
-    p = k @ counts @ k.T
-    return p / p.sum()
+    return smoothed_prior(sum(ab_counts(ab, axis, grid) for ab in true_abs), grid, sigma)
 
 
 def _bin(v, grid):
@@ -93,21 +86,23 @@ def bootstrap_margins(ours, grey, counts, draws=2000, seed=0):
         pick = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
         ho = np.tensordot(pick, ours, 1)
         hg = np.tensordot(pick, grey, 1)
-        prior = smoothed_prior(np.tensordot(pick, counts, 1))
-        inv = np.where(prior > 0, 1 / np.maximum(prior, 1e-12), 0)
-        w = (inv / (prior * inv).sum()).ravel()
+        w = bin_weights(smoothed_prior(np.tensordot(pick, counts, 1))).ravel()
         plain[k] = pooled_auc(ho.sum(0)) - pooled_auc(hg.sum(0))
         rebalanced[k] = pooled_auc(w @ ho) - pooled_auc(w @ hg)
     return plain, rebalanced
+
+
+def bin_weights(prior):
+    """(23, 23) weights 1 / p(bin), normalised so that their mean over the prior is 1."""
+    inv = np.where(prior > 0, 1 / np.maximum(prior, 1e-12), 0)
+    return inv / (prior * inv).sum()
 
 
 def rebalance_weights(true_ab, prior, axis=-1, grid=10.0):
     """Per-pixel weights 1 / p(bin of the true ab), normalised so that their mean over the
     prior is 1 (Zhang et al.'s class-rebalanced AuC)."""
     a, b = np.moveaxis(true_ab, axis, -1).reshape(-1, 2).T
-    inv = np.where(prior > 0, 1 / np.maximum(prior, 1e-12), 0)
-    inv = inv / (prior * inv).sum()
-    return inv[_bin(a, grid), _bin(b, grid)]
+    return bin_weights(prior)[_bin(a, grid), _bin(b, grid)]
 
 
 def colourfulness(rgb255):

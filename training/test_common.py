@@ -7,7 +7,7 @@ import os, sys, unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (ab_counts, ab_error_histogram, ab_prior, bootstrap_margins, joint_error_histogram, pooled_auc,
+from common import (ab_counts, bin_weights, ab_error_histogram, ab_prior, bootstrap_margins, joint_error_histogram, pooled_auc,
                     rebalance_weights, smoothed_prior)
 
 
@@ -36,11 +36,9 @@ class PooledMetricsTests(unittest.TestCase):
             zero = np.zeros_like(truth)
             direct += [ab_error_histogram(pred, truth), ab_error_histogram(zero, truth),
                        ab_error_histogram(pred, truth, weights=w), ab_error_histogram(zero, truth, weights=w)]
-        np.testing.assert_allclose(smoothed_prior(sum(ab_counts(t) for _, t in ims)), prior, rtol=1e-12)
         ours = sum(joint_error_histogram(p, t) for p, t in ims)
         grey = sum(joint_error_histogram(np.zeros_like(t), t) for _, t in ims)
-        inv = np.where(prior > 0, 1 / np.maximum(prior, 1e-12), 0)
-        w = (inv / (prior * inv).sum()).ravel()
+        w = bin_weights(prior).ravel()
         self.assertAlmostEqual(pooled_auc(ours.sum(0)), pooled_auc(direct[0]), places=12)
         self.assertAlmostEqual(pooled_auc(grey.sum(0)), pooled_auc(direct[1]), places=12)
         self.assertAlmostEqual(pooled_auc(w @ ours), pooled_auc(direct[2]), places=12)
@@ -66,9 +64,7 @@ class PooledMetricsTests(unittest.TestCase):
             plain, rebalanced = bootstrap_margins(ours, grey, counts, draws=400)
             self.assertGreater(plain.min(), 0)
             self.assertGreater(rebalanced.min(), 0)
-            prior = smoothed_prior(sum(counts))
-            inv = np.where(prior > 0, 1 / np.maximum(prior, 1e-12), 0)
-            w = (inv / (prior * inv).sum()).ravel()
+            w = bin_weights(smoothed_prior(sum(counts))).ravel()
             full = pooled_auc(w @ sum(ours)) - pooled_auc(w @ sum(grey))
             lo, hi = np.percentile(rebalanced, [5, 95])
             self.assertLessEqual(lo, full)
