@@ -43,7 +43,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 from skimage import color
 
-from common import (ab_counts, ab_error_histogram, ab_prior, auc, bicubic_pairs, bootstrap_margins, colourfulness, image_files,
+from common import (ab_counts, ab_error_histogram, ab_prior, auc, bicubic_pairs, bin_weights, bootstrap_margins, colourfulness, image_files,
                     joint_error_histogram, pooled_auc, psnr, rebalance_weights)
 
 SHARED = "../shared"
@@ -135,18 +135,17 @@ def evaluate_colorizer(binary, model, files, work, pictures, picks, judge, label
     # AuC over all the set's pixels together (the cumulative mass of every pixel's error), plain
     # and rebalanced by the set's own ground-truth prior; per image too, for the table.
     prior = ab_prior(truths)
-    hists = np.zeros((4, 152))
+    # One joint histogram (true ab bin x error) per photograph gives its plain and rebalanced
+    # AuC, the set's pooled ones, and the bootstrap's redraws below.
+    w = bin_weights(prior).ravel()
     joint_ours, joint_grey = [], []
     for r in rows:
         our_ab, true_ab = r.pop("_ab")
         joint_ours.append(joint_error_histogram(our_ab, true_ab))
         joint_grey.append(joint_error_histogram(np.zeros_like(true_ab), true_ab))
-        w = rebalance_weights(true_ab, prior)
-        zero = np.zeros_like(true_ab)
-        h = [ab_error_histogram(our_ab, true_ab), ab_error_histogram(zero, true_ab),
-             ab_error_histogram(our_ab, true_ab, weights=w), ab_error_histogram(zero, true_ab, weights=w)]
-        hists += h
-        r["rb_auc"], r["grey_rb_auc"] = pooled_auc(h[2]), pooled_auc(h[3])
+        r["rb_auc"], r["grey_rb_auc"] = pooled_auc(w @ joint_ours[-1]), pooled_auc(w @ joint_grey[-1])
+    ours, grey = sum(joint_ours), sum(joint_grey)
+    hists = [ours.sum(0), grey.sum(0), w @ ours, w @ grey]
     mean = lambda k: float(np.mean([r[k] for r in rows]))
     keys = ["colourfulness", "truth_colourfulness"] + (["top1_truth", "top1_grey", "top1_ours"] if judge else [])
     summary = {k: mean(k) for k in keys}
