@@ -314,20 +314,21 @@ def load_cache(path):
 
 
 class Caches:
-    """Several caches (each --crops crops per photograph, its own seed) read as one."""
+    """Several caches (each --crops crops per photograph, its own seed) read as one; `keep`, a
+    sorted array of global crop indices, restricts it to those crops (training/crossval.py)."""
 
-    def __init__(self, paths):
+    def __init__(self, paths, keep=None):
         self.parts = [load_cache(p) for p in paths]
         self.starts = np.cumsum([0] + [len(p[5]) for p in self.parts])
+        self.keep = keep
 
     def __len__(self):
-        return int(self.starts[-1])
-
-    def ab(self):
-        return np.concatenate([np.asarray(p[5]) for p in self.parts])
+        return int(self.starts[-1]) if self.keep is None else len(self.keep)
 
     def batch(self, idx):
-        """Six float tensors (f56, f28, f14, f7, g, ab) for the sorted global indices `idx`."""
+        """Six float tensors (f56, f28, f14, f7, g, ab) for the sorted indices `idx` (into `keep`)."""
+        if self.keep is not None:
+            idx = self.keep[idx]
         out = [[] for _ in range(6)]
         for k, part in enumerate(self.parts):
             local = idx[(idx >= self.starts[k]) & (idx < self.starts[k + 1])] - self.starts[k]
@@ -458,7 +459,6 @@ def export(encoder, decoder, t, scale, alpha, param, binf):
             w.add("Split", f"split_{blob}", [blob], outs)
             pending[i] = outs[::-1]
 
-    size = SIZE
     shapes = {encoder.net.graph_inputs[0]: (SIZE, SIZE)}
     for n, layer in enumerate(encoder.layers):
         o = layer.options
@@ -650,7 +650,9 @@ def train(model, ema, opt, data, weights, val, tune, args, ckpt, step, spent):
     judged = ema.model if ema is not None else model
     while step < args.steps:
         step += 1
-        frac = min(1.0, (time.time() - start) / total) if total else step / args.steps
+        # Cosine learning rate over the time limit, or over --steps (or a longer schedule that
+        # training/crossval.py stops early, as the shipped run's best checkpoint was).
+        frac = min(1.0, (time.time() - start) / total) if total else step / getattr(args, "schedule_steps", args.steps)
         for g in opt.param_groups:
             g["lr"] = g["base_lr"] * 0.5 * (1 + math.cos(math.pi * frac))
         idx = np.sort(rng.choice(n, args.batch, replace=False))
@@ -698,10 +700,15 @@ def finish(encoder, model, tune, args, state):
                    "bins": len(decoder.bins), "rebalance_lambda": args.rebalance, "finetune": model.upper is not None, "ema": args.ema, "tune": table}, f, indent=1)
     export(encoder, decoder, t, scale, alpha, os.path.join(args.out, "vivify-color.param"), os.path.join(args.out, "vivify-color.bin"))
     reference_pair(encoder, decoder, t, scale, alpha, args.out)
-    with open(os.path.join(args.out, "vivify-color.json"), "w") as f:
+    write_sidecar(args.out)
+    print("exported", os.path.join(args.out, "vivify-color.param"), flush=True)
+
+
+def write_sidecar(out):
+    """vivify-color.json beside the exported .param: how the engine feeds and reads the network."""
+    with open(os.path.join(out, "vivify-color.json"), "w") as f:
         json.dump({"input": "l", "inputSize": SIZE, "inputMultiple": 32, "lCenter": 50, "lScale": 50, "output": "ab",
                    "abScale": AB_SCALE, "upsample": "guided"}, f)
-    print("exported", os.path.join(args.out, "vivify-color.param"), flush=True)
 
 
 if __name__ == "__main__":

@@ -186,3 +186,36 @@ class NcnnWriter:
             f.write("\n".join(self.layers) + "\n")
         with open(binf, "wb") as f:
             f.write(self.weights)
+
+
+def summarize(rows):
+    """The pooled figures and bars of a set of photographs (rows of evaluate.py's evaluate_colorizer:
+    colourfulness, truth_colourfulness, auc, grey_auc, optional top1_*, and per photograph
+    `_joint`, `_joint_grey` (joint_error_histogram of ours and of grey) and `_counts` (ab_counts
+    of the pixels the prior is taken from); possibly from several colorizers, as in
+    training/crossval.py): AuC over all the set's pixels together (the cumulative mass of every
+    pixel's error), plain and rebalanced by the set's own ground-truth prior; per image too, for
+    the table; and 90% bootstrap intervals. Sets each row's rb_auc and grey_rb_auc."""
+    counts = [r["_counts"] for r in rows]
+    w = bin_weights(smoothed_prior(sum(counts))).ravel()
+    joint_ours, joint_grey = [r["_joint"] for r in rows], [r["_joint_grey"] for r in rows]
+    for r, jo, jg in zip(rows, joint_ours, joint_grey):
+        r["rb_auc"], r["grey_rb_auc"] = pooled_auc(w @ jo), pooled_auc(w @ jg)
+    ours, grey = sum(joint_ours), sum(joint_grey)
+    hists = [ours.sum(0), grey.sum(0), w @ ours, w @ grey]
+    mean = lambda k: float(np.mean([r[k] for r in rows]))
+    keys = ["colourfulness", "truth_colourfulness"] + (["top1_truth", "top1_grey", "top1_ours"] if "top1_ours" in rows[0] else [])
+    summary = {k: mean(k) for k in keys}
+    summary.update(zip(["auc", "grey_auc", "rb_auc", "grey_rb_auc"], [pooled_auc(h) for h in hists]))
+    summary["per_image_mean_auc"], summary["per_image_mean_grey_auc"] = mean("auc"), mean("grey_auc")
+    summary["colourfulness_ratio"] = summary["colourfulness"] / summary["truth_colourfulness"]
+    summary["images"] = len(rows)
+    # How much of a margin is the choice of photographs: a set of 90-100 photos pools few pixels
+    # of each rare colour, and the rebalanced AuC weighs those bins as much as all the greys.
+    plain, rebalanced = bootstrap_margins(joint_ours, joint_grey, counts)
+    summary["auc_margin_90ci"] = [float(np.percentile(plain, 5)), float(np.percentile(plain, 95))]
+    summary["rb_margin_90ci"] = [float(np.percentile(rebalanced, 5)), float(np.percentile(rebalanced, 95))]
+    summary["auc_above_grey"] = summary["auc"] > summary["grey_auc"]
+    summary["rb_auc_5_points_above_grey"] = summary["rb_auc"] >= summary["grey_rb_auc"] + 0.05
+    summary["colourful_enough"] = summary["colourfulness_ratio"] >= 0.7
+    return summary

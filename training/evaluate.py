@@ -43,8 +43,8 @@ import numpy as np
 from PIL import Image, ImageDraw
 from skimage import color
 
-from common import (ab_counts, ab_error_histogram, ab_prior, auc, bicubic_pairs, bin_weights, bootstrap_margins, colourfulness, image_files,
-                    joint_error_histogram, pooled_auc, psnr, rebalance_weights)
+from common import (ab_counts, ab_error_histogram, ab_prior, auc, bicubic_pairs, colourfulness, image_files, joint_error_histogram,
+                    pooled_auc, psnr, rebalance_weights, summarize)
 
 SHARED = "../shared"
 
@@ -109,7 +109,7 @@ def imagenet_splits(shared):
 
 
 def evaluate_colorizer(binary, model, files, work, pictures, picks, judge, labelled, saturation=None):
-    rows, truths = [], []
+    rows = []
     for i, f in enumerate(files):
         truth = np.asarray(Image.open(f).convert("RGB"))
         grey = grey_of(truth)
@@ -119,7 +119,6 @@ def evaluate_colorizer(binary, model, files, work, pictures, picks, judge, label
         ours = np.asarray(Image.open(out).convert("RGB"))
         true_ab = color.rgb2lab(truth)[..., 1:]
         our_ab = color.rgb2lab(ours)[..., 1:]
-        truths.append(true_ab[::2, ::2])
         row = {"image": os.path.basename(f), "auc": auc(our_ab, true_ab), "grey_auc": auc(np.zeros_like(true_ab), true_ab),
                "colourfulness": colourfulness(ours), "truth_colourfulness": colourfulness(truth), "_ab": (our_ab, true_ab)}
         if judge:
@@ -132,36 +131,19 @@ def evaluate_colorizer(binary, model, files, work, pictures, picks, judge, label
                          os.path.join(pictures, "color-" + os.path.splitext(os.path.basename(f))[0] + ".jpg"))
         print(f"\r  colorizer {i + 1}/{len(files)}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
-    # AuC over all the set's pixels together (the cumulative mass of every pixel's error), plain
-    # and rebalanced by the set's own ground-truth prior; per image too, for the table.
-    prior = ab_prior(truths)
-    # One joint histogram (true ab bin x error) per photograph gives its plain and rebalanced
-    # AuC, the set's pooled ones, and the bootstrap's redraws below.
-    w = bin_weights(prior).ravel()
-    joint_ours, joint_grey = [], []
     for r in rows:
         our_ab, true_ab = r.pop("_ab")
-        joint_ours.append(joint_error_histogram(our_ab, true_ab))
-        joint_grey.append(joint_error_histogram(np.zeros_like(true_ab), true_ab))
-        r["rb_auc"], r["grey_rb_auc"] = pooled_auc(w @ joint_ours[-1]), pooled_auc(w @ joint_grey[-1])
-    ours, grey = sum(joint_ours), sum(joint_grey)
-    hists = [ours.sum(0), grey.sum(0), w @ ours, w @ grey]
-    mean = lambda k: float(np.mean([r[k] for r in rows]))
-    keys = ["colourfulness", "truth_colourfulness"] + (["top1_truth", "top1_grey", "top1_ours"] if judge else [])
-    summary = {k: mean(k) for k in keys}
-    summary.update(zip(["auc", "grey_auc", "rb_auc", "grey_rb_auc"], [pooled_auc(h) for h in hists]))
-    summary["per_image_mean_auc"], summary["per_image_mean_grey_auc"] = mean("auc"), mean("grey_auc")
-    summary["colourfulness_ratio"] = summary["colourfulness"] / summary["truth_colourfulness"]
-    summary["images"] = len(rows)
-    # How much of a margin is the choice of photographs: a set of 90-100 photos pools few pixels
-    # of each rare colour, and the rebalanced AuC weighs those bins as much as all the greys.
-    plain, rebalanced = bootstrap_margins(joint_ours, joint_grey, [ab_counts(t) for t in truths])
-    summary["auc_margin_90ci"] = [float(np.percentile(plain, 5)), float(np.percentile(plain, 95))]
-    summary["rb_margin_90ci"] = [float(np.percentile(rebalanced, 5)), float(np.percentile(rebalanced, 95))]
-    summary["auc_above_grey"] = summary["auc"] > summary["grey_auc"]
-    summary["rb_auc_5_points_above_grey"] = summary["rb_auc"] >= summary["grey_rb_auc"] + 0.05
-    summary["colourful_enough"] = summary["colourfulness_ratio"] >= 0.7
-    return summary, rows
+        # One joint histogram (true ab bin x error) per photograph, and the counts of its true ab
+        # (every 2nd pixel each way) that the set's prior is taken from: enough to pool any set of
+        # photographs (summarize), and for the bootstrap's redraws.
+        r["_joint"], r["_joint_grey"] = joint_error_histogram(our_ab, true_ab), joint_error_histogram(np.zeros_like(true_ab), true_ab)
+        r["_counts"] = ab_counts(true_ab[::2, ::2])
+    return summarize(rows), rows
+
+
+def public(rows):
+    """Rows without the per-photograph histograms, for the JSON."""
+    return [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
 
 
 def print_colorizer(name, s):
@@ -276,7 +258,7 @@ def main():
             results["colorizer"] = {"model": args.colorize}
             for name, files, labelled, picks in sets:
                 s, rows = evaluate_colorizer(args.vivify, args.colorize, files, work, args.pictures, picks, judge, labelled, args.saturation)
-                results["colorizer"][name] = dict(s, per_image=rows)
+                results["colorizer"][name] = dict(s, per_image=public(rows))
                 print_colorizer(name, s)
                 ok &= s["auc_above_grey"] and s["rb_auc_5_points_above_grey"] and s["colourful_enough"]
             if args.pictures:

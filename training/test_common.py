@@ -8,7 +8,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (ab_counts, bin_weights, ab_error_histogram, ab_prior, bootstrap_margins, joint_error_histogram, pooled_auc,
-                    rebalance_weights, smoothed_prior)
+                    rebalance_weights, smoothed_prior, summarize)
 
 
 def photos(seed, n=8, spread=25.0):
@@ -71,6 +71,40 @@ class PooledMetricsTests(unittest.TestCase):
             self.assertGreaterEqual(hi, full)
             widths.append(hi - lo)
         self.assertGreater(widths[1], widths[0])
+
+
+    def test_summarize_pools_photographs_of_several_colorizers_under_one_prior(self):
+        """crossval.py pools rows that different fold decoders produced: the pooled figures must
+        be those of all the photographs' pixels together under the prior of all of them, not a
+        mean of the folds' figures (each under its own prior)."""
+        def rows_of(ims, gain):
+            rows = []
+            for pred, truth in ims:
+                pred = pred * gain
+                rows.append({"colourfulness": float(np.abs(pred).mean()), "truth_colourfulness": float(np.abs(truth).mean()),
+                             "auc": 0.0, "grey_auc": 0.0, "_joint": joint_error_histogram(pred, truth),
+                             "_joint_grey": joint_error_histogram(np.zeros_like(truth), truth), "_counts": ab_counts(truth)})
+            return rows
+        first, second = photos(4, n=6, spread=15.0), photos(5, n=6, spread=70.0)
+        a, b = rows_of(first, 1.0), rows_of(second, 1.4)  # two "decoders": the second more saturated
+        pooled = summarize(a + b)
+        everything = [(p, t) for p, t in first] + [(p * 1.4, t) for p, t in second]
+        prior = ab_prior([t for _, t in everything])
+        direct = np.zeros(152)
+        direct_grey = np.zeros(152)
+        for pred, truth in everything:
+            w = rebalance_weights(truth, prior)
+            direct += ab_error_histogram(pred, truth, weights=w)
+            direct_grey += ab_error_histogram(np.zeros_like(truth), truth, weights=w)
+        self.assertAlmostEqual(pooled["rb_auc"], pooled_auc(direct), places=12)
+        self.assertAlmostEqual(pooled["grey_rb_auc"], pooled_auc(direct_grey), places=12)
+        self.assertEqual(pooled["images"], 12)
+        folds = [summarize(a), summarize(b)]
+        mean_of_folds = np.mean([f["rb_auc"] - f["grey_rb_auc"] for f in folds])
+        self.assertGreater(abs((pooled["rb_auc"] - pooled["grey_rb_auc"]) - mean_of_folds), 1e-3)
+        lo, hi = pooled["rb_margin_90ci"]
+        self.assertLessEqual(lo, pooled["rb_auc"] - pooled["grey_rb_auc"])
+        self.assertGreaterEqual(hi, pooled["rb_auc"] - pooled["grey_rb_auc"])
 
 
 if __name__ == "__main__":
