@@ -57,6 +57,11 @@ def joint_error_histogram(pred_ab, true_ab, axis=-1, grid=10.0):
     return np.bincount(cell * 152 + err, minlength=529 * 152).reshape(529, 152).astype(np.float64)
 
 
+def joint_counts(joint):
+    """(23, 23) counts of the true ab bins of a `joint_error_histogram`'s pixels (its `ab_counts`)."""
+    return joint.sum(1).reshape(23, 23)
+
+
 def ab_counts(true_ab, axis=-1, grid=10.0):
     """(23, 23) counts of true ab over the grid-10 bins: what `ab_prior` sums and smooths."""
     counts = np.zeros((23, 23))
@@ -191,12 +196,17 @@ class NcnnWriter:
 def summarize(rows):
     """The pooled figures and bars of a set of photographs (rows of evaluate.py's evaluate_colorizer:
     colourfulness, truth_colourfulness, auc, grey_auc, optional top1_*, and per photograph
-    `_joint`, `_joint_grey` (joint_error_histogram of ours and of grey) and `_counts` (ab_counts
-    of the pixels the prior is taken from); possibly from several colorizers, as in
-    training/crossval.py): AuC over all the set's pixels together (the cumulative mass of every
-    pixel's error), plain and rebalanced by the set's own ground-truth prior; per image too, for
-    the table; and 90% bootstrap intervals. Sets each row's rb_auc and grey_rb_auc."""
-    counts = [r["_counts"] for r in rows]
+    `_joint`, `_joint_grey` (joint_error_histogram of ours and of grey); possibly from several
+    colorizers, as in training/crossval.py): AuC over all the set's pixels together (the
+    cumulative mass of every pixel's error), plain and rebalanced by the set's own ground-truth
+    prior; per image too, for the table; and 90% bootstrap intervals. Sets each row's rb_auc and
+    grey_rb_auc.
+
+    The prior is counted from the very pixels it weighs (the joint histograms' bins): a prior
+    from a subsample (every 2nd pixel, as before 2026-11-26) left a lone pixel of a colour the
+    subsample missed with only the smoothing's far tail as its p, and so a weight up to 1e7
+    times a common bin's; one such pixel carried 86% of a 180-photograph set's weight."""
+    counts = [joint_counts(r["_joint_grey"]) for r in rows]
     w = bin_weights(smoothed_prior(sum(counts))).ravel()
     joint_ours, joint_grey = [r["_joint"] for r in rows], [r["_joint_grey"] for r in rows]
     for r, jo, jg in zip(rows, joint_ours, joint_grey):

@@ -43,7 +43,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 from skimage import color
 
-from common import (ab_counts, ab_error_histogram, ab_prior, auc, bicubic_pairs, colourfulness, image_files, joint_error_histogram,
+from common import (ab_error_histogram, ab_prior, auc, bicubic_pairs, colourfulness, image_files, joint_error_histogram,
                     pooled_auc, psnr, rebalance_weights, summarize)
 
 SHARED = "../shared"
@@ -133,11 +133,9 @@ def evaluate_colorizer(binary, model, files, work, pictures, picks, judge, label
     print(file=sys.stderr)
     for r in rows:
         our_ab, true_ab = r.pop("_ab")
-        # One joint histogram (true ab bin x error) per photograph, and the counts of its true ab
-        # (every 2nd pixel each way) that the set's prior is taken from: enough to pool any set of
-        # photographs (summarize), and for the bootstrap's redraws.
+        # One joint histogram (true ab bin x error) per photograph: enough to pool any set of
+        # photographs under their prior (summarize), and for the bootstrap's redraws.
         r["_joint"], r["_joint_grey"] = joint_error_histogram(our_ab, true_ab), joint_error_histogram(np.zeros_like(true_ab), true_ab)
-        r["_counts"] = ab_counts(true_ab[::2, ::2])
     return summarize(rows), rows
 
 
@@ -180,7 +178,7 @@ def evaluate_video(binary, model, work, shared):
     ours = frames_of(ours_path)
     assert len(ours) == n, f"{len(ours)} frames colorized of {n}"
     true_abs = [color.rgb2lab(f)[..., 1:] for f in truth]
-    prior = ab_prior([t[::2, ::2] for t in true_abs])
+    prior = ab_prior(true_abs)  # from every pixel it weighs (see common.summarize)
     hists = np.zeros((4, 152))
     for o, t in zip(ours, true_abs):
         our_ab, zero = color.rgb2lab(o)[..., 1:], np.zeros_like(t)

@@ -83,7 +83,7 @@ class PooledMetricsTests(unittest.TestCase):
                 pred = pred * gain
                 rows.append({"colourfulness": float(np.abs(pred).mean()), "truth_colourfulness": float(np.abs(truth).mean()),
                              "auc": 0.0, "grey_auc": 0.0, "_joint": joint_error_histogram(pred, truth),
-                             "_joint_grey": joint_error_histogram(np.zeros_like(truth), truth), "_counts": ab_counts(truth)})
+                             "_joint_grey": joint_error_histogram(np.zeros_like(truth), truth)})
             return rows
         first, second = photos(4, n=6, spread=15.0), photos(5, n=6, spread=70.0)
         a, b = rows_of(first, 1.0), rows_of(second, 1.4)  # two "decoders": the second more saturated
@@ -105,6 +105,29 @@ class PooledMetricsTests(unittest.TestCase):
         lo, hi = pooled["rb_margin_90ci"]
         self.assertLessEqual(lo, pooled["rb_auc"] - pooled["grey_rb_auc"])
         self.assertGreaterEqual(hi, pooled["rb_auc"] - pooled["grey_rb_auc"])
+
+
+    def test_a_lone_pixel_of_an_unseen_colour_weighs_no_more_than_a_colour_bin(self):
+        """Regression: the prior once came from every 2nd pixel, so a lone pixel of a colour the
+        subsample missed got the smoothing's far tail as its p and a weight ~1e7 times a common
+        bin's. With the prior counted from the pixels it weighs, getting that one pixel wrong
+        costs at most about one colour bin's share of the rebalanced AuC."""
+        def margin(lone_prediction):
+            rows = []
+            for k, (pred, truth) in enumerate(photos(6, n=6)):
+                if k == 0:
+                    truth, pred = truth.copy(), pred.copy()
+                    truth[1, 1] = (80.0, -100.0)  # one pixel, far from every other colour
+                    pred[1, 1] = lone_prediction
+                rows.append({"colourfulness": 1.0, "truth_colourfulness": 1.0, "auc": 0.0, "grey_auc": 0.0,
+                             "_joint": joint_error_histogram(pred, truth), "_joint_grey": joint_error_histogram(np.zeros_like(truth), truth)})
+            s = summarize(rows)
+            bins = int((sum(r["_joint_grey"] for r in rows).sum(1) > 0).sum())
+            return s["rb_auc"] - s["grey_rb_auc"], bins
+        right, bins = margin((80.0, -100.0))
+        wrong, _ = margin((0.0, 0.0))
+        self.assertGreater(right, wrong)  # the pixel does count
+        self.assertLess(right - wrong, 2.0 / bins)
 
 
 if __name__ == "__main__":
