@@ -50,7 +50,8 @@ SHARED = "../shared"
 
 
 def vivify(binary, args, command="image"):
-    r = subprocess.run([binary, command] + args + ["-y"], capture_output=True, text=True)  # docs/images are rewritten
+    overwrite = ["-y"] if command in ("image", "run") else []  # docs/images are rewritten; `flicker` writes nothing
+    r = subprocess.run([binary, command] + args + overwrite, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"vivify {command} {' '.join(args)} failed ({r.returncode}): {r.stderr.strip()}")
     return r.stdout
