@@ -4,7 +4,7 @@ validation over all of ImageNet-sample900 (issue 11).
 
 The held-out splits of training/color.py are 90 photographs each, and the rebalanced AuC of
 90 photographs swings by points with the few that carry a rare colour (the shipped decoder:
-tune +5.1, test +0.0, 90% intervals about 3 to 5 points wide). Here every ImageNet photograph
+tune +5.1, test +0.0, 90% intervals 2.4 to 4.7 points wide). Here every ImageNet photograph
 is held out once: fold k holds out files[k::K] (fold 0 of 5 is exactly the tune and test
 splits together, so its decoder is trained on exactly the shipped decoder's photographs), and
 its decoder trains on every other photograph of ../shared/datasets/train with the shipped
@@ -21,7 +21,7 @@ pooled into one set: AuC and rebalanced AuC against grey (prior of all 900), col
 MobileNetV1 top-1, with 90% bootstrap intervals. Each fold is reported too.
 
 Usage: python3 training/crossval.py --out training/runs/cv [--folds 5] [--threads 2] [--json cv.json]
-       (about 12 minutes a fold on 2 cores once the caches exist; a finished fold is reused)
+       (about 14 minutes a fold on 2 cores once the caches exist; a finished fold is reused)
 """
 import argparse, json, os, sys, tempfile, types
 
