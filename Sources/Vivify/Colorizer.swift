@@ -36,6 +36,11 @@ public final class Colorizer {
     public static func saturationError(_ s: Float) -> String {
         "'--saturation \(s)' is out of range. Use a chroma multiplier from 0 (grey) to 4; 1 keeps the model's colour."
     }
+    /// References, keyframes and hints, when given (`--reference`, `--keyframe`, `--hint`).
+    public let guide: ColourGuide?
+    /// Where the next frame sits in its video (set by the stage before each frame; nil for a
+    /// still picture), for keyframes and scene cuts.
+    public var position: FramePosition?
     private let backend: InferenceBackend
     private let bundle: ModelBundle?
     private var prepared: [Shape: PreparedGraph] = [:]
@@ -51,11 +56,13 @@ public final class Colorizer {
     /// Loads a colorizer: the built-in `vivify-color`, a `colorize` .wifm bundle, or an ncnn
     /// `.param` (Core ML `.mlmodel`/`.mlpackage`) with its `.bin` and `.json` description beside it.
     /// `saturation` multiplies the predicted chroma (1 keeps it; the gamut fit still applies).
-    public init(model argument: String, backend: BackendChoice = .onednn, stabilize: Bool, saturation: Float = 1) throws {
+    public init(model argument: String, backend: BackendChoice = .onednn, stabilize: Bool, saturation: Float = 1,
+                guide: ColourGuideSpec = ColourGuideSpec()) throws {
         guard Self.saturationRange.contains(saturation) else {
             throw MediaError(.invalidOptions, Self.saturationError(saturation))
         }
         self.saturation = saturation
+        self.guide = guide.isEmpty ? nil : try ColourGuide(spec: guide, backend: backend)
         let loaded = try ModelResolver.resolve(argument, task: .colorize)
         graph = loaded.graph
         spec = loaded.colorizer ?? ColorizerSpec()
@@ -196,6 +203,41 @@ public final class Colorizer {
                 ab[op + i] = Float(c.b)
             }
         }
+        if let guide {
+            let outcome = try guide.colour(position: position, l: fullL, width: w, height: h, autoAB: ab, o.w, o.h)
+            switch outcome {
+            case .automatic:
+                try finishAutomatic(o: o, w: w, h: h)
+            case .exact(let ka, let kb, let kw, let kh):
+                // The keyframe's own colour at this frame's lightness; the stabilizer's history
+                // restarts from it.
+                if kw == w && kh == h {
+                    a = ka
+                    b = kb
+                } else {
+                    Resample.bilinear(ka, kw, kh, into: &a, w, h)
+                    Resample.bilinear(kb, kw, kh, into: &b, w, h)
+                }
+                for i in 0..<(w * h) { GamutFit.fit(l: fullL[i], a: &a[i], b: &b[i]) }
+                let f = ColourReference.fineSide
+                var fa = [Float](repeating: 0, count: f * f), fb = fa
+                Resample.area(a, w, h, into: &fa, f, f)
+                Resample.area(b, w, h, into: &fb, f, f)
+                stabilizer?.restart(l: guide.lFine, ab: fa + fb)
+            case .fine(var fine):
+                let f = ColourReference.fineSide
+                stabilizer?.apply(l: guide.lFine, ab: &fine, width: f, height: f)
+                Resample.bilinearModel(fine, f, f, into: &coefficients)
+                Resample.linearModelAB(coefficients, f, f, fittedTo: fullL, saturation: saturation, a: &a, b: &b, w, h)
+            }
+            try guide.finish(position: position, l: fullL, a: &a, b: &b, width: w, height: h)
+            return
+        }
+        try finishAutomatic(o: o, w: w, h: h)
+    }
+
+    /// The model's own colour (stabilized) to full resolution.
+    private func finishAutomatic(o: Shape, w: Int, h: Int) throws {
         stabilizer?.apply(l: outL, ab: &ab, width: o.w, height: o.h)
 
         // Back to full resolution, then fit each pixel's chroma into the RGB gamut at its own L.
@@ -211,8 +253,12 @@ public final class Colorizer {
     public func warmUp(width: Int, height: Int) throws {
         let blank = VideoFrame(format: .rgb24, width: width, height: height)
         var out = VideoFrame(format: .rgb24, width: 1, height: 1)
+        let kept = position
+        position = nil
         try colorize(blank, into: &out)
+        position = kept
         stabilizer?.reset()
+        guide?.reset()
     }
 
     private func preparedGraph(_ shape: Shape) throws -> PreparedGraph {

@@ -72,6 +72,8 @@ public struct RunConfiguration: Sendable {
     public var stabilize: Bool
     /// Chroma multiplier for the colorizer (1 keeps the model's colour; gamut-safe).
     public var saturation: Float
+    /// References, keyframes and hints that guide the colorizer.
+    public var colourGuide: ColourGuideSpec
     /// Stop after this many input frames.
     public var maxFrames: Int?
     /// Backend running the models.
@@ -110,6 +112,7 @@ public struct RunConfiguration: Sendable {
         colorizeAfter = false
         stabilize = true
         saturation = 1
+        colourGuide = ColourGuideSpec()
         maxFrames = nil
         backend = .onednn
         mode = .offline

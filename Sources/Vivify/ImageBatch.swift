@@ -67,7 +67,7 @@ public enum ImageBatch {
     /// `progress` receives (pictures done, total) after each one.
     public static func run(inputs arguments: [String], directory: String, format: String?, upscale: String?, tile: Int?,
                            backend: BackendChoice = .onednn, colorize: String? = nil, colorizeAfter: Bool = false,
-                           saturation: Float = 1, existingOutput: ExistingOutput = .refuse,
+                           saturation: Float = 1, guide: ColourGuideSpec = ColourGuideSpec(), existingOutput: ExistingOutput = .refuse,
                            log: @escaping @Sendable (String) -> Void = { _ in },
                            progress: (Int, Int) -> Void = { _, _ in }) throws -> Summary {
         if let format, !["png", "jpg", "jpeg"].contains(format.lowercased()) {
@@ -97,7 +97,7 @@ public enum ImageBatch {
             throw MediaError(.invalidOptions, "'\(directory)' is a file; with several pictures the output is a directory.")
         }
         let models = try ImageJob.makeModels(upscale: upscale, tile: tile, backend: backend, colorize: colorize, colorizeAfter: colorizeAfter,
-                                             saturation: saturation, log: log)
+                                             saturation: saturation, guide: guide, log: log)
 
         // Load ahead on one thread (at most two pictures waiting), save behind on another.
         let loaded = BoundedQueue<(String, Result<StillImage, any Error>)>(capacity: 2)

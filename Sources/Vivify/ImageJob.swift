@@ -9,7 +9,7 @@ public enum ImageJob {
     /// upscale in the configured order; alpha upscaled beside the colour) and writes `output`.
     /// Returns warnings (e.g. alpha dropped by JPEG).
     public static func run(input: String, output: String, upscale: String?, tile: Int?, backend: BackendChoice = .onednn,
-                           colorize: String? = nil, colorizeAfter: Bool = false, saturation: Float = 1,
+                           colorize: String? = nil, colorizeAfter: Bool = false, saturation: Float = 1, guide: ColourGuideSpec = ColourGuideSpec(),
                            existingOutput: ExistingOutput = .refuse, log: (String) -> Void = { _ in }) throws -> [String] {
         try ImageIO.validateOutputPath(output)
         // Checked before any work, as for video: never a device or the input, and an existing
@@ -20,14 +20,17 @@ public enum ImageJob {
         case .skip: return ["'\(output)' exists; skipped (-n)."]
         }
         let models = try makeModels(upscale: upscale, tile: tile, backend: backend, colorize: colorize, colorizeAfter: colorizeAfter,
-                                    saturation: saturation, log: log)
+                                    saturation: saturation, guide: guide, log: log)
         let image = try process(try ImageIO.read(path: input), name: input, models: models, outputExtension: url.pathExtension, log: log)
         return try save(image, to: url, output: output)
     }
 
     /// The model stages of an image job, made once (a batch reuses them for every picture).
     static func makeModels(upscale: String?, tile: Int?, backend: BackendChoice, colorize: String?, colorizeAfter: Bool,
-                           saturation: Float, log: (String) -> Void) throws -> [FrameProcessor] {
+                           saturation: Float, guide: ColourGuideSpec = ColourGuideSpec(), log: (String) -> Void) throws -> [FrameProcessor] {
+        if !guide.isEmpty && colorize == nil {
+            throw MediaError(.invalidOptions, "--reference and --hint guide the colorizer, but no colorizer runs. Add --colorize.")
+        }
         var c = RunConfiguration(input: "", output: "")
         c.colorize = colorize
         c.upscale = upscale
@@ -35,7 +38,10 @@ public enum ImageJob {
         c.colorizeAfter = colorizeAfter
         c.stabilize = false
         c.saturation = saturation
-        return try c.modelStages.map { try ProcessorFactory.make($0, backend: backend, log: log) }
+        c.colourGuide = guide
+        let models = try c.modelStages.map { try ProcessorFactory.make($0, backend: backend, log: log) }
+        for case let p as ColorizeProcessor in models { p.stills = true }
+        return models
     }
 
     /// One picture through `models` (the same chain as `vivify run`); `outputExtension` says

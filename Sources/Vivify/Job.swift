@@ -138,6 +138,10 @@ public final class Job {
         }
         var warnings: [String] = []
         let warn: (String) -> Void = { [onWarning] in warnings.append($0); onWarning($0) }
+        if !c.colourGuide.isEmpty && c.colorize == nil {
+            throw MediaError(.invalidOptions, "--reference, --keyframe and --hint guide the colorizer, but no colorizer runs. Add --colorize.")
+        }
+        try c.colourGuide.checkFiles()
 
         // Models load before anything is opened for writing, so a bad model name costs nothing.
         var models = try preloadedModels ?? c.modelStages.map { try ProcessorFactory.make($0, backend: c.backend, log: onWarning) }
@@ -154,6 +158,11 @@ public final class Job {
             for a in y4m.assumptions { warn("\(c.input == "-" ? "standard input" : "'\(c.input)'"): assuming \(a).") }
         }
         let video = source.info.video
+        // Keyframes past the end are refused before any frame is processed (segments are
+        // windows of the whole video: its own length counts).
+        if segment == nil {
+            try c.colourGuide.checkKeyframes(frameCount: video.frameCount, duration: video.duration, input: c.input)
+        }
         // The chain from the ordered stage specs ([to RGB] → models → [resize]), the models
         // already loaded; the sink is configured from what it gives.
         var processors: [FrameProcessor] = []
@@ -432,6 +441,11 @@ public final class Job {
             }
             models.append(RunDescription.Model(task: task, name: name, files: hashes))
         }
+        // References, keyframes and the hints picture, with their SHA-256 like the models'.
+        for (task, path) in c.colourGuide.references.map({ ("reference", $0) }) + c.colourGuide.keyframes.map({ ("keyframe \($0.position.text)", $0.file) })
+            + (c.colourGuide.hintsImage.map { [("hints", $0)] } ?? []) {
+            models.append(RunDescription.Model(task: task, name: path, files: [path: try SHA256.hash(fileAt: URL(fileURLWithPath: path)).hex]))
+        }
         var settings: [String: String] = [
             "mode": c.mode.rawValue, "live_output": c.liveOutput.rawValue, "realtime": String(c.realtime),
             "codec": c.encoder.encoderName, "backend": c.backend.rawValue, "strict": String(c.strict),
@@ -441,6 +455,7 @@ public final class Job {
             settings["stabilize"] = String(c.stabilize)
             settings["saturation"] = String(c.saturation)
             settings["colorize_after"] = String(c.colorizeAfter)
+            if !c.colourGuide.hints.isEmpty { settings["hints"] = c.colourGuide.hints.map(\.description).joined(separator: " ") }
         }
         let optional: [(String, String?)] = [
             ("crf", c.encoder.crf.map { String($0) }), ("preset", c.encoder.preset), ("pix_fmt", c.encoder.pixelFormat),

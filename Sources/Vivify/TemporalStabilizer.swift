@@ -18,7 +18,10 @@ public final class TemporalStabilizer {
     private var previousHistogram: [Float] = []
 
     /// Makes a stabilizer.
-    public init(strength: Float = 0.92, lSigma: Float = 6, cutThreshold: Float = 0.5) {
+    /// The histogram distance that counts as a cut unless told otherwise.
+    public static let defaultCutThreshold: Float = 0.5
+
+    public init(strength: Float = 0.92, lSigma: Float = 6, cutThreshold: Float = defaultCutThreshold) {
         self.strength = strength
         self.lSigma = lSigma
         self.cutThreshold = cutThreshold
@@ -29,6 +32,14 @@ public final class TemporalStabilizer {
         previousL = []
         previousAB = []
         previousHistogram = []
+    }
+
+    /// Starts the history afresh from a frame whose colour is given, not predicted (a
+    /// keyframe): the next frames blend from it.
+    public func restart(l: [Float], ab: [Float]) {
+        previousL = l
+        previousAB = ab
+        previousHistogram = Self.histogram(l)
     }
 
     static func histogram(_ l: [Float]) -> [Float] {

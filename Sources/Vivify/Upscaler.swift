@@ -18,6 +18,14 @@ public enum BackendChoice: String, Sendable, CaseIterable {
         case .reference: return ReferenceBackend()
         }
     }
+
+    /// The matrix multiplier of the same kind (oneDNN's sgemm, or plain loops).
+    func makeMatrixMultiplier() -> MatrixMultiplier {
+        switch self {
+        case .onednn: return DNNLMatrixMultiplier()
+        case .reference: return ReferenceMatrixMultiplier()
+        }
+    }
 }
 
 /// A loaded upscaling model: the graph, how to tile it, and a runner that keeps its prepared

@@ -232,6 +232,8 @@ struct ModelOptions: ParsableArguments {
     @Option(help: "Multiply the colorizer's chroma by S (default 1; 0 is grey, 1.3 more vivid); colours stay within the RGB gamut.")
     var saturation: Float = 1
 
+    @OptionGroup var guideOptions: GuideOptions
+
     func validate() throws {
         if let tile, tile < 16 || tile > 4096 {
             throw ValidationError("'--tile \(tile)' is out of range. Use a tile size from 16 to 4096 pixels.")
@@ -241,6 +243,9 @@ struct ModelOptions: ParsableArguments {
         }
     }
 
+    /// The colorizer's guidance from these options.
+    var guide: ColourGuideSpec { guideOptions.spec }
+
     func apply(to c: inout RunConfiguration) {
         c.upscale = upscale
         c.tile = tile
@@ -248,6 +253,27 @@ struct ModelOptions: ParsableArguments {
         c.colorize = colorize
         c.colorizeAfter = colorizeAfter
         c.saturation = saturation
+        c.colourGuide = guide
+    }
+}
+
+/// References and hints for the colorizer (`run`, `image`, `bench`).
+struct GuideOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("A colour photo whose colours the output takes where its content corresponds (matched by meaning, not position); repeatable. Needs --colorize.", valueName: "FILE"))
+    var reference: [String] = []
+
+    @Option(help: ArgumentHelp("A colour user hint on the first frame or picture, X,Y=#RRGGBB in pixels; spread along lightness edges; repeatable. Needs --colorize.", valueName: "X,Y=#RRGGBB"))
+    var hint: [String] = []
+
+    @Option(help: ArgumentHelp("An RGBA PNG of the first frame's size whose opaque pixels are colour hints. Needs --colorize.", valueName: "FILE.png"))
+    var hints: String?
+
+    func validate() throws {
+        for h in hint where ColourHint(parsing: h) == nil { throw ValidationError(ColourHint.parseError(h)) }
+    }
+
+    var spec: ColourGuideSpec {
+        ColourGuideSpec(references: reference, hints: hint.compactMap(ColourHint.init(parsing:)), hintsImage: hints)
     }
 }
 
@@ -292,6 +318,9 @@ struct JobOptions: ParsableArguments {
     @Option(help: "Stop after N input frames.")
     var maxFrames: Int?
 
+    @Option(help: ArgumentHelp("A colour version of one frame, N=FILE (0-based frame number) or 12.5s=FILE (time): frames of its shot take its colours; repeatable. Needs --colorize.", valueName: "N=FILE"))
+    var keyframe: [String] = []
+
     @OptionGroup var inputOptions: InputFormatOptions
     @OptionGroup var modelOptions: ModelOptions
 
@@ -302,6 +331,7 @@ struct JobOptions: ParsableArguments {
         if let crf, crf < 0 || crf > 63 {
             throw ValidationError("'--crf \(crf)' is out of range. Use a value from 0 to 63 (x264 default 23).")
         }
+        for k in keyframe where Keyframe(parsing: k) == nil { throw ValidationError(Keyframe.parseError(k)) }
     }
 
     /// The configuration of a job from `input` to `output` with these options.
@@ -316,6 +346,7 @@ struct JobOptions: ParsableArguments {
         c.strict = strict
         c.stabilize = stabilize
         c.maxFrames = maxFrames
+        c.colourGuide.keyframes = keyframe.compactMap(Keyframe.init(parsing:))
         c.existingOutput = overwriteOptions.existing
         return c
     }
@@ -520,7 +551,7 @@ struct ImageCommand: ParsableCommand {
             let warnings = try ImageJob.run(input: input, output: output, upscale: modelOptions.upscale, tile: modelOptions.tile,
                                             backend: modelOptions.backend, colorize: modelOptions.colorize,
                                             colorizeAfter: modelOptions.colorizeAfter, saturation: modelOptions.saturation,
-                                            existingOutput: overwriteOptions.existing,
+                                            guide: modelOptions.guide, existingOutput: overwriteOptions.existing,
                                             log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } })
             if !quiet { for w in warnings { ProgressReporter.writeStderr("vivify: warning: \(w)\n") } }
         } catch {
@@ -537,7 +568,7 @@ struct ImageCommand: ParsableCommand {
             summary = try ImageBatch.run(
                 inputs: Array(paths.dropLast()), directory: paths.last!, format: format, upscale: modelOptions.upscale, tile: modelOptions.tile,
                 backend: modelOptions.backend, colorize: modelOptions.colorize, colorizeAfter: modelOptions.colorizeAfter,
-                saturation: modelOptions.saturation, existingOutput: overwriteOptions.existing,
+                saturation: modelOptions.saturation, guide: modelOptions.guide, existingOutput: overwriteOptions.existing,
                 log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } },
                 progress: { done, total in
                     guard !quiet else { return }
@@ -656,6 +687,8 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Number of generated frames.")
     var frames: Int = 60
 
+    @OptionGroup var guideOptions: GuideOptions
+
     @Option(help: "Tile size in input pixels for the model.")
     var tile: Int?
 
@@ -679,7 +712,7 @@ struct BenchCommand: ParsableCommand {
         do {
             try timing.outputs.check(inputs: [])
             let result = try Bench.run(size: FrameSize(parsing: size)!, frames: frames, upscale: upscale, colorize: colorize, tile: tile, backend: backend,
-                                       targetFPS: timing.targetFps ?? 30, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
+                                       targetFPS: timing.targetFps ?? 30, guide: guideOptions.spec, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
             print(result.text, terminator: "")
             if let tracer = result.tracer { try timing.outputs.write(tracer, report: result.report) }
         } catch {

@@ -54,6 +54,10 @@ public final class ColorizeProcessor: FrameProcessor {
     private var output = FloatPlanarImage(channels: 3, width: 1, height: 1)
     private var grey = VideoFrame(format: .rgb24, width: 1, height: 1)
 
+    /// Still pictures (`vivify image`): frames have no place in a video, so keyframes and
+    /// scene cuts do not apply.
+    public var stills = false
+
     /// Wraps a loaded colorizer.
     public init(_ colorizer: Colorizer) { self.colorizer = colorizer }
 
@@ -68,12 +72,21 @@ public final class ColorizeProcessor: FrameProcessor {
         default: throw layoutError(name, input, wants: "rgb24, gray or planar float")
         }
         self.input = input
+        try colorizer.guide?.configure(width: input.width, height: input.height, frameRate: input.frameRate.doubleValue)
         var out = input
         out.layout = .planarFloat(channels: 3)
         return out
     }
 
     public func process(_ frame: ChainFrame) throws -> [ChainFrame] {
+        if stills {
+            colorizer.position = nil
+        } else {
+            let rate = input?.frameRate.doubleValue ?? 30
+            let t = frame.timing
+            let seconds = t.pts.map { Double($0) * t.timeBase.doubleValue } ?? Double(frame.id) / (rate > 0 ? rate : 30)
+            colorizer.position = FramePosition(index: frame.id, seconds: seconds)
+        }
         switch frame.pixels {
         case .packed(let f) where f.format == .gray:
             grey.reshape(format: .rgb24, width: f.width, height: f.height)
@@ -103,7 +116,10 @@ public final class ColorizeProcessor: FrameProcessor {
         return Int((log(0.005) / log(Double(s.strength))).rounded(.up))
     }
 
-    public func reset() { colorizer.stabilizer?.reset() }
+    public func reset() {
+        colorizer.stabilizer?.reset()
+        colorizer.guide?.reset()
+    }
 
     public func flopsPerFrame() throws -> Double {
         guard let input else { return 0 }

@@ -1,0 +1,151 @@
+import Foundation
+public import MediaIO
+
+// What the user says about colour beside the model: reference photos, keyframes, hints
+// (issue 28). Parsed from the command line, recorded in segment manifests (files by SHA-256),
+// and turned into a `ColourGuide` when the colorizer is loaded.
+
+/// A colour version of one frame of a video: where it belongs and the picture.
+public struct Keyframe: Sendable, Equatable, Codable, CustomStringConvertible {
+    /// Where in the video the keyframe belongs.
+    public enum Position: Sendable, Equatable, Codable {
+        /// A 0-based frame number.
+        case frame(Int)
+        /// A time in seconds from the start.
+        case time(Double)
+
+        /// As written on the command line: `12` or `12.5s`.
+        public var text: String {
+            switch self {
+            case .frame(let n): return "\(n)"
+            case .time(let t): return "\(t)s"
+            }
+        }
+    }
+
+    /// Where it belongs.
+    public var position: Position
+    /// The colour picture (PNG or JPEG).
+    public var file: String
+
+    /// Makes a keyframe.
+    public init(position: Position, file: String) {
+        self.position = position
+        self.file = file
+    }
+
+    /// Parses `N=FILE` (a 0-based frame number) or `12.5s=FILE` (seconds); nil when malformed.
+    public init?(parsing text: String) {
+        guard let eq = text.firstIndex(of: "=") else { return nil }
+        let at = text[..<eq].trimmingCharacters(in: .whitespaces).lowercased(), file = String(text[text.index(after: eq)...])
+        guard !file.isEmpty else { return nil }
+        if at.hasSuffix("s"), let t = Double(at.dropLast()), t.isFinite, t >= 0 {
+            self.init(position: .time(t), file: file)
+        } else if let n = Int(at), n >= 0 {
+            self.init(position: .frame(n), file: file)
+        } else {
+            return nil
+        }
+    }
+
+    public var description: String { "\(position.text)=\(file)" }
+
+    /// Why a `--keyframe` argument is refused.
+    public static func parseError(_ text: String) -> String {
+        "'--keyframe \(text)' is not a keyframe. Write it as N=FILE with a 0-based frame number (--keyframe 0=first.png) or as a time in seconds, --keyframe 12.5s=shot.png."
+    }
+}
+
+/// A colour the user puts on one pixel of the first frame or picture.
+public struct ColourHint: Sendable, Equatable, Codable, CustomStringConvertible {
+    /// Column and row in pixels of the colorizer's input.
+    public var x: Int, y: Int
+    /// The colour, 8-bit sRGB.
+    public var red: UInt8, green: UInt8, blue: UInt8
+
+    /// Makes a hint.
+    public init(x: Int, y: Int, red: UInt8, green: UInt8, blue: UInt8) {
+        self.x = x
+        self.y = y
+        self.red = red
+        self.green = green
+        self.blue = blue
+    }
+
+    /// Parses `X,Y=#RRGGBB` (the `#` optional); nil when malformed.
+    public init?(parsing text: String) {
+        guard let eq = text.firstIndex(of: "=") else { return nil }
+        let xy = text[..<eq].split(separator: ",")
+        var hex = String(text[text.index(after: eq)...]).trimmingCharacters(in: .whitespaces)
+        if hex.hasPrefix("#") { hex.removeFirst() }
+        guard xy.count == 2, let x = Int(xy[0].trimmingCharacters(in: .whitespaces)), let y = Int(xy[1].trimmingCharacters(in: .whitespaces)),
+              x >= 0, y >= 0, hex.count == 6, let v = UInt32(hex, radix: 16) else { return nil }
+        self.init(x: x, y: y, red: UInt8(v >> 16 & 255), green: UInt8(v >> 8 & 255), blue: UInt8(v & 255))
+    }
+
+    public var description: String { String(format: "%d,%d=#%02X%02X%02X", x, y, red, green, blue) }
+
+    /// Why a `--hint` argument is refused.
+    public static func parseError(_ text: String) -> String {
+        "'--hint \(text)' is not a colour hint. Write it as X,Y=#RRGGBB with pixel coordinates of the first frame, e.g. --hint 120,45=#C0392B."
+    }
+}
+
+/// Everything that guides the colorizer beyond its own prediction.
+public struct ColourGuideSpec: Sendable, Equatable, Codable {
+    /// Colour photographs whose colours the output takes where its content corresponds.
+    public var references: [String]
+    /// Colour versions of single frames (video).
+    public var keyframes: [Keyframe]
+    /// Colours on single pixels of the first frame or picture.
+    public var hints: [ColourHint]
+    /// An RGBA picture whose opaque pixels are hints.
+    public var hintsImage: String?
+
+    /// No guidance.
+    public init(references: [String] = [], keyframes: [Keyframe] = [], hints: [ColourHint] = [], hintsImage: String? = nil) {
+        self.references = references
+        self.keyframes = keyframes
+        self.hints = hints
+        self.hintsImage = hintsImage
+    }
+
+    /// Whether nothing guides the colorizer.
+    public var isEmpty: Bool { references.isEmpty && keyframes.isEmpty && hints.isEmpty && hintsImage == nil }
+
+    /// Every file it reads (references, keyframes, the hints picture).
+    public var files: [String] { references + keyframes.map(\.file) + (hintsImage.map { [$0] } ?? []) }
+
+    /// One line per item for reports (`--stats`).
+    public var summary: [String] {
+        references.map { "reference \($0)" } + keyframes.map { "keyframe \($0)" } + hints.map { "hint \($0)" }
+            + (hintsImage.map { ["hints \($0)"] } ?? [])
+    }
+
+    /// Checks what can be checked without the video: the files exist and are readable.
+    /// Throws `inputUnreadable` (exit 66) naming the file and the option.
+    public func checkFiles() throws {
+        for (option, file) in references.map({ ("--reference", $0) }) + keyframes.map({ ("--keyframe", $0.file) })
+            + (hintsImage.map { [("--hints", $0)] } ?? []) {
+            guard FileManager.default.isReadableFile(atPath: file) else {
+                throw MediaError(.inputUnreadable, "Cannot read '\(file)' given to \(option): no such file or no permission. Give the path of a colour PNG or JPEG.")
+            }
+        }
+    }
+
+    /// Checks frame-number keyframes against the number of frames the input has (when known).
+    public func checkKeyframes(frameCount: Int?, duration: Double?, input: String) throws {
+        for k in keyframes {
+            switch k.position {
+            case .frame(let n):
+                if let frameCount, frameCount > 0, n >= frameCount {
+                    throw MediaError(.invalidOptions, "'--keyframe \(k)': '\(input)' has \(frameCount) frames (0 to \(frameCount - 1)), so frame \(n) is past the end. Give the number of a frame in the video.")
+                }
+            case .time(let t):
+                if let duration, duration > 0, t > duration {
+                    throw MediaError(.invalidOptions, "'--keyframe \(k)': '\(input)' lasts \(String(format: "%.2f", duration)) s, so \(t) s is past the end. Give a time within the video.")
+                }
+            }
+        }
+    }
+}

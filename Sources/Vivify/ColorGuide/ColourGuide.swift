@@ -1,0 +1,254 @@
+internal import ColorScience
+internal import Engine
+import Foundation
+public import MediaIO
+
+/// Where a frame sits in its video, for keyframes.
+public struct FramePosition: Sendable, Equatable {
+    /// 0-based frame number of the source.
+    public var index: Int
+    /// Presentation time in seconds.
+    public var seconds: Double
+
+    /// Makes a position.
+    public init(index: Int, seconds: Double) {
+        self.index = index
+        self.seconds = seconds
+    }
+}
+
+/// The colorizer's guidance at run time (issue 28): references and keyframes matched by
+/// meaning, hints spread along lightness edges.
+///
+///     frame L ─▶ encoder features ─▶ match against: references (always), the keyframes of
+///                                    this shot (before: no cut since; after: same content),
+///                                    weighted by nearness in time
+///                                  ─▶ transferred ab where confident, else the model's
+///     a frame that is a keyframe ─▶ the keyframe's own ab at the frame's L
+///     first frame ─▶ hints, spread along edges; the result is then a keyframe of its shot
+public final class ColourGuide {
+    /// What it was made from.
+    public let spec: ColourGuideSpec
+    private let encoder: ReferenceEncoder
+    private let matcher: ReferenceMatcher
+    private let lab = LabConverter()
+    private var references: [ColourReference] = []
+    private var keyframes: [LoadedKeyframe] = []
+    private var hintSeeds: [HintSpreader.Seed] = []
+    private var hintsSize: (w: Int, h: Int)?
+    /// The frame size configured, and its rate (for frame-number keyframes' times).
+    private var frameSize: (w: Int, h: Int)?
+    private var frameRate: Double = 30
+    // State from frame to frame (forgotten by `reset`).
+    private var lastCutSeconds = -Double.infinity
+    private var previousHistogram: [Float] = []
+    private var hintsDone = false
+    private var hintedFrame: LoadedKeyframe?
+    // Per-frame buffers.
+    private var l224 = [Float](repeating: 0, count: 224 * 224)
+    private(set) var lFine = [Float](repeating: 0, count: ColourReference.fineSide * ColourReference.fineSide)
+    private var lGrid = [Float](repeating: 0, count: ReferenceEncoder.gridSide * ReferenceEncoder.gridSide)
+
+    /// A keyframe read and prepared.
+    struct LoadedKeyframe {
+        var position: Keyframe.Position
+        var file: String
+        var reference: ColourReference
+        /// Full-resolution colour, for the frame the keyframe is.
+        var width: Int, height: Int
+        var a: [Float], b: [Float]
+        var histogram: [Float]
+    }
+
+    /// What the guide decided for a frame.
+    enum Outcome {
+        /// Nothing applies: the model's colour as it is.
+        case automatic
+        /// The frame is a keyframe: its colour at full resolution (not yet fitted to the frame's L).
+        case exact(a: [Float], b: [Float], width: Int, height: Int)
+        /// Colour on the 112×112 grid (model and references mixed).
+        case fine(ab: [Float])
+    }
+
+    /// Reads and prepares every reference and keyframe of `spec` (errors name the file and the
+    /// fix, before any frame is processed).
+    public init(spec: ColourGuideSpec, backend: BackendChoice = .onednn) throws {
+        self.spec = spec
+        try spec.checkFiles()
+        encoder = try ReferenceEncoder(backend: backend)
+        matcher = ReferenceMatcher(multiplier: backend.makeMatrixMultiplier())
+        for path in spec.references {
+            let (l, a, b, w, h) = try Self.readColour(path, option: "--reference")
+            references.append(try ColourReference(name: path, l: l, a: a, b: b, width: w, height: h, encoder: encoder))
+        }
+        for k in spec.keyframes {
+            let (l, a, b, w, h) = try Self.readColour(k.file, option: "--keyframe")
+            let r = try ColourReference(name: k.file, l: l, a: a, b: b, width: w, height: h, encoder: encoder)
+            keyframes.append(LoadedKeyframe(position: k.position, file: k.file, reference: r, width: w, height: h, a: a, b: b,
+                                            histogram: TemporalStabilizer.histogram(r.lFine)))
+        }
+        for h in spec.hints { hintSeeds.append(HintSpreader.Seed(x: h.x, y: h.y, red: h.red, green: h.green, blue: h.blue)) }
+        if let path = spec.hintsImage {
+            let image = try ImageIO.read(path: path)
+            guard let alpha = image.alpha else {
+                throw MediaError(.invalidOptions, "'--hints \(path)' has no alpha channel, so no pixel is marked as a hint. Save it as an RGBA PNG whose opaque pixels are the hints and the rest transparent.")
+            }
+            let rgb = image.color.channels == 3 ? image.color : image.color.expandedToRGB()
+            let n = image.width * image.height
+            for i in 0..<n where alpha.data[i] >= 0.5 {
+                let q = { (v: Float) in UInt8(min(max(v * 255, 0), 255).rounded()) }
+                hintSeeds.append(HintSpreader.Seed(x: i % image.width, y: i / image.width, red: q(rgb.data[i]), green: q(rgb.data[n + i]), blue: q(rgb.data[2 * n + i]),
+                                                   fromImage: true))
+            }
+            guard hintSeeds.contains(where: \.fromImage) else {
+                throw MediaError(.invalidOptions, "'--hints \(path)' has no opaque pixel, so it gives no hint. Paint the hints opaque on a transparent picture.")
+            }
+            hintsSize = (image.width, image.height)
+        }
+    }
+
+    /// Reads a colour picture as planar L, a, b; refuses grey ones.
+    static func readColour(_ path: String, option: String) throws -> (l: [Float], a: [Float], b: [Float], w: Int, h: Int) {
+        let image = try ImageIO.read(path: path)
+        guard image.color.channels == 3 else {
+            throw MediaError(.invalidOptions, "'\(option) \(path)' is a grey picture: it has no colour to give. Give a colour photograph (or colour the frame in an editor first).")
+        }
+        var packed = VideoFrame(format: .rgb24, width: 1, height: 1)
+        image.color.store(into: &packed)
+        let w = image.width, h = image.height
+        var rgb = [UInt8](repeating: 0, count: 3 * w * h)
+        packed.planes[0].withUnsafeBufferPointer { src in for i in 0..<rgb.count { rgb[i] = src[i] } }
+        let (l, a, b) = LabConverter().lab(of: rgb, width: w, height: h)
+        // Grey stored as RGB: (almost) no pixel with visible chroma.
+        var coloured = 0
+        for i in 0..<(w * h) where a[i] * a[i] + b[i] * b[i] > 25 { coloured += 1 }
+        if coloured * 200 < w * h {
+            throw MediaError(.invalidOptions, "'\(option) \(path)' is grey (fewer than 0.5% of its pixels have any colour): it has no colour to give. Give a colour photograph (or colour the frame in an editor first).")
+        }
+        return (l, a, b, w, h)
+    }
+
+    /// Checks the guide against the frames it will get: keyframes of the same aspect, hints
+    /// inside the picture.
+    public func configure(width: Int, height: Int, frameRate: Double) throws {
+        frameSize = (width, height)
+        if frameRate.isFinite && frameRate > 0 { self.frameRate = frameRate }
+        for k in keyframes where abs(k.width * height - k.height * width) > max(width, k.width) {
+            throw MediaError(.invalidOptions, "The keyframe '\(k.file)' is \(k.width)x\(k.height), but the frames are \(width)x\(height): a keyframe must have the frame's aspect. Colour the frame itself (extract it with `vivify run IN frame.png --max-frames 1`, or take it at any size with the same aspect).")
+        }
+        for s in hintSeeds where !s.fromImage && (s.x >= width || s.y >= height) {
+            throw MediaError(.invalidOptions, "The hint at \(s.x),\(s.y) is outside the \(width)x\(height) picture. Give pixel coordinates from 0,0 to \(width - 1),\(height - 1) of the first frame.")
+        }
+        if let (hw, hh) = hintsSize, abs(hw * height - hh * width) > max(width, hw) {
+            throw MediaError(.invalidOptions, "The hints picture '\(spec.hintsImage ?? "")' is \(hw)x\(hh), but the frames are \(width)x\(height). Paint the hints on a picture of the frame's size (or the same aspect).")
+        }
+    }
+
+    /// Forgets what earlier frames left (cuts seen, hints applied).
+    public func reset() {
+        lastCutSeconds = -.infinity
+        previousHistogram = []
+        hintsDone = false
+        hintedFrame = nil
+    }
+
+    private func seconds(_ p: Keyframe.Position) -> Double {
+        switch p {
+        case .frame(let n): return Double(n) / frameRate
+        case .time(let t): return t
+        }
+    }
+
+    private func isFrame(_ k: LoadedKeyframe, _ position: FramePosition) -> Bool {
+        switch k.position {
+        case .frame(let n): return n == position.index
+        case .time(let t): return abs(t - position.seconds) < 0.5 / frameRate
+        }
+    }
+
+    /// The colour of one frame: `l` its full-resolution L, `autoAB` the model's a and b at
+    /// `aw`×`ah`. Leaves the frame's L on the fine grid in `lFine` (for the stabilizer).
+    func colour(position: FramePosition?, l: [Float], width w: Int, height h: Int, autoAB: [Float], _ aw: Int, _ ah: Int) throws -> Outcome {
+        let s = ReferenceEncoder.inputSide, g = ReferenceEncoder.gridSide, f = ColourReference.fineSide
+        lastFeatures = nil
+        Resample.area(l, w, h, into: &l224, s, s)
+        Resample.area(l224, s, s, into: &lFine, f, f)
+        Resample.area(l224, s, s, into: &lGrid, g, g)
+        // Scene cuts, as the stabilizer finds them (L histograms of consecutive frames).
+        let histogram = TemporalStabilizer.histogram(lFine)
+        if let position {
+            if previousHistogram.isEmpty || Self.distance(histogram, previousHistogram) > TemporalStabilizer.defaultCutThreshold {
+                lastCutSeconds = position.seconds
+            }
+            previousHistogram = histogram
+        }
+        var weighted = references.map { ReferenceMatcher.Weighted(reference: $0, logWeight: 0) }
+        if let position {
+            if let k = keyframes.first(where: { isFrame($0, position) }) {
+                return .exact(a: k.a, b: k.b, width: k.width, height: k.height)
+            }
+            // The nearest keyframe before (no cut since it) and after (the same content).
+            var shot = keyframes.map { (t: seconds($0.position), ref: $0.reference, histogram: $0.histogram) }
+            if let hinted = hintedFrame { shot.append((seconds(hinted.position), hinted.reference, hinted.histogram)) }
+            let before = shot.filter { $0.t <= position.seconds && $0.t >= lastCutSeconds }.max { $0.t < $1.t }
+            let after = shot.filter { $0.t > position.seconds && Self.distance($0.histogram, histogram) <= TemporalStabilizer.defaultCutThreshold }
+                .min { $0.t < $1.t }
+            switch (before, after) {
+            case let (b?, a?):
+                let db = position.seconds - b.t, da = a.t - position.seconds
+                weighted.append(.init(reference: b.ref, logWeight: Float(log(max(da / (da + db), 1e-3)))))
+                weighted.append(.init(reference: a.ref, logWeight: Float(log(max(db / (da + db), 1e-3)))))
+            case let (b?, nil): weighted.append(.init(reference: b.ref, logWeight: 0))
+            case let (nil, a?): weighted.append(.init(reference: a.ref, logWeight: 0))
+            case (nil, nil): break
+            }
+        }
+        guard !weighted.isEmpty else { return .automatic }
+        let features = try encoder.features(l224: l224)
+        lastFeatures = features
+        let t = try matcher.transfer(features: features, lGrid: lGrid, lFine: lFine, references: weighted)
+        // The model's colour on the fine grid, mixed in where the match is not confident.
+        var auto = [Float](repeating: 0, count: 2 * f * f), plane = [Float](repeating: 0, count: f * f)
+        for c in 0..<2 {
+            Resample.bilinear(Array(autoAB[(c * aw * ah)..<((c + 1) * aw * ah)]), aw, ah, into: &plane, f, f)
+            for i in 0..<(f * f) { auto[c * f * f + i] = plane[i] }
+        }
+        var ab = t.ab
+        for i in 0..<(f * f) {
+            let w = t.weight[i]
+            ab[i] = w * t.ab[i] + (1 - w) * auto[i]
+            ab[f * f + i] = w * t.ab[f * f + i] + (1 - w) * auto[f * f + i]
+        }
+        return .fine(ab: ab)
+    }
+
+    private var lastFeatures: EncodedFeatures?
+
+    /// After the frame's colour is final: the first frame gets the hints, and becomes a
+    /// keyframe of its shot (so the hints' colour follows the objects through the shot).
+    func finish(position: FramePosition?, l: [Float], a: inout [Float], b: inout [Float], width w: Int, height h: Int) throws {
+        guard !hintSeeds.isEmpty, !hintsDone else { return }
+        hintsDone = true
+        let scale: (Double, Double) = hintsSize.map { (Double(w) / Double($0.w), Double(h) / Double($0.h)) } ?? (1, 1)
+        let seeds = hintSeeds.map { s -> HintSpreader.Seed in
+            var s = s
+            if s.fromImage { s.x = min(Int(Double(s.x) * scale.0), w - 1); s.y = min(Int(Double(s.y) * scale.1), h - 1) }
+            return s
+        }
+        HintSpreader().apply(seeds, l: l, a: &a, b: &b, width: w, height: h)
+        guard let position else { return }
+        // The hinted frame as a keyframe for the rest of its shot.
+        let f = ColourReference.fineSide
+        var af = [Float](repeating: 0, count: f * f), bf = af
+        Resample.area(a, w, h, into: &af, f, f)
+        Resample.area(b, w, h, into: &bf, f, f)
+        let features = try lastFeatures ?? encoder.features(l224: l224)
+        let r = ColourReference(name: "hints", features: features, lGrid: lGrid, lFine: lFine, abFine: af + bf)
+        hintedFrame = LoadedKeyframe(position: .time(position.seconds), file: "hints", reference: r, width: w, height: h, a: [], b: [],
+                                     histogram: TemporalStabilizer.histogram(lFine))
+    }
+
+    static func distance(_ x: [Float], _ y: [Float]) -> Float {
+        zip(x, y).reduce(Float(0)) { $0 + abs($1.0 - $1.1) }
+    }
+}

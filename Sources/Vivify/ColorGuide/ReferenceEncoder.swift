@@ -1,0 +1,171 @@
+internal import ColorScience
+internal import Engine
+import Foundation
+internal import MediaIO
+
+/// Multi-scale features of a picture's lightness from the built-in colorizer's frozen
+/// ImageNet encoder (MobileNetV2): the block outputs at 28×28 (32 channels), 14×14 (96) and
+/// 7×7 (320) for L at 224×224. Only L goes in, never colour, so a reference's colour cannot
+/// leak into how it is matched.
+///
+///     L 224×224 ─▶ encoder ─▶ e20 (32 @ 28) ─────────────┐
+///                        └──▶ e46 (96 @ 14) ─▶ nearest ×2 ─┼─▶ concat (448 @ 28) ─▶ levels,
+///                        └──▶ e60 (320 @ 7) ─▶ nearest ×4 ─┘    each location L2-normalised
+final class ReferenceEncoder {
+    /// The encoder taps: value name, side, channels.
+    static let taps: [(name: String, side: Int, channels: Int)] = [("e20", 28, 32), ("e46", 14, 96), ("e60", 7, 320)]
+    /// The side of the encoder's input.
+    static let inputSide = 224
+    /// The side of the matching grid (the finest tap).
+    static let gridSide = 28
+
+    private let prepared: PreparedGraph
+    private var input = [Float](repeating: 0, count: 224 * 224)
+    private var output: [Float]
+
+    /// Loads the built-in colorizer's encoder on `backend`.
+    init(backend: BackendChoice) throws {
+        let loaded = try ModelResolver.resolve(BuiltinModels.color, task: .colorize)
+        let graph = try Self.featureGraph(from: loaded.graph)
+        prepared = try backend.make().prepare(graph, input: Shape(c: 1, h: Self.inputSide, w: Self.inputSide))
+        let o = prepared.outputShape
+        guard o == Shape(c: Self.taps.map(\.channels).reduce(0, +), h: Self.gridSide, w: Self.gridSide) else {
+            throw EngineError(.invalidGraph, "The reference encoder gives \(o), not the 448×28×28 feature map it was built for.")
+        }
+        output = [Float](repeating: 0, count: o.count)
+    }
+
+    /// The built-in colorizer's graph cut after its encoder taps, the coarser taps repeated to
+    /// the finest grid and concatenated; nodes that none of the taps needs are left out.
+    static func featureGraph(from full: Graph) throws -> Graph {
+        var g = full
+        var tapValues: [Int] = []
+        for tap in taps {
+            guard let v = g.valueNames.firstIndex(of: tap.name) else {
+                throw EngineError(.invalidGraph, "The built-in colorizer has no encoder output '\(tap.name)'; the reference encoder needs it. Rebuild the bundle with Models/make-builtin.sh.")
+            }
+            tapValues.append(v)
+        }
+        var concatInputs = [tapValues[0]]
+        for (k, tap) in taps.enumerated().dropFirst() {
+            let factor = Float(gridSide / tap.side)
+            let v = g.valueNames.count
+            g.valueNames.append(tap.name + "#grid")
+            g.nodes.append(Node(name: tap.name + "-to-grid", op: .resize(.nearest, scaleH: factor, scaleW: factor, outH: gridSide, outW: gridSide, alignCorners: false),
+                                inputs: [tapValues[k]], output: v))
+            concatInputs.append(v)
+        }
+        let out = g.valueNames.count
+        g.valueNames.append("reference-features")
+        g.nodes.append(Node(name: "reference-features", op: .concatChannels, inputs: concatInputs, output: out))
+        g.output = out
+        // Keep only what the output needs.
+        var needed = Set([out])
+        var kept: [Node] = []
+        for node in g.nodes.reversed() where needed.contains(node.output) {
+            kept.append(node)
+            needed.formUnion(node.inputs)
+        }
+        g.nodes = kept.reversed()
+        return g
+    }
+
+    /// The features of a lightness plane already at 224×224 (L in 0…100).
+    func features(l224: [Float]) throws -> EncodedFeatures {
+        precondition(l224.count == Self.inputSide * Self.inputSide)
+        // The colorizer's own input normalisation: (L − 50) / 50.
+        for i in 0..<input.count { input[i] = (l224[i] - 50) / 50 }
+        try input.withUnsafeBufferPointer { i in try output.withUnsafeMutableBufferPointer { try prepared.run(input: i, output: $0) } }
+        if let bad = output.withUnsafeBufferPointer(firstNonFinite) {
+            throw EngineError(.nonFiniteOutput, "The reference encoder produced a non-finite value (\(output[bad])); the built-in model is damaged. Reinstall vivify.")
+        }
+        return EncodedFeatures(gridFeatures: output)
+    }
+}
+
+/// One picture's encoder features, per level, location-major (`[location][channel]`), each
+/// location's vector of unit length (so dot products are cosine similarities).
+struct EncodedFeatures: Sendable {
+    /// Side of each level's grid (28, 14, 7).
+    let sides: [Int]
+    /// Channels of each level.
+    let channels: [Int]
+    /// The normalised vectors of each level.
+    let levels: [[Float]]
+
+    /// Splits the encoder's 448×28×28 output into its levels, taking each coarse level at its
+    /// own resolution again (every 2nd / 4th location of the repeated map).
+    init(gridFeatures f: [Float]) {
+        let grid = ReferenceEncoder.gridSide, plane = grid * grid
+        var sides: [Int] = [], channels: [Int] = [], levels: [[Float]] = []
+        var c0 = 0
+        for tap in ReferenceEncoder.taps {
+            let step = grid / tap.side, n = tap.side * tap.side, c = tap.channels
+            var v = [Float](repeating: 0, count: n * c)
+            for y in 0..<tap.side {
+                for x in 0..<tap.side {
+                    let loc = y * tap.side + x, src = (y * step) * grid + x * step
+                    var norm: Float = 0
+                    for k in 0..<c {
+                        let value = f[(c0 + k) * plane + src]
+                        v[loc * c + k] = value
+                        norm += value * value
+                    }
+                    let inv = 1 / max(norm.squareRoot(), 1e-6)
+                    for k in 0..<c { v[loc * c + k] *= inv }
+                }
+            }
+            sides.append(tap.side)
+            channels.append(c)
+            levels.append(v)
+            c0 += c
+        }
+        self.sides = sides
+        self.channels = channels
+        self.levels = levels
+    }
+}
+
+/// A colour picture prepared for matching: its L features, and its L and ab on the grids the
+/// matcher reads (the picture squashed to a square, as the colorizer squashes frames).
+struct ColourReference: Sendable {
+    /// Side of the fine grid colour is transferred on.
+    static let fineSide = 112
+    /// For messages.
+    let name: String
+    /// Encoder features of its L.
+    let features: EncodedFeatures
+    /// L on the 28×28 matching grid.
+    let lGrid: [Float]
+    /// L on the 112×112 fine grid.
+    let lFine: [Float]
+    /// a then b on the fine grid.
+    let abFine: [Float]
+
+    /// Prepares planar L, a, b of a `width`×`height` picture.
+    init(name: String, l: [Float], a: [Float], b: [Float], width: Int, height: Int, encoder: ReferenceEncoder) throws {
+        self.name = name
+        let s = ReferenceEncoder.inputSide, g = ReferenceEncoder.gridSide, f = Self.fineSide
+        var l224 = [Float](repeating: 0, count: s * s)
+        Resample.area(l, width, height, into: &l224, s, s)
+        features = try encoder.features(l224: l224)
+        var lg = [Float](repeating: 0, count: g * g), lf = [Float](repeating: 0, count: f * f), af = lf, bf = lf
+        Resample.area(l224, s, s, into: &lg, g, g)
+        Resample.area(l224, s, s, into: &lf, f, f)
+        Resample.area(a, width, height, into: &af, f, f)
+        Resample.area(b, width, height, into: &bf, f, f)
+        lGrid = lg
+        lFine = lf
+        abFine = af + bf
+    }
+
+    /// Prepares a frame whose colour is already known as ab at the fine grid (a colorized
+    /// frame that becomes a keyframe).
+    init(name: String, features: EncodedFeatures, lGrid: [Float], lFine: [Float], abFine: [Float]) {
+        self.name = name
+        self.features = features
+        self.lGrid = lGrid
+        self.lFine = lFine
+        self.abFine = abFine
+    }
+}
