@@ -38,6 +38,7 @@ Usage: python3 training/evaluate.py [--vivify .build/release/vivify] [--json res
 Needs numpy, Pillow, scikit-image and ai-edge-litert (training/requirements.txt).
 """
 import argparse, glob, json, os, re, subprocess, sys, tempfile
+from fractions import Fraction
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -202,6 +203,94 @@ def evaluate_video(binary, model, work, shared):
     return out
 
 
+GUIDED_CLIPS = ["color_davis_bedroom_123f.mp4", "vid4_calendar_gt.mp4", "vid4_walk_gt.mp4", "color_pexels_plane_clouds.mp4",
+                "cartoon_big_buck_bunny_10s_360p.mp4"]
+
+
+def evaluate_guided(binary, model, work, shared, pictures=None, clips=GUIDED_CLIPS):
+    """Colour from references (issue 28). Each colour clip is turned grey (L kept) and colorized
+    twice through the binary: automatically, and with its own frame 0 in colour as the keyframe
+    (`--keyframe 0=...`). Over frames 1..N, against the clip's colour: pooled AuC and rebalanced
+    AuC (prior from those frames), colourfulness against the truth's, flicker against the
+    truth's, and the rebalanced margin over grey per frame (by distance from the keyframe).
+    Photo pairs: frame 0 as a `--reference` photo for the frame 2 s later (and for the last
+    frame), `vivify image` with and without it."""
+    out = {}
+    for clip in clips:
+        src = os.path.join(shared, "media/videos", clip)
+        if not os.path.exists(src):
+            continue
+        truth = frames_of(src)
+        n, h, w, _ = truth.shape
+        rate = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=r_frame_rate", "-of", "csv=p=0", src],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        grey = np.stack([grey_of(f) for f in truth])
+        grey_path, key = os.path.join(work, "g-grey.mkv"), os.path.join(work, "g-key.png")
+        subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w}x{h}", "-r", rate, "-i", "-",
+                        "-c:v", "ffv1", "-pix_fmt", "bgr0", grey_path], input=grey.tobytes(), check=True)
+        Image.fromarray(truth[0]).save(key)
+        runs = {}
+        for name, extra in [("automatic", []), ("keyframe", ["--keyframe", "0=" + key])]:
+            path = os.path.join(work, f"g-{name}.mkv")
+            vivify(binary, [grey_path, path, "--colorize", model, "--codec", "ffv1", "--quiet"] + extra, command="run")
+            runs[name] = frames_of(path)
+            assert len(runs[name]) == n, f"{clip} {name}: {len(runs[name])} frames of {n}"
+        true_abs = [color.rgb2lab(f)[..., 1:] for f in truth[1:]]
+        prior = ab_prior(true_abs)
+        row = {"frames": n}
+        flicker = lambda p: float(re.search(r"flicker ([0-9.]+)", vivify(binary, [p], command="flicker")).group(1))
+        row["truth_flicker"] = flicker(src)
+        zero = [np.zeros_like(t) for t in true_abs]
+        for name, frames in [("grey", None)] + list(runs.items()):
+            hists, per = np.zeros((2, 152)), []
+            for k, t in enumerate(true_abs):
+                ab = zero[k] if frames is None else color.rgb2lab(frames[k + 1])[..., 1:]
+                wts = rebalance_weights(t, prior)
+                hr = ab_error_histogram(ab, t, weights=wts)
+                hists += [ab_error_histogram(ab, t), hr]
+                per.append(100 * pooled_auc(hr))
+            row[name] = {"auc": 100 * pooled_auc(hists[0]), "rb_auc": 100 * pooled_auc(hists[1]), "per_frame_rb_auc": per}
+            if frames is not None:
+                row[name]["colourfulness_ratio"] = float(np.mean([colourfulness(f.astype(float)) for f in frames[1:]])
+                                                         / np.mean([colourfulness(f.astype(float)) for f in truth[1:]]))
+                row[name]["flicker"] = flicker(os.path.join(work, f"g-{name}.mkv"))
+        for name in runs:
+            row[name]["rb_margin_over_grey"] = row[name]["rb_auc"] - row["grey"]["rb_auc"]
+            row[name]["per_frame_margin"] = [a - b for a, b in zip(row[name]["per_frame_rb_auc"], row["grey"]["per_frame_rb_auc"])]
+        k = row["keyframe"]
+        k["meets_bars"] = bool(k["rb_margin_over_grey"] >= 15 and k["colourfulness_ratio"] >= 0.85 and k["flicker"] <= row["truth_flicker"])
+        row["last_frame_reference_minus_automatic"] = k["per_frame_rb_auc"][-1] - row["automatic"]["per_frame_rb_auc"][-1]
+        # Photo pairs: frame 0 as a reference photo for the frame 2 s on, and for the last frame.
+        fps = float(Fraction(rate))
+        pairs = {}
+        for target in sorted({min(n - 1, int(round(2 * fps))), n - 1}):
+            g, t = os.path.join(work, "p-grey.png"), color.rgb2lab(truth[target])[..., 1:]
+            Image.fromarray(grey[target]).save(g)
+            res = {}
+            for name, extra in [("automatic", []), ("reference", ["--reference", key])]:
+                o = os.path.join(work, f"p-{name}.png")
+                vivify(binary, [g, o, "--colorize", model] + extra)
+                res[name] = np.asarray(Image.open(o).convert("RGB"))
+            pr = ab_prior([t])
+            wts = rebalance_weights(t, pr)
+            scores = {name: 100 * pooled_auc(ab_error_histogram(color.rgb2lab(im)[..., 1:], t, weights=wts)) for name, im in res.items()}
+            scores["grey"] = 100 * pooled_auc(ab_error_histogram(np.zeros_like(t), t, weights=wts))
+            pairs[str(target)] = dict(scores, reference_minus_automatic=scores["reference"] - scores["automatic"])
+            if pictures and target == n - 1:
+                side_by_side([grey[target], res["automatic"], res["reference"], truth[target], truth[0]],
+                             ["grey", "automatic", f"with frame 0 as reference", "truth", "reference (frame 0)"],
+                             os.path.join(pictures, "reference-" + os.path.splitext(clip)[0] + ".jpg"), height=200)
+        row["photo_pairs"] = pairs
+        out[clip] = row
+        a = row["automatic"]
+        print(f"{clip}: keyframe-guided rebalanced AuC {k['rb_auc']:.2f} (+{k['rb_margin_over_grey']:.2f} over grey {row['grey']['rb_auc']:.2f}, "
+              f"automatic +{a['rb_margin_over_grey']:.2f}); AuC {k['auc']:.2f} vs automatic {a['auc']:.2f}, grey {row['grey']['auc']:.2f}; "
+              f"colourfulness {100 * k['colourfulness_ratio']:.0f}% (automatic {100 * a['colourfulness_ratio']:.0f}%); flicker {k['flicker']:.3f} vs "
+              f"truth {row['truth_flicker']:.3f}; last frame keyframe - automatic {row['last_frame_reference_minus_automatic']:+.2f}; photo pairs "
+              + ", ".join(f"frame {t}: reference - automatic {p['reference_minus_automatic']:+.2f}" for t, p in pairs.items()), flush=True)
+    return out
+
+
 def evaluate_upscaler(binary, model, folder, work, pictures, picks):
     rows = []
     for name, img, small, bic in bicubic_pairs(folder):
@@ -233,6 +322,7 @@ def main():
     ap.add_argument("--sets", default="bsd100,test,tune", help="colorizer sets, comma-separated: bsd100, test, tune "
                     "(compare candidate models on tune alone, so that the test split stays unseen by every choice)")
     ap.add_argument("--video", action="store_true", help="also the DAVIS clip and the real grey clips")
+    ap.add_argument("--guided", action="store_true", help="colour from references: the colour clips with frame 0 as keyframe and as reference photo")
     ap.add_argument("--json", help="write every figure here")
     ap.add_argument("--pictures", help="write side-by-side JPEGs into this folder")
     args = ap.parse_args()
@@ -273,6 +363,8 @@ def main():
                 v = evaluate_video(args.vivify, args.colorize, work, args.shared)
                 results["colorizer"]["video"] = v
                 ok &= v["davis_bedroom"]["rb_auc_above_grey"] and v["davis_bedroom"]["flicker_within_1_5x"]
+        if args.guided:
+            results["guided"] = evaluate_guided(args.vivify, args.colorize, work, args.shared, args.pictures)
         if "upscaler" not in args.skip:
             results["upscaler"] = {"model": args.upscale}
             for name in ["Set5", "Set14"]:

@@ -161,7 +161,7 @@ public final class Job {
         // Keyframes past the end are refused before any frame is processed (segments are
         // windows of the whole video: its own length counts).
         if segment == nil {
-            try c.colourGuide.checkKeyframes(frameCount: video.frameCount, duration: video.duration, input: c.input)
+            try c.colourGuide.checkKeyframes(frameCount: video.frameCount, duration: video.duration, frameRate: video.frameRate.doubleValue, input: c.input)
         }
         // The chain from the ordered stage specs ([to RGB] → models → [resize]), the models
         // already loaded; the sink is configured from what it gives.
@@ -171,6 +171,7 @@ public final class Job {
         }
         var chain = try ProcessingChain(processors, input: FrameDescription(
             width: video.width, height: video.height, frameRate: video.frameRate, layout: .packed(video.pixelFormat)))
+        for case let p as ColorizeProcessor in chain.processors { p.indexOffset = window?.firstFrameIndex ?? 0 }
         var produced = video
         produced.pixelFormat = chain.output.layout.packedFormat
         let outSize = chain.output.size

@@ -57,6 +57,9 @@ public final class ColorizeProcessor: FrameProcessor {
     /// Still pictures (`vivify image`): frames have no place in a video, so keyframes and
     /// scene cuts do not apply.
     public var stills = false
+    /// Added to frame ids to give the whole input's frame number (a segment's window starts
+    /// mid-video; keyframes are numbered in the whole video).
+    public var indexOffset = 0
 
     /// Wraps a loaded colorizer.
     public init(_ colorizer: Colorizer) { self.colorizer = colorizer }
@@ -85,7 +88,7 @@ public final class ColorizeProcessor: FrameProcessor {
             let rate = input?.frameRate.doubleValue ?? 30
             let t = frame.timing
             let seconds = t.pts.map { Double($0) * t.timeBase.doubleValue } ?? Double(frame.id) / (rate > 0 ? rate : 30)
-            colorizer.position = FramePosition(index: frame.id, seconds: seconds)
+            colorizer.position = FramePosition(index: frame.id + indexOffset, seconds: seconds)
         }
         switch frame.pixels {
         case .packed(let f) where f.format == .gray:

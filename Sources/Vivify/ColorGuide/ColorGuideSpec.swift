@@ -134,7 +134,10 @@ public struct ColourGuideSpec: Sendable, Equatable, Codable {
     }
 
     /// Checks frame-number keyframes against the number of frames the input has (when known).
-    public func checkKeyframes(frameCount: Int?, duration: Double?, input: String) throws {
+    public func checkKeyframes(frameCount known: Int?, duration: Double?, frameRate: Double, input: String) throws {
+        // Containers that store no frame count (Matroska): the count the duration and rate give.
+        var frameCount = known
+        if frameCount == nil, let duration, duration > 0, frameRate > 0 { frameCount = Int((duration * frameRate).rounded()) }
         for k in keyframes {
             switch k.position {
             case .frame(let n):

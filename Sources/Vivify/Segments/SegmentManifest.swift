@@ -72,6 +72,9 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
         public var colorizeAfter: Bool
         public var stabilize: Bool
         public var saturation: Float
+        /// References, keyframes and hints (absolute paths; their digests are in `models`);
+        /// nil in manifests of versions before them.
+        public var colourGuide: ColourGuideSpec?
         public var resize: String?
         public var codec: String
         public var crf: Double?
@@ -100,6 +103,14 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
             colorizeAfter = c.colorizeAfter
             stabilize = c.stabilize
             saturation = c.saturation
+            if !c.colourGuide.isEmpty {
+                var g = c.colourGuide
+                let absolute = { (p: String) in URL(fileURLWithPath: p).standardizedFileURL.path }
+                g.references = g.references.map(absolute)
+                g.keyframes = g.keyframes.map { Keyframe(position: $0.position, file: absolute($0.file)) }
+                g.hintsImage = g.hintsImage.map(absolute)
+                colourGuide = g
+            }
             resize = c.resize?.description
             codec = c.encoder.encoderName
             crf = c.encoder.crf
@@ -123,6 +134,7 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
             c.colorizeAfter = colorizeAfter
             c.stabilize = stabilize
             c.saturation = saturation
+            c.colourGuide = colourGuide ?? ColourGuideSpec()
             c.resize = resize.flatMap(FrameSize.init(parsing:))
             c.encoder = EncoderSettings(codec: codec, crf: crf, preset: preset, pixelFormat: pixelFormat)
             c.copyAudioAndSubtitles = copyAudioAndSubtitles

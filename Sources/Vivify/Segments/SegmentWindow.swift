@@ -14,6 +14,8 @@ public struct SegmentWindow: Sendable, Equatable {
     public var seekCandidates: [Int64]
     /// The file the segments are joined into (the encoder writes its headers for it).
     public var finalOutput: String
+    /// The whole input's frame number of the frame at `warmUpPTS` (keyframes by number).
+    public var firstFrameIndex = 0
 
     /// Makes a window.
     public init(warmUpPTS: Int64, startPTS: Int64, endPTS: Int64?, seekCandidates: [Int64], finalOutput: String) {

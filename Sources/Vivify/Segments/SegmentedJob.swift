@@ -68,6 +68,14 @@ public final class SegmentedJob {
                 continue
             }
             out[key] = try digest(files: files).hex
+            // References, keyframes and the hints picture by content, so that every worker
+            // colours alike and a file changed after `plan` is refused.
+            if let guide = (p as? ColorizeProcessor)?.colorizer.guide?.spec {
+                for (kind, file) in guide.references.map({ ("reference", $0) }) + guide.keyframes.map({ ("keyframe \($0.position.text)", $0.file) })
+                    + (guide.hintsImage.map { [("hints", $0)] } ?? []) {
+                    out["\(kind) \(URL(fileURLWithPath: file).standardizedFileURL.path)"] = try SHA256.hash(fileAt: URL(fileURLWithPath: file)).hex
+                }
+            }
         }
         return out
     }
@@ -287,8 +295,11 @@ public final class SegmentedJob {
 
     /// The segment's window of the input.
     func window(_ s: SegmentManifest.Segment) -> SegmentWindow {
-        SegmentWindow(warmUpPTS: s.warmUpPTS, startPTS: s.startPTS, endPTS: s.endPTS, seekCandidates: s.seekCandidates,
-                      finalOutput: manifest.settings.output)
+        var w = SegmentWindow(warmUpPTS: s.warmUpPTS, startPTS: s.startPTS, endPTS: s.endPTS, seekCandidates: s.seekCandidates,
+                              finalOutput: manifest.settings.output)
+        // As planned: the first segment has no warm-up, the others up to `warmUpFrames` frames.
+        w.firstFrameIndex = s.index == 0 ? s.firstFrame : max(0, s.firstFrame - manifest.warmUpFrames)
+        return w
     }
 
     /// Checks that the input is still the one planned.

@@ -1,0 +1,238 @@
+import ColorScience
+import Foundation
+import XCTest
+
+/// Colour from references, keyframes and hints (issue 28), end to end through the binary on a
+/// real colour clip (the DAVIS bedroom pan in ../shared/media/videos) turned grey: colour
+/// measured against the clip's own colour, errors checked before any work.
+final class ColourGuideCLITests: XCTestCase {
+    static let clip = CLI.sharedVideos.appendingPathComponent("color_davis_bedroom_123f.mp4").path
+
+    /// Frame `n` of `path` as a PNG (in colour, or grey).
+    static func still(_ path: String, frame n: Int, grey: Bool = false, to out: String, scale: String? = nil) throws {
+        var filters = ["select=eq(n\\,\(n))"]
+        if let scale { filters.append("scale=\(scale)") }
+        if grey { filters.append("format=gray") }
+        try CLI.ffmpeg(["-i", path, "-vf", filters.joined(separator: ","), "-frames:v", "1", out])
+    }
+
+    /// The first `frames` frames of the clip, grey, losslessly.
+    static func greyClip(_ dir: String, frames: Int) throws -> String {
+        let out = dir + "/grey.mkv"
+        try CLI.ffmpeg(["-i", clip, "-vf", "format=gray,format=yuv444p", "-frames:v", "\(frames)", "-c:v", "ffv1", out])
+        return out
+    }
+
+    /// Packed RGB frames of a file (decoded by ffmpeg).
+    static func rgbFrames(_ path: String) throws -> (frames: [[UInt8]], width: Int, height: Int) {
+        let v = CLI.streams(try CLI.probe(path, countFrames: false), "video")[0]
+        let w = CLI.int(v["width"])!, h = CLI.int(v["height"])!
+        let r = try CLI.run("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let bytes = [UInt8](r.stdout), size = 3 * w * h
+        return (stride(from: 0, to: bytes.count - size + 1, by: size).map { Array(bytes[$0..<($0 + size)]) }, w, h)
+    }
+
+    /// Mean ab distance (CIE units) between two RGB pictures, and their mean |ΔL*|.
+    static func abError(_ x: [UInt8], _ y: [UInt8]) -> (ab: Double, l: Double) {
+        let lab = LabConverter()
+        let n = x.count / 3
+        let p = lab.lab(of: x, width: n, height: 1), q = lab.lab(of: y, width: n, height: 1)
+        var ab = 0.0, l = 0.0
+        for i in 0..<n {
+            let da = Double(p.a[i] - q.a[i]), db = Double(p.b[i] - q.b[i])
+            ab += (da * da + db * db).squareRoot()
+            l += Double(abs(p.l[i] - q.l[i]))
+        }
+        return (ab / Double(n), l / Double(n))
+    }
+
+    private func requireClip() throws {
+        guard FileManager.default.fileExists(atPath: Self.clip) else { throw XCTSkip("../shared/media/videos is not beside the checkout") }
+    }
+
+    /// `vivify image --reference`: a grey frame of the pan takes the colours of another frame
+    /// 2.5 s before it; the result is far closer to the truth than the automatic colour, and
+    /// the lightness is the grey frame's own.
+    func testReferenceGivesAPictureTheColoursOfItsObjects() throws {
+        try requireClip()
+        let dir = try CLI.tempDir()
+        try Self.still(Self.clip, frame: 0, to: dir + "/ref.png")
+        try Self.still(Self.clip, frame: 60, grey: true, to: dir + "/grey.png")
+        try Self.still(Self.clip, frame: 60, to: dir + "/truth.png")
+        var r = try CLI.vivify(["image", dir + "/grey.png", dir + "/auto.png", "--colorize"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        r = try CLI.vivify(["image", dir + "/grey.png", dir + "/guided.png", "--colorize", "--reference", dir + "/ref.png"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let truth = try Self.rgbFrames(dir + "/truth.png").frames[0]
+        let auto = Self.abError(try Self.rgbFrames(dir + "/auto.png").frames[0], truth)
+        let guided = Self.abError(try Self.rgbFrames(dir + "/guided.png").frames[0], truth)
+        print("reference photo: mean ab error \(guided.ab) against automatic \(auto.ab); mean |ΔL*| \(guided.l)")
+        XCTAssertLessThan(guided.ab, 0.6 * auto.ab, "the reference's colours, not the model's")
+        XCTAssertLessThan(guided.l, 1.5, "the grey picture's own lightness")
+    }
+
+    /// `vivify run --keyframe 0=…`: the keyframe's own frame comes out with its colour at the
+    /// frame's lightness; the frames after it follow its colours (closer to the truth than the
+    /// automatic colorizer's at every distance), in offline and live mode and with the keyframe
+    /// given by time.
+    func testKeyframeColoursItsShot() throws {
+        try requireClip()
+        let dir = try CLI.tempDir()
+        let grey = try Self.greyClip(dir, frames: 30)
+        try Self.still(Self.clip, frame: 0, to: dir + "/key.png")
+        let truth = try Self.rgbFrames(Self.clip).frames.prefix(30)
+        var r = try CLI.vivify(["run", grey, dir + "/auto.mkv", "--colorize", "--codec", "ffv1", "--pix-fmt", "yuv444p", "--quiet"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        r = try CLI.vivify(["run", grey, dir + "/key.mkv", "--colorize", "--keyframe", "0=" + dir + "/key.png", "--codec", "ffv1", "--pix-fmt", "yuv444p", "--quiet"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let auto = try Self.rgbFrames(dir + "/auto.mkv").frames, keyed = try Self.rgbFrames(dir + "/key.mkv").frames
+        XCTAssertEqual(keyed.count, 30)
+        let first = Self.abError(keyed[0], truth[0])
+        XCTAssertLessThan(first.ab, 2.5, "frame 0 is the keyframe: its colour at its own lightness (4:4:4 and 8-bit rounding)")
+        for n in [1, 10, 29] {
+            let a = Self.abError(auto[n], truth[n]).ab, k = Self.abError(keyed[n], truth[n]).ab
+            print("keyframe 0, frame \(n): mean ab error \(k) against automatic \(a)")
+            XCTAssertLessThan(k, 0.7 * a, "frame \(n)")
+        }
+        // Live mode, keyframe by time: every frame processed (a file arrives as fast as it is
+        // read unless --realtime), frame 0 still the keyframe's colour.
+        r = try CLI.vivify(["run", grey, dir + "/live.mkv", "--mode", "live", "--colorize", "--keyframe", "0s=" + dir + "/key.png", "--codec", "ffv1",
+                            "--pix-fmt", "yuv444p", "--quiet"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let live = try Self.rgbFrames(dir + "/live.mkv").frames
+        XCTAssertGreaterThan(live.count, 0)
+        XCTAssertLessThan(Self.abError(live[0], truth[0]).ab, 2.5, "live: frame 0 is the keyframe")
+    }
+
+    /// A keyframe in a segmented run: each segment (its window starting between keyframes 0 and
+    /// 40) gives the frames of the unsegmented run within 1 ΔE; the plan records the keyframe by
+    /// SHA-256 and a worker refuses it once changed.
+    func testSegmentsColourAsOneRun() throws {
+        try requireClip()
+        let dir = try CLI.tempDir()
+        let grey = try Self.greyClip(dir, frames: 72)
+        try Self.still(Self.clip, frame: 0, to: dir + "/k0.png")
+        try Self.still(Self.clip, frame: 40, to: dir + "/k40.png")
+        let args = ["--colorize", "--keyframe", "0=" + dir + "/k0.png", "--keyframe", "40=" + dir + "/k40.png", "--codec", "ffv1", "--pix-fmt", "yuv444p"]
+        var r = try CLI.vivify(["run", grey, dir + "/one.mkv", "--segment-seconds", "0", "--quiet"] + args)
+        XCTAssertEqual(r.code, 0, r.stderr)
+        r = try CLI.vivify(["run", grey, dir + "/seg.mkv", "--segment-seconds", "1"] + args)
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("3 segments"), r.stderr)
+        let a = try Self.rgbFrames(dir + "/one.mkv").frames, b = try Self.rgbFrames(dir + "/seg.mkv").frames
+        XCTAssertEqual(a.count, 72)
+        XCTAssertEqual(a.count, b.count)
+        var worst = 0.0
+        for (x, y) in zip(a, b) {
+            let lab = LabConverter(), n = x.count / 3
+            let p = lab.lab(of: x, width: n, height: 1), q = lab.lab(of: y, width: n, height: 1)
+            var sum = 0.0
+            for i in 0..<n {
+                let dl = Double(p.l[i] - q.l[i]), da = Double(p.a[i] - q.a[i]), db = Double(p.b[i] - q.b[i])
+                sum += (dl * dl + da * da + db * db).squareRoot()
+            }
+            worst = max(worst, sum / Double(n))
+        }
+        print("keyframes in segments: worst frame's mean ΔE against the unsegmented run \(worst)")
+        XCTAssertLessThanOrEqual(worst, 1.0)
+        // plan / work: the manifest names the keyframes by SHA-256; a changed one is refused.
+        let work = dir + "/work"
+        r = try CLI.vivify(["plan", grey, dir + "/planned.mkv", "--work", work, "--segment-seconds", "1"] + args)
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let manifest = try String(contentsOfFile: work + "/manifest.json", encoding: .utf8)
+        XCTAssertTrue(manifest.contains("keyframe 40 "), "the keyframe's digest is recorded")
+        try Self.still(Self.clip, frame: 41, to: dir + "/k40.png")
+        r = try CLI.vivify(["work", work, "--index", "1"])
+        XCTAssertNotEqual(r.code, 0, "a keyframe changed after the plan is refused")
+        XCTAssertTrue(r.stderr.contains("Plan the job again"), r.stderr)
+    }
+
+    /// One reference for a whole batch of pictures, and `bench --reference`.
+    func testBatchAndBenchTakeAReference() throws {
+        try requireClip()
+        let dir = try CLI.tempDir()
+        try FileManager.default.createDirectory(atPath: dir + "/in", withIntermediateDirectories: true)
+        try Self.still(Self.clip, frame: 0, to: dir + "/ref.png")
+        for n in [30, 90] { try Self.still(Self.clip, frame: n, grey: true, to: dir + "/in/f\(n).png") }
+        var r = try CLI.vivify(["image", dir + "/in", dir + "/out", "--colorize", "--reference", dir + "/ref.png", "--quiet"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        for n in [30, 90] {
+            try Self.still(Self.clip, frame: n, to: dir + "/t\(n).png")
+            let e = Self.abError(try Self.rgbFrames(dir + "/out/f\(n).png").frames[0], try Self.rgbFrames(dir + "/t\(n).png").frames[0])
+            XCTAssertLessThan(e.ab, 6, "picture f\(n): mean ab error")
+        }
+        r = try CLI.vivify(["bench", "--colorize", "--reference", dir + "/ref.png", "--size", "160x96", "--frames", "6"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertTrue(String(decoding: r.stdout, as: UTF8.self).contains("colorize"))
+    }
+
+    /// A hint puts its colour on its pixel and spreads over the region it sits in.
+    func testHintsColourTheirRegion() throws {
+        try requireClip()
+        let dir = try CLI.tempDir()
+        try Self.still(Self.clip, frame: 0, grey: true, to: dir + "/grey.png")
+        // The bright window (left) made green: the hint's pixel and its neighbours turn green.
+        let r = try CLI.vivify(["image", dir + "/grey.png", dir + "/hinted.png", "--colorize", "--hint", "40,150=#20C040"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let out = try Self.rgbFrames(dir + "/hinted.png")
+        let lab = LabConverter()
+        func ab(_ x: Int, _ y: Int) -> (a: Float, b: Float) {
+            let i = 3 * (y * out.width + x)
+            let p = lab.lab(of: Array(out.frames[0][i..<(i + 3)]), width: 1, height: 1)
+            return (p.a[0], p.b[0])
+        }
+        XCTAssertLessThan(ab(40, 150).a, -15, "the hint's own pixel is green")
+        XCTAssertLessThan(ab(44, 156).a, -10, "and its neighbours")
+        XCTAssertGreaterThan(ab(700, 400).a, -3, "far away, across edges, the colour is the model's")
+    }
+
+    /// Bad input is refused before any work with the documented exit code, naming the file and
+    /// the fix; nothing is written.
+    func testBadGuidanceIsRefusedBeforeAnyWork() throws {
+        try requireClip()
+        let dir = try CLI.tempDir()
+        let grey = try Self.greyClip(dir, frames: 10)
+        try Self.still(Self.clip, frame: 0, to: dir + "/key.png")
+        try Self.still(Self.clip, frame: 0, grey: true, to: dir + "/greykey.png")
+        try Self.still(Self.clip, frame: 0, to: dir + "/square.png", scale: "200:200")
+        let out = dir + "/out.mkv"
+        let cases: [([String], Int32, String)] = [
+            (["--colorize", "--reference", dir + "/missing.png"], 66, "missing.png"),
+            (["--colorize", "--reference", dir + "/greykey.png"], 64, "grey"),
+            (["--colorize", "--keyframe", "10=" + dir + "/key.png"], 64, "past the end"),
+            (["--colorize", "--keyframe", "9s=" + dir + "/key.png"], 64, "past the end"),
+            (["--colorize", "--keyframe", "0=" + dir + "/square.png"], 64, "aspect"),
+            (["--colorize", "--hint", "900,10=#FF0000"], 64, "outside"),
+            (["--colorize", "--hint", "10,10=red"], 64, "X,Y=#RRGGBB"),
+            (["--colorize", "--keyframe", "first=" + dir + "/key.png"], 64, "N=FILE"),
+            (["--reference", dir + "/key.png"], 64, "--colorize"),
+        ]
+        for (args, code, words) in cases {
+            let r = try CLI.vivify(["run", grey, out, "--codec", "ffv1"] + args)
+            XCTAssertEqual(r.code, code, "\(args): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains(words), "\(args): \(r.stderr)")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: out), "\(args): nothing written")
+            XCTAssertEqual(CLI.leftovers(dir).filter { $0.contains("out") }, [], "\(args)")
+        }
+        let r = try CLI.vivify(["image", dir + "/key.png", dir + "/x.png", "--colorize", "--hints", dir + "/key.png"])
+        XCTAssertEqual(r.code, 64, r.stderr)
+        XCTAssertTrue(r.stderr.contains("alpha"), r.stderr)
+    }
+
+    /// `--stats` names the references and keyframes with their SHA-256.
+    func testStatsNameTheGuidance() throws {
+        try requireClip()
+        let dir = try CLI.tempDir()
+        let grey = try Self.greyClip(dir, frames: 4)
+        try Self.still(Self.clip, frame: 0, to: dir + "/key.png")
+        let r = try CLI.vivify(["run", grey, dir + "/out.mkv", "--colorize", "--keyframe", "0=" + dir + "/key.png", "--reference", dir + "/key.png",
+                                "--stats", dir + "/stats.json", "--quiet"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        // JSON may escape '/' as '\/'.
+        let stats = try String(contentsOfFile: dir + "/stats.json", encoding: .utf8).replacingOccurrences(of: "\\/", with: "/")
+        XCTAssertTrue(stats.contains("\"reference\""), stats)
+        XCTAssertTrue(stats.contains("keyframe 0"), stats)
+        XCTAssertTrue(stats.contains(dir + "/key.png"), stats)
+    }
+}
