@@ -41,6 +41,9 @@ public final class Colorizer {
     /// Where the next frame sits in its video (set by the stage before each frame; nil for a
     /// still picture), for keyframes and scene cuts.
     public var position: FramePosition?
+    /// With a guide and the built-in model: the graph that gives the encoder's features beside
+    /// the colour (one forward pass for both).
+    private let combinedGraph: Graph?
     private let backend: InferenceBackend
     private let bundle: ModelBundle?
     private var prepared: [Shape: PreparedGraph] = [:]
@@ -75,6 +78,13 @@ public final class Colorizer {
         let channels = spec.input == .l ? 1 : 4
         if let c = graph.inputChannels, c != channels {
             throw MediaError(.invalidOptions, "Colorizer '\(model)' reads \(c) channels but its description says input \"\(spec.input.rawValue)\" (\(channels)). Fix the .json.")
+        }
+        // The built-in model already computes the reference encoder's features: take them from
+        // its own forward pass (same L at 224×224) rather than running the encoder again.
+        if self.guide != nil, name == BuiltinModels.color, spec.input == .l, spec.output == .ab, spec.inputSize == ReferenceEncoder.inputSide {
+            combinedGraph = try ReferenceEncoder.combinedGraph(from: graph)
+        } else {
+            combinedGraph = nil
         }
     }
 
@@ -171,14 +181,22 @@ public final class Colorizer {
             for i in (3 * plane)..<(4 * plane) { modelInput[i] = -0.5 }
         }
         let run = try preparedGraph(shape)
-        let o = run.outputShape
-        guard (spec.output == .ab && o.c == 2) || (spec.output == .rgb && o.c == 3) else {
+        var o = run.outputShape
+        guard combinedGraph != nil || (spec.output == .ab && o.c == 2) || (spec.output == .rgb && o.c == 3) else {
             throw MediaError(.invalidOptions, "Colorizer '\(name)' produces \(o.c) channels, but its description says \"\(spec.output.rawValue)\".")
         }
         if modelOutput.count != o.count { modelOutput = [Float](repeating: 0, count: o.count) }
         try modelInput.withUnsafeBufferPointer { i in try modelOutput.withUnsafeMutableBufferPointer { try run.run(input: i, output: $0) } }
         if let bad = modelOutput.withUnsafeBufferPointer(firstNonFinite) {
             throw EngineError(.nonFiniteOutput, "The colorizer '\(name)' produced NaN or infinite values (\(modelOutput[bad])): its weights are damaged or its arithmetic overflows. Check or replace the model file.")
+        }
+        var features: EncodedFeatures?
+        var values = modelOutput
+        if combinedGraph != nil {
+            let split = try ReferenceEncoder.splitCombined(modelOutput, shape: o)
+            values = split.ab
+            features = split.features
+            o = Shape(c: 2, h: split.side, w: split.side)
         }
 
         // ab at the model's output size, in CIE units; L there for the stabilizer and the
@@ -194,17 +212,18 @@ public final class Colorizer {
         if ab.count != 2 * op { ab = [Float](repeating: 0, count: 2 * op) }
         switch spec.output {
         case .ab:
-            for i in 0..<(2 * op) { ab[i] = modelOutput[i] * spec.abScale }
+            for i in 0..<(2 * op) { ab[i] = values[i] * spec.abScale }
         case .rgb:
             for i in 0..<op {
-                let c = LabReference.rgbToLab(Double(min(max(modelOutput[i], 0), 1)), Double(min(max(modelOutput[op + i], 0), 1)),
-                                              Double(min(max(modelOutput[2 * op + i], 0), 1)))
+                let c = LabReference.rgbToLab(Double(min(max(values[i], 0), 1)), Double(min(max(values[op + i], 0), 1)),
+                                              Double(min(max(values[2 * op + i], 0), 1)))
                 ab[i] = Float(c.a)
                 ab[op + i] = Float(c.b)
             }
         }
         if let guide {
-            let outcome = try guide.colour(position: position, l: fullL, width: w, height: h, autoAB: ab, o.w, o.h)
+            let outcome = try guide.colour(position: position, l: fullL, width: w, height: h, autoAB: ab, o.w, o.h, features: features,
+                                         l224: mw == ReferenceEncoder.inputSide && mh == ReferenceEncoder.inputSide ? lowL : nil)
             switch outcome {
             case .automatic:
                 try finishAutomatic(o: o, w: w, h: h)
@@ -263,7 +282,7 @@ public final class Colorizer {
 
     private func preparedGraph(_ shape: Shape) throws -> PreparedGraph {
         if let g = prepared[shape] { return g }
-        let g = try backend.prepare(graph, input: shape)
+        let g = try backend.prepare(combinedGraph ?? graph, input: shape)
         prepared[shape] = g
         return g
     }

@@ -168,10 +168,12 @@ public final class ColourGuide {
 
     /// The colour of one frame: `l` its full-resolution L, `autoAB` the model's a and b at
     /// `aw`×`ah`. Leaves the frame's L on the fine grid in `lFine` (for the stabilizer).
-    func colour(position: FramePosition?, l: [Float], width w: Int, height h: Int, autoAB: [Float], _ aw: Int, _ ah: Int) throws -> Outcome {
+    /// `features` are the frame's encoder features when the colorizer computed them already.
+    func colour(position: FramePosition?, l: [Float], width w: Int, height h: Int, autoAB: [Float], _ aw: Int, _ ah: Int,
+                features given: EncodedFeatures? = nil, l224 shrunk: [Float]? = nil) throws -> Outcome {
         let s = ReferenceEncoder.inputSide, g = ReferenceEncoder.gridSide, f = ColourReference.fineSide
-        lastFeatures = nil
-        Resample.area(l, w, h, into: &l224, s, s)
+        lastFeatures = given
+        if let shrunk, shrunk.count == s * s { l224 = shrunk } else { Resample.area(l, w, h, into: &l224, s, s) }
         Resample.area(l224, s, s, into: &lFine, f, f)
         Resample.area(l224, s, s, into: &lGrid, g, g)
         // Scene cuts, as the stabilizer finds them (L histograms of consecutive frames).
@@ -204,7 +206,7 @@ public final class ColourGuide {
             }
         }
         guard !weighted.isEmpty else { return .automatic }
-        let features = try encoder.features(l224: l224)
+        let features = try given ?? encoder.features(l224: l224)
         lastFeatures = features
         let t = try matcher.transfer(features: features, lGrid: lGrid, lFine: lFine, references: weighted)
         // The model's colour on the fine grid, mixed in where the match is not confident.

@@ -8,9 +8,9 @@ internal import MediaIO
 /// 7×7 (320) for L at 224×224. Only L goes in, never colour, so a reference's colour cannot
 /// leak into how it is matched.
 ///
-///     L 224×224 ─▶ encoder ─▶ e20 (32 @ 28) ─────────────┐
-///                        └──▶ e46 (96 @ 14) ─▶ nearest ×2 ─┼─▶ concat (448 @ 28) ─▶ levels,
-///                        └──▶ e60 (320 @ 7) ─▶ nearest ×4 ─┘    each location L2-normalised
+///     L 224×224 ─▶ encoder ─▶ e20 (32 @ 28) ─▶ space-to-depth 4 ─┐
+///                        └──▶ e46 (96 @ 14) ─▶ space-to-depth 2 ─┼─▶ concat (1216 @ 7) ─▶ levels,
+///                        └──▶ e60 (320 @ 7) ─────────────────────┘   each location L2-normalised
 final class ReferenceEncoder {
     /// The encoder taps: value name, side, channels.
     static let taps: [(name: String, side: Int, channels: Int)] = [("e20", 28, 32), ("e46", 14, 96), ("e60", 7, 320)]
@@ -18,6 +18,10 @@ final class ReferenceEncoder {
     static let inputSide = 224
     /// The side of the matching grid (the finest tap).
     static let gridSide = 28
+    /// The side of the coarsest tap, the grid of the encoder's output.
+    static let coarseSide = 7
+    /// Channels of the encoder's output: each tap's channels × (its side / 7)².
+    static let outputChannels = taps.reduce(0) { $0 + $1.channels * ($1.side / coarseSide) * ($1.side / coarseSide) }
 
     private let prepared: PreparedGraph
     private var input = [Float](repeating: 0, count: 224 * 224)
@@ -29,15 +33,48 @@ final class ReferenceEncoder {
         let graph = try Self.featureGraph(from: loaded.graph)
         prepared = try backend.make().prepare(graph, input: Shape(c: 1, h: Self.inputSide, w: Self.inputSide))
         let o = prepared.outputShape
-        guard o == Shape(c: Self.taps.map(\.channels).reduce(0, +), h: Self.gridSide, w: Self.gridSide) else {
-            throw EngineError(.invalidGraph, "The reference encoder gives \(o), not the 448×28×28 feature map it was built for.")
+        guard o == Shape(c: Self.outputChannels, h: Self.coarseSide, w: Self.coarseSide) else {
+            throw EngineError(.invalidGraph, "The reference encoder gives \(o), not the \(Self.outputChannels)×7×7 feature map it was built for.")
         }
         output = [Float](repeating: 0, count: o.count)
     }
 
-    /// The built-in colorizer's graph cut after its encoder taps, the coarser taps repeated to
-    /// the finest grid and concatenated; nodes that none of the taps needs are left out.
+    /// The built-in colorizer's graph cut after its encoder taps, the finer taps folded into
+    /// channels of the 7×7 grid and concatenated; nodes that none of the taps needs are left out.
     static func featureGraph(from full: Graph) throws -> Graph {
+        try featureGraph(from: full, foldingOutput: nil)
+    }
+
+    /// How much the built-in colorizer's ab output (56×56 at 224×224) is folded to join the
+    /// features on the 7×7 grid in `combinedGraph`.
+    static let colourFold = 8
+
+    /// The built-in colorizer's whole graph with the features beside its output: its ab folded
+    /// into channels of the 7×7 grid (2·8² channels), then the taps as in `featureGraph`; one
+    /// forward pass gives the colour and the features (`splitCombined`).
+    static func combinedGraph(from full: Graph) throws -> Graph {
+        try featureGraph(from: full, foldingOutput: colourFold)
+    }
+
+    /// The ab planes (2×56×56, as the model gives them) and the features of a `combinedGraph` output.
+    static func splitCombined(_ values: [Float], shape: Shape) throws -> (ab: [Float], side: Int, features: EncodedFeatures) {
+        let r = colourFold, plane = shape.h * shape.w, abChannels = 2 * r * r
+        guard shape.h == coarseSide, shape.w == coarseSide, shape.c == abChannels + outputChannels else {
+            throw EngineError(.invalidGraph, "The colorizer with reference features gives \(shape), not \(abChannels + outputChannels)×7×7.")
+        }
+        let side = coarseSide * r
+        var ab = [Float](repeating: 0, count: 2 * side * side)
+        for c in 0..<2 {
+            for y in 0..<side {
+                for x in 0..<side {
+                    ab[(c * side + y) * side + x] = values[(((y % r) * r + x % r) * 2 + c) * plane + (y / r) * coarseSide + x / r]
+                }
+            }
+        }
+        return (ab, side, EncodedFeatures(gridFeatures: Array(values[(abChannels * plane)...])))
+    }
+
+    private static func featureGraph(from full: Graph, foldingOutput fold: Int?) throws -> Graph {
         var g = full
         var tapValues: [Int] = []
         for tap in taps {
@@ -46,13 +83,21 @@ final class ReferenceEncoder {
             }
             tapValues.append(v)
         }
-        var concatInputs = [tapValues[0]]
-        for (k, tap) in taps.enumerated().dropFirst() {
-            let factor = Float(gridSide / tap.side)
+        // Each finer tap folded into channels on the coarsest grid (space-to-depth moves
+        // memory only), so one output carries every level at its own resolution.
+        var concatInputs: [Int] = []
+        if let fold {
             let v = g.valueNames.count
-            g.valueNames.append(tap.name + "#grid")
-            g.nodes.append(Node(name: tap.name + "-to-grid", op: .resize(.nearest, scaleH: factor, scaleW: factor, outH: gridSide, outW: gridSide, alignCorners: false),
-                                inputs: [tapValues[k]], output: v))
+            g.valueNames.append(g.valueNames[g.output] + "#folded")
+            g.nodes.append(Node(name: "colour-folded", op: .spaceToDepth(factor: fold), inputs: [g.output], output: v))
+            concatInputs.append(v)
+        }
+        for (k, tap) in taps.enumerated() {
+            let factor = tap.side / coarseSide
+            guard factor > 1 else { concatInputs.append(tapValues[k]); continue }
+            let v = g.valueNames.count
+            g.valueNames.append(tap.name + "#folded")
+            g.nodes.append(Node(name: tap.name + "-folded", op: .spaceToDepth(factor: factor), inputs: [tapValues[k]], output: v))
             concatInputs.append(v)
         }
         let out = g.valueNames.count
@@ -93,21 +138,22 @@ struct EncodedFeatures: Sendable {
     /// The normalised vectors of each level.
     let levels: [[Float]]
 
-    /// Splits the encoder's 448×28×28 output into its levels, taking each coarse level at its
-    /// own resolution again (every 2nd / 4th location of the repeated map).
+    /// Splits the encoder's 1216×7×7 output into its levels, each unfolded to its own grid
+    /// (space-to-depth puts pixel (y, x) of a tap folded by r at channel
+    /// ((y mod r)·r + x mod r)·C + c of cell (y / r, x / r)).
     init(gridFeatures f: [Float]) {
-        let grid = ReferenceEncoder.gridSide, plane = grid * grid
+        let coarse = ReferenceEncoder.coarseSide, plane = coarse * coarse
         var sides: [Int] = [], channels: [Int] = [], levels: [[Float]] = []
         var c0 = 0
         for tap in ReferenceEncoder.taps {
-            let step = grid / tap.side, n = tap.side * tap.side, c = tap.channels
+            let r = tap.side / coarse, n = tap.side * tap.side, c = tap.channels
             var v = [Float](repeating: 0, count: n * c)
             for y in 0..<tap.side {
                 for x in 0..<tap.side {
-                    let loc = y * tap.side + x, src = (y * step) * grid + x * step
+                    let loc = y * tap.side + x, src = (y / r) * coarse + x / r, base = c0 + ((y % r) * r + x % r) * c
                     var norm: Float = 0
                     for k in 0..<c {
-                        let value = f[(c0 + k) * plane + src]
+                        let value = f[(base + k) * plane + src]
                         v[loc * c + k] = value
                         norm += value * value
                     }
@@ -118,7 +164,7 @@ struct EncodedFeatures: Sendable {
             sides.append(tap.side)
             channels.append(c)
             levels.append(v)
-            c0 += c
+            c0 += c * r * r
         }
         self.sides = sides
         self.channels = channels

@@ -132,7 +132,16 @@ struct ReferenceMatcher {
         // matches, ±radius, weighted by lightness likeness and distance.
         let cellSide = fine / g
         var ab = [Float](repeating: 0, count: 2 * fine * fine), weight = [Float](repeating: 0, count: fine * fine)
-        let radius = self.radius, invL = -1 / (2 * sigmaL * sigmaL), invS = -1 / (2 * sigmaS * sigmaS)
+        let radius = self.radius
+        // exp(−ΔL² / 2σL²) from a table (ΔL in steps of 1/8 L*), exp(−d² / 2σS²) per offset.
+        let lutStep: Float = 8, lutSize = 100 * 8 + 2
+        let invL = -1 / (2 * sigmaL * sigmaL), invS = -1 / (2 * sigmaS * sigmaS)
+        let lightnessLUT = (0..<lutSize).map { exp(Float($0) / lutStep * Float($0) / lutStep * invL) }
+        let side = 2 * radius + 1
+        let spatial = (0..<(side * side)).map { i -> Float in
+            let dy = i / side - radius, dx = i % side - radius
+            return exp(Float(dy * dy + dx * dx) * invS)
+        }
         let low = lowConfidence, span = max(highConfidence - lowConfidence, 1e-6)
         let refLF = references.map(\.reference.lFine), refAB = references.map(\.reference.abFine)
         let plane = fine * fine
@@ -140,28 +149,31 @@ struct ReferenceMatcher {
             nonisolated(unsafe) let (abp, wp) = (abp.baseAddress!, wp.baseAddress!)
             let chunks = max(1, min(ComputeThreads.count, fine))
             DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+                lightnessLUT.withUnsafeBufferPointer { lut in spatial.withUnsafeBufferPointer { sp in lFine.withUnsafeBufferPointer { lt in
                 for y in (fine * chunk / chunks)..<(fine * (chunk + 1) / chunks) {
                     for x in 0..<fine {
                         let t = (y / cellSide) * g + x / cellSide, oy = y % cellSide, ox = x % cellSide
-                        let lt = lFine[y * fine + x]
+                        let l = lt[y * fine + x]
                         var sa: Float = 0, sb: Float = 0, sw: Float = 0
                         for j in 0..<k {
                             let p = topP2[t * k + j]
                             if p < 1e-4 { continue }
                             let idx = Int(topIndex2[t * k + j]), ri = idx / cells, rc = idx % cells
                             let ry0 = (rc / g) * cellSide + oy, rx0 = (rc % g) * cellSide + ox
-                            let lf = refLF[ri], abr = refAB[ri]
-                            for dy in -radius...radius {
-                                let ry = min(max(ry0 + dy, 0), fine - 1)
-                                for dx in -radius...radius {
-                                    let rx = min(max(rx0 + dx, 0), fine - 1), at = ry * fine + rx
-                                    let dl = lt - lf[at]
-                                    let w = p * exp(dl * dl * invL + Float(dy * dy + dx * dx) * invS)
-                                    sa += w * abr[at]
-                                    sb += w * abr[plane + at]
-                                    sw += w
+                            refLF[ri].withUnsafeBufferPointer { lf in refAB[ri].withUnsafeBufferPointer { abr in
+                                var o = 0
+                                for dy in -radius...radius {
+                                    let ry = min(max(ry0 + dy, 0), fine - 1)
+                                    for dx in -radius...radius {
+                                        let rx = min(max(rx0 + dx, 0), fine - 1), at = ry * fine + rx
+                                        let w = p * sp[o] * lut[min(Int(abs(l - lf[at]) * lutStep + 0.5), lutSize - 1)]
+                                        o += 1
+                                        sa += w * abr[at]
+                                        sb += w * abr[plane + at]
+                                        sw += w
+                                    }
                                 }
-                            }
+                            } }
                         }
                         let i = y * fine + x
                         if sw > 1e-20 {
@@ -171,6 +183,7 @@ struct ReferenceMatcher {
                         }
                     }
                 }
+                } } }
             }
         } }
         return Transfer(ab: ab, weight: weight)
