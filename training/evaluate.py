@@ -281,6 +281,11 @@ def evaluate_guided(binary, model, work, shared, pictures=None, clips=GUIDED_CLI
                              ["grey", "automatic", f"with frame 0 as reference", "truth", "reference (frame 0)"],
                              os.path.join(pictures, "reference-" + os.path.splitext(clip)[0] + ".jpg"), height=200)
         row["photo_pairs"] = pairs
+        if pictures:
+            mid = n // 2
+            side_by_side([grey[mid], runs["automatic"][mid], runs["keyframe"][mid], truth[mid], truth[0]],
+                         ["grey", "automatic", "keyframe 0 given", "truth", "keyframe (frame 0)"],
+                         os.path.join(pictures, "keyframe-" + os.path.splitext(clip)[0] + f"-frame{mid}.jpg"), height=200)
         out[clip] = row
         a = row["automatic"]
         print(f"{clip}: keyframe-guided rebalanced AuC {k['rb_auc']:.2f} (+{k['rb_margin_over_grey']:.2f} over grey {row['grey']['rb_auc']:.2f}, "
@@ -323,6 +328,7 @@ def main():
                     "(compare candidate models on tune alone, so that the test split stays unseen by every choice)")
     ap.add_argument("--video", action="store_true", help="also the DAVIS clip and the real grey clips")
     ap.add_argument("--guided", action="store_true", help="colour from references: the colour clips with frame 0 as keyframe and as reference photo")
+    ap.add_argument("--guided-clips", default=",".join(GUIDED_CLIPS), help="the clips --guided uses (comma-separated, from ../shared/media/videos)")
     ap.add_argument("--json", help="write every figure here")
     ap.add_argument("--pictures", help="write side-by-side JPEGs into this folder")
     args = ap.parse_args()
@@ -364,7 +370,7 @@ def main():
                 results["colorizer"]["video"] = v
                 ok &= v["davis_bedroom"]["rb_auc_above_grey"] and v["davis_bedroom"]["flicker_within_1_5x"]
         if args.guided:
-            results["guided"] = evaluate_guided(args.vivify, args.colorize, work, args.shared, args.pictures)
+            results["guided"] = evaluate_guided(args.vivify, args.colorize, work, args.shared, args.pictures, args.guided_clips.split(","))
         if "upscaler" not in args.skip:
             results["upscaler"] = {"model": args.upscale}
             for name in ["Set5", "Set14"]:
