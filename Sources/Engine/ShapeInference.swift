@@ -107,6 +107,13 @@ extension Node {
         guard p.groups > 0, p.inChannels % p.groups == 0, p.outChannels % p.groups == 0 else {
             throw fail("groups \(p.groups) do not divide channels \(p.inChannels)→\(p.outChannels)", source)
         }
+        // Every backend indexes the bias and fused PReLU slopes by output channel.
+        guard p.bias.isEmpty || p.bias.count == p.outChannels else {
+            throw fail("has \(p.bias.count) biases for \(p.outChannels) output channels", source)
+        }
+        if case .prelu(let slopes) = p.activation, slopes.count != 1, slopes.count != p.outChannels {
+            throw fail("has \(slopes.count) PReLU slopes for \(p.outChannels) output channels", source)
+        }
     }
 
     /// Checks a tensor's sides before arithmetic: each within `ModelLimits.maxDimension`.

@@ -22,6 +22,27 @@ public struct InputRange: Sendable, Equatable, Codable {
         self.hi = hi
     }
 
+    /// The most channels a recorded range may have (no layer of a model Vivify runs has more).
+    public static let maxChannels = 65_536
+
+    /// Whether the range is usable: as many `hi` as `lo` values, at most `maxChannels`, all finite.
+    public var isWellFormed: Bool {
+        lo.count == hi.count && lo.count <= Self.maxChannels && lo.allSatisfy(\.isFinite) && hi.allSatisfy(\.isFinite)
+    }
+
+    /// Decodes and checks a range read from a file (the model store, a segment manifest): a
+    /// `hi` shorter than `lo` would have the quantiser read past it.
+    public init(from decoder: Decoder) throws {
+        enum Keys: String, CodingKey { case lo, hi }
+        let c = try decoder.container(keyedBy: Keys.self)
+        lo = try c.decode([Float].self, forKey: .lo)
+        hi = try c.decode([Float].self, forKey: .hi)
+        guard isWellFormed else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                debugDescription: "an input range needs as many finite 'hi' as 'lo' values (at most \(Self.maxChannels)); it has \(lo.count) and \(hi.count)"))
+        }
+    }
+
     /// The range over all channels.
     var whole: (lo: Float, hi: Float) { (lo.min() ?? 0, hi.max() ?? 0) }
 
@@ -228,7 +249,7 @@ func equalizedForInt8(_ graph: Graph, _ calibration: Int8Calibration, alpha: Flo
         var r = [Float](repeating: 0, count: channels)
         for b in readerIndices {
             guard case .convolution(let pb) = g.nodes[b].op, pb.groups == 1, pb.inChannels == channels,
-                  let range = ranges[g.nodes[b].name], range.lo.count == channels else { ok = false; break }
+                  let range = ranges[g.nodes[b].name], range.lo.count == channels, range.hi.count == channels else { ok = false; break }
             for c in 0..<channels { r[c] = max(r[c], max(-range.lo[c], range.hi[c])) }
         }
         guard ok, let rmax = r.max(), rmax > 0 else { continue }
@@ -249,7 +270,7 @@ func equalizedForInt8(_ graph: Graph, _ calibration: Int8Calibration, alpha: Flo
                 }
             }
             g.nodes[b].op = .convolution(pb)
-            if var range = ranges[g.nodes[b].name] {
+            if var range = ranges[g.nodes[b].name], range.lo.count == channels, range.hi.count == channels {
                 for c in 0..<channels {
                     range.lo[c] /= scales[c]
                     range.hi[c] /= scales[c]

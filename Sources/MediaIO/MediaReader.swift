@@ -439,11 +439,12 @@ public final class MediaReader: FrameSource {
         }
         var dstColor = color
         if target == .rgb24 { dstColor.range = 2 }
-        try frame.withMutablePlaneRefs { dst in
-            try scaler.scale(srcFormat: srcFormat, srcWidth: width, srcHeight: height, srcColor: color, src: src,
-                             dstFormat: target.av, dstWidth: width, dstHeight: height, dstColor: dstColor, dst: dst,
-                             filter: .bicubic)
-        }
+        // The decoder's planes are padded by FFmpeg; the frame's are tight (see `PaddedPlanes`).
+        let dst = scaler.paddedDestination(format: target, width: width, height: height)
+        try scaler.scale(srcFormat: srcFormat, srcWidth: width, srcHeight: height, srcColor: color, src: src,
+                         dstFormat: target.av, dstWidth: width, dstHeight: height, dstColor: dstColor, dst: dst,
+                         filter: .bicubic)
+        scaler.storeDestination(into: &frame)
         frame.color = dstColor
     }
 

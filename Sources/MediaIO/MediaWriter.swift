@@ -321,11 +321,11 @@ public final class MediaWriter {
                 }
             }
         } else {
-            try frame.withPlaneRefs { src in
-                try scaler.scale(srcFormat: frame.format.av, srcWidth: frame.width, srcHeight: frame.height, srcColor: frame.color, src: src,
-                                 dstFormat: encoderPixelFormat, dstWidth: frame.width, dstHeight: frame.height,
-                                 dstColor: description.color, dst: dst, filter: .bicubic)
-            }
+            // The encoder's frame is padded by FFmpeg; ours is tight (see `PaddedPlanes`).
+            let src = scaler.paddedSource(frame)
+            try scaler.scale(srcFormat: frame.format.av, srcWidth: frame.width, srcHeight: frame.height, srcColor: frame.color, src: src,
+                             dstFormat: encoderPixelFormat, dstWidth: frame.width, dstHeight: frame.height,
+                             dstColor: description.color, dst: dst, filter: .bicubic)
         }
         let tb = encoder!.pointee.time_base
         var pts = frame.pts.map { av_rescale_q($0, frame.timeBase.av, tb) } ?? nextPTS

@@ -38,8 +38,29 @@ struct PlaneRefs {
 final class SwsScaler {
     private var context: OpaquePointer?
     private var key: [Int32] = []
+    /// swscale's SIMD paths read and write whole vectors past the end of a row (and of the
+    /// last row): a tightly packed plane of a narrow picture (4×8 RGB) is overrun. Frames'
+    /// planes are tight, so they go through these buffers, whose rows start 64-byte aligned
+    /// with slack after each row and after the last.
+    private let source = PaddedPlanes(), destination = PaddedPlanes()
 
     deinit { sws_freeContext(context) }
+
+    /// `frame`'s planes copied where swscale may over-read them.
+    func paddedSource(_ frame: VideoFrame) -> PlaneRefs {
+        source.load(frame)
+    }
+
+    /// Planes for a `format` picture of `width`×`height` that swscale may over-write; copy
+    /// them out with `storeDestination`.
+    func paddedDestination(format: PixelFormat, width: Int, height: Int) -> PlaneRefs {
+        destination.prepare(format: format, width: width, height: height)
+    }
+
+    /// Copies the padded destination's rows into `frame` (its format and size as prepared).
+    func storeDestination(into frame: inout VideoFrame) {
+        destination.store(into: &frame)
+    }
 
     /// Converts `src` planes into `dst` planes.
     func scale(srcFormat: AVPixelFormat, srcWidth: Int, srcHeight: Int, srcColor: ColorInfo, src: PlaneRefs,
@@ -98,6 +119,73 @@ final class SwsScaler {
     }
 }
 
+/// Plane buffers laid out as swscale wants them: each row on a 64-byte-aligned stride with at
+/// least 64 bytes of slack, two slack rows after the last. Reused while the layout stays.
+final class PaddedPlanes {
+    private var buffers: [UnsafeMutableRawPointer] = []
+    private var sizes: [Int] = []
+    private(set) var strides: [Int] = []
+    private var layout: (format: PixelFormat, width: Int, height: Int)?
+
+    deinit { buffers.forEach { $0.deallocate() } }
+
+    static func stride(rowBytes: Int) -> Int { (rowBytes + 63) / 64 * 64 + 64 }
+
+    /// Sizes the buffers for a `format` picture and returns swscale's view of them.
+    func prepare(format: PixelFormat, width: Int, height: Int) -> PlaneRefs {
+        if layout.map({ $0.format != format || $0.width != width || $0.height != height }) ?? true {
+            var newSizes: [Int] = [], newStrides: [Int] = []
+            for p in 0..<format.planeCount {
+                let stride = Self.stride(rowBytes: format.rowBytes(plane: p, width: width))
+                newStrides.append(stride)
+                newSizes.append(stride * (format.rows(plane: p, height: height) + 2))
+            }
+            if newSizes != sizes {
+                buffers.forEach { $0.deallocate() }
+                buffers = newSizes.map {
+                    let b = UnsafeMutableRawPointer.allocate(byteCount: $0, alignment: 64)
+                    b.initializeMemory(as: UInt8.self, repeating: 0, count: $0)
+                    return b
+                }
+                sizes = newSizes
+            }
+            strides = newStrides
+            layout = (format, width, height)
+        }
+        var refs = PlaneRefs()
+        for (i, b) in buffers.enumerated() { refs.set(i, b.assumingMemoryBound(to: UInt8.self), strides[i]) }
+        return refs
+    }
+
+    /// Copies `frame`'s planes in and returns swscale's view of them.
+    func load(_ frame: VideoFrame) -> PlaneRefs {
+        let refs = prepare(format: frame.format, width: frame.width, height: frame.height)
+        for p in 0..<frame.format.planeCount {
+            let rowBytes = frame.format.rowBytes(plane: p, width: frame.width), rows = frame.format.rows(plane: p, height: frame.height)
+            let dst = buffers[p].assumingMemoryBound(to: UInt8.self), stride = strides[p]
+            frame.planes[p].withUnsafeBufferPointer { src in
+                guard let base = src.baseAddress, src.count >= rowBytes * rows else { return }
+                for y in 0..<rows { (dst + y * stride).update(from: base + y * rowBytes, count: rowBytes) }
+            }
+        }
+        return refs
+    }
+
+    /// Copies the planes out into `frame` (tightly packed, the layout prepared).
+    func store(into frame: inout VideoFrame) {
+        guard let layout else { return }
+        frame.reshape(format: layout.format, width: layout.width, height: layout.height)
+        for p in 0..<layout.format.planeCount {
+            let rowBytes = layout.format.rowBytes(plane: p, width: layout.width), rows = layout.format.rows(plane: p, height: layout.height)
+            let src = buffers[p].assumingMemoryBound(to: UInt8.self), stride = strides[p]
+            frame.planes[p].withUnsafeMutableBufferPointer { dst in
+                guard let base = dst.baseAddress, dst.count >= rowBytes * rows else { return }
+                for y in 0..<rows { (base + y * rowBytes).update(from: src + y * stride, count: rowBytes) }
+            }
+        }
+    }
+}
+
 /// Converts frames between pixel formats and sizes through one reused swscale context.
 public final class FrameConverter {
     private let scaler = SwsScaler()
@@ -132,49 +220,13 @@ public final class FrameConverter {
             else if source.format == .rgb24 { dstColor.range = 1 }
         }
         let (dstFormat, dstWidth, dstHeight) = (destination.format, destination.width, destination.height)
-        try source.withPlaneRefs { src in
-            try destination.withMutablePlaneRefs { dst in
-                try scaler.scale(srcFormat: source.format.av, srcWidth: source.width, srcHeight: source.height,
-                                 srcColor: source.color, src: src,
-                                 dstFormat: dstFormat.av, dstWidth: dstWidth, dstHeight: dstHeight,
-                                 dstColor: dstColor, dst: dst, filter: filter)
-            }
-        }
+        let src = scaler.paddedSource(source)
+        let dst = scaler.paddedDestination(format: dstFormat, width: dstWidth, height: dstHeight)
+        try scaler.scale(srcFormat: source.format.av, srcWidth: source.width, srcHeight: source.height,
+                         srcColor: source.color, src: src,
+                         dstFormat: dstFormat.av, dstWidth: dstWidth, dstHeight: dstHeight,
+                         dstColor: dstColor, dst: dst, filter: filter)
+        scaler.storeDestination(into: &destination)
         destination.color = dstColor
-    }
-}
-
-extension VideoFrame {
-    /// Runs `body` with swscale-style pointers to the planes (read-only use; no copy is made).
-    func withPlaneRefs<R>(_ body: (PlaneRefs) throws -> R) rethrows -> R {
-        try Self.bindReadOnly(planes, 0, PlaneRefs(), format, width, body)
-    }
-
-    private static func bindReadOnly<R>(_ planes: [[UInt8]], _ i: Int, _ refs: PlaneRefs,
-                                        _ format: PixelFormat, _ width: Int, _ body: (PlaneRefs) throws -> R) rethrows -> R {
-        if i == planes.count { return try body(refs) }
-        return try planes[i].withUnsafeBufferPointer { plane in
-            var next = refs
-            next.set(i, plane.baseAddress.map { UnsafeMutablePointer(mutating: $0) }, format.rowBytes(plane: i, width: width))
-            return try bindReadOnly(planes, i + 1, next, format, width, body)
-        }
-    }
-
-    /// Runs `body` with swscale-style pointers to the planes, for writing.
-    mutating func withMutablePlaneRefs<R>(_ body: (PlaneRefs) throws -> R) rethrows -> R {
-        let format = self.format, width = self.width
-        return try planes.withUnsafeMutableBufferPointer { outer in
-            try Self.bind(outer, 0, PlaneRefs(), format, width, body)
-        }
-    }
-
-    private static func bind<R>(_ outer: UnsafeMutableBufferPointer<[UInt8]>, _ i: Int, _ refs: PlaneRefs,
-                                _ format: PixelFormat, _ width: Int, _ body: (PlaneRefs) throws -> R) rethrows -> R {
-        if i == outer.count { return try body(refs) }
-        return try outer[i].withUnsafeMutableBufferPointer { plane in
-            var next = refs
-            next.set(i, plane.baseAddress, format.rowBytes(plane: i, width: width))
-            return try bind(outer, i + 1, next, format, width, body)
-        }
     }
 }

@@ -63,3 +63,34 @@ final class FrameConverterTests: XCTestCase {
         XCTAssertEqual(big.planes[1].count, 50 * 38)
     }
 }
+
+/// Narrow pictures (issue 33): swscale's vector paths read and write past the end of a tight
+/// row, so every conversion goes through padded planes. Every width from 1 to 17 (and odd
+/// heights) in every direction keeps a flat colour flat and writes nothing outside the frame;
+/// under ASan (scripts/sanitize) an overrun is a failure.
+final class NarrowFrameConversionTests: XCTestCase {
+    func testNarrowFramesConvertInEveryDirection() throws {
+        let formats: [PixelFormat] = [.rgb24, .gray, .yuv420p, .yuv422p, .yuv444p]
+        for width in 1...17 {
+            for height in [1, 3, 8] {
+                for from in formats {
+                    for to in formats where to != from {
+                        var source = VideoFrame(format: from, width: width, height: height, color: ColorInfo(primaries: 1, transfer: 1, matrix: 1, range: 2))
+                        // Mid grey in every layout: 128 in RGB and grey, Y 128 / Cb Cr 128 in full-range YUV.
+                        for p in 0..<source.planes.count { source.planes[p] = [UInt8](repeating: 128, count: source.planes[p].count) }
+                        var out = VideoFrame(format: to, width: width, height: height)
+                        out.color = ColorInfo(primaries: 1, transfer: 1, matrix: 1, range: 2)
+                        try FrameConverter(filter: .bicubic).convert(source, into: &out)
+                        XCTAssertEqual(out.width, width)
+                        for (p, plane) in out.planes.enumerated() {
+                            XCTAssertEqual(plane.count, to.rowBytes(plane: p, width: width) * to.rows(plane: p, height: height))
+                            let (lo, hi) = (plane.min() ?? 0, plane.max() ?? 0)
+                            XCTAssertLessThanOrEqual(Int(hi) - Int(lo), 2, "\(from)→\(to) \(width)x\(height) plane \(p): a flat picture stays flat")
+                            XCTAssertEqual(Double(lo), 128, accuracy: 3, "\(from)→\(to) \(width)x\(height) plane \(p)")
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
