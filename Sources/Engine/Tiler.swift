@@ -142,6 +142,16 @@ public final class TiledRunner {
         let crop = consumed[inShape]!
         let outH = graphRun.outputShape.h, outW = graphRun.outputShape.w
         let oh = height * s, ow = width * s
+        // The tiles are copied channel by channel into a picture of the input's channels: a
+        // model that makes fewer (a 1-channel output for RGB) would be read past its tile, one
+        // that makes more would lose them; either is refused, as is an output smaller than the
+        // scale says (the crop would read outside the tile).
+        guard graphRun.outputShape.c == channels else {
+            throw EngineError(.invalidGraph, "\(graph.source) makes \(graph.valueNames[graph.output]) with \(graphRun.outputShape.c) channels from a \(channels)-channel picture; an upscaler must give as many channels as it takes. Use a model with \(channels) output channels.")
+        }
+        guard outH >= th * s + crop, outW >= tw * s + crop, output.count >= channels * oh * ow, input.count >= channels * height * width else {
+            throw EngineError(.invalidGraph, "\(graph.source) makes a \(outW)x\(outH) tile from a \(inShape.w)x\(inShape.h) one, smaller than its scale \(s)× needs. Check the model's scale.")
+        }
         if tileInput.count != inShape.count { tileInput = [Float](repeating: 0, count: inShape.count) }
         if tileOutput.count != graphRun.outputShape.count { tileOutput = [Float](repeating: 0, count: graphRun.outputShape.count) }
         for y0 in Self.origins(length: height, tile: th) {

@@ -30,3 +30,33 @@ final class ParameterCountTests: XCTestCase {
         }
     }
 }
+
+/// An upscaler whose output has fewer (or more) channels than its input (a 1-channel output
+/// for RGB pictures; issue 33) is refused by the tiler before a tile is copied, on every
+/// backend, instead of being read past its end (a crash, or a different picture each run).
+final class TileChannelTests: XCTestCase {
+    func testOutputChannelsMustMatchTheInput() throws {
+        for out in [1, 3, 6] {
+            let p = ConvolutionParameters(outChannels: out, inChannels: 3, kernelH: 3, kernelW: 3, padTop: 1, padLeft: 1, padBottom: 1, padRight: 1,
+                                          weights: [Float](repeating: 0.05, count: out * 3 * 9))
+            let graph = Graph(valueNames: ["in", "out"], nodes: [Node(name: "conv", op: .convolution(p), inputs: [0], output: 1)],
+                              input: 0, output: 1, source: "grey-out.param")
+            for backend in [ReferenceBackend(), try DNNLBackend()] as [InferenceBackend] {
+                let runner = try TiledRunner(graph: graph, spec: TilingSpec(scale: 1, padding: 2, border: .replicate), backend: backend, tileSize: 16)
+                let input = [Float](repeating: 0.5, count: 3 * 20 * 24)
+                var output = [Float](repeating: -1, count: 3 * 20 * 24)
+                let run = {
+                    try input.withUnsafeBufferPointer { i in
+                        try output.withUnsafeMutableBufferPointer { try runner.run(input: i, channels: 3, height: 20, width: 24, output: $0) }
+                    }
+                }
+                if out == 3 {
+                    XCTAssertNoThrow(try run(), backend.name)
+                    XCTAssertEqual(output[0], 0.05 * 0.5 * 27, accuracy: 1e-4, "every value written")
+                } else {
+                    XCTAssertThrowsError(try run(), "\(backend.name), \(out) output channels") { XCTAssertTrue("\($0)".contains("channels"), "\($0)") }
+                }
+            }
+        }
+    }
+}
