@@ -7,7 +7,14 @@ public enum Resample {
     /// Bilinear resize of one float plane with half-pixel centres (align_corners = false),
     /// edges clamped.
     public static func bilinear(_ src: [Float], _ sw: Int, _ sh: Int, into dst: inout [Float], _ dw: Int, _ dh: Int) {
+        let dw = max(dw, 0), dh = max(dh, 0)
         if dst.count != dw * dh { dst = [Float](repeating: 0, count: dw * dh) }
+        // This module is built -Ounchecked: a plane smaller than its sides say is refused here
+        // (zeros out), never read past.
+        guard sw > 0, sh > 0, src.count >= sw * sh else {
+            for i in dst.indices { dst[i] = 0 }
+            return
+        }
         if sw == dw && sh == dh { dst = src; return }
         let sx = Float(sw) / Float(dw), sy = Float(sh) / Float(dh)
         src.withUnsafeBufferPointer { s in
@@ -33,7 +40,7 @@ public enum Resample {
     /// covers, fractional pixels weighted), so that a 1080p frame brought to the model's size
     /// does not alias; an axis that grows is resized bilinearly instead.
     public static func area(_ src: [Float], _ sw: Int, _ sh: Int, into dst: inout [Float], _ dw: Int, _ dh: Int) {
-        guard dw <= sw, dh <= sh, dw < sw || dh < sh else {
+        guard dw <= sw, dh <= sh, dw < sw || dh < sh, dw > 0, dh > 0, src.count >= sw * sh else {
             bilinear(src, sw, sh, into: &dst, dw, dh)
             return
         }

@@ -69,6 +69,8 @@ public final class Colorizer {
         let loaded = try ModelResolver.resolve(argument, task: .colorize)
         graph = loaded.graph
         spec = loaded.colorizer ?? ColorizerSpec()
+        // Bundles and descriptions alike: the numbers are checked before anything is sized.
+        try spec.validate(name: "The colorizer '\(argument)'")
         bundle = loaded.bundle
         name = loaded.name
         modelFiles = loaded.files
@@ -182,6 +184,9 @@ public final class Colorizer {
         }
         let run = try preparedGraph(shape)
         var o = run.outputShape
+        guard o.h >= 1, o.w >= 1, o.h <= ModelLimits.maxDimension, o.w <= ModelLimits.maxDimension else {
+            throw MediaError(.invalidOptions, "Colorizer '\(name)' gives a \(o.w)x\(o.h) output for a \(mw)x\(mh) input; it cannot be brought to the frame. Check the model.")
+        }
         guard combinedGraph != nil || (spec.output == .ab && o.c == 2) || (spec.output == .rgb && o.c == 3) else {
             throw MediaError(.invalidOptions, "Colorizer '\(name)' produces \(o.c) channels, but its description says \"\(spec.output.rawValue)\".")
         }

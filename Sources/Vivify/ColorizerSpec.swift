@@ -82,8 +82,30 @@ public struct ColorizerSpec: Codable, Sendable, Equatable {
             throw MediaError(.invalidOptions, "Colorizer upsample '\(method)' is not supported; use \"bilinear\" or \"guided\".")
         }
         self.upsample = upsample
-        guard lScale != 0, inputMultiple >= 1, (inputSize ?? 1) >= 1 else {
-            throw MediaError(.invalidOptions, "Colorizer description has lScale 0, inputMultiple < 1 or inputSize < 1.")
+        try validate()
+    }
+
+    /// The largest `inputSize` (a side of the square the model reads): 2048² L values, as much
+    /// as any published colorizer reads and within the engine's tensor limit for its layers.
+    public static let maxInputSize = 2048
+    /// The largest `inputMultiple`.
+    public static let maxInputMultiple = 1024
+
+    /// Checks the numbers before anything is sized from them (a description is untrusted: an
+    /// `inputSize` of 65537 asked for 17 GB, an `inputMultiple` of 0 divided by zero).
+    public func validate(name: String = "the colorizer description") throws {
+        let fix = "Fix the description (see README, \"Colorizer description\")."
+        if let inputSize, !(1...Self.maxInputSize).contains(inputSize) {
+            throw MediaError(.invalidOptions, "\(name): inputSize \(inputSize) is out of range; it must be 1–\(Self.maxInputSize) (or null for the frame's size). \(fix)")
+        }
+        guard (1...Self.maxInputMultiple).contains(inputMultiple) else {
+            throw MediaError(.invalidOptions, "\(name): inputMultiple \(inputMultiple) is out of range; it must be 1–\(Self.maxInputMultiple). \(fix)")
+        }
+        guard lScale != 0, lScale.isFinite, lCenter.isFinite else {
+            throw MediaError(.invalidOptions, "\(name): lScale \(lScale) and lCenter \(lCenter) must be finite and lScale not 0. \(fix)")
+        }
+        guard abScale.isFinite, abScale != 0 else {
+            throw MediaError(.invalidOptions, "\(name): abScale \(abScale) must be finite and not 0. \(fix)")
         }
     }
 
