@@ -202,7 +202,7 @@ extension CoreMLImporter {
                 guard l.params.bool(60), l.params.int(1) == 1 else {
                     let kinds = ["max", "average", "L2"]
                     let t = l.params.int(1)
-                    throw l.unsupported((l.params.bool(60) ? "global " : "windowed ") + (t < kinds.count ? kinds[t] : "type \(t)") + " pooling (only global average pooling is)")
+                    throw l.unsupported((l.params.bool(60) ? "global " : "windowed ") + (kinds.indices.contains(t) ? kinds[t] : "type \(t)") + " pooling (only global average pooling is)")
                 }
                 emit(l, [.globalAveragePool], from: try value(l.inputs[0], l))
             case 130: try activation(l)

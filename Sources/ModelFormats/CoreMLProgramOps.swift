@@ -338,6 +338,10 @@ extension CoreMLProgramImporter {
             let groups = try int(op, "groups", 1)
             let strides = try ints(op, "strides", [1, 1]), dilations = try ints(op, "dilations", [1, 1])
             guard strides.count == 2, dilations.count == 2 else { throw fail(op, "strides \(strides) and dilations \(dilations) need 2 values each") }
+            // Checked before any arithmetic (a stride of 0 divided by zero in the padding).
+            guard strides.allSatisfy({ (1...ModelLimits.maxStride).contains($0) }), dilations.allSatisfy({ (1...ModelLimits.maxDilation).contains($0) }) else {
+                throw fail(op, "strides \(strides) and dilations \(dilations) must be 1–\(ModelLimits.maxStride) and 1–\(ModelLimits.maxDilation)")
+            }
             let padType = try string(op, "pad_type", "valid"), custom = try ints(op, "pad", [0, 0, 0, 0])
             let (_, h, wd) = try chw(t, op)
             let (top, bottom) = try convolutionPads(op, type: padType, custom: custom, axis: 0, input: h, kernel: w.shape[2],
@@ -358,6 +362,10 @@ extension CoreMLProgramImporter {
             let groups = try int(op, "groups", 1)
             let strides = try ints(op, "strides", [1, 1]), dilations = try ints(op, "dilations", [1, 1])
             guard strides.count == 2, dilations.count == 2 else { throw fail(op, "strides \(strides) and dilations \(dilations) need 2 values each") }
+            // Checked before any arithmetic (a stride of 0 divided by zero in the padding).
+            guard strides.allSatisfy({ (1...ModelLimits.maxStride).contains($0) }), dilations.allSatisfy({ (1...ModelLimits.maxDilation).contains($0) }) else {
+                throw fail(op, "strides \(strides) and dilations \(dilations) must be 1–\(ModelLimits.maxStride) and 1–\(ModelLimits.maxDilation)")
+            }
             let padType = try string(op, "pad_type", "valid"), custom = try ints(op, "pad", [0, 0, 0, 0])
             let target = try constant(op, "output_shape").map { c -> [Int] in
                 guard let v = c.ints, v.count == 4 else { throw fail(op, "'output_shape' is \(c.summary), expected 4 integers") }

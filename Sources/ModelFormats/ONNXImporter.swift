@@ -948,7 +948,8 @@ public enum ONNXImporter {
         /// A Transpose or the closing Reshape of a pixel shuffle written with reshapes.
         mutating func reshapeView(_ op: String, _ view: View, _ a: Attributes, inputs: [String], _ context: NodeContext) throws {
             let d = view.dims
-            if op == "Transpose", view.perm == nil, let perm = a.ints("perm"), perm.count == d.count {
+            // A permutation of the axes, each once (an index past them trapped).
+            if op == "Transpose", view.perm == nil, let perm = a.ints("perm"), perm.count == d.count, perm.sorted() == Array(0..<d.count) {
                 views[context.out] = View(source: view.source, dims: perm.map { d[$0] }, perm: perm)
                 return
             }

@@ -43,10 +43,13 @@ public struct NPYArray: Sendable, Equatable {
             guard let r = header.range(of: "'\(key)':") else { return nil }
             return String(header[r.upperBound...]).trimmingCharacters(in: .whitespaces)
         }
-        guard let descrText = value("descr"), let q = descrText.dropFirst().firstIndex(of: "'") else { throw bad("no dtype") }
+        // The dtype is quoted: 'descr': '<f4' (a value without its opening quote has no dtype).
+        guard let descrText = value("descr"), descrText.first == "'", let q = descrText.dropFirst().firstIndex(of: "'") else { throw bad("no dtype") }
         let descr = String(descrText[descrText.index(after: descrText.startIndex)..<q])
         guard let fortran = value("fortran_order"), fortran.hasPrefix("False") else { throw bad("Fortran order") }
-        guard let shapeText = value("shape"), let open = shapeText.firstIndex(of: "("), let close = shapeText.firstIndex(of: ")") else { throw bad("no shape") }
+        // The closing parenthesis after the opening one (a ')' before the '(' trapped).
+        guard let shapeText = value("shape"), let open = shapeText.firstIndex(of: "("),
+              let close = shapeText[shapeText.index(after: open)...].firstIndex(of: ")") else { throw bad("no shape") }
         let dims = shapeText[shapeText.index(after: open)..<close].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         let shape = dims.compactMap { Int($0) }
         guard shape.count == dims.count, shape.allSatisfy({ $0 >= 0 }), let count = ModelLimits.elementCount(shape) else { throw bad("shape \(shapeText.prefix(60))") }
