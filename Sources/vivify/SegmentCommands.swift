@@ -48,7 +48,7 @@ struct PlanCommand: ParsableCommand {
             try MediaWriter.validate(targetName: output, settings: c.encoder)
             let models = try SegmentedJob.loadModels(c, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
             var manifest = try SegmentedJob.plan(c, segmentSeconds: segmentOptions.segmentSeconds, models: models)
-            // The join honours -y as the plan was given it.
+            // Recorded for `status`; a manifest never grants the join an overwrite: `join -y` does.
             manifest.settings.replaceExistingOutput = c.existingOutput == .replace
             let job = try SegmentedJob.create(at: URL(fileURLWithPath: work), manifest: manifest)
             print(job.manifest.segments.count)
@@ -115,7 +115,7 @@ struct JoinCommand: ParsableCommand {
     @Argument(help: "The work directory.")
     var directory: String
 
-    @Flag(name: [.customShort("y"), .customLong("overwrite")], help: "Replace an existing output (also when the plan was made without -y).")
+    @Flag(name: [.customShort("y"), .customLong("overwrite")], help: "Replace an existing output (a plan made with -y does not grant it: the join asks for -y itself).")
     var overwrite = false
 
     @Flag(help: "Keep the work directory after the join.")
@@ -125,7 +125,13 @@ struct JoinCommand: ParsableCommand {
         FFmpegLog.configure(verbose: false)
         do {
             let job = try SegmentedJob(directory: URL(fileURLWithPath: directory))
-            let replace = overwrite || job.manifest.settings.replaceExistingOutput == true
+            // Only the command line may replace a file: anyone who can write the work directory
+            // can edit its manifest.
+            let replace = overwrite
+            if !overwrite, job.manifest.settings.replaceExistingOutput == true,
+               FileManager.default.fileExists(atPath: job.manifest.settings.output) {
+                ProgressReporter.writeStderr("vivify: the plan was made with -y, but a manifest cannot allow replacing '\(job.manifest.settings.output)': give `vivify join -y`.\n")
+            }
             let joined = try job.join(existing: replace ? .replace : .refuse, removeDirectory: !keep)
             for w in joined.warnings { ProgressReporter.writeStderr("vivify: warning: \(w)\n") }
             ProgressReporter.writeStderr("vivify: joined \(joined.frames) frames into \(joined.output).\n")

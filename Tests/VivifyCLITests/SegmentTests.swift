@@ -386,3 +386,59 @@ final class SegmentTests: XCTestCase {
         return (w, h, stride(from: 0, to: bytes.count - size + 1, by: size).map { Array(bytes[$0..<$0 + size]) })
     }
 }
+
+/// A work directory is data, never trusted (issue 33): a manifest whose segment `file` points
+/// outside, a segment file that is a symbolic link, and a manifest that says the join may
+/// replace the output are all refused; nothing outside the work directory is touched.
+final class SegmentTrustTests: XCTestCase {
+    func plan(_ dir: String, _ out: String, extra: [String] = []) throws -> String {
+        let source = try SegmentTests.clip(in: dir)
+        let work = dir + "/work"
+        let r = try CLI.vivify(["plan", source, out, "--work", work] + SegmentTests.upscaleJob + extra)
+        XCTAssertEqual(r.code, 0, r.stderr)
+        return work
+    }
+
+    func testManifestPathsLinksAndOverwriteAreNotTrusted() throws {
+        let dir = try CLI.tempDir()
+        // A segment file named outside the work directory: the manifest is refused (65).
+        var work = try plan(dir, dir + "/a.mkv")
+        let manifestPath = work + "/manifest.json"
+        let original = try String(contentsOfFile: manifestPath, encoding: .utf8)
+        try original.replacingOccurrences(of: "\"segment-0001.nut\"", with: "\"..\\/..\\/escaped.nut\"")
+            .write(toFile: manifestPath, atomically: true, encoding: .utf8)
+        var r = try CLI.vivify(["work", work, "--index", "1"])
+        XCTAssertEqual(r.code, 65, r.stderr)
+        XCTAssertTrue(r.stderr.contains("segment 1's file"), r.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: (dir as NSString).deletingLastPathComponent + "/escaped.nut"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/escaped.nut"))
+        try original.write(toFile: manifestPath, atomically: true, encoding: .utf8)
+
+        // A segment file that is a link to a file outside: refused (73), the file unchanged.
+        let victim = dir + "/victim.txt"
+        try Data("keep me".utf8).write(to: URL(fileURLWithPath: victim))
+        try FileManager.default.createSymbolicLink(atPath: work + "/segment-0001.nut", withDestinationPath: victim)
+        r = try CLI.vivify(["work", work, "--index", "1"])
+        XCTAssertEqual(r.code, 73, r.stderr)
+        XCTAssertTrue(r.stderr.contains("symbolic link"), r.stderr)
+        XCTAssertEqual(try String(contentsOfFile: victim, encoding: .utf8), "keep me")
+        try FileManager.default.removeItem(atPath: work + "/segment-0001.nut")
+        try FileManager.default.removeItem(atPath: work)
+
+        // A plan made with -y over an existing file: the join still asks for -y.
+        let existing = dir + "/b.mkv"
+        try Data("an earlier output".utf8).write(to: URL(fileURLWithPath: existing))
+        work = try plan(dir, existing, extra: ["-y"])
+        for i in 0..<4 {
+            r = try CLI.vivify(["work", work, "--index", "\(i)"])
+            XCTAssertEqual(r.code, 0, r.stderr)
+        }
+        r = try CLI.vivify(["join", work])
+        XCTAssertNotEqual(r.code, 0, "a manifest does not grant -y: \(r.stderr)")
+        XCTAssertTrue(r.stderr.contains("join -y"), r.stderr)
+        XCTAssertEqual(try String(contentsOfFile: existing, encoding: .utf8), "an earlier output")
+        r = try CLI.vivify(["join", work, "-y"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertEqual(CLI.decodedFrames(try CLI.probe(existing)).map { $0 > 0 }, true)
+    }
+}

@@ -54,6 +54,23 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
         }
     }
 
+    /// The file name of segment `index` in the work directory.
+    public static func segmentFileName(_ index: Int) -> String { String(format: "segment-%04d.nut", index) }
+
+    /// What is wrong with the segment list as read from a file (nil when nothing): each
+    /// segment's index is its position and its file the name that index gives (a `file` of
+    /// `../../x` wrote outside the work directory), with counts that make sense.
+    public var segmentProblem: String? {
+        guard !segments.isEmpty, segments.count <= 1_000_000 else { return "it lists \(segments.count) segments" }
+        guard (0...100_000).contains(warmUpFrames) else { return "warmUpFrames \(warmUpFrames) is out of range" }
+        for (i, s) in segments.enumerated() {
+            guard s.index == i else { return "segment \(i) says it is segment \(s.index)" }
+            guard s.file == Self.segmentFileName(i) else { return "segment \(i)'s file is '\(s.file)', not '\(Self.segmentFileName(i))'" }
+            guard s.firstFrame >= 0, s.frames >= 0 else { return "segment \(i) has \(s.frames) frames from \(s.firstFrame)" }
+        }
+        return nil
+    }
+
     /// Every setting that changes the output's pixels or packets (and how to rebuild the run).
     public struct Settings: Codable, Sendable, Equatable {
         public var vivifyVersion: String

@@ -149,7 +149,7 @@ public final class SegmentedJob {
             let endPTS: Int64? = next < index.timestamps.count ? index.timestamps[next] : nil
             let end = next < total ? stamps[next] : lastEnd
             segments.append(SegmentManifest.Segment(
-                index: i, file: String(format: "segment-%04d.nut", i), firstFrame: first, frames: next - first,
+                index: i, file: SegmentManifest.segmentFileName(i), firstFrame: first, frames: next - first,
                 startPTS: stamps[first], endPTS: endPTS, warmUpPTS: warmPTS, seekCandidates: candidates,
                 startSeconds: index.seconds(stamps[first]), endSeconds: index.seconds(end), done: nil, failed: nil))
         }
@@ -241,7 +241,12 @@ public final class SegmentedJob {
         do {
             let m = try JSONDecoder().decode(SegmentManifest.self, from: data)
             guard m.format == "vivify-segments", m.version == 1 else { throw MediaError(.corruptInput, "") }
+            if let problem = m.segmentProblem {
+                throw MediaError(.corruptInput, "'\(url.path)' is damaged or was edited: \(problem). Plan the job again.")
+            }
             return m
+        } catch let e as MediaError where !e.message.isEmpty {
+            throw e
         } catch {
             throw MediaError(.corruptInput, "'\(url.path)' is not a vivify segment manifest this version reads. Plan the job again (or run it with --no-resume).")
         }
@@ -283,12 +288,25 @@ public final class SegmentedJob {
     public func reload() throws { manifest = try Self.read(directory) }
 
     /// The file of `segment`.
-    public func file(_ segment: SegmentManifest.Segment) -> URL { directory.appendingPathComponent(segment.file) }
+    /// A segment's file: the name its index gives, inside the work directory (a manifest's
+    /// `file` is checked against it when read, never used as a path).
+    public func file(_ segment: SegmentManifest.Segment) -> URL {
+        directory.appendingPathComponent(SegmentManifest.segmentFileName(segment.index))
+    }
+
+    /// Whether something other than a regular file (a symbolic link, a FIFO, a folder) sits
+    /// where a segment's file goes: it is neither read nor written through.
+    func isForeign(_ url: URL) -> Bool {
+        var st = stat()
+        guard lstat(url.path, &st) == 0 else { return false }
+        return st.st_mode & S_IFMT != S_IFREG
+    }
 
     /// Whether `segment` is finished and its file is what was recorded (size and SHA-256).
     public func isVerified(_ segment: SegmentManifest.Segment) -> Bool {
         guard let done = segment.done else { return false }
         let url = file(segment)
+        guard !isForeign(url) else { return false }
         guard let id = SegmentManifest.OutputIdentity.of(url.path), id.size == done.bytes else { return false }
         return (try? SHA256.hash(fileAt: url).hex) == done.sha256
     }
@@ -329,6 +347,9 @@ public final class SegmentedJob {
         }
         let segment = manifest.segments[index]
         if isVerified(segment) { return .alreadyDone(frames: segment.done!.frames) }
+        if isForeign(file(segment)) {
+            throw MediaError(.outputUnwritable, "'\(file(segment).path)' is a symbolic link or not a regular file; a segment is written only as a plain file inside the work directory. Remove it, or plan the job again.")
+        }
         // Every segment computes as the job was planned (`--precision` is process-wide).
         PrecisionChoice.force(manifest.settings.precision)
         var c = manifest.settings.configuration(existing: .replace)
