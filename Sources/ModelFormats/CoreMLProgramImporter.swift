@@ -38,7 +38,10 @@ public enum CoreMLProgramImporter {
             throw ModelFormatError(.unreadable, "Cannot read '\(modelPath)', the model inside '\(path)'. Check that the .mlpackage is complete.")
         }
         let modelDirectory = (modelPath as NSString).deletingLastPathComponent
-        return try parse(model: data, weightsDirectory: modelDirectory, source: path)
+        // Weight files stay inside the package (or the bare model's folder).
+        var isDirectory: ObjCBool = false
+        let root = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue ? path : modelDirectory
+        return try parse(model: data, weightsDirectory: modelDirectory, root: root, source: path)
     }
 
     /// The model protobuf of a package (via `Manifest.json`), or `path` itself if it is a file.
@@ -61,12 +64,12 @@ public enum CoreMLProgramImporter {
             if FileManager.default.fileExists(atPath: fallback) { return fallback }
             throw ModelFormatError(.unreadable, "Cannot read '\(manifestPath)': it does not name the root model. The package is damaged; export it again.")
         }
-        return path + "/Data/" + relative
+        return try ContainedPath.resolve("Data/" + relative, inside: path, what: "the root model Manifest.json names", source: path)
     }
 
     /// Imports a serialized `Model` message; blobs are read from `weightsDirectory` (what
     /// `@model_path` stands for). `source` names the model in messages.
-    static func parse(model data: Data, weightsDirectory: String, source: String) throws -> CoreMLProgramModel {
+    static func parse(model data: Data, weightsDirectory: String, root: String? = nil, source: String) throws -> CoreMLProgramModel {
         let model = try Message(data, what: "the model", source: source)
         guard let program = try model.message(502, what: "the ML Program", source: source) else {
             if model.has(500) || model.has(403) || model.has(303) {
@@ -82,7 +85,7 @@ public enum CoreMLProgramImporter {
         guard let outputName = function.outputs.first else {
             throw ModelFormatError(.malformed, "The ML Program in '\(source)' returns nothing.")
         }
-        var builder = ProgramBuilder(source: source, blobs: BlobFiles(modelDirectory: weightsDirectory))
+        var builder = ProgramBuilder(source: source, blobs: BlobFiles(modelDirectory: weightsDirectory, root: root ?? weightsDirectory, source: source))
         let (inputName, inputType) = function.inputs[0]
         let input = try builder.addInput(inputName, inputType)
         for op in function.operations { try builder.add(op) }

@@ -166,21 +166,42 @@ extension CoreMLProgramImporter {
     final class BlobFiles {
         /// The directory `@model_path` stands for: the one holding model.mlmodel.
         let modelDirectory: String
+        /// The folder every weight file must lie in (the package).
+        let root: String
+        let source: String
         private var files: [String: Data] = [:]
 
-        init(modelDirectory: String) { self.modelDirectory = modelDirectory }
+        init(modelDirectory: String, root: String, source: String) {
+            self.modelDirectory = modelDirectory
+            self.root = root
+            self.source = source
+        }
 
         /// The blob at `offset` of `file` (as named in the program), read as `type`.
         func constant(file: String, offset: Int, type: TensorType) throws -> Constant {
-            let path = file.hasPrefix("@model_path") ? modelDirectory + file.dropFirst("@model_path".count) : file
             let data: Data
-            if let d = files[path] {
+            let path = file
+            if let d = files[file] {
                 data = d
             } else {
-                guard let d = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else {
+                // Only "@model_path/…" names a file, and it stays inside the package.
+                guard file.hasPrefix("@model_path/") else {
+                    throw DecodeFailure("lies in '\(file)', which is not inside the package (@model_path/…); refused")
+                }
+                let relative = String(file.dropFirst("@model_path/".count))
+                guard !relative.split(separator: "/").contains("..") else {
+                    throw DecodeFailure("lies in '\(file)', outside the package; refused")
+                }
+                let resolved: String
+                do {
+                    resolved = try ContainedPath.check(modelDirectory + "/" + relative, named: file, inside: root, what: "the weight file", source: source)
+                } catch let e as ModelFormatError {
+                    throw DecodeFailure("lies in '\(file)': \(e.message)")
+                }
+                guard let d = try? Data(contentsOf: URL(fileURLWithPath: resolved), options: .alwaysMapped) else {
                     throw DecodeFailure("lies in the weight file '\(path)', which cannot be read. Keep the .mlpackage directory complete (Data/com.apple.CoreML/weights/)")
                 }
-                files[path] = d
+                files[file] = d
                 data = d
             }
             guard let count = type.count else { throw DecodeFailure("is a blob of unknown or oversized shape \(type) (at most \(ModelLimits.maxTensorElements) elements)") }

@@ -299,7 +299,8 @@ public enum ONNXImporter {
         guard !location.hasPrefix("/"), !parts.contains("..") else {
             throw ModelFormatError(.malformed, "'\(source)': tensor '\(name)' points its data at '\(location)', outside the model's folder; refused. Keep external data beside the model.")
         }
-        let path = (directory as NSString).appendingPathComponent(location)
+        // Inside the folder after links are resolved, and a regular file (a FIFO hung the read).
+        let path = try ContainedPath.resolve(location, inside: directory, what: "the external data of tensor '\(name)'", source: source)
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw ModelFormatError(.unreadable, "'\(source)': cannot read '\(path)', the external data of tensor '\(name)'. Keep the data file beside the model.")
         }
