@@ -1,3 +1,4 @@
+import Foundation
 public import MediaIO
 public import SafeFiles
 
@@ -122,6 +123,19 @@ public struct RunConfiguration: Sendable {
         synthetic = nil
         discardOutput = false
         existingOutput = .refuse
+    }
+
+    /// Every file a run reads besides its input: model files named by path (an ncnn `.param`
+    /// with its `.bin` and `.json` beside it) and the colorizer's references, keyframes and
+    /// hints picture. Reports may replace none of them.
+    public var readFiles: [String] {
+        var files: [String] = []
+        for model in [upscale, colorize].compactMap({ $0 }) where FileManager.default.fileExists(atPath: model) {
+            files.append(model)
+            let stem = (model as NSString).deletingPathExtension
+            if model.lowercased().hasSuffix(".param") { files += [stem + ".bin", stem + ".json"] }
+        }
+        return files + colourGuide.files
     }
 
     /// The input layout after applying the naming rule.

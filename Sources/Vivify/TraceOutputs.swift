@@ -20,12 +20,29 @@ public struct TraceOutputs: Sendable {
     }
 
     /// Checks, before any work, that every requested file can be written: its folder exists and
-    /// is writable, and it is not a device, FIFO, directory or one of `inputs`. These reports
-    /// are rewritten by every run, so an existing one is replaced without -y.
-    public func check(inputs: [String]) throws {
-        for path in [stats, trace, plot].compactMap({ $0 }) {
+    /// is writable, and it is not a device, FIFO, directory or one of `inputs` (model files
+    /// included), nor the run's own `outputs` or another of these reports (`--stats out.mkv`
+    /// replaced the run's video). These reports are rewritten by every run, so an existing one
+    /// is replaced without -y.
+    public func check(inputs: [String], outputs: [String] = []) throws {
+        var claimed = outputs.filter { $0 != "-" }.map { (Self.canonical($0), $0) }
+        for (option, path) in [("--stats", stats), ("--trace", trace), ("--plot", plot)].compactMap({ o, p in p.map { (o, $0) } }) {
+            let c = Self.canonical(path)
+            if let other = claimed.first(where: { $0.0 == c }) {
+                throw MediaError(.invalidOptions, "'\(option) \(path)' names '\(other.1)', which this run also writes. Give the report a file of its own.")
+            }
+            for input in inputs where input != "-" && Self.canonical(input) == c {
+                throw MediaError(.invalidOptions, "'\(option) \(path)' names '\(input)', which this run reads (an input or a model file). Give the report a file of its own.")
+            }
             _ = try OutputGuard.check(output: path, inputs: inputs, existing: .replace)
+            claimed.append((c, path))
         }
+    }
+
+    /// The absolute path with links in its existing part resolved (a file that does not exist
+    /// yet compares by its folder's real path and its name).
+    static func canonical(_ path: String) -> String {
+        URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
     }
 
     /// Writes every requested file (each through a temporary file and a rename; a failed write

@@ -412,7 +412,7 @@ struct Run: ParsableCommand {
 
         let interrupts = InterruptMonitor()
         // Side files are checked before the work, like the output.
-        do { try timing.outputs.check(inputs: [input]) } catch { throw report(error) }
+        do { try timing.outputs.check(inputs: [input] + c.readFiles, outputs: [output]) } catch { throw report(error) }
         let quiet = self.quiet
         let warn: (String) -> Void = { if !quiet { ProgressReporter.writeStderr("vivify: warning: \($0)\n") } }
         let showProgress = !quiet && output != "-"

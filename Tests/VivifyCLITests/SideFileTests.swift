@@ -36,4 +36,32 @@ final class SideFileTests: XCTestCase {
         let stats = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/stats.json"))) as? [String: Any]
         XCTAssertNotNil(stats?["run"], "the report was rewritten")
     }
+
+    /// A report never replaces the run's own output, another report or a model file (issue 33:
+    /// `--stats out.mkv` replaced the video; `--plot` named as the model's .bin replaced it).
+    func testReportsNeverReplaceOutputsOrModels() throws {
+        let dir = try CLI.tempDir()
+        let clip = dir + "/in.mp4"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc=s=64x48:d=1", clip])
+        let fixtures = CLI.packageRoot.appendingPathComponent("Tests/EngineTests/Fixtures/colorizers")
+        for ext in ["param", "bin", "json"] {
+            try FileManager.default.copyItem(atPath: fixtures.appendingPathComponent("eccv16-tiny.\(ext)").path, toPath: dir + "/m.\(ext)")
+        }
+        let bin = try Data(contentsOf: URL(fileURLWithPath: dir + "/m.bin"))
+        try Data("earlier video".utf8).write(to: URL(fileURLWithPath: dir + "/out.mkv"))
+        let cases: [[String]] = [
+            ["run", clip, dir + "/out.mkv", "-y", "--stats", dir + "/out.mkv"],
+            ["run", clip, dir + "/new.mkv", "--stats", dir + "/r.json", "--trace", dir + "/./r.json"],
+            ["run", clip, dir + "/new.mkv", "--colorize", dir + "/m.param", "--plot", dir + "/m.bin"],
+            ["run", clip, dir + "/new.mkv", "--colorize", dir + "/m.param", "--stats", dir + "/m.json"],
+        ]
+        for args in cases {
+            let r = try CLI.vivify(args)
+            XCTAssertEqual(r.code, 64, "\(args): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("of its own"), r.stderr)
+        }
+        XCTAssertEqual(try String(contentsOfFile: dir + "/out.mkv", encoding: .utf8), "earlier video")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir + "/m.bin")), bin)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/new.mkv"))
+    }
 }
