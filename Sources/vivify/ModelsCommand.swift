@@ -342,9 +342,20 @@ extension ModelsCommand {
         var tile: Int?
 
         @OptionGroup var threadOptions: ThreadOptions
+        @OptionGroup var overwriteOptions: OverwriteOptions
 
         func run() throws {
             do {
+                // The output is checked before the work, as every command's: never a picture or
+                // model file it reads, an existing file only with -y.
+                if let output {
+                    var reads = pictures + [model]
+                    if model.lowercased().hasSuffix(".param") { reads.append((model as NSString).deletingPathExtension + ".bin") }
+                    if case .skip = try OutputGuard.check(output: output, inputs: reads, existing: overwriteOptions.existing) {
+                        writeStderr("vivify: '\(output)' exists; nothing calibrated (-n).\n")
+                        return
+                    }
+                }
                 let r = try Int8Calibrator.calibrate(model: model, pictures: pictures, tile: tile,
                                                      log: { writeStderr("vivify: \($0)\n") })
                 if let output {

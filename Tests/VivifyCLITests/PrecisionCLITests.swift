@@ -116,6 +116,16 @@ final class PrecisionCLITests: XCTestCase {
         XCTAssertEqual((written["digest"] as? String)?.count, 64)
         XCTAssertEqual((written["inputRanges"] as? [String: Any])?.count, 7)
         XCTAssertEqual(((try? FileManager.default.contentsOfDirectory(atPath: dir + "/models/int8")) ?? []).count, 1)
+        // --output follows the rules of every output (issue 33): never its own picture or model,
+        // an existing file only with -y.
+        let pictureBytes = try Data(contentsOf: URL(fileURLWithPath: picture))
+        for (target, code) in [(picture, Int32(64)), (model, 64), (dir + "/ranges.json", 73)] {
+            r = try CLI.vivify(["models", "calibrate", model, picture, "--output", target], environment: store)
+            XCTAssertEqual(r.code, code, "\(target): \(r.stderr)")
+        }
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: picture)), pictureBytes, "the picture is untouched")
+        r = try CLI.vivify(["models", "calibrate", model, picture, "--output", dir + "/ranges.json", "-y"], environment: store)
+        XCTAssertEqual(r.code, 0, r.stderr)
         var outputs: [Data] = []
         for precision in ["int8", "auto", "fp32"] {
             let out = dir + "/\(precision).png"
