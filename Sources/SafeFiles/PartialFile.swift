@@ -23,13 +23,18 @@ public struct PartialFile: Sendable {
     public let target: URL
     /// Where it is written until `commit()`.
     public let temporary: URL
+    /// Whether `commit` may replace a file at the target. False (the rule without -y): the
+    /// commit fails if a file appeared there meanwhile (another run writing the same new
+    /// output), so of two runs one wins and the other says so, never replacing it silently.
+    public let replacing: Bool
 
     private static let counter = Counter()
 
     /// Names a temporary file beside `target`. With `keepExtension` the temporary name ends in
     /// the target's extension (for writers that choose the format by extension).
-    public init(target: URL, keepExtension: Bool = false) {
+    public init(target: URL, keepExtension: Bool = false, replacing: Bool = true) {
         self.target = target
+        self.replacing = replacing
         let folder = target.deletingLastPathComponent()
         let ext = target.pathExtension
         let base = keepExtension && !ext.isEmpty ? target.deletingPathExtension().lastPathComponent : target.lastPathComponent
@@ -46,6 +51,26 @@ public struct PartialFile: Sendable {
         var info = stat()
         if lstat(destination.path, &info) == 0 && info.st_mode & S_IFMT != S_IFREG {
             throw Failure(target: destination.path, temporary: temporary.path, reason: "it is not a regular file, so it is left as it is")
+        }
+        if !replacing && destination == target {
+            // link(2) fails with EEXIST when the name is taken: an atomic "create, never replace".
+            if link(temporary.path, destination.path) == 0 {
+                unlink(temporary.path)
+                return
+            }
+            let code = errno
+            if code == EEXIST {
+                throw Failure(target: destination.path, temporary: temporary.path,
+                              reason: "a file of that name appeared while this run was writing (another run's output?); it is left as it is. Pass -y to replace it")
+            }
+            // Filesystems without hard links: the same rule, checked just before the rename.
+            guard code == EPERM || code == ENOTSUP || code == EOPNOTSUPP || code == EXDEV || code == EMLINK else {
+                throw Failure(target: destination.path, temporary: temporary.path, reason: String(cString: strerror(code)))
+            }
+            if lstat(destination.path, &info) == 0 {
+                throw Failure(target: destination.path, temporary: temporary.path,
+                              reason: "a file of that name appeared while this run was writing (another run's output?); it is left as it is. Pass -y to replace it")
+            }
         }
         if rename(temporary.path, destination.path) != 0 {
             throw Failure(target: destination.path, temporary: temporary.path, reason: String(cString: strerror(errno)))

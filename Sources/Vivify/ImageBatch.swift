@@ -130,7 +130,7 @@ public enum ImageBatch {
                 saver.async(group: saving) {
                     defer { pendingSaves.signal() }
                     do {
-                        let warnings = try ImageJob.save(image, to: url, output: output)
+                        let warnings = try ImageJob.save(image, to: url, output: output, replacing: existingOutput == .replace)
                         for w in warnings { log("warning: \(w)") }
                         results.withLock { $0.written.append(output) }
                     } catch {

@@ -22,7 +22,7 @@ public enum ImageJob {
         let models = try makeModels(upscale: upscale, tile: tile, backend: backend, colorize: colorize, colorizeAfter: colorizeAfter,
                                     saturation: saturation, guide: guide, log: log)
         let image = try process(try ImageIO.read(path: input), name: input, models: models, outputExtension: url.pathExtension, log: log)
-        return try save(image, to: url, output: output)
+        return try save(image, to: url, output: output, replacing: existingOutput == .replace)
     }
 
     /// The model stages of an image job, made once (a batch reuses them for every picture).
@@ -90,8 +90,8 @@ public enum ImageJob {
     }
 
     /// Writes `image` beside `url` and renames it into place; returns the writer's warnings.
-    static func save(_ image: StillImage, to url: URL, output: String) throws -> [String] {
-        let partial = PartialFile(target: url, keepExtension: true)
+    static func save(_ image: StillImage, to url: URL, output: String, replacing: Bool = true) throws -> [String] {
+        let partial = PartialFile(target: url, keepExtension: true, replacing: replacing)
         do {
             return try partial.write { try ImageIO.write(image, to: $0.path) }
         } catch let e as PartialFile.Failure {

@@ -182,7 +182,9 @@ public final class Job {
         }
 
         // Temporary file beside the target, renamed at the end.
-        let partial = target.map { PartialFile(target: $0) }
+        // Without -y the output is created, never replaced: a file that appears meanwhile (a
+        // second run to the same new name) makes this run fail and keep what it wrote.
+        let partial = target.map { PartialFile(target: $0, replacing: c.existingOutput == .replace) }
         let temp = partial?.temporary.path ?? (NetworkURL.isNetwork(c.output) ? c.output : "-")
 
         let sink: FrameSink

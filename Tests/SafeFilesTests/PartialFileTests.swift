@@ -38,3 +38,29 @@ final class PartialFileTests: XCTestCase {
         }
     }
 }
+
+/// Without -y an output is created, never replaced (issue 33): when a file appears at the
+/// target while a run writes (a second run to the same new name), the commit fails and leaves
+/// it; with -y it is replaced.
+final class NoReplaceCommitTests: XCTestCase {
+    func testCommitWithoutReplacingNeverReplaces() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("noreplace-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let target = dir.appendingPathComponent("out.txt")
+        let first = PartialFile(target: target, replacing: false)
+        try Data("mine".utf8).write(to: first.temporary)
+        try first.commit()
+        XCTAssertEqual(try String(contentsOf: target, encoding: .utf8), "mine")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: first.temporary.path), "no temporary left")
+        let second = PartialFile(target: target, replacing: false)
+        try Data("theirs".utf8).write(to: second.temporary)
+        XCTAssertThrowsError(try second.commit()) { XCTAssertTrue("\($0)".contains("appeared"), "\($0)") }
+        XCTAssertEqual(try String(contentsOf: target, encoding: .utf8), "mine", "left as it is")
+        let third = PartialFile(target: target, replacing: true)
+        try Data("replaced".utf8).write(to: third.temporary)
+        try third.commit()
+        XCTAssertEqual(try String(contentsOf: target, encoding: .utf8), "replaced")
+        second.discard()
+    }
+}

@@ -479,7 +479,7 @@ public final class SegmentedJob {
         case .skip: return JoinOutcome(frames: 0, output: output, warnings: ["'\(output)' exists; not joined (-n)."])
         }
         let c = manifest.settings.configuration()
-        let partial = PartialFile(target: target)
+        let partial = PartialFile(target: target, replacing: rule == .replace)
         let expected = manifest.framesDone
         let result: SegmentJoiner.Result
         do {
@@ -530,7 +530,7 @@ public final class SegmentedJob {
         if let own = manifest.interruptedOutput, SegmentManifest.OutputIdentity.of(output) == own { rule = .replace }
         guard case .write(let target) = try OutputGuard.check(output: output, inputs: [manifest.settings.input], existing: rule) else { return nil }
         let c = manifest.settings.configuration()
-        let partial = PartialFile(target: target)
+        let partial = PartialFile(target: target, replacing: rule == .replace)
         do {
             let r = try SegmentJoiner.join(segments: files, source: c.input, path: partial.temporary.path, targetName: output,
                                            tags: manifest.tags.joinerTags, copyStreams: c.copyAudioAndSubtitles, window: start...end)
