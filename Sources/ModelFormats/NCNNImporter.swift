@@ -12,8 +12,12 @@ public enum NCNNImporter {
     public static func load(paramPath: String, binPath: String? = nil, inputName: String? = nil,
                             outputName: String? = nil) throws -> Graph {
         let bin = binPath ?? (paramPath.hasSuffix(".param") ? String(paramPath.dropLast(6)) + ".bin" : paramPath + ".bin")
-        guard let text = try? String(contentsOfFile: paramPath, encoding: .utf8) else {
+        guard let data = FileManager.default.contents(atPath: paramPath) else {
             throw ModelFormatError(.unreadable, "Cannot read the ncnn model '\(paramPath)'. Check the path.")
+        }
+        // A file that is there but not text is damaged (65), not missing (66).
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ModelFormatError(.malformed, "'\(paramPath)' is not an ncnn .param text file (it is not UTF-8 text): it is damaged or another format. Export the model again.")
         }
         guard let weights = FileManager.default.contents(atPath: bin) else {
             throw ModelFormatError(.unreadable, "Cannot read '\(bin)', the weights of '\(paramPath)'. Put the .bin file beside the .param file.")

@@ -339,11 +339,17 @@ public struct RunDescription: Codable, Sendable, Equatable {
         public var name: String
         /// Its files with their SHA-256 (a folder such as an .mlpackage: its tree digest).
         public var files: [String: String]
+        /// The backend that ran it ("onednn", "reference"), for models.
+        public var backend: String?
+        /// The number format its convolutions ran in ("fp32", "bf16", "int8"), for models.
+        public var precision: String?
 
-        public init(task: String, name: String, files: [String: String]) {
+        public init(task: String, name: String, files: [String: String], backend: String? = nil, precision: String? = nil) {
             self.task = task
             self.name = name
             self.files = files
+            self.backend = backend
+            self.precision = precision
         }
     }
 

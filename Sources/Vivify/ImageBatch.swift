@@ -7,8 +7,9 @@ public import SafeFiles
 /// the finished ones (load : process : save, as the ncnn CLIs split them). A picture that
 /// cannot be read, processed or written is named and skipped; the others go on.
 public enum ImageBatch {
-    /// Picture files a directory contributes (by extension, case-insensitive).
-    public static let extensions: Set<String> = ["png", "jpg", "jpeg", "bmp", "tif", "tiff", "webp"]
+    /// Picture files a directory contributes (by extension, case-insensitive): the formats
+    /// Vivify reads. A .bmp, .tif or .webp beside them is left alone rather than failing.
+    public static let extensions: Set<String> = ["png", "jpg", "jpeg"]
 
     /// What happened.
     public struct Summary: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+internal import Compute
 internal import ModelCatalog
 public import MediaIO
 internal import Pipeline
@@ -211,6 +212,8 @@ public final class Job {
         // decode: the source, paced at its native rate with --realtime.
         var frame = VideoFrame(format: video.pixelFormat, width: video.width, height: video.height)
         var nextID = 0
+        // `--colorize` replaces a colour source's colour: said once, on the first frame.
+        var checkSourceColour = c.colorize != nil && window == nil && c.colourGuide.keyframes.isEmpty
         let timestamps = TimestampLog()
         let tracerBox = TracerBox()
         let pacer = c.realtime ? Pacer(clock: FrameTracer.monotonic) : nil
@@ -299,6 +302,12 @@ public final class Job {
                         if col.primaries == 2 { col.primaries = resolvedInfo.primaries }
                         if col.transfer == 2 { col.transfer = resolvedInfo.transfer }
                         frame.color = col
+                    }
+                    if checkSourceColour {
+                        checkSourceColour = false
+                        if frame.hasVisibleColour {
+                            warn("'\(c.input)' is in colour: --colorize keeps only its lightness and predicts new colour. Leave --colorize out to keep its colour, or give its colour as --keyframe/--reference.")
+                        }
                     }
                     let id = nextID
                     nextID += 1
@@ -427,11 +436,14 @@ public final class Job {
         let c = configuration
         var models: [RunDescription.Model] = []
         for p in lastChain?.processors ?? [] {
-            let (task, name, files): (String, String, [String])
+            let (task, name, files, precision): (String, String, [String], String)
             if let colorize = p as? ColorizeProcessor {
-                (task, name, files) = ("colorize", colorize.colorizer.name, colorize.colorizer.modelFiles)
+                // The colorizer is never calibrated: int8 asked is fp32 run.
+                let asked = c.backend == .onednn ? PrecisionChoice.current : "fp32"
+                (task, name, files, precision) = ("colorize", colorize.colorizer.name, colorize.colorizer.modelFiles, asked == "int8" ? "fp32" : asked)
             } else if let upscale = p as? UpscaleProcessor {
-                (task, name, files) = ("upscale", upscale.upscaler.name, upscale.upscaler.modelFiles)
+                (task, name, files, precision) = ("upscale", upscale.upscaler.name, upscale.upscaler.modelFiles,
+                                                  c.backend == .onednn ? upscale.upscaler.computePrecision : "fp32")
             } else {
                 continue
             }
@@ -442,7 +454,7 @@ public final class Job {
                 let url = URL(fileURLWithPath: f)
                 hashes[f] = isDirectory.boolValue ? try SHA256.treeDigest(directoryAt: url).digest.hex : try SHA256.hash(fileAt: url).hex
             }
-            models.append(RunDescription.Model(task: task, name: name, files: hashes))
+            models.append(RunDescription.Model(task: task, name: name, files: hashes, backend: c.backend.rawValue, precision: precision))
         }
         // References, keyframes and the hints picture, with their SHA-256 like the models'.
         for (task, path) in c.colourGuide.references.map({ ("reference", $0) }) + c.colourGuide.keyframes.map({ ("keyframe \($0.position.text)", $0.file) })
@@ -453,7 +465,10 @@ public final class Job {
             "mode": c.mode.rawValue, "live_output": c.liveOutput.rawValue, "realtime": String(c.realtime),
             "codec": c.encoder.encoderName, "backend": c.backend.rawValue, "strict": String(c.strict),
             "copy_audio_and_subtitles": String(c.copyAudioAndSubtitles), "existing_output": c.existingOutput.rawValue,
+            "threads": String(ComputeThreads.count), "max_pixels": String(MediaLimits.maxPixels),
         ]
+        // As asked (`--precision`); each model's entry says what it ran in.
+        if c.backend == .onednn { settings["precision"] = PrecisionChoice.inForce.rawValue }
         if c.colorize != nil {
             settings["stabilize"] = String(c.stabilize)
             settings["saturation"] = String(c.saturation)

@@ -110,3 +110,32 @@ final class HoldingWriter {
         }
     }
 }
+
+extension VideoFrame {
+    /// Whether the picture has colour a viewer would see: more than 1% of its pixels with
+    /// chroma beyond a few steps (YUV planes away from 128, RGB channels apart). Grey film
+    /// scanned as YUV or RGB has none.
+    var hasVisibleColour: Bool {
+        let tolerance = 6
+        switch format {
+        case .gray: return false
+        case .rgb24:
+            let p = planes[0]
+            var coloured = 0, n = 0
+            for i in stride(from: 0, to: p.count - 2, by: 3 * 7) {
+                let r = Int(p[i]), g = Int(p[i + 1]), b = Int(p[i + 2])
+                if max(r, g, b) - min(r, g, b) > tolerance { coloured += 1 }
+                n += 1
+            }
+            return coloured * 100 > max(n, 1)
+        case .yuv420p, .yuv422p, .yuv444p:
+            guard planes.count >= 3 else { return false }
+            var coloured = 0, n = 0
+            for i in stride(from: 0, to: min(planes[1].count, planes[2].count), by: 7) {
+                if abs(Int(planes[1][i]) - 128) > tolerance || abs(Int(planes[2][i]) - 128) > tolerance { coloured += 1 }
+                n += 1
+            }
+            return coloured * 100 > max(n, 1)
+        }
+    }
+}

@@ -229,7 +229,8 @@ struct ModelOptions: ParsableArguments {
     @Flag(help: "Upscale first, then colorize at the upscaled size (default: colorize at the source size, then upscale).")
     var colorizeAfter = false
 
-    @Option(help: "Multiply the colorizer's chroma by S (default 1; 0 is grey, 1.3 more vivid); colours stay within the RGB gamut.")
+    // Unconditional: `--saturation -1` is a value (refused by range below), not a flag.
+    @Option(parsing: .unconditional, help: "Multiply the colorizer's chroma by S (default 1; 0 is grey, 1.3 more vivid); colours stay within the RGB gamut.")
     var saturation: Float = 1
 
     @OptionGroup var guideOptions: GuideOptions
@@ -240,6 +241,13 @@ struct ModelOptions: ParsableArguments {
         }
         if !Colorizer.saturationRange.contains(saturation) {
             throw ValidationError(Colorizer.saturationError(saturation))
+        }
+        // Said, not silently ignored.
+        if saturation != 1 && colorize == nil {
+            throw ValidationError("'--saturation \(saturation)' changes the colorizer's colour, but no colorizer runs. Add --colorize (or leave --saturation out).")
+        }
+        if !guide.isEmpty && colorize == nil {
+            throw ValidationError("--reference and --hint guide the colorizer, but no colorizer runs. Add --colorize.")
         }
     }
 

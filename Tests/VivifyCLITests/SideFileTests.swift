@@ -64,4 +64,27 @@ final class SideFileTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir + "/m.bin")), bin)
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/new.mkv"))
     }
+
+    /// `--stats` says how each model ran (backend and number format) and records the threads,
+    /// the precision asked and the pixel limit beside the other settings (issue 33).
+    func testStatsSayHowEachModelRan() throws {
+        let dir = try CLI.tempDir()
+        let clip = dir + "/in.mp4"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc=s=64x48:d=0.2", clip])
+        let r = try CLI.vivify(["run", clip, dir + "/out.mkv", "--upscale", "--colorize", "--precision", "fp32", "--threads", "1",
+                                "--stats", dir + "/s.json", "--quiet"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let stats = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/s.json"))) as? [String: Any]
+        let run = stats?["run"] as? [String: Any] ?? [:]
+        let models = run["models"] as? [[String: Any]] ?? []
+        XCTAssertEqual(models.map { $0["task"] as? String }, ["colorize", "upscale"])
+        for m in models {
+            XCTAssertEqual(m["backend"] as? String, "onednn")
+            XCTAssertEqual(m["precision"] as? String, "fp32")
+        }
+        let settings = run["settings"] as? [String: String] ?? [:]
+        XCTAssertEqual(settings["threads"], "1")
+        XCTAssertEqual(settings["precision"], "fp32")
+        XCTAssertEqual(settings["max_pixels"], "40000000")
+    }
 }

@@ -1,0 +1,43 @@
+import Foundation
+import XCTest
+
+/// What a new user's trial found unsaid (issue 33): options that do nothing, colour thrown
+/// away, files a batch cannot read, a damaged model called missing.
+final class TellingTheTruthTests: XCTestCase {
+    func testIgnoredOptionsAndDiscardedColourAreSaid() throws {
+        let dir = try CLI.tempDir()
+        let colour = dir + "/colour.mkv", grey = dir + "/grey.mkv"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc=s=64x48:d=0.2", "-c:v", "ffv1", colour])
+        try CLI.ffmpeg(["-i", colour, "-vf", "format=gray", "-c:v", "ffv1", grey])
+        // --saturation without a colorizer, and a negative one: refused, naming the fix.
+        var r = try CLI.vivify(["run", colour, dir + "/a.mkv", "--saturation", "1.3"])
+        XCTAssertEqual(r.code, 64, r.stderr)
+        XCTAssertTrue(r.stderr.contains("Add --colorize"), r.stderr)
+        r = try CLI.vivify(["run", colour, dir + "/a.mkv", "--colorize", "--saturation", "-1"])
+        XCTAssertEqual(r.code, 64, r.stderr)
+        XCTAssertTrue(r.stderr.contains("out of range"), "a value, not 'Missing value': \(r.stderr)")
+        // --colorize on colour footage: said once; on grey footage: nothing to say.
+        r = try CLI.vivify(["run", colour, dir + "/b.mkv", "--colorize"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertEqual(r.stderr.components(separatedBy: "is in colour").count - 1, 1, r.stderr)
+        r = try CLI.vivify(["run", grey, dir + "/c.mkv", "--colorize"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertFalse(r.stderr.contains("is in colour"), r.stderr)
+    }
+
+    func testBatchesTakeWhatTheyReadAndDamagedModelsAreDamaged() throws {
+        let dir = try CLI.tempDir()
+        try FileManager.default.createDirectory(atPath: dir + "/in", withIntermediateDirectories: true)
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc=s=64x48", "-frames:v", "1", dir + "/in/a.png"])
+        for ext in ["bmp", "tif", "webp"] { try Data("not read here".utf8).write(to: URL(fileURLWithPath: dir + "/in/x.\(ext)")) }
+        var r = try CLI.vivify(["image", dir + "/in", dir + "/out", "--upscale"])
+        XCTAssertEqual(r.code, 0, "the other formats are left alone, not failed: \(r.stderr)")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir + "/out"), ["a.png"])
+        // A .param that is there but not text: damaged (65), not missing (66).
+        try Data([0xFF, 0xFE, 0x00, 0x93, 0x80]).write(to: URL(fileURLWithPath: dir + "/m.param"))
+        try Data(count: 16).write(to: URL(fileURLWithPath: dir + "/m.bin"))
+        r = try CLI.vivify(["image", dir + "/in/a.png", dir + "/x.png", "--upscale", dir + "/m.param"])
+        XCTAssertEqual(r.code, 65, r.stderr)
+        XCTAssertTrue(r.stderr.contains("damaged"), r.stderr)
+    }
+}
