@@ -55,6 +55,8 @@ public final class Job {
     public let configuration: RunConfiguration
     /// Receives warnings (one sentence each) as they happen.
     public var onWarning: (String) -> Void = { _ in }
+    /// Called with news that is no warning (a model being fetched).
+    public var onInfo: (String) -> Void = { _ in }
     /// Receives the count of frames done after each frame, and the total when known (at start).
     public var onProgress: (Int) -> Void = { _ in }
     /// Told the expected frame count (nil when unknown) once the input is open.
@@ -145,7 +147,7 @@ public final class Job {
         try c.colourGuide.checkFiles()
 
         // Models load before anything is opened for writing, so a bad model name costs nothing.
-        var models = try preloadedModels ?? c.modelStages.map { try ProcessorFactory.make($0, backend: c.backend, log: onWarning) }
+        var models = try preloadedModels ?? c.modelStages.map { try ProcessorFactory.make($0, backend: c.backend, log: onInfo) }
         models.forEach { $0.reset() }
         let window = segment
         let source: FrameSource = try window.map { try SegmentWindowSource(configuration: c, window: $0) } ?? Self.openSource(c)

@@ -471,6 +471,7 @@ struct Run: ParsableCommand {
         let job = Job(configuration: c)
         job.preloadedModels = preloaded
         job.onWarning = warn
+        job.onInfo = { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } }
         var reporter: ProgressReporter?
         // Progress is for file jobs; on a pipe the consumer sets the pace and stderr stays clean.
         let isLive = c.mode == .live

@@ -40,4 +40,18 @@ final class TellingTheTruthTests: XCTestCase {
         XCTAssertEqual(r.code, 65, r.stderr)
         XCTAssertTrue(r.stderr.contains("damaged"), r.stderr)
     }
+
+    /// Fetching a catalog model is news, not a warning.
+    func testFetchingAModelIsNotAWarning() throws {
+        let mirror = CLI.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/models").path
+        guard FileManager.default.fileExists(atPath: mirror) else { throw XCTSkip("../shared/models is not beside the checkout") }
+        let dir = try CLI.tempDir()
+        let clip = dir + "/in.mkv"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc=s=64x48:d=0.1", "-c:v", "ffv1", clip])
+        let r = try CLI.vivify(["run", clip, dir + "/out.mkv", "--upscale", "waifu2x-photo-2x"],
+                               environment: ["VIVIFY_MODELS": dir + "/models", "VIVIFY_MODEL_MIRROR": mirror])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("vivify: fetched model waifu2x-photo-2x"), r.stderr)
+        XCTAssertFalse(r.stderr.contains("warning: fetched"), r.stderr)
+    }
 }

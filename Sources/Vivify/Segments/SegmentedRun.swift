@@ -66,7 +66,8 @@ public final class SegmentedRun {
         if case .skip = try OutputGuard.check(output: c.output, inputs: [c.input], existing: rule) { return .skipped }
         try MediaWriter.validate(targetName: c.output, settings: c.encoder)
 
-        let models = try SegmentedJob.loadModels(c, log: onWarning)
+        // Fetching a model is news, not a warning.
+        let models = try SegmentedJob.loadModels(c, log: onInfo)
         let plan = try SegmentedJob.plan(c, segmentSeconds: segmentSeconds, models: models)
         if plan.segments.count == 1 && earlier == nil { return .single(models: models) }
 
