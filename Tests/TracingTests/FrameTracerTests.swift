@@ -23,6 +23,26 @@ final class FrameTracerTests: XCTestCase {
         return t
     }
 
+    /// A pipeline keeps the rate when each stage fits in one frame's budget, whatever the
+    /// end-to-end latency (issue 33: the live summary always said 0% because it compared the
+    /// whole pipeline's latency with one frame's budget).
+    func testBudgetIsMetPerStageNotByLatency() {
+        let t = FrameTracer(stageNames: ["decode", "colorize", "upscale", "encode"], targetFPS: 30, clock: { 0 })
+        for id in 0..<10 {
+            let arrival = Double(id) / 30
+            // Three 25 ms stages one after another: 80 ms end to end, every stage within 33 ms;
+            // frame 9's upscale takes 40 ms.
+            t.span(stage: 0, id: id, thread: "decode", start: arrival, end: arrival + 0.005)
+            t.span(stage: 1, id: id, thread: "colorize", start: arrival + 0.005, end: arrival + 0.030)
+            t.span(stage: 2, id: id, thread: "upscale", start: arrival + 0.030, end: arrival + (id == 9 ? 0.070 : 0.055))
+            t.span(stage: 3, id: id, thread: "encode", start: arrival + 0.075, end: arrival + 0.080)
+        }
+        let r = t.report()
+        XCTAssertEqual(r.endToEnd.p50Ms, 80, accuracy: 1e-6, "latency is latency")
+        XCTAssertEqual(r.budgetMetRatio, 0.9, accuracy: 1e-9, "9 of 10 frames with every stage within 33.3 ms")
+        XCTAssertTrue(r.text.contains("90.0% of frames with every stage within the budget"), r.text)
+    }
+
     func testStatistics() throws {
         let r = makeTracer().report()
         XCTAssertEqual(r.framesIn, 10)
