@@ -207,7 +207,12 @@ public final class Job {
         let live = c.mode == .live
         if live { try chain.warmUp() }
         lastChain = chain
-        onStart(video.frameCount.map { min($0, c.maxFrames ?? $0) })
+        // The total for the progress line: the stored count, else (Matroska and the like) the
+        // count the duration and rate give.
+        let rate = video.frameRate.doubleValue
+        let estimated = video.duration.flatMap { d in d > 0 && rate > 0 && rate <= 1000 ? Int((d * rate).rounded()) : nil }
+        let declared = video.frameCount ?? (window == nil ? estimated : nil)
+        onStart(declared.map { min($0, c.maxFrames ?? $0) })
         var stageList: [Stage<JobItem>] = []
         let offlineQueue = QueuePolicy.backpressure(capacity: 3)
 
@@ -428,6 +433,11 @@ public final class Job {
             throw error
         }
         let report = tracer.report()
+        // A file that ends early (truncated in a copy or download) decodes without an error:
+        // said, with the count its header declares.
+        if let stored = video.frameCount, window == nil, c.maxFrames == nil, !shouldStop(), timestamps.count + 1 < stored {
+            warn("'\(c.input)' ended after \(timestamps.count) of the \(stored) frames its header declares: the file is truncated or damaged. Check the source (the frames read were processed).")
+        }
         return JobResult(framesIn: timestamps.count, framesOut: writer.framesWritten, corrupt: source.corruptCount,
                          interrupted: shouldStop(), warnings: warnings, dropped: report.framesDropped, report: report)
     }

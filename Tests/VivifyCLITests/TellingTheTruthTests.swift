@@ -54,4 +54,24 @@ final class TellingTheTruthTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("vivify: fetched model waifu2x-photo-2x"), r.stderr)
         XCTAssertFalse(r.stderr.contains("warning: fetched"), r.stderr)
     }
+
+    /// A file cut short decodes without an error: the run says how many of the declared frames
+    /// it found. A Matroska file stores no frame count: the progress line's total comes from
+    /// its duration and rate.
+    func testTruncatedFilesAndTotalsAreSaid() throws {
+        let dir = try CLI.tempDir()
+        let full = dir + "/full.mp4", cut = dir + "/cut.mp4", mkv = dir + "/clip.mkv"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30:duration=2", "-c:v", "libx264", "-movflags", "+faststart", full])
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: full))
+        try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: cut))
+        var r = try CLI.vivify(["run", cut, dir + "/o.mkv"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("of the 60 frames its header declares"), r.stderr)
+        r = try CLI.vivify(["run", full, dir + "/o2.mkv"])
+        XCTAssertFalse(r.stderr.contains("declares"), "a whole file: nothing to say: \(r.stderr)")
+        try CLI.ffmpeg(["-i", full, "-c:v", "ffv1", mkv])
+        r = try CLI.vivify(["run", mkv, dir + "/o3.mkv"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("frame 60/60"), "a total from the duration: \(r.stderr)")
+    }
 }
