@@ -1,4 +1,6 @@
 import Foundation
+import Glibc
+import Synchronization
 
 /// The directory of installed models and the operations on it: list, check, locate, resolve
 /// and fetch (see `ModelStore+Fetch.swift`).
@@ -188,6 +190,39 @@ public struct ModelStore: Sendable {
             }
         }
     }
+
+    /// Checks `entry`'s installed model files against the catalog's SHA-256 before they are
+    /// used (a same-size file changed after the fetch was used as it was): each file is hashed
+    /// once per process and remembered by device, inode, size and modification time, so later
+    /// loads cost a `stat`. Folders (an `.mlpackage`) are hashed every time.
+    ///
+    /// - Throws: as `verify`.
+    public func verifyBeforeUse(_ entry: ModelEntry) throws {
+        for file in entry.allFiles where file.role != .licence {
+            let url = installedURL(of: file, for: entry)
+            if file.isDirectory {
+                let actual = try SHA256.treeDigest(directoryAt: url).digest.hex
+                if actual != file.sha256 {
+                    throw CatalogError(.hashMismatch, "Installed directory '\(url.path)' of model '\(entry.name)' has tree SHA-256 \(actual), expected \(file.sha256): it was changed after it was fetched. Run `vivify models fetch --force \(entry.name)` to replace it.")
+                }
+                continue
+            }
+            var st = stat()
+            guard stat(url.path, &st) == 0 else {
+                throw CatalogError(.notFound, "Model '\(entry.name)' is missing '\(url.path)'. Run `vivify models fetch \(entry.name)` to install it.")
+            }
+            let key = "\(st.st_dev):\(st.st_ino):\(st.st_size):\(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec):\(url.path)"
+            if Self.verified.withLock({ $0[key] }) == file.sha256 { continue }
+            let actual = try SHA256.hash(fileAt: url).hex
+            if actual != file.sha256 {
+                throw CatalogError(.hashMismatch, "Installed file '\(url.path)' of model '\(entry.name)' has SHA-256 \(actual), expected \(file.sha256): it was changed after it was fetched. Delete it and run `vivify models fetch \(entry.name)` again.")
+            }
+            Self.verified.withLock { $0[key] = actual }
+        }
+    }
+
+    /// Files hashed in this process, by identity (see `verifyBeforeUse`).
+    private static let verified = Mutex<[String: String]>([:])
 
     // MARK: - Resolving what the user typed
 

@@ -127,6 +127,9 @@ enum ModelResolver {
         if !store.isInstalled(entry) {
             let report = try store.fetch(entry)
             log("fetched model \(entry.name) into \(store.modelDirectory(for: entry).path) (\(report.files.count) files, SHA-256 verified)")
+        } else {
+            // Verified at fetch; checked again before use (once per process).
+            try store.verifyBeforeUse(entry)
         }
         let r = try store.resolve(entry.name)
         var loaded: LoadedModel
