@@ -41,6 +41,13 @@ public struct PartialFile: Sendable {
         var name = ".\(base).vivify-\(getpid())-\(Self.counter.next()).partial"
         if keepExtension && !ext.isEmpty { name += ".\(ext)" }
         temporary = folder.appendingPathComponent(name)
+        Self.inFlight.add(temporary.path)
+    }
+
+    /// Removes every temporary file this process has named and not yet committed or
+    /// discarded (a command stopped by a signal leaves none behind).
+    public static func discardAllInFlight() {
+        for path in inFlight.all() { unlink(path) }
     }
 
     /// Renames the temporary file onto the target (or onto `other`, beside it). Refuses to
@@ -56,6 +63,7 @@ public struct PartialFile: Sendable {
             // link(2) fails with EEXIST when the name is taken: an atomic "create, never replace".
             if link(temporary.path, destination.path) == 0 {
                 unlink(temporary.path)
+                Self.inFlight.remove(temporary.path)
                 return
             }
             let code = errno
@@ -75,6 +83,7 @@ public struct PartialFile: Sendable {
         if rename(temporary.path, destination.path) != 0 {
             throw Failure(target: destination.path, temporary: temporary.path, reason: String(cString: strerror(errno)))
         }
+        Self.inFlight.remove(temporary.path)
     }
 
     /// Where a failed run keeps what it wrote, beside the target without replacing it:
@@ -88,6 +97,7 @@ public struct PartialFile: Sendable {
     /// Removes the temporary file (after a failure), if it exists.
     public func discard() {
         unlink(temporary.path)
+        Self.inFlight.remove(temporary.path)
     }
 
     /// Writes `body`'s file at `temporary`, then commits; discards it if `body` or the rename fails.
@@ -100,6 +110,17 @@ public struct PartialFile: Sendable {
             discard()
             throw error
         }
+    }
+
+    private static let inFlight = Registry()
+
+    /// The temporary paths named and not yet committed or discarded.
+    private final class Registry: @unchecked Sendable {
+        private let lock = NSLock()
+        private var paths: Set<String> = []
+        func add(_ p: String) { lock.lock(); paths.insert(p); lock.unlock() }
+        func remove(_ p: String) { lock.lock(); paths.remove(p); lock.unlock() }
+        func all() -> [String] { lock.lock(); defer { lock.unlock() }; return Array(paths) }
     }
 
     /// A process-wide sequence number, so two partial files of one process never share a name.

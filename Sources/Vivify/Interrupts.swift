@@ -1,9 +1,49 @@
 import Dispatch
 internal import MediaIO
+import SafeFiles
 import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
+
+/// One signal policy for every command (issue 33: `image`, `infer`, `join` and `models` had
+/// none and died with 143 or 129, leaving temporary files). `install()` runs first in `main`:
+/// until a command says it stops cooperatively (`InterruptMonitor`, which `run` and `work`
+/// create), SIGINT, SIGTERM and SIGHUP remove every temporary output file in flight
+/// (`PartialFile`) and exit with 130, the documented code.
+public enum ProcessSignals {
+    /// The cooperative handler in force, if any (one signal source per signal, shared).
+    private static let handler = Mutex<(@Sendable (Int32) -> Void)?>(nil)
+    private static let installed = Atomic<Bool>(false)
+    private nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
+
+    /// Installs the policy (once, before any work).
+    public static func install() {
+        guard !installed.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                if let cooperative = handler.withLock({ $0 }) {
+                    cooperative(sig)
+                    return
+                }
+                PartialFile.discardAllInFlight()
+                _exit(Int32(VivifyExitCode.interrupted.rawValue))
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    /// Hands signals to `body` from now on (the command finishes a playable file); false when
+    /// the policy is not installed (a library caller), so the caller listens itself.
+    static func handOver(to body: @escaping @Sendable (Int32) -> Void) -> Bool {
+        guard installed.load(ordering: .sequentiallyConsistent) else { return false }
+        handler.withLock { $0 = body }
+        return true
+    }
+}
 
 /// Turns SIGINT, SIGTERM and SIGHUP (a closed terminal or ssh session) into a flag the frame
 /// loop checks, so a job can flush its encoder and write the trailer before exiting. A second
@@ -14,15 +54,21 @@ public final class InterruptMonitor: Sendable {
 
     /// Starts listening for SIGINT, SIGTERM and SIGHUP.
     public init() {
+        let deliver: @Sendable (Int32) -> Void = { [self] sig in
+            if self.flag.load(ordering: .sequentiallyConsistent) != 0 {
+                // A second signal: end at once.
+                PartialFile.discardAllInFlight()
+                _exit(Int32(VivifyExitCode.interrupted.rawValue))
+            }
+            self.flag.store(sig, ordering: .sequentiallyConsistent)
+            // Inputs waiting on a pipe, FIFO or network stop waiting too.
+            InputCancellation.cancel()
+        }
+        if ProcessSignals.handOver(to: deliver) { return }
         for sig in [SIGINT, SIGTERM, SIGHUP] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { [self] in
-                self.flag.store(sig, ordering: .sequentiallyConsistent)
-                // Inputs waiting on a pipe, FIFO or network stop waiting too.
-                InputCancellation.cancel()
-                signal(sig, SIG_DFL)
-            }
+            source.setEventHandler { deliver(sig) }
             source.resume()
             sources.append(source)
         }

@@ -19,6 +19,9 @@ struct VivifyCommand: ParsableCommand {
     )
 
     static func main() {
+        // Every command: a signal exits 130 with no temporary file left, unless the command
+        // stops cooperatively (run, work).
+        ProcessSignals.install()
         main(OptionalModelValues.rewrite(Array(CommandLine.arguments.dropFirst())))
     }
 }
