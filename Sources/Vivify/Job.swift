@@ -337,8 +337,13 @@ public final class Job {
             let policy = live && isModel && firstModel ? QueuePolicy.newestOnly : offlineQueue
             if isModel { firstModel = false }
             let members = group.processors
+            let stop = shouldStop
             stageList.append(Stage(name: group.name, inputPolicy: policy, process: { item in
                 guard case .frame(let frame) = item else { return [item] }
+                // After a signal the frames still queued are not run through the models: only
+                // what is needed to close a playable file is done (issue 33: the first signal
+                // took 9–32 s while queued frames went through a slow model).
+                if isModel && stop() { return [] }
                 var frames = [frame]
                 for p in members {
                     frames = try frames.flatMap { try p.process($0) }

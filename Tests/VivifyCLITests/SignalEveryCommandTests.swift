@@ -26,3 +26,33 @@ final class SignalEveryCommandTests: XCTestCase {
         }
     }
 }
+
+/// The first signal to `run` stops feeding the models: the frames still queued are not run
+/// through a slow model (issue 33: 9–32 s), only the one in flight finishes; the file is
+/// closed playable and the exit is 130.
+final class PromptInterruptTests: XCTestCase {
+    func testFirstSignalEndsASlowRunWithinTwoSeconds() throws {
+        let mirror = CLI.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/models").path
+        guard FileManager.default.fileExists(atPath: mirror) else { throw XCTSkip("../shared/models is not beside the checkout") }
+        let dir = try CLI.tempDir()
+        let source = dir + "/in.mkv", out = dir + "/out.mkv"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30:duration=20", "-c:v", "ffv1", source])
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: CLI.binary)
+        // realesr-animevideov3-4x: about half a second a frame on two cores.
+        p.arguments = ["run", source, out, "--upscale", "realesr-animevideov3-4x", "--codec", "ffv1", "--segment-seconds", "0", "--quiet"]
+        p.environment = ProcessInfo.processInfo.environment.merging(["VIVIFY_MODELS": dir + "/models", "VIVIFY_MODEL_MIRROR": mirror]) { $1 }
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        Thread.sleep(forTimeInterval: 6)
+        XCTAssertTrue(p.isRunning)
+        let start = Date()
+        kill(p.processIdentifier, SIGINT)
+        p.waitUntilExit()
+        let took = Date().timeIntervalSince(start)
+        print("first signal to exit: \(took) s")
+        XCTAssertEqual(p.terminationStatus, 130)
+        XCTAssertLessThanOrEqual(took, 2.5, "only the frame in flight finishes")
+        XCTAssertGreaterThan(CLI.decodedFrames(try CLI.probe(out)) ?? 0, 0, "a playable file with the frames done")
+    }
+}
