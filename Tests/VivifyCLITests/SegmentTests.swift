@@ -441,4 +441,22 @@ final class SegmentTrustTests: XCTestCase {
         XCTAssertEqual(r.code, 0, r.stderr)
         XCTAssertEqual(CLI.decodedFrames(try CLI.probe(existing)).map { $0 > 0 }, true)
     }
+
+    /// `plan` into the work directory of another job (another input or output) is refused and
+    /// that job kept; planning the same job again replaces its plan.
+    func testPlanNeverDiscardsAnotherJob() throws {
+        let dir = try CLI.tempDir()
+        let work = try plan(dir, dir + "/a.mkv")
+        var r = try CLI.vivify(["work", work, "--index", "0"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let before = try String(contentsOfFile: work + "/manifest.json", encoding: .utf8)
+        let source = dir + "/src.mp4"
+        r = try CLI.vivify(["plan", source, dir + "/b.mkv", "--work", work] + SegmentTests.upscaleJob)
+        XCTAssertEqual(r.code, 73, r.stderr)
+        XCTAssertTrue(r.stderr.contains("holds another job") && r.stderr.contains("1 of 4 segments done"), r.stderr)
+        XCTAssertEqual(try String(contentsOfFile: work + "/manifest.json", encoding: .utf8), before, "the other job is kept")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: work + "/segment-0000.nut"))
+        r = try CLI.vivify(["plan", source, dir + "/a.mkv", "--work", work] + SegmentTests.upscaleJob)
+        XCTAssertEqual(r.code, 0, "the same job planned again: \(r.stderr)")
+    }
 }

@@ -209,6 +209,11 @@ public final class SegmentedJob {
             if !contents.isEmpty && !contents.contains(manifestName) {
                 throw MediaError(.outputUnwritable, "'\(directory.path)' is not empty and holds no \(manifestName); vivify only writes into an empty or its own work directory. Name another one.")
             }
+            // Another job's work (another input or output) is never discarded by a plan.
+            if let other = try? read(directory), other.settings.input != manifest.settings.input || other.settings.output != manifest.settings.output {
+                let done = other.segments.filter { $0.done != nil }.count
+                throw MediaError(.outputUnwritable, "'\(directory.path)' holds another job ('\(other.settings.input)' → '\(other.settings.output)', \(done) of \(other.segments.count) segments done). Join it or remove it first, or name another work directory.")
+            }
             removeContents(of: directory)
         } else {
             do {
