@@ -6,7 +6,10 @@ import Foundation
 /// videos, pictures, bundles, the built-in models — and the segment files of resumable jobs.
 ///
 ///     target:     out/clip.mkv
-///     temporary:  out/.clip.mkv.vivify-<pid>-<n>.partial        (or .partial.png: keepExtension)
+///     temporary:  out/.clip.mkv.vivify-<host>.<pid>-<n>.partial        (or .partial.png: keepExtension)
+///
+/// A process killed outright (kill -9, power loss) leaves its temporary file; the next
+/// `PartialFile` for the same target sweeps those of processes of this host that are gone.
 public struct PartialFile: Sendable {
     /// Why the temporary file could not be put into place.
     public struct Failure: Error, Sendable, CustomStringConvertible {
@@ -38,10 +41,34 @@ public struct PartialFile: Sendable {
         let folder = target.deletingLastPathComponent()
         let ext = target.pathExtension
         let base = keepExtension && !ext.isEmpty ? target.deletingPathExtension().lastPathComponent : target.lastPathComponent
-        var name = ".\(base).vivify-\(getpid())-\(Self.counter.next()).partial"
+        let prefix = ".\(base).vivify-\(Self.host)."
+        var name = "\(prefix)\(getpid())-\(Self.counter.next()).partial"
         if keepExtension && !ext.isEmpty { name += ".\(ext)" }
         temporary = folder.appendingPathComponent(name)
         Self.inFlight.add(temporary.path)
+        Self.sweepStale(in: folder, prefix: prefix)
+    }
+
+    /// This host's name as it goes into temporary names (letters, digits, '-' and '_'), so a
+    /// sweep never touches the temporary file of a process on another machine sharing the
+    /// folder (a cluster's work directory).
+    static let host: String = {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let name = gethostname(&buffer, buffer.count) == 0 ? String(cString: buffer) : "host"
+        let kept = name.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_" }
+        return kept.isEmpty ? "host" : String(String.UnicodeScalarView(kept.prefix(64)))
+    }()
+
+    /// Removes `prefix<pid>-<n>.partial…` files in `folder` whose process no longer exists.
+    static func sweepStale(in folder: URL, prefix: String) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
+        for name in names where name.hasPrefix(prefix) && name.contains(".partial") {
+            let rest = name.dropFirst(prefix.count)
+            guard let dash = rest.firstIndex(of: "-"), let pid = Int32(rest[..<dash]), pid > 0, pid != getpid() else { continue }
+            if kill(pid, 0) != 0 && errno == ESRCH {
+                unlink(folder.appendingPathComponent(name).path)
+            }
+        }
     }
 
     /// Removes every temporary file this process has named and not yet committed or

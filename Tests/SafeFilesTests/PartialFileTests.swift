@@ -64,3 +64,31 @@ final class NoReplaceCommitTests: XCTestCase {
         second.discard()
     }
 }
+
+/// A run killed outright leaves its temporary file (issue 33: never cleaned): the next
+/// `PartialFile` for the same target removes those of this host's processes that are gone,
+/// and never another host's (a shared work directory) or a living process's.
+final class StalePartialTests: XCTestCase {
+    func testStaleTemporariesOfDeadProcessesAreSwept() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("stale-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // A process that has ended: its pid is free.
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/true")
+        try p.run()
+        p.waitUntilExit()
+        let dead = p.processIdentifier
+        let host = PartialFile(target: dir.appendingPathComponent("probe")).temporary.lastPathComponent
+            .components(separatedBy: ".vivify-")[1].components(separatedBy: ".")[0]
+        let names = [".out.mkv.vivify-\(host).\(dead)-1.partial",           // this host, dead: swept
+                     ".out.mkv.vivify-\(host).\(dead)-2.partial.png",       // with an extension: swept
+                     ".out.mkv.vivify-otherhost.\(dead)-1.partial",         // another machine: kept
+                     ".out.mkv.vivify-\(host).\(getppid())-1.partial",      // a living process: kept
+                     ".other.mkv.vivify-\(host).\(dead)-1.partial"]         // another target: kept
+        for n in names { try Data("x".utf8).write(to: dir.appendingPathComponent(n)) }
+        _ = PartialFile(target: dir.appendingPathComponent("out.mkv"))
+        let left = Set(try FileManager.default.contentsOfDirectory(atPath: dir.path))
+        XCTAssertEqual(left, Set(names.suffix(3)))
+    }
+}
