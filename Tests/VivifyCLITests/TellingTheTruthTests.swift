@@ -74,4 +74,20 @@ final class TellingTheTruthTests: XCTestCase {
         XCTAssertEqual(r.code, 0, r.stderr)
         XCTAssertTrue(r.stderr.contains("frame 60/60"), "a total from the duration: \(r.stderr)")
     }
+
+    /// Two MPEG-TS files joined with `cat`: the timestamps restart, so the file cannot be cut
+    /// into resumable segments; it runs in one piece, saying so, every frame kept.
+    func testRestartingTimestampsRunInOnePiece() throws {
+        let dir = try CLI.tempDir()
+        for (name, pattern) in [("a", "testsrc2"), ("b", "testsrc")] {
+            try CLI.ffmpeg(["-f", "lavfi", "-i", "\(pattern)=size=160x96:rate=30:duration=1", "-c:v", "libx264", dir + "/\(name).ts"])
+        }
+        var joined = try Data(contentsOf: URL(fileURLWithPath: dir + "/a.ts"))
+        joined.append(try Data(contentsOf: URL(fileURLWithPath: dir + "/b.ts")))
+        try joined.write(to: URL(fileURLWithPath: dir + "/ab.ts"))
+        let r = try CLI.vivify(["run", dir + "/ab.ts", dir + "/ab.mkv", "--codec", "ffv1"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("processing it in one piece"), r.stderr)
+        XCTAssertEqual(CLI.decodedFrames(try CLI.probe(dir + "/ab.mkv")), 60)
+    }
 }

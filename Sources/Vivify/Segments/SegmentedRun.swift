@@ -68,7 +68,15 @@ public final class SegmentedRun {
 
         // Fetching a model is news, not a warning.
         let models = try SegmentedJob.loadModels(c, log: onInfo)
-        let plan = try SegmentedJob.plan(c, segmentSeconds: segmentSeconds, models: models)
+        let plan: SegmentManifest
+        do {
+            plan = try SegmentedJob.plan(c, segmentSeconds: segmentSeconds, models: models)
+        } catch let e as MediaError where e.kind == .unsupported && e.message.contains("cannot be cut into segments") && earlier == nil {
+            // Timestamps that restart (two .ts files joined with cat) or are missing: such a
+            // file still runs, in one piece (issue 33: it failed).
+            onInfo("'\(c.input)' cannot be cut into segments (its timestamps repeat or are missing); processing it in one piece, which an interruption cannot resume.")
+            return .single(models: models)
+        }
         if plan.segments.count == 1 && earlier == nil { return .single(models: models) }
 
         var job: SegmentedJob
