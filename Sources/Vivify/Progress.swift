@@ -76,17 +76,28 @@ public final class ProgressReporter {
     /// The progress text for `framesDone` frames at time `now`.
     public func line(framesDone: Int, now: Double) -> String {
         let elapsed = max(now - start, 1e-9)
-        let fps = Double(max(0, framesDone - reused)) / elapsed
+        let done = max(0, framesDone - reused)
+        let fps = Double(done) / elapsed
         var text = "\(noun) \(framesDone)"
-        if let total, total > 0 {
+        // A total the file under-declared (frames past it) is no total at all.
+        let total = self.total.flatMap { $0 > 0 && framesDone <= $0 ? $0 : nil }
+        if let total {
             let pct = min(100.0, 100.0 * Double(framesDone) / Double(total))
             text += "/\(total) (\(String(format: "%.0f", pct))%)"
         }
         if reused > 0 { text += "  \(reused) reused" }
-        text += String(format: "  %.1f ", fps) + rateUnit
+        // Slow models: seconds per frame rather than "0.0 fps"; nothing measured yet, no rate.
+        if done == 0 {
+            text += "  starting"
+        } else if fps < 1 {
+            text += String(format: "  %.1f s/", 1 / fps) + noun
+        } else {
+            text += String(format: "  %.1f ", fps) + rateUnit
+        }
         if live { text += "  dropped \(dropped())" }
         text += "  elapsed \(Self.clockText(elapsed))"
-        if let total, total > 0, fps > 0 {
+        // An ETA from one or two frames is a guess: shown once a few have been measured.
+        if let total, done >= 3, fps > 0 {
             let remaining = max(0, Double(total - framesDone) / fps)
             text += "  ETA \(Self.clockText(remaining))"
         }

@@ -60,3 +60,28 @@ final class ProgressReporterTests: XCTestCase {
         XCTAssertEqual(out.last, "\n")
     }
 }
+
+/// A slow model says seconds per frame, not "0.0 fps"; nothing is rated before a frame is
+/// done, no ETA is guessed from fewer than three, and a total the file under-declared is
+/// dropped once passed (issue 33).
+final class SlowProgressTests: XCTestCase {
+    private final class Clock: @unchecked Sendable { var now = 100.0 }
+
+    func testSlowModelsAndWrongTotals() {
+        let clock = Clock()
+        var lines: [String] = []
+        let p = ProgressReporter(total: 4, interactive: false, interval: 1, clock: { clock.now }, emit: { lines.append($0) })
+        clock.now += 2
+        p.update(framesDone: 0)
+        XCTAssertEqual(lines.last, "frame 0/4 (0%)  starting  elapsed 0:00:02\n")
+        clock.now += 23
+        p.update(framesDone: 1)
+        XCTAssertEqual(lines.last, "frame 1/4 (25%)  25.0 s/frame  elapsed 0:00:25\n", "no ETA from one frame")
+        clock.now += 50
+        p.update(framesDone: 3)
+        XCTAssertEqual(lines.last, "frame 3/4 (75%)  25.0 s/frame  elapsed 0:01:15  ETA 0:00:25\n")
+        clock.now += 50
+        p.update(framesDone: 5)
+        XCTAssertEqual(lines.last, "frame 5  25.0 s/frame  elapsed 0:02:05\n", "past the declared total: no total")
+    }
+}
