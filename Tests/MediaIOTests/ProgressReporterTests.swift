@@ -64,9 +64,7 @@ final class ProgressReporterTests: XCTestCase {
 /// A slow model says seconds per frame, not "0.0 fps"; nothing is rated before a frame is
 /// done, no ETA is guessed from fewer than three, and a total the file under-declared is
 /// dropped once passed (issue 33).
-final class SlowProgressTests: XCTestCase {
-    private final class Clock: @unchecked Sendable { var now = 100.0 }
-
+extension ProgressReporterTests {
     func testSlowModelsAndWrongTotals() {
         let clock = Clock()
         var lines: [String] = []
