@@ -125,7 +125,9 @@ enum ConstantFolding {
             guard k >= 0, k < n else { throw FoldingError(why: "gathers index \(i) of \(n)") }
             return k
         }
-        let outer = data.dims[..<ax].reduce(1, *), inner = data.dims[(ax + 1)...].reduce(1, *)
+        guard let outer = ModelLimits.elementCount(data.dims[..<ax]), let inner = ModelLimits.elementCount(data.dims[(ax + 1)...]) else {
+            throw FoldingError(why: "gathers from a tensor of shape \(data.dims)")
+        }
         let dims = Array(data.dims[..<ax]) + indices.dims + Array(data.dims[(ax + 1)...])
         let m = picks.count
         return data.gathering(dims) { i in
@@ -142,7 +144,9 @@ enum ConstantFolding {
         for p in parts where p.dims.count != r || zip(p.dims, first.dims).enumerated().contains(where: { $0.offset != ax && $0.element.0 != $0.element.1 }) {
             throw FoldingError(why: "concatenates shapes \(first.dims) and \(p.dims)")
         }
-        let outer = first.dims[..<ax].reduce(1, *), inner = first.dims[(ax + 1)...].reduce(1, *)
+        guard let outer = ModelLimits.elementCount(first.dims[..<ax]), let inner = ModelLimits.elementCount(first.dims[(ax + 1)...]) else {
+            throw FoldingError(why: "concatenates tensors of shape \(first.dims)")
+        }
         var floats: [Float] = [], ints: [Int64]? = parts.allSatisfy({ $0.ints != nil }) ? [] : nil
         for o in 0..<outer {
             for p in parts {
@@ -158,7 +162,8 @@ enum ConstantFolding {
 
     /// Reshape target dims: 0 copies the input's dimension (unless `allowZero`), −1 is inferred.
     static func reshapeDims(_ from: [Int], _ spec: [Int64], allowZero: Bool = false) throws -> [Int] {
-        let total = from.reduce(1, *)
+        // Products within the tensor limit (many large dims overflowed Int and trapped).
+        guard let total = ModelLimits.elementCount(from) else { throw FoldingError(why: "reshapes a tensor of shape \(from)") }
         var dims = try spec.enumerated().map { i, d -> Int in
             if d == 0 && !allowZero {
                 guard i < from.count else { throw FoldingError(why: "copies dimension \(i) of a rank-\(from.count) tensor") }
@@ -169,12 +174,14 @@ enum ConstantFolding {
         }
         let unknown = dims.indices.filter { dims[$0] == -1 }
         guard unknown.count <= 1 else { throw FoldingError(why: "reshapes to \(spec) with more than one −1") }
-        let known = dims.filter { $0 != -1 }.reduce(1, *)
+        guard let known = ModelLimits.elementCount(dims.filter { $0 != -1 }) else {
+            throw FoldingError(why: "reshapes to \(spec), beyond \(ModelLimits.maxTensorElements) values")
+        }
         if let u = unknown.first {
             guard known > 0, total % known == 0 else { throw FoldingError(why: "cannot reshape \(from) to \(spec)") }
             dims[u] = total / known
         }
-        guard dims.reduce(1, *) == total else { throw FoldingError(why: "cannot reshape \(from) (\(total) values) to \(spec)") }
+        guard ModelLimits.elementCount(dims) == total else { throw FoldingError(why: "cannot reshape \(from) (\(total) values) to \(spec)") }
         return dims
     }
 

@@ -716,7 +716,10 @@ public enum ONNXImporter {
                 let ax = a.int("axis") ?? 1
                 let k = ax < 0 ? ax + v.dims.count : ax
                 guard k >= 0, k <= v.dims.count else { throw FoldingError(why: "flattens at axis \(ax)") }
-                return Constant(dims: [v.dims[..<k].reduce(1, *), v.dims[k...].reduce(1, *)], floats: v.floats, ints: v.ints)
+                guard let rows = ModelLimits.elementCount(v.dims[..<k]), let columns = ModelLimits.elementCount(v.dims[k...]) else {
+                    throw FoldingError(why: "flattens a tensor of shape \(v.dims)")
+                }
+                return Constant(dims: [rows, columns], floats: v.floats, ints: v.ints)
             case "Transpose":
                 return try ConstantFolding.transpose(try c(0), perm: a.ints("perm"))
             case "ConstantOfShape":
@@ -876,7 +879,10 @@ public enum ONNXImporter {
                 let ax = a.int("axis") ?? 1
                 let k = ax < 0 ? ax + dims.count : ax
                 guard k >= 0, k <= dims.count else { throw context.malformed("flattens at axis \(ax) of a rank-\(dims.count) value") }
-                target = [dims[..<k].reduce(1, *), dims[k...].reduce(1, *)]
+                guard let rows = ModelLimits.elementCount(dims[..<k]), let columns = ModelLimits.elementCount(dims[k...]) else {
+                    throw context.malformed("flattens a value of shape \(dims), beyond \(ModelLimits.maxTensorElements) values")
+                }
+                target = [rows, columns]
             case "Squeeze", "Unsqueeze":
                 let axes = opset >= 13 ? constant(inputs, 1)?.ints?.map { Int($0) } : a.ints("axes")
                 if op == "Unsqueeze" {
@@ -912,7 +918,7 @@ public enum ONNXImporter {
             default:  // Expand
                 guard let spec = constant(inputs, 1)?.ints?.map({ Int($0) }) else { throw context.unsupported("expands to a computed shape") }
                 target = (try? ConstantFolding.broadcast(dims, spec)) ?? []
-                if target.reduce(1, *) != dims.reduce(1, *) {
+                if ModelLimits.elementCount(target) != ModelLimits.elementCount(dims) {
                     // x + zeros of the target shape: the engine's element-wise broadcast.
                     guard !target.isEmpty, target.count <= 4, ([Int](repeating: 1, count: 4 - target.count) + target)[0] == 1,
                           let n = ModelLimits.elementCount(target) else {
@@ -932,7 +938,7 @@ public enum ONNXImporter {
             // The same values in the same order: fine when the result, lifted to 1×C×H×W with
             // leading ones, is the same image (or a pooled vector flattened).
             func lifted(_ d: [Int]) -> [Int]? { d.count <= 4 ? [Int](repeating: 1, count: 4 - d.count) + d : nil }
-            let vector = producesVector(x) && target.reduce(1, *) == dims.reduce(1, *) && target.filter({ $0 != 1 }).count <= 1
+            let vector = producesVector(x) && ModelLimits.elementCount(target) == ModelLimits.elementCount(dims) && target.filter({ $0 != 1 }).count <= 1
             outputRank = target.count
             let engineShape = shape(of: x).map { [1, $0.c, $0.h, $0.w] }
             if vector || (lifted(target) != nil && (lifted(target) == lifted(dims) || lifted(target) == engineShape)) {
@@ -940,7 +946,7 @@ public enum ONNXImporter {
                 return
             }
             // Another 1×C×H×W view of the same values (a whole-frame operation: pixels move between rows).
-            guard let t = lifted(target), t[0] == 1, target.reduce(1, *) == dims.reduce(1, *) else {
+            guard let t = lifted(target), t[0] == 1, ModelLimits.elementCount(target) != nil, ModelLimits.elementCount(target) == ModelLimits.elementCount(dims) else {
                 throw context.unsupported("changes an image of shape \(dims) to \(target); the engine's tensors are 1×C×H×W (it reshapes within that, flattens pooled vectors and turns Reshape–Transpose–Reshape into a pixel shuffle)")
             }
             emit(.reshape(Shape(c: t[1], h: t[2], w: t[3])), [x], context)
@@ -957,10 +963,10 @@ public enum ONNXImporter {
             guard op == "Reshape", let perm = view.perm, let spec = constant(inputs, 1)?.ints, d.count == 6 else {
                 throw context.unsupported("reshapes an image to \(d.count) dimensions in a way the engine does not run (only the Reshape–Transpose–Reshape of a pixel shuffle)")
             }
-            let total = d.reduce(1, *)
+            let total = ModelLimits.elementCount(d) ?? -1
             let target = (try? ConstantFolding.reshapeDims(d, spec)) ?? []
             let source = try modelDimensions(of: view.source, context)
-            guard source.count == 4, target.count == 4, target.reduce(1, *) == total else {
+            guard source.count == 4, target.count == 4, ModelLimits.elementCount(target) == total else {
                 throw context.unsupported("reshapes a transposed image to \(spec)")
             }
             let (c, h, w) = (source[1], source[2], source[3])
