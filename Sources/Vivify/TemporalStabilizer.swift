@@ -42,6 +42,11 @@ public final class TemporalStabilizer {
         previousHistogram = Self.histogram(l)
     }
 
+    /// L1 distance between two `histogram`s: above `cutThreshold`, a scene cut.
+    static func distance(_ x: [Float], _ y: [Float]) -> Float {
+        zip(x, y).reduce(Float(0)) { $0 + abs($1.0 - $1.1) }
+    }
+
     static func histogram(_ l: [Float]) -> [Float] {
         var h = [Float](repeating: 0, count: 32)
         for v in l { h[min(max(Int(v / 100 * 32), 0), 31)] += 1 }
@@ -59,8 +64,7 @@ public final class TemporalStabilizer {
         if previousL.count != n {
             cut = true
         } else {
-            let distance = zip(hist, previousHistogram).reduce(Float(0)) { $0 + abs($1.0 - $1.1) }
-            if distance > cutThreshold {
+            if Self.distance(hist, previousHistogram) > cutThreshold {
                 cut = true
                 cuts += 1
             }

@@ -48,6 +48,7 @@ public final class ColourGuide {
     private var l224 = [Float](repeating: 0, count: 224 * 224)
     private(set) var lFine = [Float](repeating: 0, count: ColourReference.fineSide * ColourReference.fineSide)
     private var lGrid = [Float](repeating: 0, count: ReferenceEncoder.gridSide * ReferenceEncoder.gridSide)
+    private var autoPlane: [Float] = [], autoFine: [Float] = []
 
     /// A keyframe read and prepared.
     struct LoadedKeyframe {
@@ -179,7 +180,7 @@ public final class ColourGuide {
         // Scene cuts, as the stabilizer finds them (L histograms of consecutive frames).
         let histogram = TemporalStabilizer.histogram(lFine)
         if let position {
-            if previousHistogram.isEmpty || Self.distance(histogram, previousHistogram) > TemporalStabilizer.defaultCutThreshold {
+            if previousHistogram.isEmpty || TemporalStabilizer.distance(histogram, previousHistogram) > TemporalStabilizer.defaultCutThreshold {
                 lastCutSeconds = position.seconds
             }
             previousHistogram = histogram
@@ -193,7 +194,7 @@ public final class ColourGuide {
             var shot = keyframes.map { (t: seconds($0.position), ref: $0.reference, histogram: $0.histogram) }
             if let hinted = hintedFrame { shot.append((seconds(hinted.position), hinted.reference, hinted.histogram)) }
             let before = shot.filter { $0.t <= position.seconds && $0.t >= lastCutSeconds }.max { $0.t < $1.t }
-            let after = shot.filter { $0.t > position.seconds && Self.distance($0.histogram, histogram) <= TemporalStabilizer.defaultCutThreshold }
+            let after = shot.filter { $0.t > position.seconds && TemporalStabilizer.distance($0.histogram, histogram) <= TemporalStabilizer.defaultCutThreshold }
                 .min { $0.t < $1.t }
             switch (before, after) {
             case let (b?, a?):
@@ -210,16 +211,17 @@ public final class ColourGuide {
         lastFeatures = features
         let t = try matcher.transfer(features: features, lGrid: lGrid, lFine: lFine, references: weighted)
         // The model's colour on the fine grid, mixed in where the match is not confident.
-        var auto = [Float](repeating: 0, count: 2 * f * f), plane = [Float](repeating: 0, count: f * f)
-        for c in 0..<2 {
-            Resample.bilinear(Array(autoAB[(c * aw * ah)..<((c + 1) * aw * ah)]), aw, ah, into: &plane, f, f)
-            for i in 0..<(f * f) { auto[c * f * f + i] = plane[i] }
-        }
+        // Mixed in place, channel by channel, in buffers kept from frame to frame.
         var ab = t.ab
-        for i in 0..<(f * f) {
-            let w = t.weight[i]
-            ab[i] = w * t.ab[i] + (1 - w) * auto[i]
-            ab[f * f + i] = w * t.ab[f * f + i] + (1 - w) * auto[f * f + i]
+        let n = aw * ah
+        for c in 0..<2 {
+            if autoPlane.count != n { autoPlane = [Float](repeating: 0, count: n) }
+            for i in 0..<n { autoPlane[i] = autoAB[c * n + i] }
+            Resample.bilinear(autoPlane, aw, ah, into: &autoFine, f, f)
+            for i in 0..<(f * f) {
+                let w = t.weight[i]
+                ab[c * f * f + i] = w * t.ab[c * f * f + i] + (1 - w) * autoFine[i]
+            }
         }
         return .fine(ab: ab)
     }
@@ -248,9 +250,5 @@ public final class ColourGuide {
         let r = ColourReference(name: "hints", features: features, lGrid: lGrid, lFine: lFine, abFine: af + bf)
         hintedFrame = LoadedKeyframe(position: .time(position.seconds), file: "hints", reference: r, width: w, height: h, a: [], b: [],
                                      histogram: TemporalStabilizer.histogram(lFine))
-    }
-
-    static func distance(_ x: [Float], _ y: [Float]) -> Float {
-        zip(x, y).reduce(Float(0)) { $0 + abs($1.0 - $1.1) }
     }
 }
