@@ -215,6 +215,7 @@ def summarize(rows):
     hists = [ours.sum(0), grey.sum(0), w @ ours, w @ grey]
     mean = lambda k: float(np.mean([r[k] for r in rows]))
     keys = ["colourfulness", "truth_colourfulness"] + (["top1_truth", "top1_grey", "top1_ours"] if "top1_ours" in rows[0] else [])
+    keys += ["ab_entropy", "truth_ab_entropy"] if "ab_entropy" in rows[0] else []
     summary = {k: mean(k) for k in keys}
     summary.update(zip(["auc", "grey_auc", "rb_auc", "grey_rb_auc"], [pooled_auc(h) for h in hists]))
     summary["per_image_mean_auc"], summary["per_image_mean_grey_auc"] = mean("auc"), mean("grey_auc")
@@ -229,3 +230,30 @@ def summarize(rows):
     summary["rb_auc_5_points_above_grey"] = summary["rb_auc"] >= summary["grey_rb_auc"] + 0.05
     summary["colourful_enough"] = summary["colourfulness_ratio"] >= 0.7
     return summary
+
+
+def rebalance_from_counts(counts, lam=0.5, grid=10.0, sigma=5.0):
+    """training/color.py's quantize_prior from (23, 23) (or 529) counts of true ab over the
+    grid-10 bins: the bins seen (centres in CIE units, (Q, 2), row-major over a then b) and the
+    class-rebalancing weights w = 1 / ((1 - lam) p + lam / Q), p smoothed over the seen bins
+    (Gaussian, sigma) and w normalised so that its mean under p is 1."""
+    counts = np.asarray(counts, dtype=np.float64).reshape(23, 23)
+    keep = np.argwhere(counts > 0)
+    bins = (keep - 11) * grid
+    p = counts[keep[:, 0], keep[:, 1]]
+    p = p / p.sum()
+    d2 = ((bins[:, None, :] - bins[None, :, :]) ** 2).sum(-1)
+    k = np.exp(-d2 / (2 * sigma ** 2))
+    p = (k @ p) / k.sum(1)
+    p = p / p.sum()
+    w = 1 / ((1 - lam) * p + lam / len(p))
+    w = w / (p * w).sum()
+    return bins.astype(np.float32), w.astype(np.float32)
+
+
+def ab_entropy(ab, axis=-1, grid=10.0):
+    """Entropy (bits) of the distribution of a picture's ab over the grid-10 bins: the spread of
+    its colours (one warm tint over everything is low, as is grey; the truth's is the mark)."""
+    c = ab_counts(ab, axis, grid).ravel()
+    p = c[c > 0] / c.sum()
+    return float(-(p * np.log2(p)).sum())

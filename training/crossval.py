@@ -20,8 +20,18 @@ guided upsampling: training/evaluate.py's evaluate_colorizer), and the 900 photo
 pooled into one set: AuC and rebalanced AuC against grey (prior of all 900), colourfulness,
 MobileNetV1 top-1, with 90% bootstrap intervals. Each fold is reported too.
 
+With --checkpoints (issue 29), the folds' decoders are not trained here but read from a
+decoders.pt of training/color_gpu.py (decoder `fold{k}`, or `fold0-VARIANT` with --variant for
+an ablation evaluated on fold 0 alone), exported by color.py's code with the decoding given by
+--alpha/--t/--scale, or with --choose-decoding, the decoding chosen on the tune split (every
+10th ImageNet file, inside fold 0's held-out photographs) with fold 0's decoder, by color.py's
+margin over the weakest bar at 224x224. The figures are reported for all held-out photographs
+and again without those of Imagenette's 10 classes (training/data.py), which a decoder trained
+on Imagenette has seen, though not in these photographs.
+
 Usage: python3 training/crossval.py --out training/runs/cv [--folds 5] [--threads 2] [--json cv.json]
        (about 14 minutes a fold on 2 cores once the caches exist; a finished fold is reused)
+       python3 training/crossval.py --checkpoints runs/gpu/decoders.pt --choose-decoding --out training/runs/cv29 --json cv29.json
 """
 import argparse, json, os, sys, tempfile, types
 
@@ -31,6 +41,7 @@ import torch
 from color import (BACKBONE, Caches, Colorizer, Decoder, Encoder, build_cache, export, image_files, prepare_eval, quantize_prior,
                    split_files, train, write_sidecar)
 from common import summarize
+from data import IMAGENETTE_CLASSES, wnid
 from evaluate import Judge, evaluate_colorizer, print_colorizer, public
 
 SHIPPED_DECODING = dict(alpha=0.5, t=0.5, scale=1.155)
@@ -77,6 +88,60 @@ def train_fold(k, folds, imagenet, args, encoder):
     return param
 
 
+DECODING_GRID = [(a, t, sc) for a in (0.25, 0.5, 0.75) for t in (0.38, 0.5, 0.7) for sc in (0.9, 1.0, 1.1, 1.2, 1.35)]
+
+
+class _CachedLogits:
+    """A decoder whose logits are computed once per prepared photograph (the decoding grid only
+    changes what is done with them)."""
+
+    def __init__(self, model):
+        self.model, self.cache = model, {}
+
+    def __call__(self, *feats):
+        key = id(feats[0])
+        if key not in self.cache:
+            self.cache[key] = self.model(*feats)
+        return self.cache[key]
+
+    def ab(self, logits, t, scale=1.0, alpha=0.0):
+        return self.model.ab(logits, t, scale, alpha)
+
+
+def choose_decoding(checkpoint, imagenet, args):
+    """(alpha, T, scale, table): the decoding with the largest margin over the weakest bar on the
+    tune split (imagenet[::10]) for fold 0's decoder, which never saw those photographs."""
+    from color import evaluate, margin
+    from color_gpu import load_decoder
+    encoder, model = load_decoder(checkpoint, "fold0" + (f"-{args.variant}" if args.variant else ""))
+    tune = prepare_eval(encoder, imagenet[::10])
+    cached, table = _CachedLogits(model), []
+    with torch.no_grad():
+        for a, t, sc in DECODING_GRID:
+            r = {k: float(v) for k, v in evaluate(cached, tune, t, sc, a).items()}
+            r.update(alpha=a, T=t, scale=sc, margin=margin(r))
+            table.append(r)
+            print(f"  tune split, alpha {a} T {t} scale {sc}: AuC {100 * (r['auc'] - r['grey_auc']):+.2f}, rebalanced "
+                  f"{100 * (r['rb_auc'] - r['grey_rb_auc']):+.2f}, colourfulness {100 * r['colourfulness'] / r['truth_colourfulness']:.0f}%, "
+                  f"margin {r['margin']:+.2f}", flush=True)
+    best = max(table, key=lambda r: r["margin"])
+    return best["alpha"], best["T"], best["scale"], table
+
+
+def checkpoint_fold(k, args, decoding):
+    """Exports fold k's decoder from --checkpoints with `decoding`; returns the .param path."""
+    from color_gpu import export_decoder, load_decoder
+    name = f"fold{k}" + (f"-{args.variant}" if args.variant else "")
+    out = os.path.join(args.out, name)
+    encoder, model = load_decoder(args.checkpoints, name)
+    return export_decoder(encoder, model, decoding["t"], decoding["scale"], decoding["alpha"], out)
+
+
+def unseen(rows):
+    """The rows of photographs whose class is not one of Imagenette's."""
+    return [r for r in rows if wnid(r["image"]) not in set(IMAGENETTE_CLASSES)]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--train", default="../shared/datasets/train")
@@ -97,25 +162,52 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=max(1, os.cpu_count() or 1))
     ap.add_argument("--json", help="write the pooled and per-fold figures here")
+    ap.add_argument("--checkpoints", help="a decoders.pt of training/color_gpu.py: evaluate its fold decoders instead of training them")
+    ap.add_argument("--variant", default="", help="with --checkpoints: evaluate the ablation decoder fold0-VARIANT (fold 0 only)")
+    ap.add_argument("--alpha", type=float, default=SHIPPED_DECODING["alpha"])
+    ap.add_argument("--t", type=float, default=SHIPPED_DECODING["t"])
+    ap.add_argument("--scale", type=float, default=SHIPPED_DECODING["scale"])
+    ap.add_argument("--choose-decoding", action="store_true", help="with --checkpoints: choose alpha, T and scale on the tune split with fold 0's decoder")
     args = ap.parse_args()
     if not os.access(args.vivify, os.X_OK):
         sys.exit(f"No vivify binary at '{args.vivify}'. Build it (swift build -c release --product vivify) or pass --vivify.")
     torch.set_num_threads(args.threads)
-    encoder = Encoder(BACKBONE)
+    encoder = None if args.checkpoints else Encoder(BACKBONE)
     imagenet = image_files(os.path.join(args.train, "ImageNet-sample900"))
     judge = Judge(args.shared)
     folds = args.only or list(range(args.folds))
     rows, results = [], {"folds": {}, "recipe": {k: getattr(args, k) for k in ["steps", "schedule", "batch", "lr", "dropout", "rebalance", "seed"]}}
+    decoding = dict(SHIPPED_DECODING, alpha=args.alpha, t=args.t, scale=args.scale)
+    if args.checkpoints:
+        meta = torch.load(args.checkpoints, map_location="cpu", weights_only=False)["meta"]
+        results["recipe"] = {"checkpoints": args.checkpoints, "variant": args.variant, "trained": meta}
+        if args.variant:
+            folds = [0]
+        if args.choose_decoding:
+            a, t, sc, table = choose_decoding(args.checkpoints, imagenet, args)
+            decoding = dict(alpha=a, t=t, scale=sc)
+            results["decoding_table"] = table
+            print(f"chose alpha {a}, T {t}, scale {sc} on the tune split", flush=True)
+    results["decoding"] = decoding
     with tempfile.TemporaryDirectory() as work:
         for k in folds:
-            param = train_fold(k, args.folds, imagenet, args, encoder)
+            if args.checkpoints:
+                param = checkpoint_fold(k, args, decoding)
+            else:
+                param = train_fold(k, args.folds, imagenet, args, encoder)
             s, r = evaluate_colorizer(args.vivify, param, imagenet[k::args.folds], work, None, set(), judge, True)
             print_colorizer(f"fold {k} (held out, its own decoder)", s)
             results["folds"][k] = s
+            u = unseen(r)
+            results.setdefault("folds_unseen", {})[k] = summarize(u)
+            print_colorizer(f"fold {k} without Imagenette's classes", results["folds_unseen"][k])
             rows += r
-    total = summarize(rows)
+    results["pooled_unseen"] = summarize(unseen(rows))
+    print_colorizer(f"all held-out photographs without Imagenette's classes ({results['pooled_unseen']['images']})", results["pooled_unseen"])
+    total = summarize(rows)  # last, so that each row's rb_auc in the JSON is under the prior of all the held-out photographs
     print_colorizer(f"all {len(rows)} held-out ImageNet photographs, {len(folds)} folds pooled", total)
-    results["pooled"], results["per_image"] = total, public(rows)
+    results["pooled"] = total
+    results["per_image"] = public(rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1, default=lambda o: o.item() if hasattr(o, "item") else str(o))

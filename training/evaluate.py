@@ -44,7 +44,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 from skimage import color
 
-from common import (ab_error_histogram, ab_prior, auc, bicubic_pairs, colourfulness, image_files, joint_error_histogram,
+from common import (ab_entropy, ab_error_histogram, ab_prior, auc, bicubic_pairs, colourfulness, image_files, joint_error_histogram,
                     pooled_auc, psnr, rebalance_weights, summarize)
 
 SHARED = "../shared"
@@ -122,7 +122,9 @@ def evaluate_colorizer(binary, model, files, work, pictures, picks, judge, label
         true_ab = color.rgb2lab(truth)[..., 1:]
         our_ab = color.rgb2lab(ours)[..., 1:]
         row = {"image": os.path.basename(f), "auc": auc(our_ab, true_ab), "grey_auc": auc(np.zeros_like(true_ab), true_ab),
-               "colourfulness": colourfulness(ours), "truth_colourfulness": colourfulness(truth), "_ab": (our_ab, true_ab)}
+               "colourfulness": colourfulness(ours), "truth_colourfulness": colourfulness(truth), "_ab": (our_ab, true_ab),
+               "ab_entropy": ab_entropy(our_ab), "truth_ab_entropy": ab_entropy(true_ab), "mean_ab": [float(v) for v in our_ab.reshape(-1, 2).mean(0)],
+               "truth_mean_ab": [float(v) for v in true_ab.reshape(-1, 2).mean(0)]}
         if judge:
             t, g, o = judge.top1(truth), judge.top1(grey), judge.top1(ours)
             target = judge.classes(f) if labelled else {t}
@@ -152,6 +154,8 @@ def print_colorizer(name, s):
             f"colourfulness {s['colourfulness']:.1f} vs truth {s['truth_colourfulness']:.1f} ({100 * s['colourfulness_ratio']:.0f}%, bar 70%); "
             f"90% bootstrap interval of the margins over the photographs: AuC {100 * s['auc_margin_90ci'][0]:+.2f}..{100 * s['auc_margin_90ci'][1]:+.2f}, "
             f"rebalanced {100 * s['rb_margin_90ci'][0]:+.2f}..{100 * s['rb_margin_90ci'][1]:+.2f}")
+    if "ab_entropy" in s:
+        line += f"; ab-histogram entropy {s['ab_entropy']:.2f} vs truth {s['truth_ab_entropy']:.2f} bits"
     if "top1_ours" in s:
         line += f"; MobileNetV1 top-1 original {100 * s['top1_truth']:.1f}%, grey {100 * s['top1_grey']:.1f}%, ours {100 * s['top1_ours']:.1f}%"
     print(line, flush=True)
