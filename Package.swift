@@ -48,7 +48,7 @@ let package = Package(
         .target(name: "ColorScience", dependencies: ["Compute"], swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
         // FuzzTargets: every parser of untrusted bytes as one entry point; vivify-fuzz drives them
         // with libFuzzer (scripts/fuzz) or, in a plain build, replays inputs.
-        .target(name: "FuzzTargets", dependencies: ["MediaIO", "ModelFormats", "Engine"]),
+        .target(name: "FuzzTargets", dependencies: ["MediaIO", "ModelFormats", "Engine", "EngineDNNL", "Vivify"]),
         .executableTarget(name: "vivify-fuzz", dependencies: ["FuzzTargets"]),
         .executableTarget(name: "vivify-lab-bench", dependencies: ["ColorScience"]),
         .executableTarget(name: "vivify-upsample-bench", dependencies: ["ColorScience"]),

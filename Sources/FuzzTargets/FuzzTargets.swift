@@ -30,6 +30,20 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case wifmManifest = "wifm-manifest"
     /// A whole `.wifm` bundle (zip): archive checks, extraction, manifest and the model inside.
     case wifmArchive = "wifm-archive"
+    /// A colorizer's `.json` description beside its model, then the colorizer on tiny frames.
+    case colorizerDescription = "colorizer-description"
+    /// An int8 calibration (JSON), then a graph equalised, quantised and run with it.
+    case calibration
+    /// A segmented job's `manifest.json` (plan/work/join), opened and read as the commands do.
+    case segmentManifest = "segment-manifest"
+    /// Headerless rgb24/gray frames of 1×1 to 64×64, through every conversion of a run.
+    case rawFrames = "raw-frames"
+    /// A y4m stream of any size and colour tag, its frames through every conversion of a run.
+    case y4mFrames = "y4m-frames"
+    /// A `.npy` tensor as `vivify infer` reads it, then run through a model.
+    case npy
+    /// An ML Program weight file (`weight.bin`) under a real program that points into it.
+    case mlprogramWeights = "mlprogram-weights"
 
     /// Feeds `data` to the parser. Errors are swallowed: only crashes count.
     public func run(_ data: Data) {
@@ -44,6 +58,13 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             if let model = try? ONNXImporter.parse(data, source: "fuzz.onnx") { FuzzTarget.exercise(model.graph) }
         case .wifmManifest: _ = try? WifmManifest.read(json: data, entries: nil)
         case .wifmArchive: FuzzTarget.wifmArchive(data)
+        case .colorizerDescription: FuzzTarget.colorizerDescription(data)
+        case .calibration: FuzzTarget.calibration(data)
+        case .segmentManifest: FuzzTarget.segmentManifest(data)
+        case .rawFrames: FuzzTarget.rawFrames(data)
+        case .y4mFrames: FuzzTarget.y4mFrames(data)
+        case .npy: FuzzTarget.npy(data)
+        case .mlprogramWeights: FuzzTarget.mlprogramWeights(data)
         }
     }
 

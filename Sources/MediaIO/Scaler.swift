@@ -131,6 +131,26 @@ final class PaddedPlanes {
 
     static func stride(rowBytes: Int) -> Int { (rowBytes + 63) / 64 * 64 + 64 }
 
+    // swscale is not instrumented by AddressSanitizer, so a write past a buffer would go
+    // unseen: fuzz builds (scripts/fuzz) put a guard band after each buffer and check it when
+    // the planes are copied out. Plain builds allocate no band.
+    #if VIVIFY_FUZZ
+    static let guardBytes = 256
+    #else
+    static let guardBytes = 0
+    #endif
+    static let guardByte: UInt8 = 0xA5
+
+    /// Traps when something wrote into a guard band (fuzz builds only; a no-op otherwise).
+    func checkGuards() {
+        for (b, size) in zip(buffers, sizes) {
+            let band = UnsafeRawBufferPointer(start: b + size, count: Self.guardBytes)
+            if let i = band.firstIndex(where: { $0 != Self.guardByte }) {
+                fatalError("swscale wrote past a plane buffer of \(layout.map { "\($0.format.rawValue) \($0.width)x\($0.height)" } ?? "?") (\(size) bytes; guard byte \(i) changed)")
+            }
+        }
+    }
+
     /// Sizes the buffers for a `format` picture and returns swscale's view of them.
     func prepare(format: PixelFormat, width: Int, height: Int) -> PlaneRefs {
         if layout.map({ $0.format != format || $0.width != width || $0.height != height }) ?? true {
@@ -143,8 +163,9 @@ final class PaddedPlanes {
             if newSizes != sizes {
                 buffers.forEach { $0.deallocate() }
                 buffers = newSizes.map {
-                    let b = UnsafeMutableRawPointer.allocate(byteCount: $0, alignment: 64)
+                    let b = UnsafeMutableRawPointer.allocate(byteCount: $0 + Self.guardBytes, alignment: 64)
                     b.initializeMemory(as: UInt8.self, repeating: 0, count: $0)
+                    (b + $0).initializeMemory(as: UInt8.self, repeating: Self.guardByte, count: Self.guardBytes)
                     return b
                 }
                 sizes = newSizes
@@ -174,6 +195,7 @@ final class PaddedPlanes {
     /// Copies the planes out into `frame` (tightly packed, the layout prepared).
     func store(into frame: inout VideoFrame) {
         guard let layout else { return }
+        if Self.guardBytes > 0 { checkGuards() }
         frame.reshape(format: layout.format, width: layout.width, height: layout.height)
         for p in 0..<layout.format.planeCount {
             let rowBytes = layout.format.rowBytes(plane: p, width: layout.width), rows = layout.format.rows(plane: p, height: layout.height)

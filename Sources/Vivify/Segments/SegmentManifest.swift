@@ -63,13 +63,26 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
     public var segmentProblem: String? {
         guard !segments.isEmpty, segments.count <= 1_000_000 else { return "it lists \(segments.count) segments" }
         guard (0...100_000).contains(warmUpFrames) else { return "warmUpFrames \(warmUpFrames) is out of range" }
+        // Frame counts are summed and compared: bounded so that no sum overflows.
+        let frames = 0...Self.maxFrames
         for (i, s) in segments.enumerated() {
             guard s.index == i else { return "segment \(i) says it is segment \(s.index)" }
             guard s.file == Self.segmentFileName(i) else { return "segment \(i)'s file is '\(s.file)', not '\(Self.segmentFileName(i))'" }
-            guard s.firstFrame >= 0, s.frames >= 0 else { return "segment \(i) has \(s.frames) frames from \(s.firstFrame)" }
+            guard frames.contains(s.firstFrame), frames.contains(s.frames) else { return "segment \(i) has \(s.frames) frames from \(s.firstFrame)" }
+            if let done = s.done, !frames.contains(done.frames) || done.bytes < 0 {
+                return "segment \(i) is done with \(done.frames) frames in \(done.bytes) bytes"
+            }
+        }
+        guard frames.contains(totalFrames) else { return "totalFrames is \(totalFrames)" }
+        if let problem = tags.problem { return problem }
+        if let span = videoSpan, span.count != 2 || !span.allSatisfy(\.isFinite) || span[0] > span[1] {
+            return "videoSpan \(span) is not a start and an end in order"
         }
         return nil
     }
+
+    /// The most frames a manifest may count (per segment, in all): far beyond any video.
+    static let maxFrames = 1 << 40
 
     /// Every setting that changes the output's pixels or packets (and how to rebuild the run).
     public struct Settings: Codable, Sendable, Equatable {
@@ -251,6 +264,20 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
         public var displayMatrix: [Int32]?
         /// The encoder's time base.
         public var timeBase: [Int]
+
+        /// What is wrong with the tags as read from a file (nil when nothing): the join reads
+        /// them as rationals and FFmpeg codes.
+        var problem: String? {
+            guard frameRate.count == 2, sampleAspectRatio.count == 2, timeBase.count == 2, color.count == 4 else {
+                return "its tags have \(frameRate.count), \(sampleAspectRatio.count) and \(timeBase.count) numbers for the frame rate, aspect ratio and time base (2 each) and \(color.count) colour codes (4)"
+            }
+            guard frameRate[0] > 0, frameRate[1] > 0, timeBase[0] > 0, timeBase[1] > 0, sampleAspectRatio[0] >= 0, sampleAspectRatio[1] > 0 else {
+                return "its tags' frame rate \(frameRate), time base \(timeBase) or aspect ratio \(sampleAspectRatio) is not a positive fraction"
+            }
+            guard color.allSatisfy({ (0...1023).contains($0) }) else { return "its colour codes \(color) are not FFmpeg's" }
+            if let displayMatrix, displayMatrix.count != 9 { return "its display matrix has \(displayMatrix.count) numbers, not 9" }
+            return nil
+        }
 
         var joinerTags: SegmentJoiner.VideoTags {
             SegmentJoiner.VideoTags(frameRate: Rational(frameRate[0], frameRate[1]),
