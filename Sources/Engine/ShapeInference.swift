@@ -314,3 +314,39 @@ extension Operation {
         }
     }
 }
+
+extension Graph {
+    /// The most bytes of fp32 values alive at once in one run at `inputShape`: each value lives
+    /// from the layer that makes it to the last layer that reads it (the input and the output
+    /// through the whole run), as the backends' buffer plans place them. What a whole-graph run
+    /// (`vivify infer`, whole-frame models) needs beyond the weights, checked before it
+    /// allocates.
+    public func peakActivationBytes(input inputShape: Shape) throws -> Int {
+        let shapes = try inferShapes(input: inputShape)
+        var first = [Int](repeating: Int.max, count: valueNames.count)
+        var last = [Int](repeating: -1, count: valueNames.count)
+        first[input] = -1
+        for (step, node) in nodes.enumerated() {
+            first[node.output] = min(first[node.output], step)
+            for i in node.inputs { last[i] = max(last[i], step) }
+        }
+        // The caller holds the input and takes the output: both live through the whole run.
+        last[output] = nodes.count
+        last[input] = nodes.count
+        // Steps -1 … nodes.count shifted by one; a sweep over births and deaths, O(values +
+        // layers). No overflow: shape inference holds every value to `maxTensorElements`
+        // (2^30 bytes) and a graph to `maxLayers` values, so sums stay under 2^47.
+        var delta = [Int](repeating: 0, count: nodes.count + 3)
+        for v in shapes.indices {
+            guard let s = shapes[v], first[v] != Int.max else { continue }
+            delta[first[v] + 1] += s.count * 4
+            delta[max(last[v], first[v]) + 2] -= s.count * 4
+        }
+        var peak = 0, live = 0
+        for d in delta {
+            live += d
+            peak = max(peak, live)
+        }
+        return peak
+    }
+}

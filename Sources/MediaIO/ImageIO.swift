@@ -392,8 +392,11 @@ extension ImageIO {
         let hasAlpha = desc.flags & UInt64(AV_PIX_FMT_FLAG_ALPHA) != 0
         let target = PackedLayout(colorChannels: isGrey && !hasAlpha ? 1 : 3, hasAlpha: hasAlpha,
                                   bytesPerSample: bitDepth / 8, bigEndian: false)
-        let rowBytes = width * target.bytesPerPixel
-        var packed = [UInt8](repeating: 0, count: rowBytes * height)
+        // swscale's vector code writes past the end of tightly packed rows (narrow pictures):
+        // rows are padded as every other conversion's are (`PaddedPlanes`), with slack after
+        // the last row.
+        let rowBytes = PaddedPlanes.stride(rowBytes: width * target.bytesPerPixel)
+        var packed = [UInt8](repeating: 0, count: rowBytes * height + 64)
         try packed.withUnsafeMutableBufferPointer { dst in
             var refs = PlaneRefs()
             refs.set(0, dst.baseAddress, rowBytes)

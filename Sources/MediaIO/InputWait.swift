@@ -9,12 +9,36 @@ import Glibc
 /// pipe or standard input, or a silent network source.
 public enum InputCancellation {
     private static let flag = Atomic<Bool>(false)
+    /// CLOCK_MONOTONIC nanoseconds of the first `cancel()` (0: none yet).
+    private static let cancelledAt = Atomic<Int64>(0)
 
     /// Asks every input wait to stop.
-    public static func cancel() { flag.store(true, ordering: .sequentiallyConsistent) }
+    public static func cancel() {
+        _ = cancelledAt.compareExchange(expected: 0, desired: max(1, monotonicNanoseconds()), ordering: .sequentiallyConsistent)
+        flag.store(true, ordering: .sequentiallyConsistent)
+    }
 
     /// Whether `cancel()` was called.
     public static var isCancelled: Bool { flag.load(ordering: .relaxed) }
+
+    /// How long a network output may still take to close after the first signal before its
+    /// writes are abandoned: a peer that reads gets the rest of the stream in far less, and one
+    /// that stopped reading would otherwise hold the process in a blocked write for ever.
+    public static let networkOutputGrace: Double = 1.0
+
+    /// Whether a network output's blocked writes should give up now: a signal came more than
+    /// `networkOutputGrace` seconds ago. FFmpeg's network protocols poll their interrupt
+    /// callback every 100 ms while a write waits, so the write fails soon after.
+    public static var abandonsNetworkOutput: Bool {
+        let t = cancelledAt.load(ordering: .relaxed)
+        return t != 0 && Double(monotonicNanoseconds() - t) / 1e9 > networkOutputGrace
+    }
+
+    private static func monotonicNanoseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
 }
 
 /// Opening and reading inputs that may block (FIFOs, pipes, terminals) without blocking the

@@ -147,7 +147,13 @@ public final class MediaReader: FrameSource {
         }
         if openCode < 0 { throw Self.openFailure(path, openCode) }
         format = ctx
-        try avCheck(Self.findStreamInfo(ctx), .inputUnreadable, "Cannot read stream information from '\(path)'")
+        let infoCode = Self.findStreamInfo(ctx)
+        // A signal while the streams were probed (a slow network source) leaves them half
+        // described (no size, no rate): that is an interruption, not a file to configure from.
+        if InputCancellation.isCancelled {
+            throw MediaError(.interrupted, "Interrupted while reading the stream information of '\(path)'; nothing was written.")
+        }
+        try avCheck(infoCode, .inputUnreadable, "Cannot read stream information from '\(path)'")
 
         var codec: UnsafePointer<AVCodec>?
         let best = av_find_best_stream(ctx, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0)

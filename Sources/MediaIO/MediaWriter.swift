@@ -180,8 +180,15 @@ public final class MediaWriter {
             streamMap[input.index] = (out.pointee.index, input.timeBase, input.timeBase)
         }
 
+        // A network output's blocked writes (a peer that stopped reading) are abandoned a
+        // moment after a signal, so SIGINT ends the run instead of waiting on the peer for ever.
+        var interrupt = AVIOInterruptCB(callback: nil, opaque: nil)
+        if NetworkURL.isNetwork(targetName) {
+            interrupt = AVIOInterruptCB(callback: { _ in InputCancellation.abandonsNetworkOutput ? 1 : 0 }, opaque: nil)
+            ctx!.pointee.interrupt_callback = interrupt
+        }
         if oformat!.pointee.flags & AVFMT_NOFILE == 0 {
-            let r = avio_open(&ctx!.pointee.pb, path, AVIO_FLAG_WRITE)
+            let r = avio_open2(&ctx!.pointee.pb, path, AVIO_FLAG_WRITE, &interrupt, nil)
             if r < 0 {
                 throw MediaError(.outputUnwritable, "Cannot create '\(targetName)': \(avErrorString(r)). Choose a writable location.")
             }
@@ -350,7 +357,7 @@ public final class MediaWriter {
         pkt.pointee.pos = -1
         let r = av_interleaved_write_frame(format, pkt)
         if r < 0 {
-            throw MediaError(.outputUnwritable, "Cannot write to '\(targetName)': \(avErrorString(r)).")
+            throw writeFailure(r, "Cannot write to")
         }
     }
 
@@ -369,9 +376,18 @@ public final class MediaWriter {
             pkt.pointee.stream_index = videoStream.pointee.index
             let w = av_interleaved_write_frame(format, pkt)
             if w < 0 {
-                throw MediaError(.outputUnwritable, "Cannot write to '\(targetName)': \(avErrorString(w)).")
+                throw writeFailure(w, "Cannot write to")
             }
         }
+    }
+
+    /// The error for a failed write: an interruption when a signal abandoned a network
+    /// output's blocked writes (its peer stopped reading), else an unwritable output.
+    private func writeFailure(_ code: Int32, _ verb: String) -> MediaError {
+        if NetworkURL.isNetwork(targetName) && InputCancellation.abandonsNetworkOutput {
+            return MediaError(.interrupted, "Interrupted: stopped sending to '\(targetName)', whose receiver was no longer reading.")
+        }
+        return MediaError(.outputUnwritable, "\(verb) '\(targetName)': \(avErrorString(code)).")
     }
 
     /// Flushes the encoder and writes the container trailer; the file is then complete.
@@ -381,11 +397,11 @@ public final class MediaWriter {
         try send(nil)
         let r = av_write_trailer(format)
         if r < 0 {
-            throw MediaError(.outputUnwritable, "Cannot finish '\(targetName)': \(avErrorString(r)).")
+            throw writeFailure(r, "Cannot finish")
         }
         if let ctx = format, ctx.pointee.oformat.pointee.flags & AVFMT_NOFILE == 0 {
             let c = avio_closep(&ctx.pointee.pb)
-            if c < 0 { throw MediaError(.outputUnwritable, "Cannot close '\(targetName)': \(avErrorString(c)).") }
+            if c < 0 { throw writeFailure(c, "Cannot close") }
         }
     }
 }

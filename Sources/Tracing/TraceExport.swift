@@ -30,8 +30,12 @@ extension FrameTracer {
         return try JSONSerialization.data(withJSONObject: root, options: [.sortedKeys])
     }
 
-    /// An SVG plot: end-to-end latency of each processed frame against the budget line, drops
-    /// marked along the bottom.
+    /// An SVG plot in two panels over the same frame axis. Above, end-to-end latency of each
+    /// processed frame against the budget line, drops marked along the bottom. Below, the
+    /// stage view: each stage's own time on each frame on a scale of its own (stage times are
+    /// a few milliseconds and latency can be seconds, so on one scale the stages were squashed
+    /// flat), with the budget line each stage must keep under for the pipeline to hold the
+    /// rate, and each stage's median and 95th percentile beside its legend entry.
     public func latencyPlot() -> String {
         let all = records
         let budget = 1000 / targetFPS
@@ -46,72 +50,102 @@ extension FrameTracer {
             if let d = r.dropped { drops.append((id, d.stage)); continue }
             if let done = r.spans.first(where: { $0.stage == last }) { endToEnd.append((id, (done.end - arrival.start) * 1000)) }
         }
-        let width = 960.0, height = 440.0, left = 64.0, right = 170.0, top = 28.0, bottom = 56.0
+        let width = 960.0, left = 64.0, right = 210.0, top = 28.0
+        let panelHeight = 300.0, gap = 70.0, bottom = 56.0
+        let height = top + panelHeight + gap + panelHeight + bottom
         // The window may start past frame 0 on a long stream: x spans the ids it holds.
         let firstID = all.first?.id ?? 0
         let lastID = max(all.last?.id ?? 0, firstID + 1)
-        let yTicks = Self.ticks(upTo: max(budget * 1.5, (endToEnd.map(\.1).max() ?? budget) * 1.1))
-        let ymax = yTicks.last ?? budget * 1.5
         let xTicks = Self.ticks(from: firstID, to: lastID)
-        func x(_ i: Int) -> Double { left + (width - left - right) * Double(i - firstID) / Double(lastID - firstID) }
-        func y(_ v: Double) -> Double { top + (height - top - bottom) * (1 - min(v, ymax) / ymax) }
+        let plotRight = width - right
+        func x(_ i: Int) -> Double { left + (plotRight - left) * Double(i - firstID) / Double(lastID - firstID) }
         func f(_ v: Double) -> String { String(format: "%.1f", v) }
         func label(_ v: Double) -> String { v == v.rounded() ? String(Int(v)) : String(format: "%g", v) }
         func escape(_ t: String) -> String {
             t.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
         }
+        func percentile(_ values: [Double], _ q: Double) -> Double {
+            let v = values.sorted()
+            return v.isEmpty ? 0 : v[min(v.count - 1, Int((q * Double(v.count - 1)).rounded()))]
+        }
         let palette = ["#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#1f77b4"]
-        let plotRight = width - right
+
+        /// One panel's axes, grid and budget line; returns its y mapping.
+        func panel(_ cls: String, tickClass: String, panelTop: Double, ymax wanted: Double, yLabel: String, svg: inout String) -> (Double) -> Double {
+            let yTicks = Self.ticks(upTo: wanted)
+            let ymax = yTicks.last ?? wanted
+            let base = panelTop + panelHeight
+            let y: (Double) -> Double = { v in panelTop + panelHeight * (1 - min(v, ymax) / ymax) }
+            svg += "<g class=\"\(cls)\">\n"
+            for t in yTicks {
+                svg += "<line x1=\"\(f(left - 4))\" y1=\"\(f(y(t)))\" x2=\"\(f(plotRight))\" y2=\"\(f(y(t)))\" stroke=\"#e6e6e6\"/>"
+                svg += "<text class=\"\(tickClass)\" x=\"\(f(left - 8))\" y=\"\(f(y(t) + 4))\" font-size=\"11\" text-anchor=\"end\">\(label(t))</text>\n"
+            }
+            let middle = panelTop + panelHeight / 2
+            svg += "<text x=\"14\" y=\"\(f(middle))\" font-size=\"11\" transform=\"rotate(-90 14 \(f(middle)))\" text-anchor=\"middle\">\(yLabel)</text>\n"
+            for t in xTicks {
+                svg += "<line x1=\"\(f(x(t)))\" y1=\"\(f(base))\" x2=\"\(f(x(t)))\" y2=\"\(f(base + 5))\" stroke=\"black\"/>"
+                svg += "<text class=\"\(tickClass)\" x=\"\(f(x(t)))\" y=\"\(f(base + 18))\" font-size=\"11\" text-anchor=\"middle\">\(t)</text>\n"
+            }
+            svg += "<line x1=\"\(f(left))\" y1=\"\(f(base))\" x2=\"\(f(plotRight))\" y2=\"\(f(base))\" stroke=\"black\"/>\n"
+            svg += "<line x1=\"\(f(left))\" y1=\"\(f(panelTop))\" x2=\"\(f(left))\" y2=\"\(f(base))\" stroke=\"black\"/>\n"
+            svg += "<line class=\"budget\" x1=\"\(f(left))\" y1=\"\(f(y(budget)))\" x2=\"\(f(plotRight))\" y2=\"\(f(y(budget)))\" stroke=\"red\" stroke-dasharray=\"6,4\"/>\n"
+            return y
+        }
+        func legendLine(_ ly: Double, _ color: String, dashed: Bool) -> String {
+            "<line x1=\"\(f(plotRight + 14))\" y1=\"\(f(ly))\" x2=\"\(f(plotRight + 38))\" y2=\"\(f(ly))\" stroke=\"\(color)\" stroke-width=\"2\"\(dashed ? " stroke-dasharray=\"6,4\"" : "")/>"
+        }
+
         var svg = """
         <?xml version="1.0" encoding="UTF-8"?>
         <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" viewBox="0 0 \(Int(width)) \(Int(height))" font-family="sans-serif">
         <rect x="0" y="0" width="\(Int(width))" height="\(Int(height))" fill="white"/>
-        <text x="\(f(left))" y="16" font-size="13">Latency per frame (ms): end to end and per stage; budget \(f(budget)) ms at \(f(targetFPS)) fps; \(drops.count) dropped</text>
+        <text x="\(f(left))" y="16" font-size="13">End-to-end latency per frame (ms); budget \(f(budget)) ms at \(f(targetFPS)) fps; \(drops.count) dropped</text>
 
         """
-        // Grid, ticks and their labels.
-        svg += "<g class=\"axis-y\">\n"
-        for t in yTicks {
-            svg += "<line x1=\"\(f(left - 4))\" y1=\"\(f(y(t)))\" x2=\"\(f(plotRight))\" y2=\"\(f(y(t)))\" stroke=\"#e6e6e6\"/>"
-            svg += "<text class=\"tick\" x=\"\(f(left - 8))\" y=\"\(f(y(t) + 4))\" font-size=\"11\" text-anchor=\"end\">\(label(t))</text>\n"
-        }
-        svg += "<text x=\"14\" y=\"\(f((top + height - bottom) / 2))\" font-size=\"11\" transform=\"rotate(-90 14 \(f((top + height - bottom) / 2)))\" text-anchor=\"middle\">latency (ms)</text>\n</g>\n"
-        svg += "<g class=\"axis-x\">\n"
-        for t in xTicks {
-            svg += "<line x1=\"\(f(x(t)))\" y1=\"\(f(y(0)))\" x2=\"\(f(x(t)))\" y2=\"\(f(y(0) + 5))\" stroke=\"black\"/>"
-            svg += "<text class=\"tick\" x=\"\(f(x(t)))\" y=\"\(f(y(0) + 18))\" font-size=\"11\" text-anchor=\"middle\">\(t)</text>\n"
-        }
-        svg += "<text x=\"\(f((left + plotRight) / 2))\" y=\"\(f(height - 10))\" font-size=\"11\" text-anchor=\"middle\">frame</text>\n</g>\n"
-        svg += "<line x1=\"\(f(left))\" y1=\"\(f(y(0)))\" x2=\"\(f(plotRight))\" y2=\"\(f(y(0)))\" stroke=\"black\"/>\n"
-        svg += "<line x1=\"\(f(left))\" y1=\"\(f(top))\" x2=\"\(f(left))\" y2=\"\(f(y(0)))\" stroke=\"black\"/>\n"
-        svg += "<line class=\"budget\" x1=\"\(f(left))\" y1=\"\(f(y(budget)))\" x2=\"\(f(plotRight))\" y2=\"\(f(y(budget)))\" stroke=\"red\" stroke-dasharray=\"6,4\"/>\n"
-        // Series: stages thin, end to end on top.
-        var legend: [(name: String, color: String, dashed: Bool)] = []
-        for (k, points) in perStage.enumerated() where !points.isEmpty {
-            let color = palette[k % palette.count]
-            let path = points.map { "\(f(x($0.0))),\(f(y($0.1)))" }.joined(separator: " ")
-            svg += "<polyline data-series=\"\(escape(stageNames[k]))\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"1\" points=\"\(path)\"/>\n"
-            legend.append((stageNames[k], color, false))
-        }
+        // Above: end to end.
+        let yLatency = panel("latency-view", tickClass: "tick", panelTop: top,
+                             ymax: max(budget * 1.5, (endToEnd.map(\.1).max() ?? budget) * 1.1), yLabel: "latency (ms)", svg: &svg)
         if !endToEnd.isEmpty {
-            let path = endToEnd.map { "\(f(x($0.0))),\(f(y($0.1)))" }.joined(separator: " ")
+            let path = endToEnd.map { "\(f(x($0.0))),\(f(yLatency($0.1)))" }.joined(separator: " ")
             svg += "<polyline data-series=\"end-to-end\" fill=\"none\" stroke=\"steelblue\" stroke-width=\"2\" points=\"\(path)\"/>\n"
         }
-        legend.insert(("end to end", "steelblue", false), at: 0)
-        legend.append(("budget \(f(budget)) ms", "red", true))
         for d in drops {
-            svg += "<line class=\"drop\" x1=\"\(f(x(d.id)))\" y1=\"\(f(y(0) - 10))\" x2=\"\(f(x(d.id)))\" y2=\"\(f(y(0)))\" stroke=\"orange\" stroke-width=\"2\"><title>frame \(d.id) dropped before \(escape(d.stage < stageNames.count ? stageNames[d.stage] : "stage \(d.stage)"))</title></line>\n"
+            svg += "<line class=\"drop\" x1=\"\(f(x(d.id)))\" y1=\"\(f(yLatency(0) - 10))\" x2=\"\(f(x(d.id)))\" y2=\"\(f(yLatency(0)))\" stroke=\"orange\" stroke-width=\"2\"><title>frame \(d.id) dropped before \(escape(d.stage < stageNames.count ? stageNames[d.stage] : "stage \(d.stage)"))</title></line>\n"
         }
-        // The legend, right of the plot.
-        svg += "<g class=\"legend\">\n"
+        svg += "</g>\n<g class=\"legend\">\n"
         var ly = top + 8
-        for entry in legend {
-            svg += "<line x1=\"\(f(plotRight + 14))\" y1=\"\(f(ly))\" x2=\"\(f(plotRight + 38))\" y2=\"\(f(ly))\" stroke=\"\(entry.color)\" stroke-width=\"2\"\(entry.dashed ? " stroke-dasharray=\"6,4\"" : "")/>"
-            svg += "<text class=\"legend-entry\" x=\"\(f(plotRight + 44))\" y=\"\(f(ly + 4))\" font-size=\"11\">\(escape(entry.name))</text>\n"
-            ly += 18
-        }
+        svg += legendLine(ly, "steelblue", dashed: false) + "<text class=\"legend-entry\" x=\"\(f(plotRight + 44))\" y=\"\(f(ly + 4))\" font-size=\"11\">end to end</text>\n"
+        ly += 18
+        svg += legendLine(ly, "red", dashed: true) + "<text class=\"legend-entry\" x=\"\(f(plotRight + 44))\" y=\"\(f(ly + 4))\" font-size=\"11\">budget \(f(budget)) ms</text>\n"
+        ly += 18
         svg += "<line x1=\"\(f(plotRight + 26))\" y1=\"\(f(ly - 6))\" x2=\"\(f(plotRight + 26))\" y2=\"\(f(ly + 4))\" stroke=\"orange\" stroke-width=\"2\"/>"
         svg += "<text class=\"legend-entry\" x=\"\(f(plotRight + 44))\" y=\"\(f(ly + 4))\" font-size=\"11\">dropped frame (\(drops.count))</text>\n</g>\n"
+
+        // Below: the stage view, on the scale of the slowest stage (and the budget).
+        let stageTop = top + panelHeight + gap
+        svg += "<text x=\"\(f(left))\" y=\"\(f(stageTop - 12))\" font-size=\"13\">Stage view: each stage's time per frame (ms); a stage above the budget line cannot keep \(f(targetFPS)) fps</text>\n"
+        let slowest = perStage.flatMap { $0.map(\.1) }.max() ?? budget
+        let yStage = panel("stage-view", tickClass: "stage-tick", panelTop: stageTop,
+                           ymax: max(budget * 1.2, slowest * 1.1), yLabel: "stage time (ms)", svg: &svg)
+        var legend: [(name: String, color: String, stats: String)] = []
+        for (k, points) in perStage.enumerated() where !points.isEmpty {
+            let color = palette[k % palette.count]
+            let path = points.map { "\(f(x($0.0))),\(f(yStage($0.1)))" }.joined(separator: " ")
+            svg += "<polyline data-series=\"\(escape(stageNames[k]))\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\" points=\"\(path)\"/>\n"
+            let times = points.map(\.1)
+            legend.append((stageNames[k], color, "median \(f(percentile(times, 0.5))), p95 \(f(percentile(times, 0.95)))"))
+        }
+        svg += "</g>\n<g class=\"legend\">\n"
+        ly = stageTop + 8
+        for entry in legend {
+            svg += legendLine(ly, entry.color, dashed: false)
+            svg += "<text class=\"legend-entry\" x=\"\(f(plotRight + 44))\" y=\"\(f(ly + 4))\" font-size=\"11\">\(escape(entry.name))</text>\n"
+            svg += "<text class=\"stage-stats\" x=\"\(f(plotRight + 44))\" y=\"\(f(ly + 17))\" font-size=\"10\" fill=\"#555\">\(entry.stats)</text>\n"
+            ly += 32
+        }
+        svg += legendLine(ly, "red", dashed: true) + "<text class=\"legend-entry\" x=\"\(f(plotRight + 44))\" y=\"\(f(ly + 4))\" font-size=\"11\">budget \(f(budget)) ms</text>\n</g>\n"
+        svg += "<text x=\"\(f((left + plotRight) / 2))\" y=\"\(f(height - 10))\" font-size=\"11\" text-anchor=\"middle\">frame</text>\n"
         svg += "</svg>\n"
         return svg
     }

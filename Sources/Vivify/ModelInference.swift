@@ -22,10 +22,16 @@ public struct NPYArray: Sendable, Equatable {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw MediaError(.inputUnreadable, "Cannot read '\(path)'. Check the path and its permissions.")
         }
+        // The file's bytes are read in place (no copy) and the values written once into their
+        // final array: a tensor costs its file plus its float32 values, never more.
+        return try data.withUnsafeBytes { try parse(UnsafeRawBufferPointer($0), path: path) }
+    }
+
+    /// Parses a whole `.npy` file held in `bytes`; `path` names it in errors.
+    static func parse(_ bytes: UnsafeRawBufferPointer, path: String) throws -> NPYArray {
         func bad(_ why: String) -> MediaError {
             MediaError(.corruptInput, "'\(path)' is not an array Vivify reads: \(why). Save it with numpy.save as float32 (or float16), C order.")
         }
-        let bytes = [UInt8](data)
         guard bytes.count >= 10, bytes[0] == 0x93, Array(bytes[1...5]) == Array("NUMPY".utf8) else { throw bad("no .npy header") }
         let major = bytes[6]
         let headerLength: Int
@@ -38,7 +44,7 @@ public struct NPYArray: Sendable, Equatable {
         default: throw bad("format version \(major)")
         }
         guard headerLength <= 65_536, start + headerLength <= bytes.count else { throw bad("a header longer than the file") }
-        let header = String(decoding: bytes[start..<start + headerLength], as: UTF8.self)
+        let header = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<start + headerLength]), as: UTF8.self)
         func value(_ key: String) -> String? {
             guard let r = header.range(of: "'\(key)':") else { return nil }
             return String(header[r.upperBound...]).trimmingCharacters(in: .whitespaces)
@@ -63,21 +69,22 @@ public struct NPYArray: Sendable, Equatable {
         let bigEndian = descr.hasPrefix(">")
         let body = start + headerLength
         guard bytes.count - body >= count * width else { throw bad("\(bytes.count - body) bytes of data for \(count) values") }
-        let values: [Float] = bytes.withUnsafeBytes { raw in
-            (0..<count).map { i in
+        let values = [Float](unsafeUninitializedCapacity: count) { out, initialized in
+            for i in 0..<count {
                 let at = body + i * width
                 switch width {
                 case 2:
-                    let v = raw.loadUnaligned(fromByteOffset: at, as: UInt16.self)
-                    return Float(Float16(bitPattern: bigEndian ? UInt16(bigEndian: v) : UInt16(littleEndian: v)))
+                    let v = bytes.loadUnaligned(fromByteOffset: at, as: UInt16.self)
+                    out[i] = Float(Float16(bitPattern: bigEndian ? UInt16(bigEndian: v) : UInt16(littleEndian: v)))
                 case 8:
-                    let v = raw.loadUnaligned(fromByteOffset: at, as: UInt64.self)
-                    return Float(Double(bitPattern: bigEndian ? UInt64(bigEndian: v) : UInt64(littleEndian: v)))
+                    let v = bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self)
+                    out[i] = Float(Double(bitPattern: bigEndian ? UInt64(bigEndian: v) : UInt64(littleEndian: v)))
                 default:
-                    let v = raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)
-                    return Float(bitPattern: bigEndian ? UInt32(bigEndian: v) : UInt32(littleEndian: v))
+                    let v = bytes.loadUnaligned(fromByteOffset: at, as: UInt32.self)
+                    out[i] = Float(bitPattern: bigEndian ? UInt32(bigEndian: v) : UInt32(littleEndian: v))
                 }
             }
+            initialized = count
         }
         return NPYArray(shape: shape, values: values)
     }
@@ -133,18 +140,33 @@ public enum ModelInference {
 
     /// Runs `model` on `input` (shape C×H×W or 1×C×H×W; `inputName`, when given, must be the
     /// graph's input).
-    public static func run(model: String, input: NPYArray, inputName: String? = nil, backend: BackendChoice = .onednn) throws -> Result {
-        try run(model: model, inputs: [(inputName, input)], backend: backend)
+    public static func run(model: String, input: NPYArray, inputName: String? = nil, backend: BackendChoice = .onednn,
+                           memoryBudget: Int = ModelInference.standardMemoryBudget) throws -> Result {
+        try run(model: model, inputs: [(inputName, input)], backend: backend, memoryBudget: memoryBudget)
+    }
+
+    /// The memory a whole-graph run's values may take unless `--max-memory` says otherwise.
+    public static let standardMemoryBudget = 4 << 30
+
+    /// Refuses, before anything is allocated, a run whose values would need more than `budget`
+    /// bytes at once (no tiling here: a large tensor through a wide model needs gigabytes).
+    static func checkMemory(_ g: Graph, input shape: Shape, model: String, budget: Int) throws {
+        let peak = try g.peakActivationBytes(input: shape)
+        guard peak > budget else { return }
+        func gb(_ n: Int) -> String { n >= 1 << 30 ? String(format: "%.1f GiB", Double(n) / Double(1 << 30)) : "\((n + (1 << 20) - 1) >> 20) MiB" }
+        let need = (peak + (1 << 30) - 1) >> 30
+        throw MediaError(.invalidOptions, "Running '\(model)' on a \(shape.c)x\(shape.h)x\(shape.w) tensor needs about \(gb(peak)) for its layers' values at once, over the \(gb(budget)) allowed (--max-memory). Pass a smaller tensor, or --max-memory \(need)G if the machine has that memory.")
     }
 
     /// Runs `model` on named tensors. One is the image the engine runs (the one named as the
     /// graph's runtime input, or the unnamed one); an ONNX model's other graph inputs may be
     /// given values too (weights, scales, a second operand), bound as constants. An ONNX
     /// model takes tensors of rank 1–4 (batch 1) and gives its output at its own rank.
-    public static func run(model: String, inputs: [(name: String?, array: NPYArray)], backend: BackendChoice = .onednn) throws -> Result {
+    public static func run(model: String, inputs: [(name: String?, array: NPYArray)], backend: BackendChoice = .onednn,
+                           memoryBudget: Int = ModelInference.standardMemoryBudget) throws -> Result {
         guard !inputs.isEmpty else { throw MediaError(.invalidOptions, "Pass an input tensor: --input FILE.npy.") }
         if (model as NSString).pathExtension.lowercased() == "onnx" {
-            return try runONNX(model: model, inputs: inputs, backend: backend)
+            return try runONNX(model: model, inputs: inputs, backend: backend, memoryBudget: memoryBudget)
         }
         guard inputs.count == 1 else {
             throw MediaError(.invalidOptions, "'\(model)' takes one input tensor (\(inputs.count) given); only ONNX models take values for other graph inputs.")
@@ -161,12 +183,13 @@ public enum ModelInference {
             throw MediaError(.invalidOptions, "The input array has shape \(input.shape); the engine runs one image tensor, C×H×W or 1×C×H×W.")
         }
         let shape = Shape(c: dims[0], h: dims[1], w: dims[2])
+        try checkMemory(g, input: shape, model: model, budget: memoryBudget)
         let out = try backend.make().prepare(g, input: shape).run(Tensor(shape: shape, data: input.values))
         return Result(inputName: name, outputName: g.valueNames[g.output],
                       output: NPYArray(shape: [1, out.shape.c, out.shape.h, out.shape.w], values: out.data))
     }
 
-    static func runONNX(model: String, inputs: [(name: String?, array: NPYArray)], backend: BackendChoice) throws -> Result {
+    static func runONNX(model: String, inputs: [(name: String?, array: NPYArray)], backend: BackendChoice, memoryBudget: Int) throws -> Result {
         guard FileManager.default.fileExists(atPath: model) else {
             throw MediaError(.inputUnreadable, "Cannot open the model '\(model)': no such file.")
         }
@@ -194,6 +217,7 @@ public enum ModelInference {
         dims = [Int](repeating: 1, count: 4 - dims.count) + dims
         let shape = Shape(c: dims[1], h: dims[2], w: dims[3])
         let onnx = try ONNXImporter.load(path: model, options: ONNXImportOptions(bindings: bindings, inputShape: shape))
+        try checkMemory(onnx.graph.specialized(for: shape), input: shape, model: model, budget: memoryBudget)
         let out = try backend.make().prepare(onnx.graph, input: shape).run(Tensor(shape: shape, data: image.values))
         let full = [1, out.shape.c, out.shape.h, out.shape.w]
         return Result(inputName: onnx.inputName, outputName: onnx.outputName,

@@ -416,11 +416,20 @@ struct InferCommand: ParsableCommand {
 
     @OptionGroup var threadOptions: ThreadOptions
 
+    @Option(name: .customLong("max-memory"), help: ArgumentHelp("Memory the graph's values may take at once, e.g. 2G or 16G (default: \(ByteSize.text(ModelInference.standardMemoryBudget))); a larger run is refused before it starts.", valueName: "SIZE"))
+    var maxMemory: String?
+
     @Flag(name: [.customShort("y"), .customLong("overwrite")], help: "Replace an existing output.")
     var overwrite = false
 
+    /// `--max-memory` in bytes.
+    var memoryBudget: Int { maxMemory.flatMap(ByteSize.parse) ?? ModelInference.standardMemoryBudget }
+
     func validate() throws {
         guard !inputs.isEmpty else { throw ValidationError("Pass an --input tensor.") }
+        if let maxMemory, (ByteSize.parse(maxMemory) ?? 0) < 64 << 20 {
+            throw ValidationError("'--max-memory \(maxMemory)' is not a size of at least 64M. Write it as 512M, 1.5G or 16G.")
+        }
     }
 
     func run() throws {
@@ -433,7 +442,7 @@ struct InferCommand: ParsableCommand {
                 return (nil, argument)
             }
             if case .skip = try OutputGuard.check(output: output, inputs: named.map(\.file) + [model], existing: overwrite ? .replace : .refuse) { return }
-            let r = try ModelInference.run(model: model, inputs: try named.map { ($0.name, try NPYArray.read($0.file)) }, backend: backend)
+            let r = try ModelInference.run(model: model, inputs: try named.map { ($0.name, try NPYArray.read($0.file)) }, backend: backend, memoryBudget: memoryBudget)
             let partial = PartialFile(target: URL(fileURLWithPath: output))
             do {
                 try partial.write { try r.output.fileData.write(to: $0) }

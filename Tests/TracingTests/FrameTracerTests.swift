@@ -162,4 +162,45 @@ final class FrameTracerTests: XCTestCase {
             XCTAssertTrue(legend.contains(entry), "legend has '\(entry)': \(legend)")
         }
     }
+
+    /// The stage view has a scale of its own (issue 33: stage lines of a few milliseconds were
+    /// squashed flat under an end-to-end line of hundreds), and says each stage's median.
+    func testStageViewIsReadableBesideALongLatency() throws {
+        let t = FrameTracer(stageNames: ["decode", "colorize", "encode"], targetFPS: 30, clock: { 0 })
+        for id in 0..<20 {
+            let arrival = Double(id) / 30
+            // Stages of 2, 12 + id/2 and 4 ms, with 400 ms of queueing before the colorizer.
+            t.span(stage: 0, id: id, thread: "decode", start: arrival, end: arrival + 0.002)
+            let colorize = 0.012 + Double(id) * 0.0005
+            t.span(stage: 1, id: id, thread: "colorize", start: arrival + 0.402, end: arrival + 0.402 + colorize)
+            t.span(stage: 2, id: id, thread: "encode", start: arrival + 0.403 + colorize, end: arrival + 0.407 + colorize)
+        }
+        let svg = t.latencyPlot()
+        final class Ticks: NSObject, XMLParserDelegate {
+            var byClass: [String: [String]] = [:]
+            var current: String?
+            func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+                current = name == "text" ? attributes["class"] : nil
+            }
+            func parser(_ parser: XMLParser, foundCharacters string: String) { if let c = current { byClass[c, default: []].append(string) } }
+            func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) { current = nil }
+        }
+        let parser = XMLParser(data: Data(svg.utf8))
+        let c = Ticks()
+        parser.delegate = c
+        XCTAssertTrue(parser.parse())
+        // Latency axis reaches the ~420 ms frames; the stage axis tops out near the 33 ms budget.
+        let latencyMax = (c.byClass["tick"] ?? []).compactMap(Double.init).max() ?? 0
+        let stageAxis = (c.byClass["stage-tick"] ?? []).compactMap(Double.init)
+        XCTAssertGreaterThanOrEqual(latencyMax, 420)
+        // The frame ticks (0…19) share the class; the y ticks go up to the stage scale's top.
+        XCTAssertGreaterThanOrEqual(stageAxis.max() ?? 0, 33.3)
+        XCTAssertLessThanOrEqual(stageAxis.max() ?? .infinity, 50, "stage view scaled to the stages, not the latency: \(stageAxis)")
+        // Medians: decode 2, colorize 12 + 9.5/2 ≈ 16.8 (ids 0…19, the middle one 10 → 17.0), encode 4.
+        let stats = c.byClass["stage-stats"] ?? []
+        XCTAssertEqual(stats.count, 3, "\(stats)")
+        XCTAssertTrue(stats[0].hasPrefix("median 2.0"), "\(stats)")
+        XCTAssertTrue(stats[1].hasPrefix("median 17.0"), "\(stats)")
+        XCTAssertTrue(stats[2].hasPrefix("median 4.0"), "\(stats)")
+    }
 }
