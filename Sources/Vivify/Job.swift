@@ -1,5 +1,6 @@
 import Foundation
 internal import Compute
+internal import Engine
 internal import ModelCatalog
 public import MediaIO
 internal import Pipeline
@@ -483,6 +484,7 @@ public final class Job {
             "codec": c.encoder.encoderName, "backend": c.backend.rawValue, "strict": String(c.strict),
             "copy_audio_and_subtitles": String(c.copyAudioAndSubtitles), "existing_output": c.existingOutput.rawValue,
             "threads": String(ComputeThreads.count), "max_pixels": String(MediaLimits.maxPixels),
+            "max_memory": String(TiledRunner.defaultMemoryBudget),
         ]
         // As asked (`--precision`); each model's entry says what it ran in.
         if c.backend == .onednn { settings["precision"] = PrecisionChoice.inForce.rawValue }

@@ -66,13 +66,13 @@ final class SideFileTests: XCTestCase {
     }
 
     /// `--stats` says how each model ran (backend and number format) and records the threads,
-    /// the precision asked and the pixel limit beside the other settings (issue 33).
+    /// the precision asked, the pixel limit and the memory budget beside the other settings (issue 33).
     func testStatsSayHowEachModelRan() throws {
         let dir = try CLI.tempDir()
         let clip = dir + "/in.mp4"
         try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc=s=64x48:d=0.2", clip])
         let r = try CLI.vivify(["run", clip, dir + "/out.mkv", "--upscale", "--colorize", "--precision", "fp32", "--threads", "1",
-                                "--stats", dir + "/s.json", "--quiet"])
+                                "--max-memory", "512M", "--stats", dir + "/s.json", "--quiet"])
         XCTAssertEqual(r.code, 0, r.stderr)
         let stats = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/s.json"))) as? [String: Any]
         let run = stats?["run"] as? [String: Any] ?? [:]
@@ -86,5 +86,6 @@ final class SideFileTests: XCTestCase {
         XCTAssertEqual(settings["threads"], "1")
         XCTAssertEqual(settings["precision"], "fp32")
         XCTAssertEqual(settings["max_pixels"], "40000000")
+        XCTAssertEqual(settings["max_memory"], "536870912")
     }
 }
