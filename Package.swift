@@ -48,7 +48,7 @@ let package = Package(
         .target(name: "ColorScience", dependencies: ["Compute"], swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
         // FuzzTargets: every parser of untrusted bytes as one entry point; vivify-fuzz drives them
         // with libFuzzer (scripts/fuzz) or, in a plain build, replays inputs.
-        .target(name: "FuzzTargets", dependencies: ["MediaIO", "ModelFormats", "Engine", "EngineDNNL", "Vivify"]),
+        .target(name: "FuzzTargets", dependencies: ["Compute", "MediaIO", "ModelFormats", "Engine", "EngineDNNL", "Vivify"]),
         .executableTarget(name: "vivify-fuzz", dependencies: ["FuzzTargets"]),
         .executableTarget(name: "vivify-lab-bench", dependencies: ["ColorScience"]),
         .executableTarget(name: "vivify-upsample-bench", dependencies: ["ColorScience"]),
@@ -67,6 +67,6 @@ let package = Package(
         .testTarget(name: "ColorScienceTests", dependencies: ["ColorScience"], exclude: ["Fixtures"]),
         .testTarget(name: "ModelFormatsTests", dependencies: ["ModelFormats", "Engine", "EngineDNNL"], exclude: ["Fixtures"]),
         .testTarget(name: "SafeFilesTests", dependencies: ["SafeFiles"]),
-        .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets"], exclude: ["Crashes"]),
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "MediaIO", "Vivify"], exclude: ["Crashes"]),
     ]
 )

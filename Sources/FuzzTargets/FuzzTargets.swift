@@ -1,3 +1,4 @@
+import Compute
 import Engine
 import Foundation
 import MediaIO
@@ -47,6 +48,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
     /// Feeds `data` to the parser. Errors are swallowed: only crashes count.
     public func run(_ data: Data) {
+        FuzzTarget.oneThread
         switch self {
         case .y4m: FuzzTarget.y4m(data)
         case .rate: FuzzTarget.rate(data)
@@ -67,6 +69,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .mlprogramWeights: FuzzTarget.mlprogramWeights(data)
         }
     }
+
+    /// One compute thread (oneDNN's OpenMP team included): the fuzzer runs one target per
+    /// core, and idle OpenMP threads spinning between the small inputs cost more than the work.
+    static let oneThread: Void = ComputeThreads.set(1)
 
     /// A private scratch folder for the targets that read files (one per process).
     static let scratch: URL = {
