@@ -491,8 +491,10 @@ public final class SegmentedJob {
             result = try SegmentJoiner.join(segments: manifest.segments.map { file($0).path }, source: c.input,
                                             path: partial.temporary.path, targetName: output, tags: manifest.tags.joinerTags,
                                             copyStreams: c.copyAudioAndSubtitles, window: manifest.videoSpan.map { $0[0]...$0[1] })
+            // The segment files were verified by size and SHA-256, so a count that differs is
+            // the manifest's: damaged or edited data (65), not an internal failure.
             if result.videoPackets != expected {
-                throw MediaError(.internalFailure, "The joined output has \(result.videoPackets) frames, the segments recorded \(expected). Run the job again with --no-resume.")
+                throw MediaError(.corruptInput, "'\(directory.appendingPathComponent(Self.manifestName).path)' records \(expected) frames in its finished segments, but their files hold \(result.videoPackets): the manifest is damaged or was edited. Plan the job again (or run it with --no-resume).")
             }
             try partial.commit()
         } catch {
