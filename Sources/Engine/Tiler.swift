@@ -60,6 +60,9 @@ public final class TiledRunner {
     }
     private static let budget = Atomic<Int>(TiledRunner.standardMemoryBudget)
     private static let budgetGiven = Atomic<Bool>(false)
+    /// Whether `defaultMemoryBudget` was set (`--max-memory` given): tiles are then chosen by
+    /// the budget alone, without the speed cap.
+    public static var memoryBudgetGiven: Bool { budgetGiven.load(ordering: .relaxed) }
     /// The budget unless `--max-memory` says otherwise: fits a laptop.
     public static let standardMemoryBudget = 1 << 30
     /// The largest automatic tile unless `--max-memory` is given, chosen by measurement

@@ -251,6 +251,37 @@ final class SegmentTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: work))
     }
 
+    /// A planned job whose frames exceed the default 40 Mpx limit (`plan --max-pixels`): every
+    /// worker and the join run under the planned limit (issue 30: it was recorded in the
+    /// manifest but never applied, so every worker refused the job; `work` has no such option).
+    func testWorkersHonourThePlannedPixelLimit() throws {
+        let dir = try CLI.tempDir()
+        let source = dir + "/small.mkv"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc=s=160x120:r=4:d=1", "-g", "2", "-c:v", "ffv1", source])
+        let work = dir + "/work", out = dir + "/big.mkv"
+        // 8000x6000 = 48 Mpx a frame, over the default limit.
+        let job = ["--resize", "8000x6000", "--codec", "ffv1", "--segment-seconds", "0.5"]
+        // Planned under the default limit, a worker refuses the frames and names the option.
+        var r = try CLI.vivify(["plan", source, dir + "/other.mkv", "--work", dir + "/other"] + job)
+        XCTAssertEqual(r.code, 0, r.stderr)
+        r = try CLI.vivify(["work", dir + "/other", "--index", "0"])
+        XCTAssertEqual(r.code, 64, r.stderr)
+        XCTAssertTrue(r.stderr.contains("--max-pixels"), r.stderr)
+        r = try CLI.vivify(["plan", source, out, "--work", work, "--max-pixels", "50000000"] + job)
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertEqual(String(decoding: r.stdout, as: UTF8.self), "2\n")
+        for i in 0..<2 {
+            r = try CLI.vivify(["work", work, "--index", String(i)])
+            XCTAssertEqual(r.code, 0, "segment \(i): \(r.stderr)")
+        }
+        r = try CLI.vivify(["join", work])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let video = CLI.streams(try CLI.probe(out), "video").first
+        XCTAssertEqual(CLI.int(video?["width"]), 8000)
+        XCTAssertEqual(CLI.int(video?["height"]), 6000)
+        XCTAssertEqual(CLI.int(video?["nb_read_frames"]), 4)
+    }
+
     /// `--precision int8`: the plan calibrates the upscaler on the input's first frame and
     /// records that in the manifest, so workers with model stores of their own (other nodes)
     /// quantise alike: the joined file equals an unsegmented int8 run using the same (stored)

@@ -1,4 +1,5 @@
 import Foundation
+internal import Engine
 internal import ModelCatalog
 public import MediaIO
 public import SafeFiles
@@ -115,6 +116,9 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
         public var assumeMatrix: String?
         public var maxFrames: Int?
         public var maxPixels: Int
+        /// The tiles' memory budget when `--max-memory` was given (bytes); nil without it
+        /// (the default budget and tile cap) and in manifests from before it was recorded.
+        public var maxMemory: Int?
         /// SHA-256 of each model's files ("colorize vivify-color" → digest).
         public var models: [String: String]
         /// Whether the join may replace an existing output (`plan -y`); not a pixel setting.
@@ -151,7 +155,15 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
             assumeMatrix = c.assumeMatrix
             maxFrames = c.maxFrames
             maxPixels = MediaLimits.maxPixels
+            maxMemory = TiledRunner.memoryBudgetGiven ? TiledRunner.defaultMemoryBudget : nil
             self.models = models
+        }
+
+        /// Puts the planned limits in force for this process (a worker runs as the job was
+        /// planned: `plan --max-pixels` and `--max-memory` hold in every `work` and the join).
+        public func applyLimits() {
+            MediaLimits.maxPixels = maxPixels
+            if let maxMemory { TiledRunner.defaultMemoryBudget = maxMemory }
         }
 
         /// The run configuration these settings describe (offline, file to file).

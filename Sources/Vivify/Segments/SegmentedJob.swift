@@ -355,8 +355,11 @@ public final class SegmentedJob {
         if isForeign(file(segment)) {
             throw MediaError(.outputUnwritable, "'\(file(segment).path)' is a symbolic link or not a regular file; a segment is written only as a plain file inside the work directory. Remove it, or plan the job again.")
         }
-        // Every segment computes as the job was planned (`--precision` is process-wide).
+        // Every segment computes as the job was planned (`--precision`, the pixel limit and
+        // the memory budget are process-wide; the pixel limit was recorded but never applied,
+        // so a planned job beyond the default 40 Mpx was refused by every worker).
         PrecisionChoice.force(manifest.settings.precision)
+        manifest.settings.applyLimits()
         var c = manifest.settings.configuration(existing: .replace)
         c.output = file(segment).path
         c.copyAudioAndSubtitles = false
@@ -466,6 +469,7 @@ public final class SegmentedJob {
     /// run's own output is always replaced).
     public func join(existing: ExistingOutput, removeDirectory: Bool = true) throws -> JoinOutcome {
         try reload()
+        manifest.settings.applyLimits()
         try checkInput()
         let states = try status(verify: true)
         let unfinished = states.filter { $0.state != "done" }
