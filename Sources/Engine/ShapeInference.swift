@@ -281,6 +281,49 @@ extension Node {
 }
 
 extension Operation {
+    /// Each operation case without its parameters; `allCases` lists every case, so a test
+    /// can prove that each has a parity check (a new case must be given one here).
+    public enum Kind: String, CaseIterable, Sendable {
+        case convolution, deconvolution, activation, binary, scalar, channelAffine, softmaxChannels, pixelShuffle, resize,
+             pad, crop, cropLike, sliceChannels, concatChannels, globalAveragePool, fullyConnected, upsampleDetail,
+             instanceNorm, pool, spaceToDepth, resample, constant, reshape, softmax, concat, transpose, rowMatMul
+    }
+
+    /// The operation's case.
+    public var kind: Kind {
+        switch self {
+        case .convolution: return .convolution
+        case .deconvolution: return .deconvolution
+        case .activation: return .activation
+        case .binary: return .binary
+        case .scalar: return .scalar
+        case .channelAffine: return .channelAffine
+        case .softmaxChannels: return .softmaxChannels
+        case .pixelShuffle: return .pixelShuffle
+        case .resize: return .resize
+        case .pad: return .pad
+        case .crop: return .crop
+        case .cropLike: return .cropLike
+        case .sliceChannels: return .sliceChannels
+        case .concatChannels: return .concatChannels
+        case .globalAveragePool: return .globalAveragePool
+        case .fullyConnected: return .fullyConnected
+        case .upsampleDetail: return .upsampleDetail
+        case .instanceNorm: return .instanceNorm
+        case .pool: return .pool
+        case .spaceToDepth: return .spaceToDepth
+        case .resample: return .resample
+        case .constant: return .constant
+        case .reshape: return .reshape
+        case .softmax: return .softmax
+        case .concat: return .concat
+        case .transpose: return .transpose
+        case .rowMatMul: return .rowMatMul
+        }
+    }
+}
+
+extension Operation {
     /// A short name of the operation kind.
     public var kindName: String {
         switch self {

@@ -20,12 +20,15 @@ final class OpParityTests: XCTestCase {
 
     let fast = try! DNNLBackend()
     var rng = SplitMix(state: 42)
+    /// The operation cases `check` has run, for `testEveryOperationHasAParityCheck`.
+    var covered = Set<Engine.Operation.Kind>()
 
     /// Runs `op` on inputs of `shapes` (the first is the graph input; the others are made by
     /// a constant-free trick: slices of a concatenated input would complicate things, so extra
     /// inputs are produced from the first by a fixed convolution).
     func check(_ name: String, _ op: Engine.Operation, input: Shape, second: Shape? = nil,
                file: StaticString = #filePath, line: UInt = #line) throws {
+        covered.insert(op.kind)
         var nodes: [Node] = []
         var names = ["in"]
         var inputs = [0]
@@ -203,6 +206,55 @@ final class OpParityTests: XCTestCase {
         try check("fully connected", .fullyConnected(outFeatures: 5, weights: rng.array(5 * 8), bias: rng.array(5), activation: .sigmoid),
                   input: Shape(c: 8, h: 1, w: 1))
         try check("fully connected over a map", .fullyConnected(outFeatures: 4, weights: rng.array(4 * s.count), bias: [], activation: .relu), input: s)
+    }
+
+    /// The operations ONNX models bring: whole-picture ones (instance norm, softmax and concat
+    /// along rows or columns, reshape, transpose, row matrix products), pooling, space to
+    /// depth, ONNX resampling, the fused upsample-detail tail and constants.
+    func testWholePictureAndONNXOperations() throws {
+        let s = Shape(c: 4, h: 6, w: 8)
+        try check("instance norm", .instanceNorm(scale: rng.array(4), bias: rng.array(4), epsilon: 1e-5), input: s)
+        try check("softmax along rows", .softmax(axis: 2), input: s)
+        try check("softmax along columns", .softmax(axis: 3), input: s)
+        try check("concat along rows", .concat(axis: 2), input: s, second: Shape(c: 4, h: 3, w: 8))
+        try check("concat along columns", .concat(axis: 3), input: s, second: Shape(c: 4, h: 6, w: 5))
+        try check("reshape", .reshape(Shape(c: 2, h: 12, w: 8)), input: s)
+        try check("transpose", .transpose(perm: [1, 2, 0]), input: s)
+        try check("row matrix product", .rowMatMul(inFeatures: 8, outFeatures: 5, weights: rng.array(40), bias: rng.array(5)), input: s)
+        try check("max pool 3x3 s2 ceil", .pool(PoolParameters(kind: .max, kernelH: 3, kernelW: 3, strideH: 2, strideW: 2, padTop: 1, padLeft: 1, padBottom: 1, padRight: 1, ceilMode: true)), input: s)
+        try check("average pool 2x2", .pool(PoolParameters(kind: .average(countPadding: false), kernelH: 2, kernelW: 2, strideH: 2, strideW: 2)), input: s)
+        try check("space to depth", .spaceToDepth(factor: 2), input: s)
+        try check("onnx resample linear asymmetric ×2", .resample(ResampleParameters(mode: .bilinear, coordinates: .asymmetric, scaleH: 2, scaleW: 2)), input: s)
+        try check("onnx resample cubic half pixel to 9x5", .resample(ResampleParameters(mode: .bicubic, outH: 9, outW: 5)), input: s)
+        try check("upsample detail tail", .upsampleDetail(.bilinear, order: .crd), input: Shape(c: 3, h: 5, w: 7), second: Shape(c: 12, h: 5, w: 7))
+
+        // A constant (no input) broadcast onto the picture.
+        covered.insert(.constant)
+        let values = rng.array(4)
+        let graph = Graph(valueNames: ["in", "k", "out"], nodes: [
+            Node(name: "k", op: .constant(Shape(c: 4, h: 1, w: 1), values: values), inputs: [], output: 1),
+            Node(name: "add", op: .binary(.add, coefficients: nil), inputs: [0, 1], output: 2),
+        ], input: 0, output: 2, source: "test:constant")
+        let x = Tensor(shape: s, data: rng.array(s.count))
+        let a = try fast.prepare(graph, input: s).run(x)
+        let b = try ReferenceBackend().prepare(graph, input: s).run(x)
+        XCTAssertEqual(a.shape, s)
+        XCTAssertLessThanOrEqual(zip(a.data, b.data).map { abs($0 - $1) }.max() ?? 1, 1e-5)
+        XCTAssertEqual(b.data[0], x.data[0] + values[0], accuracy: 1e-6)
+    }
+
+    /// Every `Operation` case has a parity check above (issue 30, item 7): a new case fails
+    /// here until it is given one.
+    func testEveryOperationHasAParityCheck() throws {
+        covered = []
+        // Each from the seed it has when run alone (a fresh test case), so the inputs are the same.
+        for test in [testConvolutions, testMobileNetShapes, testTransposedConvolutions, testActivationsAndElementwise,
+                     testLayoutOperations, testWholePictureAndONNXOperations] {
+            rng = SplitMix(state: 42)
+            try test()
+        }
+        let missing = Engine.Operation.Kind.allCases.filter { !covered.contains($0) }
+        XCTAssertEqual(missing, [], "operations with no parity check: \(missing.map(\.rawValue))")
     }
 
     func testShapeErrorsNameTheLayerAndFile() {
