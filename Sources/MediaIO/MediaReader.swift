@@ -79,7 +79,6 @@ public final class MediaReader: FrameSource {
     private var demuxerDone = false
     private var flushSent = false
     private var copyIndices: Set<Int32> = []
-    private var warnedUnsupportedSize = false
 
     /// What the file holds.
     public let info: MediaInfo

@@ -241,8 +241,6 @@ public final class MediaWriter {
         }
     }
 
-    /// Name of the pixel format the encoder receives.
-    public var pixelFormatName: String { avPixelFormatName(encoderPixelFormat) }
 
     private static func supportedFormats(_ codec: UnsafePointer<AVCodec>) -> [AVPixelFormat] {
         guard var p = codec.pointee.pix_fmts else { return [] }

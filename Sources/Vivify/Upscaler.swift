@@ -80,7 +80,7 @@ public final class Upscaler {
         spec = tiling
         bundle = loaded.bundle
         requestedTile = tile
-        var engine = try backend.make()
+        let engine: InferenceBackend
         self.store = store
         if backend == .onednn {
             let plan = try PrecisionPlan(model: loaded.name, files: loaded.files, store: store)
@@ -99,6 +99,7 @@ public final class Upscaler {
             }
         } else {
             precision = .fp32
+            engine = try backend.make()
         }
         alphaRunner = try loaded.alphaGraph.map { try TiledRunner(graph: $0, spec: tiling, backend: backend == .onednn ? DNNLBackend(precision: .fp32) : engine, tileSize: tile) }
         scale = spec.scale

@@ -53,6 +53,29 @@ final class ExitCodeTests: XCTestCase {
     }
 
     /// `--version` names vivify's release and the FFmpeg and oneDNN it runs on (for bug reports).
+    /// One exit-code table (`VivifyExitCode`): the README's table and `vivify --help` list
+    /// exactly its codes (issue 30: the list lived in four places).
+    func testREADMEAndHelpListTheExitCodesOfTheTable() throws {
+        let table = Set(VivifyExitCode.allCases.map(\.rawValue))
+        let readme = try String(contentsOf: CLI.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        guard let start = readme.range(of: "## Exit codes\n") else { return XCTFail("README has no 'Exit codes' section") }
+        let section = readme[start.upperBound...].prefix { _ in true }
+        var documented = Set<Int32>()
+        for line in section.split(separator: "\n") {
+            if line.hasPrefix("#") { break }
+            let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+            if line.hasPrefix("|"), let first = cells.first, let code = Int32(first) { documented.insert(code) }
+        }
+        XCTAssertEqual(documented, table, "README's exit-code table against VivifyExitCode")
+        let help = try CLI.vivify(["--help"])
+        let text = String(decoding: help.stdout, as: UTF8.self).replacingOccurrences(of: "\n", with: " ")
+        guard let list = text.range(of: "Exit codes:") else { return XCTFail("--help lists no exit codes: \(text)") }
+        let numbers = text[list.upperBound...].split { !$0.isNumber }.compactMap { Int32($0) }.filter { $0 == 0 || (64...130).contains($0) }
+        // The help's list runs "0 success, 64 bad options, … 130 interrupted": its codes in order.
+        let listed = Set(numbers.prefix { $0 != 130 } + [130])
+        XCTAssertEqual(listed, table, "vivify --help's exit codes against VivifyExitCode")
+    }
+
     func testVersionNamesTheLibraries() throws {
         let r = try CLI.vivify(["--version"])
         XCTAssertEqual(r.code, 0, r.stderr)

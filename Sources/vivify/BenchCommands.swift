@@ -1,0 +1,106 @@
+import ArgumentParser
+import Compute
+import Engine
+import Foundation
+import MediaIO
+import SafeFiles
+import ModelCatalog
+import Vivify
+
+struct BenchModelCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench-model",
+        abstract: "Time one model's graph on one padded frame and measure the machine's sgemm peak (prints JSON).",
+        discussion: "The engine half of Benchmarks/run: the same input size as the ncnn peer, no tiling. Threads: --threads (default: all cores).")
+
+    @Option(help: "A built-in or catalog name, or a model file: ncnn .param (with its .bin), .mlmodel, .mlpackage, .onnx or .wifm.")
+    var model: String
+
+    @Option(help: "Frame size before padding, WxH.")
+    var size: String = "640x360"
+
+    @Option(help: "Padding in pixels: left,top,right,bottom.")
+    var pad: String = "0,0,0,0"
+
+    @Option(help: "Timed runs after one warm-up.")
+    var runs: Int = 5
+
+    @Option(help: "Backend: onednn or reference.")
+    var backend: BackendChoice = .onednn
+
+    @OptionGroup var threadOptions: ThreadOptions
+    @OptionGroup var precisionOptions: PrecisionOptions
+
+    @Flag(help: "Also measure oneDNN sgemm GFLOP/s (2048³, median of 5).")
+    var gemmPeak = false
+
+    func run() throws {
+        guard let frame = FrameSize(parsing: size) else { throw ValidationError("'--size \(size)' is not WxH.") }
+        let pads = pad.split(separator: ",").compactMap { Int($0) }
+        guard pads.count == 4 else { throw ValidationError("'--pad \(pad)' needs four numbers: left,top,right,bottom.") }
+        do {
+            let r = try EngineBench.run(model: model, width: frame.width, height: frame.height, pad: pads, runs: runs, backend: backend)
+            var json: [String: Any] = ["model": r.model, "input_shape": r.inputShape, "output_shape": r.outputShape, "runs": r.runs,
+                                       "median_s": r.medianSeconds, "gflop": r.gflop, "achieved_gflops": r.achievedGFLOPS, "backend": r.backend,
+                                       "threads": r.threads, "precision": r.precision]
+            if let omp = r.openMPThreads { json["openmp_threads"] = omp }
+            if gemmPeak { json["sgemm_peak_gflops"] = try EngineBench.gemmPeakGFLOPS() }
+            let data = try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+        } catch {
+            throw report(error)
+        }
+    }
+}
+
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Run generated frames through the real pipeline and report against the target frame rate.",
+        discussion: "Prints the per-stage frame-timing summary, whether the target rate is met, the limiting stage, FLOPs per frame and the achieved GFLOP/s of each model stage.")
+
+    @Option(help: "Upscale with MODEL (alone or 2: the built-in vivify-fast-2x; else a catalog name, .wifm or .param path).")
+    var upscale: String?
+
+    @Option(help: "Colorize with MODEL (alone: the built-in vivify-color; else a .wifm, or a .param with .bin and .json beside it).")
+    var colorize: String?
+
+    @Option(help: "Frame size, WxH.")
+    var size: String
+
+    @Option(help: "Number of generated frames.")
+    var frames: Int = 60
+
+    @OptionGroup var guideOptions: GuideOptions
+
+    @Option(help: "Tile size in input pixels for the model.")
+    var tile: Int?
+
+    @Option(help: "Backend: onednn or reference.")
+    var backend: BackendChoice = .onednn
+
+    @OptionGroup var threadOptions: ThreadOptions
+    @OptionGroup var memoryOptions: MemoryOptions
+    @OptionGroup var limitOptions: LimitOptions
+    @OptionGroup var timing: TimingOptions
+
+    func validate() throws {
+        guard FrameSize(parsing: size) != nil else {
+            throw ValidationError("'--size \(size)' is not a frame size. Write it as WxH, e.g. --size 640x360.")
+        }
+        if frames < 1 { throw ValidationError("'--frames \(frames)' must be at least 1.") }
+    }
+
+    func run() throws {
+        FFmpegLog.configure(verbose: false)
+        do {
+            try timing.outputs.check(inputs: [])
+            let result = try Bench.run(size: FrameSize(parsing: size)!, frames: frames, upscale: upscale, colorize: colorize, tile: tile, backend: backend,
+                                       targetFPS: timing.targetFps ?? 30, guide: guideOptions.spec, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
+            print(result.text, terminator: "")
+            if let tracer = result.tracer { try timing.outputs.write(tracer, report: result.report) }
+        } catch {
+            throw report(error)
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import ArgumentParser
+import Foundation
+import MediaIO
+import ModelCatalog
+import SafeFiles
+import Vivify
+import Engine
+
+/// `vivify infer`: a model's own graph on a NumPy tensor, for checking a conversion.
+struct InferCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "infer",
+        abstract: "Run a model file on a tensor from a .npy file and write its output as .npy (to compare with PyTorch, coremltools or ONNX Runtime).",
+        discussion: "MODEL is a model file (.param with its .bin, .mlmodel, .mlpackage, .onnx, or .wifm: its main model). The graph runs as the file defines it: no pixel normalisation and no tiling. The input is float32, float16 or float64, shaped C×H×W or 1×C×H×W; the output is float32, 1×C×H×W. An ONNX model takes tensors of rank 1 to 4 and writes its output at its own rank; its other graph inputs (weights, scales, a second operand) may be given as --input NAME=FILE, fixed to those values.")
+
+    @Argument(help: "The model file.")
+    var model: String
+
+    @Option(name: .customLong("input"), help: ArgumentHelp("The input tensor: FILE.npy, or NAME=FILE.npy naming the model's input; ONNX models take more, one per graph input.", valueName: "[NAME=]FILE"))
+    var inputs: [String]
+
+    @Option(help: ArgumentHelp("Where the output goes (.npy).", valueName: "FILE"))
+    var output: String
+
+    @Option(help: "Backend: onednn or reference.")
+    var backend: BackendChoice = .onednn
+
+    @OptionGroup var threadOptions: ThreadOptions
+
+    @Option(name: .customLong("max-memory"), help: ArgumentHelp("Memory the graph's values may take at once, e.g. 2G or 16G (default: \(ByteSize.text(ModelInference.standardMemoryBudget))); a larger run is refused before it starts.", valueName: "SIZE"))
+    var maxMemory: String?
+
+    @Flag(name: [.customShort("y"), .customLong("overwrite")], help: "Replace an existing output.")
+    var overwrite = false
+
+    /// `--max-memory` in bytes.
+    var memoryBudget: Int { maxMemory.flatMap(ByteSize.parse) ?? ModelInference.standardMemoryBudget }
+
+    func validate() throws {
+        guard !inputs.isEmpty else { throw ValidationError("Pass an --input tensor.") }
+        if let maxMemory, (ByteSize.parse(maxMemory) ?? 0) < 64 << 20 {
+            throw ValidationError("'--max-memory \(maxMemory)' is not a size of at least 64M. Write it as 512M, 1.5G or 16G.")
+        }
+    }
+
+    func run() throws {
+        FFmpegLog.configure(verbose: false)
+        do {
+            let named = inputs.map { argument -> (name: String?, file: String) in
+                if let eq = argument.firstIndex(of: "="), !FileManager.default.fileExists(atPath: argument) {
+                    return (String(argument[..<eq]), String(argument[argument.index(after: eq)...]))
+                }
+                return (nil, argument)
+            }
+            if case .skip = try OutputGuard.check(output: output, inputs: named.map(\.file) + [model], existing: overwrite ? .replace : .refuse) { return }
+            let r = try ModelInference.run(model: model, inputs: try named.map { ($0.name, try NPYArray.read($0.file)) }, backend: backend, memoryBudget: memoryBudget)
+            let partial = PartialFile(target: URL(fileURLWithPath: output))
+            do {
+                try partial.write { try r.output.fileData.write(to: $0) }
+            } catch {
+                throw MediaError(.outputUnwritable, "Cannot write '\(output)': \(error.localizedDescription).")
+            }
+            ProgressReporter.writeStderr("vivify: \(r.inputName) → \(r.outputName): \(r.output.shape.map(String.init).joined(separator: "x")) float32 written to \(output).\n")
+        } catch {
+            throw report(error)
+        }
+    }
+}

@@ -1,0 +1,351 @@
+import ArgumentParser
+import Compute
+import Engine
+import Foundation
+import MediaIO
+import SafeFiles
+import ModelCatalog
+import Vivify
+
+/// `--colorize` and `--upscale` take an optional MODEL: given alone (followed by another
+/// option, by a media path or by nothing) they mean the built-in models, so
+/// `vivify run old.mp4 new.mp4 --colorize --upscale` works out of the box. The argument
+/// parser has no optional option values, so the default is written in before parsing.
+enum OptionalModelValues {
+    static let defaults = ["--colorize": BuiltinModels.color, "--upscale": "2"]
+
+    static func rewrite(_ arguments: [String]) -> [String] {
+        var out: [String] = []
+        for (i, a) in arguments.enumerated() {
+            if a == "--" {
+                out += arguments[i...]
+                break
+            }
+            out.append(a)
+            if let value = defaults[a], i + 1 == arguments.count || !isModel(arguments[i + 1], for: a) {
+                out.append(value)
+            }
+        }
+        return out
+    }
+
+    /// Whether `value` after `option` names a model (rather than being the next argument).
+    static func isModel(_ value: String, for option: String) -> Bool {
+        if value.hasPrefix("-") { return false }  // another option, or "-" (standard input)
+        if ModelTools.looksLikeModelFile(value) { return true }
+        if option == "--upscale", Int(value) != nil { return true }
+        if BuiltinModels.names.contains(value) || ModelStore().catalog.entries.contains(where: { $0.name == value }) { return true }
+        // A bare word that is no file (a misspelt model name) is still meant as the model, so
+        // its error can suggest the right name; media paths have extensions or exist.
+        return !value.contains("/") && (value as NSString).pathExtension.isEmpty && !FileManager.default.fileExists(atPath: value)
+    }
+}
+
+/// What to do with an output that already exists (ffmpeg's -y and -n).
+struct OverwriteOptions: ParsableArguments {
+    @Flag(name: [.customShort("y"), .customLong("overwrite")], help: "Replace an existing output once the new one is complete.")
+    var overwrite = false
+
+    @Flag(name: [.customShort("n"), .customLong("no-overwrite")], help: "Leave an existing output alone and do nothing (exit 0).")
+    var noOverwrite = false
+
+    func validate() throws {
+        if overwrite && noOverwrite { throw ValidationError("Pass -y (replace) or -n (skip), not both.") }
+    }
+
+    /// The rule: refuse unless -y or -n.
+    var existing: ExistingOutput { overwrite ? .replace : noOverwrite ? .skip : .refuse }
+}
+
+/// The pixels-per-frame limit (MediaLimits): inputs beyond it are refused from their headers,
+/// and a chain whose stages would make larger frames is refused before any work.
+struct LimitOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Largest frame, in pixels, to read or make (default \(MediaLimits.defaultMaxPixels): 8K UHD fits).",
+                               valueName: "N"))
+    var maxPixels: Int?
+
+    func validate() throws {
+        if let maxPixels {
+            guard maxPixels >= 1 else { throw ValidationError("'--max-pixels \(maxPixels)' must be at least 1.") }
+            // Set once here, before any input is opened (validate runs before run).
+            MediaLimits.maxPixels = maxPixels
+        }
+    }
+}
+
+/// Network inputs (udp://, rtmp://, http://, …).
+struct NetworkOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Seconds without data after which a network input ends (before its first packet: fails, exit 66).", valueName: "SECONDS"))
+    var timeout: Double = 10
+
+    func validate() throws {
+        guard timeout > 0, timeout <= 86_400 else { throw ValidationError("'--timeout \(timeout)' must be above 0 and at most 86400 seconds.") }
+        // Set once here, before the input is opened (validate runs before run).
+        NetworkURL.timeout = timeout
+    }
+}
+
+/// Options shared by commands that read raw or y4m frames.
+struct InputFormatOptions: ParsableArguments {
+    @Option(help: "Input frame layout when it is not a media file: y4m, rgb24 or gray (default: y4m for '-' and .y4m).")
+    var inputFormat: StreamFormat?
+
+    @Option(help: "Frame size of raw input, as WxH (e.g. 640x360).")
+    var size: String?
+
+    @Option(help: "Frame rate of raw input, as 30, 29.97 or 30000/1001.")
+    var rate: String?
+
+    @Option(help: "YUV matrix to assume for untagged input: bt709, smpte170m (BT.601), bt470bg or bt2020nc.")
+    var assumeMatrix: String?
+
+    func validate() throws {
+        if let size, FrameSize(parsing: size) == nil {
+            throw ValidationError("'--size \(size)' is not a frame size. Write it as WxH with positive integers, e.g. --size 640x360.")
+        }
+        if let rate, !(Rational(parsing: rate).map(MediaLimits.isPlausible(frameRate:)) ?? false) {
+            throw ValidationError("'--rate \(rate)' is not a frame rate from 1/1000 to 1000 fps. Write it as 30, 29.97 or 30000/1001.")
+        }
+    }
+
+    func apply(to c: inout RunConfiguration) {
+        c.inputFormat = inputFormat
+        c.rawSize = size.flatMap(FrameSize.init(parsing:))
+        c.rawRate = rate.flatMap(Rational.init(parsing:))
+        c.assumeMatrix = assumeMatrix
+    }
+}
+
+extension StreamFormat: ExpressibleByArgument {}
+extension BackendChoice: ExpressibleByArgument {}
+extension PrecisionChoice: ExpressibleByArgument {}
+extension RunMode: ExpressibleByArgument {}
+extension LiveOutput: ExpressibleByArgument {}
+
+/// Options of the frame-timing tracer.
+struct TimingOptions: ParsableArguments {
+    @Option(help: "Frame rate the budget is computed from (budget = 1000/target ms); default: the source's rate (30 for bench).")
+    var targetFps: Double?
+
+    @Option(help: "Write the frame-timing statistics as JSON to FILE (schema in the README).")
+    var stats: String?
+
+    @Option(help: "Write a Chrome trace-event file (opens in Perfetto or chrome://tracing).")
+    var trace: String?
+
+    @Option(help: "Write an SVG plot of per-frame end-to-end latency against the budget.")
+    var plot: String?
+
+    @Flag(help: "Print the frame-timing summary on stderr (always printed in live mode unless --quiet).")
+    var summary = false
+
+    func validate() throws {
+        if let targetFps, targetFps <= 0 || targetFps > 1000 {
+            throw ValidationError("'--target-fps \(targetFps)' is out of range. Use a rate above 0 and up to 1000.")
+        }
+    }
+
+    var outputs: TraceOutputs { TraceOutputs(stats: stats, trace: trace, plot: plot) }
+}
+
+/// `--threads N` of every command that runs a model.
+struct ThreadOptions: ParsableArguments {
+    @Option(help: "Threads for the models and the per-frame compute (default: all cores).")
+    var threads: Int?
+
+    /// Checks the count and puts it in force: option groups are validated before `run`, so
+    /// every command that has the group gets it without a call of its own.
+    func validate() throws {
+        guard let threads else { return }
+        guard (1...1024).contains(threads) else {
+            throw ValidationError("'--threads \(threads)' is out of range. Use 1 to 1024 (default: all \(ProcessInfo.processInfo.activeProcessorCount) cores).")
+        }
+        ComputeThreads.set(threads)
+    }
+}
+
+/// `--precision` of the commands that run models.
+struct PrecisionOptions: ParsableArguments {
+    @Option(help: "Number format of the models' convolutions: auto (default: int8 for the upscalers whose int8 quality is measured, with their shipped calibrations, on CPUs with AVX-512 VNNI or AMX; fp32 for everything else), fp32, bf16 (CPUs with AVX-512 BF16 or AMX) or int8 (CPUs with AVX-512 VNNI or AMX; a calibration kept by `vivify models calibrate`, else the shipped one, else one taken on the first picture the model upscales). int8 tiles that clip are run again in fp32. An explicit choice the CPU lacks runs fp32 with a note.")
+    var precision: PrecisionChoice = .auto
+
+    /// Puts the precision in force (validated before `run`, like `--threads`).
+    func validate() throws {
+        if let note = precision.apply() {
+            FileHandle.standardError.write(Data("vivify: note: \(note)\n".utf8))
+        }
+    }
+}
+
+/// `--max-memory SIZE` of every command that tiles a model.
+struct MemoryOptions: ParsableArguments {
+    @Option(name: .customLong("max-memory"), help: ArgumentHelp("Memory the model's tiles may use, e.g. 512M or 2G (default: \(ByteSize.text(TiledRunner.standardMemoryBudget))); smaller tiles under a smaller cap.", valueName: "SIZE"))
+    var maxMemory: String?
+
+    /// Checks the size and puts it in force (validated before `run`, like `--threads`).
+    func validate() throws {
+        guard let maxMemory else { return }
+        guard let bytes = ByteSize.parse(maxMemory), bytes >= 64 << 20 else {
+            throw ValidationError("'--max-memory \(maxMemory)' is not a size of at least 64M. Write it as 512M, 1.5G or 2G.")
+        }
+        TiledRunner.defaultMemoryBudget = bytes
+    }
+}
+
+/// Options of commands that run a model.
+struct ModelOptions: ParsableArguments {
+    @OptionGroup var threadOptions: ThreadOptions
+    @OptionGroup var memoryOptions: MemoryOptions
+    @OptionGroup var precisionOptions: PrecisionOptions
+
+    @Option(help: "Upscale with MODEL: alone (or 2), the built-in vivify-fast-2x; else a catalog name (see `vivify models list`; fetched on first use), a .wifm bundle, or a path to an ncnn .param file with its .bin beside it.")
+    var upscale: String?
+
+    @Option(help: "Tile size in input pixels for the model (default: at most 192, the fastest measured, and within --max-memory).")
+    var tile: Int?
+
+    @Option(help: "Backend running the models: onednn (default, fast) or reference (plain Swift, slow).")
+    var backend: BackendChoice = .onednn
+
+    @Option(help: "Colorize with MODEL: alone, the built-in vivify-color; else a .wifm bundle, or an ncnn .param with its .bin and .json description beside it.")
+    var colorize: String?
+
+    @Flag(help: "Upscale first, then colorize at the upscaled size (default: colorize at the source size, then upscale).")
+    var colorizeAfter = false
+
+    // Unconditional: `--saturation -1` is a value (refused by range below), not a flag.
+    @Option(parsing: .unconditional, help: "Multiply the colorizer's chroma by S (default 1; 0 is grey, 1.3 more vivid); colours stay within the RGB gamut.")
+    var saturation: Float = 1
+
+    @OptionGroup var guideOptions: GuideOptions
+
+    func validate() throws {
+        if let tile, tile < 16 || tile > 4096 {
+            throw ValidationError("'--tile \(tile)' is out of range. Use a tile size from 16 to 4096 pixels.")
+        }
+        if !Colorizer.saturationRange.contains(saturation) {
+            throw ValidationError(Colorizer.saturationError(saturation))
+        }
+        // Said, not silently ignored.
+        if saturation != 1 && colorize == nil {
+            throw ValidationError("'--saturation \(saturation)' changes the colorizer's colour, but no colorizer runs. Add --colorize (or leave --saturation out).")
+        }
+        if !guide.isEmpty && colorize == nil {
+            throw ValidationError("--reference and --hint guide the colorizer, but no colorizer runs. Add --colorize.")
+        }
+    }
+
+    /// The colorizer's guidance from these options.
+    var guide: ColourGuideSpec { guideOptions.spec }
+
+    func apply(to c: inout RunConfiguration) {
+        c.upscale = upscale
+        c.tile = tile
+        c.backend = backend
+        c.colorize = colorize
+        c.colorizeAfter = colorizeAfter
+        c.saturation = saturation
+        c.colourGuide = guide
+    }
+}
+
+/// References and hints for the colorizer (`run`, `image`, `bench`).
+struct GuideOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("A colour photo whose colours the output takes where its content corresponds (matched by meaning, not position); repeatable. Needs --colorize.", valueName: "FILE"))
+    var reference: [String] = []
+
+    @Option(help: ArgumentHelp("A colour user hint on the first frame or picture, X,Y=#RRGGBB in pixels; spread along lightness edges; repeatable. Needs --colorize.", valueName: "X,Y=#RRGGBB"))
+    var hint: [String] = []
+
+    @Option(help: ArgumentHelp("An RGBA PNG of the first frame's size whose opaque pixels are colour hints. Needs --colorize.", valueName: "FILE.png"))
+    var hints: String?
+
+    func validate() throws {
+        for h in hint where ColourHint(parsing: h) == nil { throw ValidationError(ColourHint.parseError(h)) }
+    }
+
+    var spec: ColourGuideSpec {
+        ColourGuideSpec(references: reference, hints: hint.compactMap(ColourHint.init(parsing:)), hintsImage: hints)
+    }
+}
+
+/// The stage and encoder options of a file job, shared by `run` and `plan`.
+struct JobOptions: ParsableArguments {
+    @OptionGroup var overwriteOptions: OverwriteOptions
+    @OptionGroup var limitOptions: LimitOptions
+
+    @Option(help: "Resize every frame to WxH with a lanczos filter.")
+    var resize: String?
+
+    @Option(help: "Video encoder: libx264, libx265, libvpx-vp9, libsvtav1, ffv1 or mpeg4 (default: libvpx-vp9 for .webm, libx264 otherwise).")
+    var codec: String?
+
+    @Option(help: "Quality as a constant rate factor (lower is better; for mpeg4 the quantiser 1-31).")
+    var crf: Double?
+
+    @Option(help: "Encoder speed preset (x264/x265: ultrafast…veryslow; SVT-AV1: 0-13; VP9: cpu-used 0-8).")
+    var preset: String?
+
+    @Option(help: "Output pixel format, e.g. yuv420p, yuv444p (default: yuv420p; ffv1 keeps the source's).")
+    var pixFmt: String?
+
+    @Option(help: "Output frame layout when it is not a media file: y4m, rgb24 or gray (default: y4m for '-' and .y4m).")
+    var outputFormat: StreamFormat?
+
+    @Flag(help: "Drop audio and subtitle streams.")
+    var noAudio = false
+
+    @Flag(help: "Treat damaged input packets as an error instead of skipping them.")
+    var strict = false
+
+    @Flag(inversion: .prefixedNo, help: "Keep predicted colour steady across frames (on by default for video).")
+    var stabilize = true
+
+    @Option(help: "Stop after N input frames.")
+    var maxFrames: Int?
+
+    @Option(help: ArgumentHelp("A colour version of one frame, N=FILE (0-based frame number) or 12.5s=FILE (time): frames of its shot take its colours; repeatable. Needs --colorize.", valueName: "N=FILE"))
+    var keyframe: [String] = []
+
+    @OptionGroup var inputOptions: InputFormatOptions
+    @OptionGroup var modelOptions: ModelOptions
+
+    func validate() throws {
+        if let resize, FrameSize(parsing: resize) == nil {
+            throw ValidationError("'--resize \(resize)' is not a frame size. Write it as WxH with positive integers, e.g. --resize 1280x720.")
+        }
+        if let crf, crf < 0 || crf > 63 {
+            throw ValidationError("'--crf \(crf)' is out of range. Use a value from 0 to 63 (x264 default 23).")
+        }
+        for k in keyframe where Keyframe(parsing: k) == nil { throw ValidationError(Keyframe.parseError(k)) }
+    }
+
+    /// The configuration of a job from `input` to `output` with these options.
+    func configuration(input: String, output: String) -> RunConfiguration {
+        var c = RunConfiguration(input: input, output: output)
+        inputOptions.apply(to: &c)
+        modelOptions.apply(to: &c)
+        c.outputFormat = outputFormat
+        c.resize = resize.flatMap(FrameSize.init(parsing:))
+        c.encoder = EncoderSettings(codec: codec ?? EncoderSettings.defaultCodec(forOutput: output), crf: crf, preset: preset, pixelFormat: pixFmt)
+        c.copyAudioAndSubtitles = !noAudio
+        c.strict = strict
+        c.stabilize = stabilize
+        c.maxFrames = maxFrames
+        c.colourGuide.keyframes = keyframe.compactMap(Keyframe.init(parsing:))
+        c.existingOutput = overwriteOptions.existing
+        return c
+    }
+}
+
+/// How a file job is cut into resumable segments.
+struct SegmentOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Cut a file job into segments of about SECONDS (default \(Int(SegmentedJob.defaultSegmentSeconds))), each kept in .OUTPUT.vivify-work/ until the join, so a re-run resumes; 0 processes it in one piece.", valueName: "SECONDS"))
+    var segmentSeconds: Double = SegmentedJob.defaultSegmentSeconds
+
+    func validate() throws {
+        guard segmentSeconds >= 0, segmentSeconds.isFinite, segmentSeconds <= 86_400 else {
+            throw ValidationError("'--segment-seconds \(segmentSeconds)' must be from 0 (no segments) to 86400.")
+        }
+    }
+}
