@@ -22,6 +22,10 @@ group (Imagenette's class id or the shared set's folder) and, for ImageNet-sampl
 index in the sorted file list, which fixes its cross-validation fold: fold k holds out
 index % 5 == k, as training/crossval.py). Photographs are spread over --parts packs of about
 equal size, each under the device tool's 64 MiB a call together with the working tree.
+Beware (seen 2026-11-27): a device call keeps only the ignored paths it carries itself; a pack
+carried by an earlier call to the same warm machine was gone in the next one. So a run sees
+only the packs of its own call: make --parts 1 fit (smaller --size / --quality), or train
+in several calls that each resume from the last one's checkpoint on their own pack.
 
 Get the snapshot first, at the commit named here, e.g. with git:
     git clone <thunderInfy/imagenette on GitHub> /tmp/imagenette && git -C /tmp/imagenette checkout b850f030
