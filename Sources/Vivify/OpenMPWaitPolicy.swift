@@ -1,0 +1,26 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The wait policy of oneDNN's OpenMP threads (libgomp). By default libgomp's idle threads
+/// spin before they sleep; every pipeline stage that calls oneDNN starts a team of its own, and
+/// on a loaded machine the spinning of idle teams took the cores from the working ones: a
+/// segmented run (new stage threads, so new teams, for every segment) of the 1950s clip
+/// with `--colorize --upscale` took 140–149 s against 55–56 s unsegmented, and 70 s with
+/// passive waits (unsegmented unchanged: 54–56 s; `vivify bench` 6.1–7.9 fps against
+/// 5.8–5.9). So vivify waits passively unless the user chose a policy.
+public enum OpenMPWaitPolicy {
+    /// The variable libgomp reads.
+    public static let variable = "OMP_WAIT_POLICY"
+
+    /// Without `OMP_WAIT_POLICY` in the environment, sets it to `passive` and executes this
+    /// program again with the same arguments: libgomp read its environment when it was loaded,
+    /// before `main`, so only a fresh process image sees the change. Returns (running on as
+    /// before) when the variable is set, or when the program cannot be executed again.
+    public static func preferPassive() {
+        guard getenv(variable) == nil else { return }
+        setenv(variable, "passive", 1)
+        execv("/proc/self/exe", CommandLine.unsafeArgv)
+    }
+}
