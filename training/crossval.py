@@ -32,6 +32,7 @@ on Imagenette has seen, though not in these photographs.
 Usage: python3 training/crossval.py --out training/runs/cv [--folds 5] [--threads 2] [--json cv.json]
        (about 14 minutes a fold on 2 cores once the caches exist; a finished fold is reused)
        python3 training/crossval.py --checkpoints runs/gpu/decoders.pt --choose-decoding --out training/runs/cv29 --json cv29.json
+       python3 training/crossval.py --model Models/vivify-color.param --only 0   (one exported model on fold 0's photographs)
 """
 import argparse, json, os, sys, tempfile, types
 
@@ -167,12 +168,13 @@ def main():
     ap.add_argument("--alpha", type=float, default=SHIPPED_DECODING["alpha"])
     ap.add_argument("--t", type=float, default=SHIPPED_DECODING["t"])
     ap.add_argument("--scale", type=float, default=SHIPPED_DECODING["scale"])
+    ap.add_argument("--model", help="evaluate this exported .param (e.g. the shipped Models/vivify-color.param) on the folds' held-out photographs; nothing is trained")
     ap.add_argument("--choose-decoding", action="store_true", help="with --checkpoints: choose alpha, T and scale on the tune split with fold 0's decoder")
     args = ap.parse_args()
     if not os.access(args.vivify, os.X_OK):
         sys.exit(f"No vivify binary at '{args.vivify}'. Build it (swift build -c release --product vivify) or pass --vivify.")
     torch.set_num_threads(args.threads)
-    encoder = None if args.checkpoints else Encoder(BACKBONE)
+    encoder = None if args.checkpoints or args.model else Encoder(BACKBONE)
     imagenet = image_files(os.path.join(args.train, "ImageNet-sample900"))
     judge = Judge(args.shared)
     folds = args.only or list(range(args.folds))
@@ -191,7 +193,9 @@ def main():
     results["decoding"] = decoding
     with tempfile.TemporaryDirectory() as work:
         for k in folds:
-            if args.checkpoints:
+            if args.model:
+                param = args.model
+            elif args.checkpoints:
                 param = checkpoint_fold(k, args, decoding)
             else:
                 param = train_fold(k, args.folds, imagenet, args, encoder)
