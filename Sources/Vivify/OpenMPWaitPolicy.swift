@@ -9,7 +9,10 @@ import Glibc
 /// segmented run (new stage threads, so new teams, for every segment) of the 1950s clip
 /// with `--colorize --upscale` took 140–149 s against 55–56 s unsegmented, and 70 s with
 /// passive waits (unsegmented unchanged: 54–56 s; `vivify bench` 6.1–7.9 fps against
-/// 5.8–5.9). So vivify waits passively unless the user chose a policy.
+/// 5.8–5.9). So segmented jobs (`run` of a file job in segments, `work`) wait passively
+/// unless the user chose a policy. Other runs keep libgomp's default and their startup time:
+/// starting again costs about 0.1–0.3 s, which live and network runs (a listener that must be
+/// ready when its sender starts) cannot spare.
 public enum OpenMPWaitPolicy {
     /// The variable libgomp reads.
     public static let variable = "OMP_WAIT_POLICY"

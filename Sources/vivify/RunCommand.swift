@@ -53,6 +53,11 @@ struct Run: ParsableCommand {
         c.realtime = realtime
         c.targetFPS = timing.targetFps
 
+        // A segmented file job runs with OpenMP's passive waits (see OpenMPWaitPolicy): decided
+        // before anything starts, since it may start the program again.
+        let timed = timing.stats != nil || timing.trace != nil || timing.plot != nil || timing.summary
+        let segments = segmentOptions.segmentSeconds > 0 && !timed && SegmentedJob.canSegment(c)
+        if segments { OpenMPWaitPolicy.preferPassive() }
         let interrupts = InterruptMonitor()
         // Side files are checked before the work, like the output.
         do { try timing.outputs.check(inputs: [input] + c.readFiles, outputs: [output]) } catch { throw report(error) }
@@ -62,8 +67,7 @@ struct Run: ParsableCommand {
 
         // A file job longer than one segment runs resumably (the timing reports need one pass).
         var preloaded: [FrameProcessor]?
-        let timed = timing.stats != nil || timing.trace != nil || timing.plot != nil || timing.summary
-        if segmentOptions.segmentSeconds > 0 && !timed && SegmentedJob.canSegment(c) {
+        if segments {
             let segmented = SegmentedRun(configuration: c, segmentSeconds: segmentOptions.segmentSeconds, resume: !noResume)
             var reporter: ProgressReporter?
             segmented.onInfo = { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } }

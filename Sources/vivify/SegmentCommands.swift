@@ -76,6 +76,9 @@ struct WorkCommand: ParsableCommand {
     var quiet = false
 
     func run() throws {
+        // Segments run with OpenMP's passive waits (see OpenMPWaitPolicy); first, since it may
+        // start the program again.
+        OpenMPWaitPolicy.preferPassive()
         FFmpegLog.configure(verbose: false)
         let interrupts = InterruptMonitor()
         let environment = ProcessInfo.processInfo.environment

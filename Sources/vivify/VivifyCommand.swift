@@ -19,9 +19,6 @@ struct VivifyCommand: ParsableCommand {
     )
 
     static func main() {
-        // oneDNN's idle OpenMP threads wait without spinning (see OpenMPWaitPolicy); first,
-        // since it may start the program again.
-        OpenMPWaitPolicy.preferPassive()
         // Every command: a signal exits 130 with no temporary file left, unless the command
         // stops cooperatively (run, work).
         ProcessSignals.install()

@@ -17,6 +17,22 @@ final class BlockedInputSignalTests: XCTestCase {
         p.standardError = err
         try p.run()
         Thread.sleep(forTimeInterval: delay)
+        // Blocked means the input is open: a descriptor past the standard three on the FIFO
+        // (the path) or on standard input's pipe (vivify reopens it non-blocking). Startup
+        // takes longer on a loaded machine (and vivify starts itself again once, to set
+        // OpenMP's wait policy), so this waits for it rather than trusting the delay alone.
+        let fds = "/proc/\(p.processIdentifier)/fd"
+        let stdinTarget = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(stdin?.fileDescriptor ?? -1)")
+        let deadlineOpen = Date().addingTimeInterval(10)
+        func opened() -> Bool {
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: fds)) ?? []
+            return entries.compactMap(Int.init).filter { $0 > 2 }.contains { fd in
+                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(fds)/\(fd)") else { return false }
+                return target.hasSuffix(".fifo") || target == stdinTarget
+            }
+        }
+        while p.isRunning && !opened() && Date() < deadlineOpen { Thread.sleep(forTimeInterval: 0.05) }
+        Thread.sleep(forTimeInterval: 0.2)
         XCTAssertTrue(p.isRunning, "vivify should be blocked on its input, not finished")
         let sent = Date()
         kill(p.processIdentifier, signal)

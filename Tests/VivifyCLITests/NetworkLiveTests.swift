@@ -19,6 +19,25 @@ final class NetworkLiveTests: XCTestCase {
         return Int(UInt16(bigEndian: addr.sin_port))
     }
 
+    /// Waits (at most 10 s) until something on this machine listens on `port`: a bound UDP
+    /// socket, or a TCP socket in the LISTEN state. A fixed sleep was not enough for a debug
+    /// build starting on a loaded machine (the sender began before vivify listened and the
+    /// stream's first keyframe was lost).
+    func waitForListener(on port: Int, udp: Bool) {
+        let hex = String(format: ":%04X", port)
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            let table = (try? String(contentsOfFile: udp ? "/proc/net/udp" : "/proc/net/tcp", encoding: .utf8)) ?? ""
+            let listening = table.split(separator: "\n").dropFirst().contains { line in
+                let f = line.split(separator: " ")
+                return f.count > 3 && f[1].hasSuffix(hex) && (udp || f[3] == "0A")
+            }
+            if listening { return }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        XCTFail("nothing listens on port \(port) after 10 s")
+    }
+
     func start(_ executable: String, _ args: [String]) throws -> (Process, Pipe) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: executable)
@@ -41,10 +60,11 @@ final class NetworkLiveTests: XCTestCase {
 
     func testUDPStreamIntoVivify() throws {
         let dir = try CLI.tempDir()
-        let url = "udp://127.0.0.1:\(freePort())"
+        let port = freePort()
+        let url = "udp://127.0.0.1:\(port)"
         let out = dir + "/live.mp4"
         let (vivify, err) = try start(CLI.binary, ["run", url, out, "--mode", "live", "--timeout", "2"])
-        Thread.sleep(forTimeInterval: 0.5)
+        waitForListener(on: port, udp: true)
         // 2 s of 25 fps video at its own pace (-re), as a live sender would.
         try CLI.ffmpeg(["-re", "-f", "lavfi", "-i", "testsrc=s=160x120:r=25:d=2", "-c:v", "libx264", "-preset", "ultrafast", "-g", "25", "-f", "mpegts", url])
         let (code, stderr) = finish(vivify, err, within: 20)
@@ -57,10 +77,11 @@ final class NetworkLiveTests: XCTestCase {
 
     func testVivifyStreamsOutOverUDP() throws {
         let dir = try CLI.tempDir()
-        let url = "udp://127.0.0.1:\(freePort())"
+        let port = freePort()
+        let url = "udp://127.0.0.1:\(port)"
         let received = dir + "/received.ts"
         let (reader, readerErr) = try start("/usr/bin/ffmpeg", ["-v", "error", "-i", url + "?timeout=4000000", "-c", "copy", "-f", "mpegts", received])
-        Thread.sleep(forTimeInterval: 0.5)
+        waitForListener(on: port, udp: true)
         let clip = CLI.clip("testsrc-320x180-30fps-audio.mp4")
         let sent = try CLI.vivify(["run", clip, url, "--quiet"])
         XCTAssertEqual(sent.code, 0, sent.stderr)
@@ -75,19 +96,21 @@ final class NetworkLiveTests: XCTestCase {
     func testTCPInAndHTTPOut() throws {
         let dir = try CLI.tempDir()
         // vivify listens on TCP; ffmpeg connects and sends 2 s of video.
-        let tcp = "tcp://127.0.0.1:\(freePort())"
+        let tcpPort = freePort()
+        let tcp = "tcp://127.0.0.1:\(tcpPort)"
         let out = dir + "/tcp.mp4"
         let (vivify, err) = try start(CLI.binary, ["run", tcp + "?listen=1", out, "--mode", "live", "--timeout", "3"])
-        Thread.sleep(forTimeInterval: 0.8)
+        waitForListener(on: tcpPort, udp: false)
         try CLI.ffmpeg(["-re", "-f", "lavfi", "-i", "testsrc=s=160x120:r=25:d=2", "-c:v", "libx264", "-preset", "ultrafast", "-f", "mpegts", tcp])
         let (code, stderr) = finish(vivify, err, within: 20)
         XCTAssertEqual(code, 0, stderr)
         XCTAssertEqual(CLI.decodedFrames(try CLI.probe(out)), 50, "TCP loses nothing")
         // ffmpeg serves HTTP; vivify POSTs the processed clip to it (the muxer from the name).
-        let http = "http://127.0.0.1:\(freePort())/live.ts"
+        let httpPort = freePort()
+        let http = "http://127.0.0.1:\(httpPort)/live.ts"
         let received = dir + "/http.ts"
         let (server, serverErr) = try start("/usr/bin/ffmpeg", ["-v", "error", "-listen", "1", "-i", http, "-c", "copy", received])
-        Thread.sleep(forTimeInterval: 0.8)
+        waitForListener(on: httpPort, udp: false)
         let clip = CLI.clip("testsrc-320x180-30fps-audio.mp4")
         let sent = try CLI.vivify(["run", clip, http, "--quiet"])
         XCTAssertEqual(sent.code, 0, sent.stderr)
@@ -106,7 +129,7 @@ final class NetworkLiveTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), [])
         // Waiting with a long timeout, a SIGINT ends it at once.
         let (vivify, err) = try start(CLI.binary, ["run", url, dir + "/out.mp4", "--mode", "live", "--timeout", "60"])
-        Thread.sleep(forTimeInterval: 0.8)
+        waitForListener(on: Int(url.split(separator: ":").last!)!, udp: true)
         let signalled = Date()
         kill(vivify.processIdentifier, SIGINT)
         let (code, stderr) = finish(vivify, err, within: 10)
