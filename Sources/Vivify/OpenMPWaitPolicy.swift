@@ -24,6 +24,10 @@ public enum OpenMPWaitPolicy {
     public static func preferPassive() {
         guard getenv(variable) == nil else { return }
         setenv(variable, "passive", 1)
+        // Ignored signals stay ignored across exec: until the new image installs its handlers,
+        // a signal should end the process (nothing is written yet), not be lost.
+        let taken = [SIGINT, SIGTERM, SIGHUP].map { ($0, signal($0, SIG_DFL)) }
         execv("/proc/self/exe", CommandLine.unsafeArgv)
+        for (sig, handler) in taken { signal(sig, handler) }
     }
 }
