@@ -38,9 +38,7 @@ struct InferCommand: ParsableCommand {
 
     func validate() throws {
         guard !inputs.isEmpty else { throw ValidationError("Pass an --input tensor.") }
-        if let maxMemory, (ByteSize.parse(maxMemory) ?? 0) < 64 << 20 {
-            throw ValidationError("'--max-memory \(maxMemory)' is not a size of at least 64M. Write it as 512M, 1.5G or 16G.")
-        }
+        if let maxMemory { _ = try MemoryOptions.bytes(maxMemory) }
     }
 
     func run() throws {

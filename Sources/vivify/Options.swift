@@ -185,10 +185,15 @@ struct MemoryOptions: ParsableArguments {
     /// Checks the size and puts it in force (validated before `run`, like `--threads`).
     func validate() throws {
         guard let maxMemory else { return }
-        guard let bytes = ByteSize.parse(maxMemory), bytes >= 64 << 20 else {
-            throw ValidationError("'--max-memory \(maxMemory)' is not a size of at least 64M. Write it as 512M, 1.5G or 2G.")
+        TiledRunner.defaultMemoryBudget = try Self.bytes(maxMemory)
+    }
+
+    /// `--max-memory`'s value in bytes, at least 64 MiB (every command that takes it).
+    static func bytes(_ text: String) throws -> Int {
+        guard let bytes = ByteSize.parse(text), bytes >= 64 << 20 else {
+            throw ValidationError("'--max-memory \(text)' is not a size of at least 64M. Write it as 512M, 1.5G or 2G.")
         }
-        TiledRunner.defaultMemoryBudget = bytes
+        return bytes
     }
 }
 

@@ -50,6 +50,19 @@ enum CLI {
 
     /// Runs vivify.
     @discardableResult
+    /// Starts `executable args` with no input and output, its standard error in the pipe returned.
+    static func start(_ executable: String, _ args: [String]) throws -> (Process, Pipe) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: executable)
+        p.arguments = args
+        p.standardInput = FileHandle.nullDevice
+        p.standardOutput = FileHandle.nullDevice
+        let err = Pipe()
+        p.standardError = err
+        try p.run()
+        return (p, err)
+    }
+
     static func vivify(_ args: [String], stdinFile: String? = nil, environment: [String: String] = [:]) throws -> Result {
         try run(binary, args, stdinFile: stdinFile, environment: environment)
     }

@@ -38,17 +38,7 @@ final class NetworkLiveTests: XCTestCase {
         XCTFail("nothing listens on port \(port) after 10 s")
     }
 
-    func start(_ executable: String, _ args: [String]) throws -> (Process, Pipe) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: executable)
-        p.arguments = args
-        p.standardInput = FileHandle.nullDevice
-        p.standardOutput = FileHandle.nullDevice
-        let err = Pipe()
-        p.standardError = err
-        try p.run()
-        return (p, err)
-    }
+    func start(_ executable: String, _ args: [String]) throws -> (Process, Pipe) { try CLI.start(executable, args) }
 
     func finish(_ p: Process, _ err: Pipe, within seconds: Double) -> (Int32, String) {
         let deadline = Date().addingTimeInterval(seconds)

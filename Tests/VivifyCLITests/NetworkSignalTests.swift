@@ -27,18 +27,6 @@ final class NetworkSignalTests: XCTestCase {
         return (p, port)
     }
 
-    func start(_ args: [String]) throws -> (Process, Pipe) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: CLI.binary)
-        p.arguments = args
-        p.standardInput = FileHandle.nullDevice
-        p.standardOutput = FileHandle.nullDevice
-        let err = Pipe()
-        p.standardError = err
-        try p.run()
-        return (p, err)
-    }
-
     /// Waits at most `seconds` for `p`; kills it if it is still running (a failure).
     func finish(_ p: Process, _ err: Pipe, within seconds: Double) -> (Int32, String, Double) {
         let started = Date()
@@ -80,7 +68,7 @@ final class NetworkSignalTests: XCTestCase {
         let (http, port) = try server(Self.slowHTTP, [ts])
         defer { http.terminate() }
         let out = dir + "/out.mkv"
-        let (vivify, err) = try start(["run", "http://127.0.0.1:\(port)/source.ts", out, "--mode", "live", "--timeout", "30"])
+        let (vivify, err) = try CLI.start(CLI.binary, ["run", "http://127.0.0.1:\(port)/source.ts", out, "--mode", "live", "--timeout", "30"])
         Thread.sleep(forTimeInterval: 2)
         XCTAssertTrue(vivify.isRunning, "still probing the slow source")
         kill(vivify.processIdentifier, SIGINT)
@@ -100,7 +88,7 @@ final class NetworkSignalTests: XCTestCase {
         try CLI.ffmpeg(["-f", "lavfi", "-i", "nullsrc=s=640x360:r=30:d=8,geq=random(1)*255:128:128", "-c:v", "ffv1", clip])
         let (deaf, port) = try server(Self.deafTCP, [])
         defer { deaf.terminate() }
-        let (vivify, err) = try start(["run", clip, "tcp://127.0.0.1:\(port)", "--crf", "0", "--quiet"])
+        let (vivify, err) = try CLI.start(CLI.binary, ["run", clip, "tcp://127.0.0.1:\(port)", "--crf", "0", "--quiet"])
         Thread.sleep(forTimeInterval: 4)
         XCTAssertTrue(vivify.isRunning, "blocked on the peer")
         kill(vivify.processIdentifier, SIGINT)
