@@ -1,0 +1,289 @@
+import CFFmpeg
+import Foundation
+
+// MARK: - Reading
+
+extension ImageIO {
+    /// Reads the whole file into a packet (with FFmpeg's zeroed input padding).
+    static func loadFile(_ path: String) throws -> PacketBox {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw MediaError(.inputUnreadable, "Cannot open '\(path)': \(errnoText()). Check the path and its permissions.")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw MediaError(.inputUnreadable, "Cannot read '\(path)': \(errnoText()). Check the path and its permissions.")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw MediaError(.inputUnreadable, "Cannot read '\(path)': it is not a regular file. Pass a PNG or JPEG image file.")
+        }
+        let size = Int(info.st_size)
+        guard size > 0 else {
+            throw MediaError(.inputUnreadable, "Cannot read '\(path)': the file is empty. Pass a PNG or JPEG image file.")
+        }
+        guard size <= Int(Int32.max) - Int(AV_INPUT_BUFFER_PADDING_SIZE) else {
+            throw MediaError(.unsupported, "Cannot read '\(path)': \(size) bytes is more than FFmpeg takes in one packet (2 GiB). Pass a smaller image.")
+        }
+        let packet = PacketBox()
+        try avCheck(av_new_packet(packet.pointer, Int32(size)), .internalFailure, "Cannot allocate \(size) bytes to read '\(path)'")
+        let base = packet.pointer.pointee.data!
+        var done = 0
+        while done < size {
+            let n = Glibc.read(fd, base + done, size - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw MediaError(.inputUnreadable, "Cannot read '\(path)': \(errnoText()). Check the file and the disk.")
+            }
+            if n == 0 { break }
+            done += n
+        }
+        packet.pointer.pointee.size = Int32(done)
+        return packet
+    }
+
+    /// Width and height from a PNG's IHDR or a JPEG's first SOF marker; nil when not found
+    /// (the decoder's own `max_pixels` still applies).
+    static func declaredSize(_ packet: PacketBox, _ format: ImageFileFormat) -> (Int, Int)? {
+        guard let data = packet.pointer.pointee.data else { return nil }
+        let bytes = UnsafeBufferPointer(start: data, count: Int(packet.pointer.pointee.size))
+        func be16(_ i: Int) -> Int { Int(bytes[i]) << 8 | Int(bytes[i + 1]) }
+        func be32(_ i: Int) -> Int { be16(i) << 16 | be16(i + 2) }
+        switch format {
+        case .png:
+            // Signature (8), chunk length (4), "IHDR", width, height.
+            guard bytes.count >= 24, bytes[12] == 0x49, bytes[13] == 0x48, bytes[14] == 0x44, bytes[15] == 0x52 else { return nil }
+            return (be32(16), be32(20))
+        case .jpeg:
+            var i = 2
+            while i + 9 < bytes.count {
+                guard bytes[i] == 0xFF else { return nil }
+                let marker = bytes[i + 1]
+                if marker == 0xFF { i += 1; continue }
+                if marker == 0xD8 || marker == 0x01 || (0xD0...0xD7).contains(marker) { i += 2; continue }
+                // SOF0–SOF15 except DHT (C4), JPG (C8) and DAC (CC): precision, height, width.
+                if (0xC0...0xCF).contains(marker), marker != 0xC4, marker != 0xC8, marker != 0xCC {
+                    return (be16(i + 7), be16(i + 5))
+                }
+                if marker == 0xDA { return nil }
+                i += 2 + be16(i + 2)
+            }
+            return nil
+        }
+    }
+
+    /// Sends the whole file as one packet and takes the one picture out.
+    static func decode(_ packet: PacketBox, as format: ImageFileFormat, path: String) throws -> FrameBox {
+        guard let codec = avcodec_find_decoder(format.codecID) else {
+            throw MediaError(.unsupported, "Cannot read '\(path)': this FFmpeg has no \(format.name) decoder. Install an FFmpeg build with it.")
+        }
+        let context = CodecContextBox(codec)
+        // Without this the JPEG decoder fills a truncated file's missing rows with grey and
+        // reports nothing; a still image has no later frames to make up for a damaged one.
+        context.pointer.pointee.err_recognition |= AV_EF_EXPLODE
+        context.pointer.pointee.max_pixels = Int64(MediaLimits.maxPixels)
+        try avCheck(avcodec_open2(context.pointer, codec, nil), .internalFailure, "Cannot open FFmpeg's \(format.name) decoder for '\(path)'")
+        func damaged(_ code: Int32) -> MediaError {
+            MediaError(.corruptInput, "Cannot decode '\(path)': \(avErrorString(code)). The \(format.name) data is damaged or cut short; re-export the image, or re-save it with a tool that conceals damage (`ffmpeg -i in out.png`) and pass that.")
+        }
+        let frame = FrameBox()
+        let sent = avcodec_send_packet(context.pointer, packet.pointer)
+        if sent < 0 { throw damaged(sent) }
+        var got = avcodec_receive_frame(context.pointer, frame.pointer)
+        if got == AVCode.again {
+            _ = avcodec_send_packet(context.pointer, nil)
+            got = avcodec_receive_frame(context.pointer, frame.pointer)
+        }
+        if got < 0 { throw damaged(got == AVCode.eof ? AVCode.invalidData : got) }
+        let f = frame.pointer.pointee
+        if f.decode_error_flags != 0 || f.flags & AV_FRAME_FLAG_CORRUPT != 0 {
+            throw damaged(AVCode.invalidData)
+        }
+        return frame
+    }
+
+    /// JPEG's YCbCr (JFIF): BT.601 matrix, full range.
+    static let jfifColor = ColorInfo(primaries: 2, transfer: 2, matrix: 5, range: 2)
+
+    /// Turns a decoded picture into float planes, through swscale only for layouts that are
+    /// not already packed gray/RGB with optional alpha.
+    static func unpack(_ frame: UnsafeMutablePointer<AVFrame>, from format: ImageFileFormat, path: String) throws -> StillImage {
+        let planes = FrameView(frame)
+        let width = Int(frame.pointee.width), height = Int(frame.pointee.height)
+        let source = AVPixelFormat(frame.pointee.format)
+        guard width > 0, height > 0, let desc = av_pix_fmt_desc_get(source)?.pointee else {
+            throw MediaError(.corruptInput, "Cannot decode '\(path)': the decoder returned no picture. Re-export the image or pass another file.")
+        }
+        let bitDepth = desc.comp.0.depth > 8 ? 16 : 8
+
+        if let layout = PackedLayout(source) {
+            let (color, alpha) = unpackSamples(planes.plane(0)!, stride: planes.stride(0), layout: layout, width: width, height: height)
+            return StillImage(color: color, alpha: alpha, bitDepth: bitDepth)
+        }
+
+        let isRGB = desc.flags & UInt64(AV_PIX_FMT_FLAG_RGB) != 0
+        let isPalette = desc.flags & UInt64(AV_PIX_FMT_FLAG_PAL) != 0
+        let isYUV = !isRGB && !isPalette && desc.nb_components >= 3
+        // A colour encoder given a grey picture stores neutral chroma; keep such JPEGs grey.
+        if isYUV, bitDepth == 8, desc.comp.0.step == 1, hasNeutralChroma(planes, desc: desc, width: width, height: height) {
+            let gray = PackedLayout(AV_PIX_FMT_GRAY8)!
+            let (color, _) = unpackSamples(planes.plane(0)!, stride: planes.stride(0), layout: gray, width: width, height: height)
+            return StillImage(color: color, alpha: nil, bitDepth: 8)
+        }
+
+        let isGrey = !isRGB && !isPalette && desc.nb_components <= 2
+        let hasAlpha = desc.flags & UInt64(AV_PIX_FMT_FLAG_ALPHA) != 0
+        let target = PackedLayout(colorChannels: isGrey && !hasAlpha ? 1 : 3, hasAlpha: hasAlpha,
+                                  bytesPerSample: bitDepth / 8, bigEndian: false)
+        // swscale's vector code writes past the end of tightly packed rows (narrow pictures):
+        // rows are padded as every other conversion's are (`PaddedPlanes`), with slack after
+        // the last row.
+        let rowBytes = PaddedPlanes.stride(rowBytes: width * target.bytesPerPixel)
+        var packed = [UInt8](repeating: 0, count: rowBytes * height + 64)
+        try packed.withUnsafeMutableBufferPointer { dst in
+            var refs = PlaneRefs()
+            refs.set(0, dst.baseAddress, rowBytes)
+            try SwsScaler().scale(srcFormat: swscaleFormat(source), srcWidth: width, srcHeight: height, srcColor: jfifColor, src: planes.planeRefs,
+                                  dstFormat: target.av, dstWidth: width, dstHeight: height, dstColor: jfifColor, dst: refs,
+                                  filter: .bicubic)
+        }
+        let (color, decodedAlpha) = packed.withUnsafeBufferPointer {
+            unpackSamples($0.baseAddress!, stride: rowBytes, layout: target, width: width, height: height)
+        }
+        // Palettes always carry an alpha entry; only a palette that uses transparency has alpha.
+        var alpha = decodedAlpha
+        if isPalette, let a = alpha, a.data.allSatisfy({ $0 == 1 }) { alpha = nil }
+        return StillImage(color: color, alpha: alpha, bitDepth: bitDepth)
+    }
+
+    /// The plain YUV name of a JPEG "J" format (same memory layout): swscale deprecates the
+    /// J names, and the full range they stand for is passed to it explicitly (`jfifColor`).
+    static func swscaleFormat(_ format: AVPixelFormat) -> AVPixelFormat {
+        switch format {
+        case AV_PIX_FMT_YUVJ420P: return AV_PIX_FMT_YUV420P
+        case AV_PIX_FMT_YUVJ422P: return AV_PIX_FMT_YUV422P
+        case AV_PIX_FMT_YUVJ444P: return AV_PIX_FMT_YUV444P
+        case AV_PIX_FMT_YUVJ440P: return AV_PIX_FMT_YUV440P
+        case AV_PIX_FMT_YUVJ411P: return AV_PIX_FMT_YUV411P
+        default: return format
+        }
+    }
+
+    /// Whether both chroma planes of an 8-bit YCbCr picture are exactly 128 everywhere.
+    private static func hasNeutralChroma(_ frame: FrameView, desc: AVPixFmtDescriptor, width: Int, height: Int) -> Bool {
+        let cw = -((-width) >> Int(desc.log2_chroma_w)), ch = -((-height) >> Int(desc.log2_chroma_h))
+        for p in 1...2 {
+            guard let base = frame.plane(p) else { return false }
+            let stride = frame.stride(p)
+            for y in 0..<ch {
+                let row = UnsafeBufferPointer(start: base + y * stride, count: cw)
+                if row.contains(where: { $0 != 128 }) { return false }
+            }
+        }
+        return true
+    }
+
+    /// Splits interleaved 8- or 16-bit samples into colour and alpha planes of floats in [0, 1].
+    static func unpackSamples(_ base: UnsafePointer<UInt8>, stride: Int, layout: PackedLayout,
+                              width: Int, height: Int) -> (FloatPlanarImage, FloatPlanarImage?) {
+        var color = FloatPlanarImage(channels: layout.colorChannels, width: width, height: height)
+        var alpha = FloatPlanarImage(channels: layout.hasAlpha ? 1 : 0, width: width, height: height)
+        let n = width * height, cc = layout.colorChannels, spp = layout.samplesPerPixel, hasAlpha = layout.hasAlpha
+        color.data.withUnsafeMutableBufferPointer { c in
+            alpha.data.withUnsafeMutableBufferPointer { a in
+                if layout.bytesPerSample == 1 {
+                    // Division, not a reciprocal multiply, so 255 maps to exactly 1.
+                    let lut = (0...255).map { Float($0) / 255 }
+                    for y in 0..<height {
+                        let row = base + y * stride
+                        let o = y * width
+                        for x in 0..<width {
+                            let p = row + x * spp
+                            for ch in 0..<cc { c[ch * n + o + x] = lut[Int(p[ch])] }
+                            if hasAlpha { a[o + x] = lut[Int(p[cc])] }
+                        }
+                    }
+                } else {
+                    let (hi, lo) = layout.bigEndian ? (0, 1) : (1, 0)
+                    for y in 0..<height {
+                        let row = base + y * stride
+                        let o = y * width
+                        for x in 0..<width {
+                            let p = row + x * spp * 2
+                            for ch in 0...(hasAlpha ? cc : cc - 1) {
+                                let v = Float(UInt16(p[2 * ch + hi]) << 8 | UInt16(p[2 * ch + lo])) / 65535
+                                if ch < cc { c[ch * n + o + x] = v } else { a[o + x] = v }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return (color, hasAlpha ? alpha : nil)
+    }
+
+    /// The EXIF orientation (2–8) FFmpeg's JPEG decoder found, if the picture is not upright.
+    static func exifOrientation(_ frame: UnsafeMutablePointer<AVFrame>) -> Int? {
+        guard let entry = av_dict_get(frame.pointee.metadata, "Orientation", nil, 0), let value = entry.pointee.value,
+              let o = Int(String(cString: value).trimmingCharacters(in: .whitespaces)), (2...8).contains(o) else { return nil }
+        return o
+    }
+}
+
+/// Plane pointers and strides of a frame owned elsewhere.
+struct FrameView {
+    let frame: UnsafeMutablePointer<AVFrame>
+    init(_ frame: UnsafeMutablePointer<AVFrame>) { self.frame = frame }
+
+    func plane(_ i: Int) -> UnsafeMutablePointer<UInt8>? {
+        withUnsafePointer(to: frame.pointee.data) { $0.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { $0[i] } }
+    }
+
+    func stride(_ i: Int) -> Int {
+        Int(withUnsafePointer(to: frame.pointee.linesize) { $0.withMemoryRebound(to: Int32.self, capacity: 8) { $0[i] } })
+    }
+
+    var planeRefs: PlaneRefs {
+        var refs = PlaneRefs()
+        for i in 0..<4 { refs.set(i, plane(i), stride(i)) }
+        return refs
+    }
+}
+
+extension FloatPlanarImage {
+    /// This image turned upright as EXIF orientation `exif` (1–8) asks: 2 mirrors, 3 turns
+    /// 180°, 4 flips, 5 transposes, 6 turns 90° clockwise, 7 transverses, 8 turns 90°
+    /// anticlockwise. Orientations 5–8 swap width and height.
+    func reoriented(exif: Int) -> FloatPlanarImage {
+        guard (2...8).contains(exif) else { return self }
+        let w = width, h = height
+        let swaps = exif >= 5
+        var out = FloatPlanarImage(channels: channels, width: swaps ? h : w, height: swaps ? w : h)
+        let ow = out.width, oh = out.height, n = w * h
+        data.withUnsafeBufferPointer { src in
+            out.data.withUnsafeMutableBufferPointer { dst in
+                for c in 0..<channels {
+                    let s = src.baseAddress! + c * n, d = dst.baseAddress! + c * n
+                    for y in 0..<oh {
+                        for x in 0..<ow {
+                            // (sx, sy): where output pixel (x, y) sits in the stored picture.
+                            let (sx, sy): (Int, Int)
+                            switch exif {
+                            case 2: (sx, sy) = (w - 1 - x, y)
+                            case 3: (sx, sy) = (w - 1 - x, h - 1 - y)
+                            case 4: (sx, sy) = (x, h - 1 - y)
+                            case 5: (sx, sy) = (y, x)
+                            case 6: (sx, sy) = (y, h - 1 - x)
+                            case 7: (sx, sy) = (w - 1 - y, h - 1 - x)
+                            default: (sx, sy) = (w - 1 - y, x)
+                            }
+                            d[y * ow + x] = s[sy * w + sx]
+                        }
+                    }
+                }
+            }
+        }
+        return out
+    }
+}
+
