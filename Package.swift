@@ -43,7 +43,10 @@ let package = Package(
         .target(name: "ModelFormats", dependencies: ["Engine", "CZip", "SafeFiles"]),
         .target(name: "Pipeline"),
         .target(name: "Tracing"),
-        .target(name: "Vivify", dependencies: ["Compute", "MediaIO", "Engine", "EngineDNNL", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing", "ColorScience", "SafeFiles"]),
+        .target(name: "Vivify", dependencies: ["Compute", "MediaIO", "Engine", "EngineDNNL", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing", "ColorScience", "SafeFiles", "BuiltinModelData"]),
+        // BuiltinModelData: the built-in bundles as generated source (training/embed_builtin.py),
+        // a target of its own so that a change to Vivify never recompiles 72,000 lines of base64.
+        .target(name: "BuiltinModelData"),
         .target(name: "ModelCatalog"),
         .target(name: "ColorScience", dependencies: ["Compute"], swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
         // FuzzTargets: every parser of untrusted bytes as one entry point; vivify-fuzz drives them

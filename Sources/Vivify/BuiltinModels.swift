@@ -3,6 +3,7 @@ internal import MediaIO
 public import ModelCatalog
 internal import ModelFormats
 import SafeFiles
+internal import BuiltinModelData
 
 /// Models that ship inside the vivify binary (our own trained weights): written once into the
 /// model directory (`<models>/builtin/NAME.wifm`, checked by SHA-256) and loaded from there.
@@ -11,6 +12,9 @@ public enum BuiltinModels {
     public static let fast2x = "vivify-fast-2x"
     /// The default colorizer (`--colorize` alone).
     public static let color = "vivify-color"
+
+    /// Bundle name → (SHA-256, base64 of the .wifm), from the generated BuiltinModelData target.
+    static var data: [String: (sha256: String, base64: String)] { BuiltinModelData.bundles }
 
     /// The names of the built-in models.
     public static var names: [String] { data.keys.sorted() }
