@@ -93,6 +93,9 @@ public struct RunConfiguration: Sendable {
     public var discardOutput: Bool
     /// What to do when `output` exists: refuse (default), replace (`-y`) or skip (`-n`).
     public var existingOutput: ExistingOutput
+    /// Threads, pixel limit, memory budget, precision and network timeout, put in force when
+    /// the run starts (nil fields leave what is in force).
+    public var limits: RunLimits
 
     /// A configuration with defaults: auto formats, libx264, audio copied, lenient.
     public init(input: String, output: String) {
@@ -123,6 +126,7 @@ public struct RunConfiguration: Sendable {
         synthetic = nil
         discardOutput = false
         existingOutput = .refuse
+        limits = RunLimits()
     }
 
     /// Every file a run reads besides its input: model files named by path (an ncnn `.param`

@@ -26,9 +26,10 @@ public enum EngineBench {
     }
 
     /// Runs `model` (catalog name or `.param` path) on a `width`×`height` frame padded by
-    /// `pad` (left, top, right, bottom) pixels.
+    /// `pad` (left, top, right, bottom) pixels, under `limits` (put in force first).
     public static func run(model: String, width: Int, height: Int, pad: [Int], runs: Int, backend: BackendChoice,
-                           store: ModelStore = ModelStore()) throws -> Result {
+                           limits: RunLimits = RunLimits(), store: ModelStore = ModelStore()) throws -> Result {
+        limits.putInForce()
         let loaded = try self.loaded(model, store: store)
         let graph = loaded.graph
         let shape = Shape(c: graph.inputChannels ?? 3, h: height + pad[1] + pad[3], w: width + pad[0] + pad[2])

@@ -65,12 +65,13 @@ public enum ImageBatch {
     }
 
     /// Runs every input through the stages into `directory` (created when missing).
-    /// `progress` receives (pictures done, total) after each one.
+    /// `progress` receives (pictures done, total) after each one. `limits` are put in force first.
     public static func run(inputs arguments: [String], directory: String, format: String?, upscale: String?, tile: Int?,
                            backend: BackendChoice = .onednn, colorize: String? = nil, colorizeAfter: Bool = false,
                            saturation: Float = 1, guide: ColourGuideSpec = ColourGuideSpec(), existingOutput: ExistingOutput = .refuse,
-                           log: @escaping @Sendable (String) -> Void = { _ in },
+                           limits: RunLimits = RunLimits(), log: @escaping @Sendable (String) -> Void = { _ in },
                            progress: (Int, Int) -> Void = { _, _ in }) throws -> Summary {
+        limits.putInForce()
         if let format, !["png", "jpg", "jpeg"].contains(format.lowercased()) {
             throw MediaError(.invalidOptions, "'--format \(format)' is not an image format Vivify writes. Use png or jpg.")
         }

@@ -7,10 +7,12 @@ public import SafeFiles
 public enum ImageJob {
     /// Reads `input`, runs it through the same processing chain as `vivify run` (colorize and
     /// upscale in the configured order; alpha upscaled beside the colour) and writes `output`.
-    /// Returns warnings (e.g. alpha dropped by JPEG).
+    /// Returns warnings (e.g. alpha dropped by JPEG). `limits` are put in force first.
     public static func run(input: String, output: String, upscale: String?, tile: Int?, backend: BackendChoice = .onednn,
                            colorize: String? = nil, colorizeAfter: Bool = false, saturation: Float = 1, guide: ColourGuideSpec = ColourGuideSpec(),
-                           existingOutput: ExistingOutput = .refuse, log: (String) -> Void = { _ in }) throws -> [String] {
+                           existingOutput: ExistingOutput = .refuse, limits: RunLimits = RunLimits(),
+                           log: (String) -> Void = { _ in }) throws -> [String] {
+        limits.putInForce()
         try ImageIO.validateOutputPath(output)
         // Checked before any work, as for video: never a device or the input, and an existing
         // picture only replaced with -y.

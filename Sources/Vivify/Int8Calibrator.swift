@@ -105,8 +105,10 @@ public enum Int8Calibrator {
 
     /// Measures `model`'s int8 input ranges on `pictures` (PNG or JPEG paths) in fp32 and keeps
     /// them in `store`, where `--precision int8` and `auto` find them before a shipped one.
+    /// `limits` (the threads) are put in force first.
     public static func calibrate(model: String, pictures: [String], tile: Int? = nil, store: ModelStore = ModelStore(),
-                                 log: (String) -> Void = { _ in }) throws -> Report {
+                                 limits: RunLimits = RunLimits(), log: (String) -> Void = { _ in }) throws -> Report {
+        limits.putInForce()
         guard !pictures.isEmpty else {
             throw MediaError(.invalidOptions, "Give the pictures to calibrate \(model) on: PNG or JPEG files like the ones it will upscale.")
         }

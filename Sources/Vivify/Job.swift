@@ -122,6 +122,7 @@ public final class Job {
     /// Runs the job to the end (or until `shouldStop`) and returns what it did.
     public func run() throws -> JobResult {
         let c = configuration
+        c.limits.putInForce()
         if let name = c.assumeMatrix, ColorInfo.matrixCode(named: name) == nil {
             throw MediaError(.invalidOptions, "Unknown colour matrix '\(name)'. Use bt709, smpte170m (BT.601), bt470bg or bt2020nc.")
         }

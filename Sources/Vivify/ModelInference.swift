@@ -141,8 +141,8 @@ public enum ModelInference {
     /// Runs `model` on `input` (shape C×H×W or 1×C×H×W; `inputName`, when given, must be the
     /// graph's input).
     public static func run(model: String, input: NPYArray, inputName: String? = nil, backend: BackendChoice = .onednn,
-                           memoryBudget: Int = ModelInference.standardMemoryBudget) throws -> Result {
-        try run(model: model, inputs: [(inputName, input)], backend: backend, memoryBudget: memoryBudget)
+                           memoryBudget: Int = ModelInference.standardMemoryBudget, limits: RunLimits = RunLimits()) throws -> Result {
+        try run(model: model, inputs: [(inputName, input)], backend: backend, memoryBudget: memoryBudget, limits: limits)
     }
 
     /// The memory a whole-graph run's values may take unless `--max-memory` says otherwise.
@@ -162,8 +162,10 @@ public enum ModelInference {
     /// graph's runtime input, or the unnamed one); an ONNX model's other graph inputs may be
     /// given values too (weights, scales, a second operand), bound as constants. An ONNX
     /// model takes tensors of rank 1–4 (batch 1) and gives its output at its own rank.
+    /// `limits` (the threads) are put in force first.
     public static func run(model: String, inputs: [(name: String?, array: NPYArray)], backend: BackendChoice = .onednn,
-                           memoryBudget: Int = ModelInference.standardMemoryBudget) throws -> Result {
+                           memoryBudget: Int = ModelInference.standardMemoryBudget, limits: RunLimits = RunLimits()) throws -> Result {
+        limits.putInForce()
         guard !inputs.isEmpty else { throw MediaError(.invalidOptions, "Pass an input tensor: --input FILE.npy.") }
         if (model as NSString).pathExtension.lowercased() == "onnx" {
             return try runONNX(model: model, inputs: inputs, backend: backend, memoryBudget: memoryBudget)

@@ -86,8 +86,11 @@ public enum ModelTools {
         }
     }
 
-    /// Loads `model` (any form), checks its shapes on one tile and times it.
-    public static func verify(model: String, frame: FrameSize, tile: Int?, backend: BackendChoice) throws -> Verification {
+    /// Loads `model` (any form), checks its shapes on one tile and times it, under `limits`
+    /// (put in force first).
+    public static func verify(model: String, frame: FrameSize, tile: Int?, backend: BackendChoice,
+                              limits: RunLimits = RunLimits()) throws -> Verification {
+        limits.putInForce()
         let upscaler = try Upscaler(model: model, tile: tile, backend: backend)
         let spec = upscaler.spec
         let t = min(upscaler.tileSize, max(frame.width, frame.height))

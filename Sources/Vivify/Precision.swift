@@ -3,7 +3,7 @@ internal import EngineDNNL
 import Synchronization
 
 /// `--precision`: the number format the oneDNN backend's convolutions compute in.
-public enum PrecisionChoice: String, Sendable, CaseIterable {
+public enum PrecisionChoice: String, Sendable, CaseIterable, Codable {
     /// 32-bit floats (the library's default).
     case fp32
     /// bfloat16 inputs and weights with fp32 accumulation, on CPUs with AVX-512 BF16 or AMX.
@@ -54,23 +54,16 @@ public enum PrecisionChoice: String, Sendable, CaseIterable {
     /// unmeasured model gets: fp32 under `auto`.
     @discardableResult
     public func apply() -> String? {
-        Self.chosen.store(Self.allCases.firstIndex(of: self)!, ordering: .relaxed)
-        let (p, note) = resolved(measured: false)
-        DNNLBackend.defaultPrecision = ComputePrecision(rawValue: p) ?? .fp32
-        return note
+        RunLimits(precision: self).putInForce()
+        return resolved(measured: false).note
     }
 
     /// The choice in force: fp32 unless `apply`d (the library keeps pictures that do not depend
     /// on the CPU's instructions; the `vivify` command applies `auto` unless told otherwise).
     public static var inForce: PrecisionChoice { allCases[chosen.load(ordering: .relaxed)] }
-    private static let chosen = Atomic<Int>(0)
+    /// Written only by `RunLimits.putInForce()`.
+    static let chosen = Atomic<Int>(0)
 
     /// The precision in force for models that decide nothing for themselves ("fp32", "bf16").
     public static var current: String { DNNLBackend.defaultPrecision.rawValue }
-
-    /// Puts a recorded precision ("fp32", "bf16", "int8": a segment manifest's) in force as an
-    /// explicit choice; nil or an unknown name leaves fp32.
-    public static func force(_ name: String?) {
-        (name.flatMap(PrecisionChoice.init(rawValue:)) ?? .fp32).apply()
-    }
 }

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Compute
 import Engine
 import Foundation
 import MediaIO
@@ -39,7 +38,8 @@ struct BenchModelCommand: ParsableCommand {
         let pads = pad.split(separator: ",").compactMap { Int($0) }
         guard pads.count == 4 else { throw ValidationError("'--pad \(pad)' needs four numbers: left,top,right,bottom.") }
         do {
-            let r = try EngineBench.run(model: model, width: frame.width, height: frame.height, pad: pads, runs: runs, backend: backend)
+            let r = try EngineBench.run(model: model, width: frame.width, height: frame.height, pad: pads, runs: runs, backend: backend,
+                                        limits: RunLimits(threads: threadOptions, precision: precisionOptions))
             var json: [String: Any] = ["model": r.model, "input_shape": r.inputShape, "output_shape": r.outputShape, "runs": r.runs,
                                        "median_s": r.medianSeconds, "gflop": r.gflop, "achieved_gflops": r.achievedGFLOPS, "backend": r.backend,
                                        "threads": r.threads, "precision": r.precision]
@@ -96,7 +96,8 @@ struct BenchCommand: ParsableCommand {
         do {
             try timing.outputs.check(inputs: [])
             let result = try Bench.run(size: FrameSize(parsing: size)!, frames: frames, upscale: upscale, colorize: colorize, tile: tile, backend: backend,
-                                       targetFPS: timing.targetFps ?? 30, guide: guideOptions.spec, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
+                                       targetFPS: timing.targetFps ?? 30, guide: guideOptions.spec,
+                                       limits: RunLimits(threads: threadOptions, memory: memoryOptions, pixels: limitOptions), log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
             print(result.text, terminator: "")
             if let tracer = result.tracer { try timing.outputs.write(tracer, report: result.report) }
         } catch {

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Compute
 import Engine
 import Foundation
 import MediaIO
@@ -54,7 +53,7 @@ struct ImageCommand: ParsableCommand {
                                             backend: modelOptions.backend, colorize: modelOptions.colorize,
                                             colorizeAfter: modelOptions.colorizeAfter, saturation: modelOptions.saturation,
                                             guide: modelOptions.guide, existingOutput: overwriteOptions.existing,
-                                            log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } })
+                                            limits: modelOptions.limits(pixels: limitOptions), log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } })
             if !quiet { for w in warnings { ProgressReporter.writeStderr("vivify: warning: \(w)\n") } }
         } catch {
             throw report(error)
@@ -71,7 +70,7 @@ struct ImageCommand: ParsableCommand {
                 inputs: Array(paths.dropLast()), directory: paths.last!, format: format, upscale: modelOptions.upscale, tile: modelOptions.tile,
                 backend: modelOptions.backend, colorize: modelOptions.colorize, colorizeAfter: modelOptions.colorizeAfter,
                 saturation: modelOptions.saturation, guide: modelOptions.guide, existingOutput: overwriteOptions.existing,
-                log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } },
+                limits: modelOptions.limits(pixels: limitOptions), log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } },
                 progress: { done, total in
                     guard !quiet else { return }
                     if reporter == nil {

@@ -51,7 +51,8 @@ struct InferCommand: ParsableCommand {
                 return (nil, argument)
             }
             if case .skip = try OutputGuard.check(output: output, inputs: named.map(\.file) + [model], existing: overwrite ? .replace : .refuse) { return }
-            let r = try ModelInference.run(model: model, inputs: try named.map { ($0.name, try NPYArray.read($0.file)) }, backend: backend, memoryBudget: memoryBudget)
+            let r = try ModelInference.run(model: model, inputs: try named.map { ($0.name, try NPYArray.read($0.file)) }, backend: backend,
+                                           memoryBudget: memoryBudget, limits: threadOptions.limits)
             let partial = PartialFile(target: URL(fileURLWithPath: output))
             do {
                 try partial.write { try r.output.fileData.write(to: $0) }

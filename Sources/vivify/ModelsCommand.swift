@@ -306,7 +306,7 @@ extension ModelsCommand {
         func run() throws {
             guard let frame = FrameSize(parsing: size) else { throw ValidationError("'--size \(size)' is not WxH.") }
             do {
-                print(try ModelTools.verify(model: model, frame: frame, tile: tile, backend: .onednn).text, terminator: "")
+                print(try ModelTools.verify(model: model, frame: frame, tile: tile, backend: .onednn, limits: threadOptions.limits).text, terminator: "")
             } catch {
                 throw report(error)
             }
@@ -356,7 +356,7 @@ extension ModelsCommand {
                         return
                     }
                 }
-                let r = try Int8Calibrator.calibrate(model: model, pictures: pictures, tile: tile,
+                let r = try Int8Calibrator.calibrate(model: model, pictures: pictures, tile: tile, limits: threadOptions.limits,
                                                      log: { writeStderr("vivify: \($0)\n") })
                 if let output {
                     try PartialFile(target: URL(fileURLWithPath: output)).write { try Data((r.json + "\n").utf8).write(to: $0) }

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Compute
 import Engine
 import Foundation
 import MediaIO
@@ -65,11 +64,7 @@ struct LimitOptions: ParsableArguments {
     var maxPixels: Int?
 
     func validate() throws {
-        if let maxPixels {
-            guard maxPixels >= 1 else { throw ValidationError("'--max-pixels \(maxPixels)' must be at least 1.") }
-            // Set once here, before any input is opened (validate runs before run).
-            MediaLimits.maxPixels = maxPixels
-        }
+        if let maxPixels, maxPixels < 1 { throw ValidationError("'--max-pixels \(maxPixels)' must be at least 1.") }
     }
 }
 
@@ -80,8 +75,6 @@ struct NetworkOptions: ParsableArguments {
 
     func validate() throws {
         guard timeout > 0, timeout <= 86_400 else { throw ValidationError("'--timeout \(timeout)' must be above 0 and at most 86400 seconds.") }
-        // Set once here, before the input is opened (validate runs before run).
-        NetworkURL.timeout = timeout
     }
 }
 
@@ -153,15 +146,15 @@ struct ThreadOptions: ParsableArguments {
     @Option(help: "Threads for the models and the per-frame compute (default: all cores).")
     var threads: Int?
 
-    /// Checks the count and puts it in force: option groups are validated before `run`, so
-    /// every command that has the group gets it without a call of its own.
     func validate() throws {
         guard let threads else { return }
         guard (1...1024).contains(threads) else {
             throw ValidationError("'--threads \(threads)' is out of range. Use 1 to 1024 (default: all \(ProcessInfo.processInfo.activeProcessorCount) cores).")
         }
-        ComputeThreads.set(threads)
     }
+
+    /// The limits of a command whose only limit is `--threads`.
+    var limits: RunLimits { RunLimits(threads: self) }
 }
 
 /// `--precision` of the commands that run models.
@@ -169,9 +162,10 @@ struct PrecisionOptions: ParsableArguments {
     @Option(help: "Number format of the models' convolutions: auto (default: int8 for the upscalers whose int8 quality is measured, with their shipped calibrations, on CPUs with AVX-512 VNNI or AMX; fp32 for everything else), fp32, bf16 (CPUs with AVX-512 BF16 or AMX) or int8 (CPUs with AVX-512 VNNI or AMX; a calibration kept by `vivify models calibrate`, else the shipped one, else one taken on the first picture the model upscales). int8 tiles that clip are run again in fp32. An explicit choice the CPU lacks runs fp32 with a note.")
     var precision: PrecisionChoice = .auto
 
-    /// Puts the precision in force (validated before `run`, like `--threads`).
+    /// Says, once, when the CPU cannot run the precision asked for (the library puts it in
+    /// force when the run starts).
     func validate() throws {
-        if let note = precision.apply() {
+        if let note = precision.resolved(measured: false).note {
             FileHandle.standardError.write(Data("vivify: note: \(note)\n".utf8))
         }
     }
@@ -182,11 +176,13 @@ struct MemoryOptions: ParsableArguments {
     @Option(name: .customLong("max-memory"), help: ArgumentHelp("Memory the model's tiles may use, e.g. 512M or 2G (default: \(ByteSize.text(TiledRunner.standardMemoryBudget))); smaller tiles under a smaller cap.", valueName: "SIZE"))
     var maxMemory: String?
 
-    /// Checks the size and puts it in force (validated before `run`, like `--threads`).
     func validate() throws {
         guard let maxMemory else { return }
-        TiledRunner.defaultMemoryBudget = try Self.bytes(maxMemory)
+        _ = try Self.bytes(maxMemory)
     }
+
+    /// `--max-memory` in bytes (checked by `validate`).
+    var bytes: Int? { maxMemory.flatMap(ByteSize.parse) }
 
     /// `--max-memory`'s value in bytes, at least 64 MiB (every command that takes it).
     static func bytes(_ text: String) throws -> Int {
@@ -242,6 +238,12 @@ struct ModelOptions: ParsableArguments {
 
     /// The colorizer's guidance from these options.
     var guide: ColourGuideSpec { guideOptions.spec }
+
+    /// The limits of a command with these options (threads, memory and precision) and the
+    /// given groups.
+    func limits(pixels: LimitOptions?, network: NetworkOptions? = nil) -> RunLimits {
+        RunLimits(threads: threadOptions, memory: memoryOptions, precision: precisionOptions, pixels: pixels, network: network)
+    }
 
     func apply(to c: inout RunConfiguration) {
         c.upscale = upscale
@@ -325,8 +327,9 @@ struct JobOptions: ParsableArguments {
         for k in keyframe where Keyframe(parsing: k) == nil { throw ValidationError(Keyframe.parseError(k)) }
     }
 
-    /// The configuration of a job from `input` to `output` with these options.
-    func configuration(input: String, output: String) -> RunConfiguration {
+    /// The configuration of a job from `input` to `output` with these options (and `network`'s
+    /// timeout, for commands that read network inputs).
+    func configuration(input: String, output: String, network: NetworkOptions? = nil) -> RunConfiguration {
         var c = RunConfiguration(input: input, output: output)
         inputOptions.apply(to: &c)
         modelOptions.apply(to: &c)
@@ -339,7 +342,18 @@ struct JobOptions: ParsableArguments {
         c.maxFrames = maxFrames
         c.colourGuide.keyframes = keyframe.compactMap(Keyframe.init(parsing:))
         c.existingOutput = overwriteOptions.existing
+        c.limits = modelOptions.limits(pixels: limitOptions, network: network)
         return c
+    }
+}
+
+extension RunLimits {
+    /// The limits the option groups of a command set (a group the command lacks: nil): the
+    /// groups only check their values, and the library puts these in force when the run starts.
+    init(threads: ThreadOptions? = nil, memory: MemoryOptions? = nil, precision: PrecisionOptions? = nil,
+         pixels: LimitOptions? = nil, network: NetworkOptions? = nil) {
+        self.init(threads: threads?.threads, maxPixels: pixels?.maxPixels, maxMemory: memory?.bytes,
+                  precision: precision?.precision, networkTimeout: network?.timeout)
     }
 }
 

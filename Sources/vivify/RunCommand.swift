@@ -1,5 +1,4 @@
 import ArgumentParser
-import Compute
 import Engine
 import Foundation
 import MediaIO
@@ -45,13 +44,19 @@ struct Run: ParsableCommand {
 
     @OptionGroup var timing: TimingOptions
 
-    func run() throws {
-        FFmpegLog.configure(verbose: verbose)
-        var c = jobOptions.configuration(input: input, output: output)
+    /// The job these options describe.
+    var runConfiguration: RunConfiguration {
+        var c = jobOptions.configuration(input: input, output: output, network: networkOptions)
         c.mode = mode
         c.liveOutput = liveOutput
         c.realtime = realtime
         c.targetFPS = timing.targetFps
+        return c
+    }
+
+    func run() throws {
+        FFmpegLog.configure(verbose: verbose)
+        let c = runConfiguration
 
         // A segmented file job runs with OpenMP's passive waits (see OpenMPWaitPolicy): decided
         // before anything starts, since it may start the program again.

@@ -92,7 +92,7 @@ struct WorkCommand: ParsableCommand {
             try job.checkInput()
             job.onWarning = { if !quiet { ProgressReporter.writeStderr("vivify: warning: \($0)\n") } }
             job.shouldStop = { interrupts.isInterrupted }
-            switch try job.work(index: chosen) {
+            switch try job.work(index: chosen, threads: threadOptions.threads) {
             case .alreadyDone(let frames):
                 if !quiet { ProgressReporter.writeStderr("vivify: segment \(chosen) is already done (\(frames) frames).\n") }
             case .done(let frames):

@@ -159,11 +159,15 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
             self.models = models
         }
 
-        /// Puts the planned limits in force for this process (a worker runs as the job was
-        /// planned: `plan --max-pixels` and `--max-memory` hold in every `work` and the join).
-        public func applyLimits() {
-            MediaLimits.maxPixels = maxPixels
-            if let maxMemory { TiledRunner.defaultMemoryBudget = maxMemory }
+        /// The limits the job was planned under, which every `work` and the join run under
+        /// (`plan --max-pixels`, `--max-memory` and the precision the upscaler computed in):
+        /// kept in the manifest as `maxPixels`, `maxMemory` and `precision`, where manifests
+        /// of every version have them. A precision that is missing (manifests from before
+        /// `--precision`, the reference backend) or unknown is fp32; threads and the network
+        /// timeout are the worker's own.
+        public var limits: RunLimits {
+            RunLimits(maxPixels: maxPixels, maxMemory: maxMemory,
+                      precision: precision.flatMap(PrecisionChoice.init(rawValue:)) ?? .fp32)
         }
 
         /// The run configuration these settings describe (offline, file to file).
@@ -184,6 +188,7 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
             c.assumeMatrix = assumeMatrix
             c.maxFrames = maxFrames
             c.existingOutput = existing
+            c.limits = limits
             return c
         }
 

@@ -50,9 +50,10 @@ public final class SegmentedJob {
         return stat(c.input, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
     }
 
-    /// Loads the models of `c`, in `modelStages` order.
+    /// Loads the models of `c`, in `modelStages` order, under `c.limits` (put in force first).
     public static func loadModels(_ c: RunConfiguration, log: (String) -> Void = { _ in }) throws -> [FrameProcessor] {
-        try c.modelStages.map { try ProcessorFactory.make($0, backend: c.backend, log: log) }
+        c.limits.putInForce()
+        return try c.modelStages.map { try ProcessorFactory.make($0, backend: c.backend, log: log) }
     }
 
     /// SHA-256 of every model's files, by task and name (built-in models by name and version).
@@ -97,7 +98,9 @@ public final class SegmentedJob {
     /// Plans `c`'s input into segments of about `segmentSeconds`, preferring keyframes: a cut
     /// moves to a keyframe within a quarter of a segment of its even place, else it stays at
     /// the frame there (its worker then decodes from the keyframe before and discards frames).
+    /// The manifest records `c.limits` (put in force first) as the limits in force.
     public static func plan(_ c: RunConfiguration, segmentSeconds: Double, models: [FrameProcessor]) throws -> SegmentManifest {
+        c.limits.putInForce()
         guard segmentSeconds > 0, segmentSeconds.isFinite else {
             throw MediaError(.invalidOptions, "'--segment-seconds \(segmentSeconds)' must be above 0.")
         }
@@ -344,8 +347,9 @@ public final class SegmentedJob {
     }
 
     /// Processes segment `index` (idempotent: a verified finished segment is left alone).
-    /// `models` are loaded ones to reuse; nil loads them.
-    public func work(index: Int, models: [FrameProcessor]? = nil) throws -> WorkOutcome {
+    /// `models` are loaded ones to reuse; nil loads them. `threads` is the worker's own
+    /// (`--threads`; nil leaves what is in force); every other limit is the plan's.
+    public func work(index: Int, models: [FrameProcessor]? = nil, threads: Int? = nil) throws -> WorkOutcome {
         try reload()
         guard manifest.segments.indices.contains(index) else {
             throw MediaError(.invalidOptions, "There is no segment \(index) in '\(directory.path)': it has \(manifest.segments.count) (0–\(manifest.segments.count - 1)).")
@@ -358,12 +362,12 @@ public final class SegmentedJob {
         // Every segment computes as the job was planned (`--precision`, the pixel limit and
         // the memory budget are process-wide; the pixel limit was recorded but never applied,
         // so a planned job beyond the default 40 Mpx was refused by every worker).
-        PrecisionChoice.force(manifest.settings.precision)
-        manifest.settings.applyLimits()
         var c = manifest.settings.configuration(existing: .replace)
         c.output = file(segment).path
         c.copyAudioAndSubtitles = false
         c.maxFrames = nil
+        c.limits.threads = threads
+        c.limits.putInForce()
         let loaded = try models ?? Self.loadModels(c, log: onWarning)
         if models == nil {
             // The models found now must be the planned ones.
@@ -469,7 +473,8 @@ public final class SegmentedJob {
     /// run's own output is always replaced).
     public func join(existing: ExistingOutput, removeDirectory: Bool = true) throws -> JoinOutcome {
         try reload()
-        manifest.settings.applyLimits()
+        // The planned pixel limit and memory budget (the join runs no model).
+        RunLimits(maxPixels: manifest.settings.maxPixels, maxMemory: manifest.settings.maxMemory).putInForce()
         try checkInput()
         let states = try status(verify: true)
         let unfinished = states.filter { $0.state != "done" }

@@ -56,9 +56,10 @@ public final class SegmentedRun {
         self.resume = resume
     }
 
-    /// Plans (or resumes), works and joins.
+    /// Plans (or resumes), works and joins, under `configuration.limits` (put in force first).
     public func run() throws -> Outcome {
         let c = configuration
+        c.limits.putInForce()
         let directory = SegmentedJob.defaultDirectory(forOutput: c.output)
         let earlier = try? SegmentedJob(directory: directory)
         var rule = c.existingOutput
@@ -126,7 +127,7 @@ public final class SegmentedRun {
             job.onProgress = { progress(base + $0) }
             let outcome: SegmentedJob.WorkOutcome
             do {
-                outcome = try job.work(index: segment.index, models: models)
+                outcome = try job.work(index: segment.index, models: models, threads: c.limits.threads)
             } catch let error as MediaError where error.kind == .interrupted && shouldStop() {
                 // The signal came while the segment's input was being opened.
                 break
