@@ -27,6 +27,7 @@ let package = Package(
         ),
         .systemLibrary(name: "CZip", pkgConfig: "libzip", providers: [.apt(["libzip-dev"])]),
         .systemLibrary(name: "CDNNL", providers: [.apt(["libdnnl-dev"])]),
+        .systemLibrary(name: "CVulkan", pkgConfig: "vulkan", providers: [.apt(["libvulkan-dev"])]),
         .target(name: "MediaIO", dependencies: ["CFFmpeg"]),
         // Engine: the graph IR, shape inference, graph passes, the reference backend (plain
         // loops, the yardstick) and the tiler. Optimised even in debug builds and tests (the
@@ -39,6 +40,10 @@ let package = Package(
         // tail, separable bicubic), the only engine code that links libdnnl. Its loops are the
         // product: -Ounchecked, even in debug builds and tests.
         .target(name: "EngineDNNL", dependencies: ["Engine", "CDNNL", "Compute"], swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
+        // EngineVulkan: the GPU backend on Vulkan compute; its GLSL shaders (Shaders/) are
+        // compiled by scripts/build-shaders into VulkanShaders+SPIRV.swift. Mesa's lavapipe
+        // runs it on the CPU, so its parity tests run everywhere.
+        .target(name: "EngineVulkan", dependencies: ["Engine", "CVulkan"], exclude: ["Shaders"]),
         .target(name: "SafeFiles"),
         .target(name: "ModelFormats", dependencies: ["Engine", "CZip", "SafeFiles"]),
         .target(name: "Pipeline"),
@@ -61,6 +66,7 @@ let package = Package(
         ),
         .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "Vivify"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "EngineDNNL", "ModelFormats"], exclude: ["Fixtures"]),
+        .testTarget(name: "EngineVulkanTests", dependencies: ["EngineVulkan", "Engine", "ModelFormats"]),
         .testTarget(name: "VivifyTests", dependencies: ["Vivify", "EngineDNNL", "ModelFormats", "MediaIO", "ModelCatalog", "Tracing"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
         .testTarget(name: "TracingTests", dependencies: ["Tracing"]),

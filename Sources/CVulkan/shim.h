@@ -1,0 +1,1 @@
+#include <vulkan/vulkan.h>

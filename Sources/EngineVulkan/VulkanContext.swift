@@ -1,0 +1,292 @@
+import CVulkan
+import Engine
+import Foundation
+
+/// The compiled shaders (SPIR-V from `scripts/build-shaders`, in VulkanShaders+SPIRV.swift).
+enum VulkanShaders {
+    /// The SPIR-V words of `name`.
+    static func words(_ name: String) -> [UInt32]? {
+        guard let text = spirv[name], let data = Data(base64Encoded: text), data.count % 4 == 0 else { return nil }
+        return data.withUnsafeBytes { raw in (0..<(data.count / 4)).map { raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self) } }
+    }
+}
+
+/// One Vulkan device opened for compute: instance, device, queue, the shared descriptor and
+/// pipeline layouts (five storage buffers, 128 bytes of push constants) and the pipelines,
+/// built once per shader. One per process (`shared`); every prepared graph uses it.
+final class VulkanContext: @unchecked Sendable {
+    let instance: VkInstance
+    let physical: VkPhysicalDevice
+    let device: VkDevice
+    let queue: VkQueue
+    let queueFamily: UInt32
+    /// A memory type both host-visible and coherent (buffers are mapped for their whole life).
+    let hostMemoryType: UInt32
+    /// Device name and driver, for messages and `--stats`.
+    let deviceName: String
+    let isCPU: Bool
+    let maxGroupsX: UInt32
+    let setLayout: VkDescriptorSetLayout
+    let pipelineLayout: VkPipelineLayout
+    /// Queue submissions and the pipeline table are shared between threads.
+    private let lock = NSLock()
+    private var pipelines: [String: VkPipeline] = [:]
+
+    /// Storage buffers every shader's descriptor set has (unused ones bound to a dummy).
+    static let bindings = 5
+
+    /// The device opened once per process, or why there is none.
+    static let shared: Result<VulkanContext, EngineError> = Result { try VulkanContext() }.mapError {
+        $0 as? EngineError ?? EngineError(.backendFailure, "Vulkan: \($0)")
+    }
+
+    static func check(_ r: VkResult, _ what: String) throws {
+        guard r == VK_SUCCESS else {
+            throw EngineError(.backendFailure, "Vulkan: \(what) failed (VkResult \(r.rawValue)). Check the GPU driver (`vulkaninfo --summary`), or run on the CPU (--backend onednn).")
+        }
+    }
+
+    private init() throws {
+        // Instance (Vulkan 1.1, no layers or extensions).
+        var created: VkInstance?
+        let r: VkResult = "vivify".withCString { name in
+            var app = VkApplicationInfo()
+            app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO
+            app.pApplicationName = name
+            app.pEngineName = name
+            app.apiVersion = (1 << 22) | (1 << 12)
+            return withUnsafePointer(to: &app) { appPointer in
+                var info = VkInstanceCreateInfo()
+                info.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO
+                info.pApplicationInfo = appPointer
+                return vkCreateInstance(&info, nil, &created)
+            }
+        }
+        guard r == VK_SUCCESS, let instance = created else {
+            throw EngineError(.unsupported, "No Vulkan driver answered (vkCreateInstance: VkResult \(r.rawValue)). Install your GPU's Vulkan driver (on Debian: mesa-vulkan-drivers runs Vulkan on the CPU), or run on the CPU (--backend onednn).")
+        }
+        self.instance = instance
+        // Physical device: VIVIFY_VULKAN_DEVICE=N picks one; otherwise a discrete GPU, an
+        // integrated one, then anything (lavapipe, on the CPU).
+        var count: UInt32 = 0
+        try Self.check(vkEnumeratePhysicalDevices(instance, &count, nil), "listing devices")
+        var devices = [VkPhysicalDevice?](repeating: nil, count: Int(count))
+        try Self.check(vkEnumeratePhysicalDevices(instance, &count, &devices), "listing devices")
+        let candidates = devices.compactMap { $0 }
+        guard !candidates.isEmpty else {
+            vkDestroyInstance(instance, nil)
+            throw EngineError(.unsupported, "The Vulkan driver lists no device. Install your GPU's Vulkan driver (on Debian: mesa-vulkan-drivers runs Vulkan on the CPU), or run on the CPU (--backend onednn).")
+        }
+        func properties(_ d: VkPhysicalDevice) -> VkPhysicalDeviceProperties {
+            var p = VkPhysicalDeviceProperties()
+            vkGetPhysicalDeviceProperties(d, &p)
+            return p
+        }
+        let rank: (VkPhysicalDevice) -> Int = {
+            switch properties($0).deviceType {
+            case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0
+            case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1
+            case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2
+            default: return 3
+            }
+        }
+        var chosen = candidates.min { rank($0) < rank($1) }!
+        if let text = ProcessInfo.processInfo.environment["VIVIFY_VULKAN_DEVICE"], let n = Int(text) {
+            guard candidates.indices.contains(n) else {
+                vkDestroyInstance(instance, nil)
+                throw EngineError(.invalidSetting, "VIVIFY_VULKAN_DEVICE=\(n), but the driver lists \(candidates.count) device(s) (0 to \(candidates.count - 1)). See `vulkaninfo --summary`.")
+            }
+            chosen = candidates[n]
+        }
+        physical = chosen
+        var props = properties(chosen)
+        deviceName = withUnsafeBytes(of: &props.deviceName) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        isCPU = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
+        maxGroupsX = props.limits.maxComputeWorkGroupCount.0
+        // A queue family with compute.
+        var familyCount: UInt32 = 0
+        vkGetPhysicalDeviceQueueFamilyProperties(chosen, &familyCount, nil)
+        var families = [VkQueueFamilyProperties](repeating: VkQueueFamilyProperties(), count: Int(familyCount))
+        vkGetPhysicalDeviceQueueFamilyProperties(chosen, &familyCount, &families)
+        guard let family = families.firstIndex(where: { $0.queueFlags & VkQueueFlags(VK_QUEUE_COMPUTE_BIT.rawValue) != 0 }) else {
+            vkDestroyInstance(instance, nil)
+            throw EngineError(.unsupported, "The Vulkan device '\(deviceName)' has no compute queue. Run on the CPU (--backend onednn).")
+        }
+        queueFamily = UInt32(family)
+        var priority: Float = 1
+        var madeDevice: VkDevice?
+        let dr: VkResult = withUnsafePointer(to: &priority) { pp in
+            var q = VkDeviceQueueCreateInfo()
+            q.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO
+            q.queueFamilyIndex = UInt32(family)
+            q.queueCount = 1
+            q.pQueuePriorities = pp
+            return withUnsafePointer(to: &q) { qp in
+                var info = VkDeviceCreateInfo()
+                info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO
+                info.queueCreateInfoCount = 1
+                info.pQueueCreateInfos = qp
+                return vkCreateDevice(chosen, &info, nil, &madeDevice)
+            }
+        }
+        guard dr == VK_SUCCESS, let device = madeDevice else {
+            vkDestroyInstance(instance, nil)
+            throw EngineError(.backendFailure, "Vulkan: cannot open the device '\(deviceName)' (VkResult \(dr.rawValue)). Check its driver, or run on the CPU (--backend onednn).")
+        }
+        self.device = device
+        var q: VkQueue?
+        vkGetDeviceQueue(device, UInt32(family), 0, &q)
+        queue = q!
+        // Host-visible, coherent memory.
+        var memory = VkPhysicalDeviceMemoryProperties()
+        vkGetPhysicalDeviceMemoryProperties(chosen, &memory)
+        let wanted = VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT.rawValue | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT.rawValue)
+        let types = withUnsafeBytes(of: &memory.memoryTypes) { Array($0.bindMemory(to: VkMemoryType.self)) }
+        guard let type = (0..<Int(memory.memoryTypeCount)).first(where: { types[$0].propertyFlags & wanted == wanted }) else {
+            vkDestroyDevice(device, nil)
+            vkDestroyInstance(instance, nil)
+            throw EngineError(.unsupported, "The Vulkan device '\(deviceName)' has no host-visible memory. Run on the CPU (--backend onednn).")
+        }
+        hostMemoryType = UInt32(type)
+        // Layouts shared by every pipeline.
+        var layoutBindings = (0..<Self.bindings).map { i -> VkDescriptorSetLayoutBinding in
+            var b = VkDescriptorSetLayoutBinding()
+            b.binding = UInt32(i)
+            b.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+            b.descriptorCount = 1
+            b.stageFlags = VkShaderStageFlags(VK_SHADER_STAGE_COMPUTE_BIT.rawValue)
+            return b
+        }
+        var setLayout: VkDescriptorSetLayout?
+        try layoutBindings.withUnsafeMutableBufferPointer { bp in
+            var info = VkDescriptorSetLayoutCreateInfo()
+            info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO
+            info.bindingCount = UInt32(bp.count)
+            info.pBindings = UnsafePointer(bp.baseAddress)
+            try Self.check(vkCreateDescriptorSetLayout(device, &info, nil, &setLayout), "creating the descriptor layout")
+        }
+        self.setLayout = setLayout!
+        var range = VkPushConstantRange()
+        range.stageFlags = VkShaderStageFlags(VK_SHADER_STAGE_COMPUTE_BIT.rawValue)
+        range.size = 128
+        var pipelineLayout: VkPipelineLayout?
+        var layouts: [VkDescriptorSetLayout?] = [setLayout]
+        try layouts.withUnsafeMutableBufferPointer { lp in
+            try withUnsafePointer(to: &range) { rp in
+                var info = VkPipelineLayoutCreateInfo()
+                info.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO
+                info.setLayoutCount = 1
+                info.pSetLayouts = UnsafePointer(lp.baseAddress)
+                info.pushConstantRangeCount = 1
+                info.pPushConstantRanges = rp
+                try Self.check(vkCreatePipelineLayout(device, &info, nil, &pipelineLayout), "creating the pipeline layout")
+            }
+        }
+        self.pipelineLayout = pipelineLayout!
+    }
+
+    /// The compute pipeline of shader `name`, built on first use.
+    func pipeline(_ name: String) throws -> VkPipeline {
+        lock.lock()
+        defer { lock.unlock() }
+        if let p = pipelines[name] { return p }
+        guard var words = VulkanShaders.words(name) else {
+            throw EngineError(.backendFailure, "Vulkan: the shader '\(name)' is missing from this build (run scripts/build-shaders).")
+        }
+        var module: VkShaderModule?
+        try words.withUnsafeMutableBufferPointer { wp in
+            var info = VkShaderModuleCreateInfo()
+            info.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO
+            info.codeSize = wp.count * 4
+            info.pCode = UnsafePointer(wp.baseAddress)
+            try Self.check(vkCreateShaderModule(device, &info, nil, &module), "loading the shader '\(name)'")
+        }
+        defer { vkDestroyShaderModule(device, module, nil) }
+        var pipeline: VkPipeline?
+        try "main".withCString { entry in
+            var stage = VkPipelineShaderStageCreateInfo()
+            stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO
+            stage.stage = VK_SHADER_STAGE_COMPUTE_BIT
+            stage.module = module
+            stage.pName = entry
+            var info = VkComputePipelineCreateInfo()
+            info.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO
+            info.stage = stage
+            info.layout = pipelineLayout
+            try Self.check(vkCreateComputePipelines(device, nil, 1, &info, nil, &pipeline), "building the shader '\(name)'")
+        }
+        pipelines[name] = pipeline!
+        return pipeline!
+    }
+
+    /// Submits `commands` and waits for them to finish.
+    func submitAndWait(_ commands: VkCommandBuffer, fence: VkFence) throws {
+        var buffers: [VkCommandBuffer?] = [commands]
+        try buffers.withUnsafeMutableBufferPointer { bp in
+            var info = VkSubmitInfo()
+            info.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO
+            info.commandBufferCount = 1
+            info.pCommandBuffers = UnsafePointer(bp.baseAddress)
+            lock.lock()
+            let r = vkQueueSubmit(queue, 1, &info, fence)
+            lock.unlock()
+            try Self.check(r, "submitting work")
+        }
+        var f: VkFence? = fence
+        try Self.check(vkWaitForFences(device, 1, &f, VkBool32(VK_TRUE), UInt64.max), "waiting for the device")
+        try Self.check(vkResetFences(device, 1, &f), "resetting a fence")
+    }
+}
+
+/// A storage buffer in host-visible memory, mapped for its whole life.
+final class VulkanBuffer {
+    let context: VulkanContext
+    let buffer: VkBuffer
+    let memory: VkDeviceMemory
+    /// The mapped floats.
+    let floats: UnsafeMutablePointer<Float>
+    let count: Int
+
+    init(_ context: VulkanContext, count: Int) throws {
+        self.context = context
+        self.count = count
+        let device = context.device
+        var info = VkBufferCreateInfo()
+        info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO
+        info.size = VkDeviceSize(max(count, 1) * 4)
+        info.usage = VkBufferUsageFlags(VK_BUFFER_USAGE_STORAGE_BUFFER_BIT.rawValue)
+        info.sharingMode = VK_SHARING_MODE_EXCLUSIVE
+        var b: VkBuffer?
+        try VulkanContext.check(vkCreateBuffer(device, &info, nil, &b), "creating a buffer of \(count) values")
+        var needs = VkMemoryRequirements()
+        vkGetBufferMemoryRequirements(device, b, &needs)
+        var alloc = VkMemoryAllocateInfo()
+        alloc.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO
+        alloc.allocationSize = needs.size
+        alloc.memoryTypeIndex = context.hostMemoryType
+        var m: VkDeviceMemory?
+        let r = vkAllocateMemory(device, &alloc, nil, &m)
+        guard r == VK_SUCCESS else {
+            vkDestroyBuffer(device, b, nil)
+            throw EngineError(.backendFailure, "Vulkan: cannot allocate \(needs.size) bytes on '\(context.deviceName)' (VkResult \(r.rawValue)). Use smaller tiles (--tile, --max-memory) or run on the CPU (--backend onednn).")
+        }
+        try VulkanContext.check(vkBindBufferMemory(device, b, m, 0), "binding memory")
+        var mapped: UnsafeMutableRawPointer?
+        try VulkanContext.check(vkMapMemory(device, m, 0, VkDeviceSize(VK_WHOLE_SIZE), 0, &mapped), "mapping memory")
+        buffer = b!
+        memory = m!
+        floats = mapped!.bindMemory(to: Float.self, capacity: max(count, 1))
+    }
+
+    /// A buffer holding `values`.
+    convenience init(_ context: VulkanContext, values: [Float]) throws {
+        try self.init(context, count: values.count)
+        if !values.isEmpty { values.withUnsafeBufferPointer { floats.update(from: $0.baseAddress!, count: $0.count) } }
+    }
+
+    deinit {
+        vkUnmapMemory(context.device, memory)
+        vkDestroyBuffer(context.device, buffer, nil)
+        vkFreeMemory(context.device, memory, nil)
+    }
+}
