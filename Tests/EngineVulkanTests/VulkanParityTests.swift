@@ -143,3 +143,23 @@ final class VulkanParityTests: XCTestCase {
         }
     }
 }
+
+/// The committed SPIR-V is what the committed GLSL compiles to (glslangValidator from Debian's
+/// glslang-tools, which scripts/install-deps installs).
+final class VulkanShaderSourceTests: XCTestCase {
+    func testCommittedSPIRVMatchesTheGLSL() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("vivify-shaders-\(getpid()).swift")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let p = Process()
+        p.executableURL = root.appendingPathComponent("scripts/build-shaders")
+        p.arguments = [out.path]
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0, "scripts/build-shaders failed: is glslang-tools installed (scripts/install-deps)?")
+        let fresh = try String(contentsOf: out, encoding: .utf8)
+        let committed = try String(contentsOf: root.appendingPathComponent("Sources/EngineVulkan/VulkanShaders+SPIRV.swift"), encoding: .utf8)
+        XCTAssertEqual(fresh, committed, "Sources/EngineVulkan/VulkanShaders+SPIRV.swift is stale: run scripts/build-shaders and commit it")
+    }
+}
