@@ -48,7 +48,7 @@ let package = Package(
         .target(name: "ModelFormats", dependencies: ["Engine", "CZip", "SafeFiles"]),
         .target(name: "Pipeline"),
         .target(name: "Tracing"),
-        .target(name: "Vivify", dependencies: ["Compute", "MediaIO", "Engine", "EngineDNNL", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing", "ColorScience", "SafeFiles", "BuiltinModelData"]),
+        .target(name: "Vivify", dependencies: ["Compute", "MediaIO", "Engine", "EngineDNNL", "EngineVulkan", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing", "ColorScience", "SafeFiles", "BuiltinModelData"]),
         // BuiltinModelData: the built-in bundles as generated source (training/embed_builtin.py),
         // a target of its own so that a change to Vivify never recompiles 72,000 lines of base64.
         .target(name: "BuiltinModelData"),

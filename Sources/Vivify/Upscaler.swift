@@ -1,5 +1,6 @@
 public import Engine
 internal import EngineDNNL
+internal import EngineVulkan
 import Foundation
 public import MediaIO
 public import ModelCatalog
@@ -11,11 +12,14 @@ public enum BackendChoice: String, Sendable, CaseIterable {
     case onednn
     /// The plain Swift reference loops (slow; for checking).
     case reference
+    /// Vulkan compute on the GPU (or on the CPU through Mesa's lavapipe); fp32.
+    case vulkan
 
     func make() throws -> InferenceBackend {
         switch self {
         case .onednn: return try DNNLBackend()
         case .reference: return ReferenceBackend()
+        case .vulkan: return try VulkanBackend()
         }
     }
 
@@ -24,6 +28,8 @@ public enum BackendChoice: String, Sendable, CaseIterable {
         switch self {
         case .onednn: return DNNLMatrixMultiplier()
         case .reference: return ReferenceMatrixMultiplier()
+        // The colour guide's matching runs on the host: oneDNN's sgemm.
+        case .vulkan: return DNNLMatrixMultiplier()
         }
     }
 }

@@ -24,7 +24,7 @@ struct BenchModelCommand: ParsableCommand {
     @Option(help: "Timed runs after one warm-up.")
     var runs: Int = 5
 
-    @Option(help: "Backend: onednn or reference.")
+    @Option(help: "Backend: onednn, vulkan or reference.")
     var backend: BackendChoice = .onednn
 
     @OptionGroup var threadOptions: ThreadOptions
@@ -76,7 +76,7 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Tile size in input pixels for the model.")
     var tile: Int?
 
-    @Option(help: "Backend: onednn or reference.")
+    @Option(help: "Backend: onednn, vulkan or reference.")
     var backend: BackendChoice = .onednn
 
     @OptionGroup var threadOptions: ThreadOptions

@@ -22,7 +22,7 @@ struct InferCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Where the output goes (.npy).", valueName: "FILE"))
     var output: String
 
-    @Option(help: "Backend: onednn or reference.")
+    @Option(help: "Backend: onednn, vulkan or reference.")
     var backend: BackendChoice = .onednn
 
     @OptionGroup var threadOptions: ThreadOptions

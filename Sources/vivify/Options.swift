@@ -205,7 +205,7 @@ struct ModelOptions: ParsableArguments {
     @Option(help: "Tile size in input pixels for the model (default: at most 192, the fastest measured, and within --max-memory).")
     var tile: Int?
 
-    @Option(help: "Backend running the models: onednn (default, fast) or reference (plain Swift, slow).")
+    @Option(help: "Backend running the models: onednn (default, fast on CPUs), vulkan (Vulkan compute: a GPU, or the CPU through Mesa's lavapipe; fp32) or reference (plain Swift, slow).")
     var backend: BackendChoice = .onednn
 
     @Option(help: "Colorize with MODEL: alone, the built-in vivify-color; else a .wifm bundle, or an ncnn .param with its .bin and .json description beside it.")
