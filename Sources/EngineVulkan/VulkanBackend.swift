@@ -272,7 +272,9 @@ final class VulkanPrepared: PreparedGraph {
             let w = try constant(p.weights)
             let bias = p.bias.isEmpty ? nil : try constant(p.bias)
             let slopes = act.slopes.isEmpty ? nil : try constant(act.slopes)
-            try dispatch("convolution", count: o.count, [x, w, y, bias, slopes], [
+            // Four output channels per invocation where the groups allow.
+            let four = (p.outChannels / p.groups) % 4 == 0
+            try dispatch(four ? "convolution4" : "convolution", count: four ? o.count / 4 : o.count, [x, w, y, bias, slopes], [
                 Int32(s.c), Int32(s.h), Int32(s.w), Int32(o.c), Int32(o.h), Int32(o.w), Int32(p.kernelH), Int32(p.kernelW),
                 Int32(p.strideH), Int32(p.strideW), Int32(p.dilationH), Int32(p.dilationW), Int32(p.padTop), Int32(p.padLeft),
                 Int32(p.groups), p.bias.isEmpty ? 0 : 1, act.code, Self.bits(act.a), Self.bits(act.b), Int32(act.slopes.count),

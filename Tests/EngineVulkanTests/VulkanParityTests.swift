@@ -74,6 +74,10 @@ final class VulkanParityTests: XCTestCase {
         try compare(chain([(conv(6, 4, k: 3, pads: (1, 1, 1, 1), groups: 2), [1])]), s, "grouped")
         try compare(chain([(conv(4, 4, k: 3, pads: (1, 1, 1, 1), groups: 4), [1])]), s, "depthwise")
         try compare(chain([(conv(8, 4, k: 1), [1])]), s, "1x1")
+        // Four output channels per invocation (channels per group a multiple of 4).
+        try compare(chain([(conv(8, 4, k: 3, stride: 2, pads: (1, 1, 0, 0), groups: 2), [1])]), s, "grouped, 4 channels per group")
+        try compare(chain([(conv(12, 4, k: 3, pads: (1, 1, 1, 1), activation: .prelu(slopes: rng.array(12))), [1])]), s, "12 channels + PReLU")
+        try compare(chain([(conv(8, 4, k: 3, pads: (1, 1, 1, 1), activation: .prelu(slopes: [0.3])), [1])]), s, "8 channels + one slope")
         try compare(chain([(conv(3, 4, k: 5, kw: 3, pads: (2, 1, 2, 1)), [1])]), s, "5x3")
         try compare(chain([(conv(3, 4, k: 9, pads: (4, 4, 4, 4)), [1])]), Shape(c: 4, h: 6, w: 5), "kernel larger than the picture")
     }

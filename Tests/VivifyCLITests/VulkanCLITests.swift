@@ -1,0 +1,54 @@
+import Foundation
+import XCTest
+
+/// `--backend vulkan` through the binary, on whatever Vulkan device this machine has (Mesa's
+/// lavapipe on the CPU in CI): the same pictures as the other backends.
+final class VulkanCLITests: XCTestCase {
+    /// A still picture upscaled (built-in 2x) on Vulkan is the reference backend's picture (the
+    /// shaders sum in the reference's order: equal bytes or within rounding), and a community
+    /// upscaler in tiles matches oneDNN's.
+    func testImagesMatchTheOtherBackends() throws {
+        let dir = try CLI.tempDir()
+        let picture = dir + "/in.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=72x48", "-frames:v", "1", picture])
+        var outputs: [String: Data] = [:]
+        for backend in ["vulkan", "reference", "onednn"] {
+            let out = "\(dir)/\(backend).png"
+            let r = try CLI.vivify(["image", picture, out, "--upscale", "--backend", backend])
+            XCTAssertEqual(r.code, 0, "\(backend): \(r.stderr)")
+            outputs[backend] = try PrecisionCLITests.pixels(out)
+        }
+        XCTAssertEqual(outputs["vulkan"]?.count, 144 * 96 * 3)
+        XCTAssertGreaterThanOrEqual(PrecisionCLITests.psnr(outputs["vulkan"]!, outputs["reference"]!), 60, "vulkan against reference")
+        XCTAssertGreaterThanOrEqual(PrecisionCLITests.psnr(outputs["vulkan"]!, outputs["onednn"]!), 50, "vulkan against onednn")
+        // A community model in 32-pixel tiles (seams, borders, tiles of several shapes).
+        let models = dir + "/models"
+        var tiled: [String: Data] = [:]
+        for backend in ["vulkan", "onednn"] {
+            let out = "\(dir)/w-\(backend).png"
+            let r = try UpscaleCLITests.vivify(["image", picture, out, "--upscale", "waifu2x-photo-2x", "--tile", "32", "--backend", backend,
+                                                "--precision", "fp32"], models: models)
+            XCTAssertEqual(r.code, 0, "\(backend): \(r.stderr)")
+            tiled[backend] = try PrecisionCLITests.pixels(out)
+        }
+        XCTAssertGreaterThanOrEqual(PrecisionCLITests.psnr(tiled["vulkan"]!, tiled["onednn"]!), 50, "tiled waifu2x: vulkan against onednn")
+    }
+
+    /// A clip colorized and upscaled on Vulkan: every frame, at twice the size, close to oneDNN's.
+    func testVideoColorizeAndUpscale() throws {
+        let dir = try CLI.tempDir()
+        let clip = dir + "/in.y4m"
+        try CLI.ffmpeg(["-i", CLI.clip("testsrc-320x180-30fps-audio.mp4"), "-frames:v", "4", "-vf", "scale=96:54,format=gray", "-pix_fmt", "yuv420p", clip])
+        for backend in ["vulkan", "onednn"] {
+            let out = "\(dir)/\(backend).y4m"
+            let r = try CLI.vivify(["run", clip, out, "--colorize", "--upscale", "--backend", backend, "--quiet"])
+            XCTAssertEqual(r.code, 0, "\(backend): \(r.stderr)")
+            let p = try CLI.probe(out)
+            XCTAssertEqual(CLI.decodedFrames(p), 4, backend)
+            XCTAssertEqual(CLI.int(CLI.streams(p, "video")[0]["width"]), 192, backend)
+        }
+        let a = try PrecisionCLITests.pixels(dir + "/vulkan.y4m"), b = try PrecisionCLITests.pixels(dir + "/onednn.y4m")
+        XCTAssertEqual(a.count, b.count)
+        XCTAssertGreaterThanOrEqual(PrecisionCLITests.psnr(a, b), 45, "colorized and upscaled: vulkan against onednn")
+    }
+}
