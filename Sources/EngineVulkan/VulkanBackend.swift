@@ -205,6 +205,14 @@ final class VulkanPrepared: PreparedGraph {
     /// bindings 0…4 (nil: the dummy) and `parameters` as push constants, then a barrier.
     private func dispatch(_ shader: String, count: Int, _ bound: [VulkanBuffer?], _ parameters: [Int32]) throws {
         guard count > 0 else { return }
+        let groups = (count + 63) / 64
+        let x = min(groups, Int(context.maxGroupsX))
+        try dispatch(shader, groups: (x, (groups + x - 1) / x, 1), bound, parameters)
+    }
+
+    /// The same with the workgroup counts given.
+    private func dispatch(_ shader: String, groups: (x: Int, y: Int, z: Int), _ bound: [VulkanBuffer?], _ parameters: [Int32]) throws {
+        guard groups.x > 0, groups.y > 0, groups.z > 0 else { return }
         precondition(parameters.count <= 32 && bound.count <= VulkanContext.bindings)
         let cb = try beginRecording()
         let pipeline = try context.pipeline(shader)
@@ -244,9 +252,7 @@ final class VulkanPrepared: PreparedGraph {
         vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, context.pipelineLayout, 0, 1, &sets, 0, nil)
         var constants = parameters + [Int32](repeating: 0, count: 32 - parameters.count)
         vkCmdPushConstants(cb, context.pipelineLayout, VkShaderStageFlags(VK_SHADER_STAGE_COMPUTE_BIT.rawValue), 0, 128, &constants)
-        let groups = (count + 63) / 64
-        let x = min(groups, Int(context.maxGroupsX))
-        vkCmdDispatch(cb, UInt32(x), UInt32((groups + x - 1) / x), 1)
+        vkCmdDispatch(cb, UInt32(groups.x), UInt32(groups.y), UInt32(groups.z))
         var barrier = VkMemoryBarrier()
         barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER
         barrier.srcAccessMask = VkAccessFlags(VK_ACCESS_SHADER_WRITE_BIT.rawValue)
@@ -269,16 +275,29 @@ final class VulkanPrepared: PreparedGraph {
         switch node.op {
         case .convolution(let p):
             let act = VulkanActivation.encode(p.activation)
-            let w = try constant(p.weights)
             let bias = p.bias.isEmpty ? nil : try constant(p.bias)
             let slopes = act.slopes.isEmpty ? nil : try constant(act.slopes)
-            // Four output channels per invocation where the groups allow.
-            let four = (p.outChannels / p.groups) % 4 == 0
-            try dispatch(four ? "convolution4" : "convolution", count: four ? o.count / 4 : o.count, [x, w, y, bias, slopes], [
+            let parameters: [Int32] = [
                 Int32(s.c), Int32(s.h), Int32(s.w), Int32(o.c), Int32(o.h), Int32(o.w), Int32(p.kernelH), Int32(p.kernelW),
                 Int32(p.strideH), Int32(p.strideW), Int32(p.dilationH), Int32(p.dilationW), Int32(p.padTop), Int32(p.padLeft),
                 Int32(p.groups), p.bias.isEmpty ? 0 : 1, act.code, Self.bits(act.a), Self.bits(act.b), Int32(act.slopes.count),
-            ])
+            ]
+            let k = p.kernelH * p.kernelW
+            if p.groups == 1 {
+                // Lanes across pixels, 16 output channels per invocation (the weights in blocks
+                // of 16 channels: [OC/16][C][KH][KW][16], zero past the last channel).
+                let blocks = (p.outChannels + 15) / 16
+                var t = [Float](repeating: 0, count: blocks * p.inChannels * k * 16)
+                for oc in 0..<p.outChannels {
+                    for i in 0..<(p.inChannels * k) { t[((oc / 16) * p.inChannels * k + i) * 16 + oc % 16] = p.weights[oc * p.inChannels * k + i] }
+                }
+                let groups = (o.h * o.w + 63) / 64, gx = min(groups, Int(context.maxGroupsX))
+                try dispatch("convolution_pixels", groups: (gx, blocks, (groups + gx - 1) / gx), [x, try constant(t), y, bias, slopes], parameters)
+            } else {
+                // Four output channels per invocation where the groups allow.
+                let four = (p.outChannels / p.groups) % 4 == 0
+                try dispatch(four ? "convolution4" : "convolution", count: four ? o.count / 4 : o.count, [x, try constant(p.weights), y, bias, slopes], parameters)
+            }
         case .activation(let a):
             let act = VulkanActivation.encode(a)
             let slopes = act.slopes.isEmpty ? nil : try constant(act.slopes)
