@@ -41,6 +41,10 @@ public final class ColourGuide {
     private var frameRate: Double = 30
     // State from frame to frame (forgotten by `reset`).
     private var lastCutSeconds = -Double.infinity
+    /// Keyframes before the first frame this guide saw (a stream's frame 0 may have been
+    /// dropped in live mode, a segment starts mid-video) that hold its content: they carry
+    /// into its shot as if no cut came between.
+    private var carriedKeyframes: Set<Double> = []
     private var previousHistogram: [Float] = []
     private var hintsDone = false
     private var hintedFrame: LoadedKeyframe?
@@ -148,6 +152,7 @@ public final class ColourGuide {
     /// Forgets what earlier frames left (cuts seen, hints applied).
     public func reset() {
         lastCutSeconds = -.infinity
+        carriedKeyframes = []
         previousHistogram = []
         hintsDone = false
         hintedFrame = nil
@@ -180,8 +185,16 @@ public final class ColourGuide {
         // Scene cuts, as the stabilizer finds them (L histograms of consecutive frames).
         let histogram = TemporalStabilizer.histogram(lFine)
         if let position {
-            if previousHistogram.isEmpty || TemporalStabilizer.distance(histogram, previousHistogram) > TemporalStabilizer.defaultCutThreshold {
+            if previousHistogram.isEmpty {
+                // The first frame seen starts a shot; keyframes before it apply only if their
+                // content is this frame's (the same test as for keyframes after a frame).
                 lastCutSeconds = position.seconds
+                carriedKeyframes = Set(keyframes.filter {
+                    seconds($0.position) < position.seconds && TemporalStabilizer.distance($0.histogram, histogram) <= TemporalStabilizer.defaultCutThreshold
+                }.map { seconds($0.position) })
+            } else if TemporalStabilizer.distance(histogram, previousHistogram) > TemporalStabilizer.defaultCutThreshold {
+                lastCutSeconds = position.seconds
+                carriedKeyframes = []
             }
             previousHistogram = histogram
         }
@@ -193,7 +206,7 @@ public final class ColourGuide {
             // The nearest keyframe before (no cut since it) and after (the same content).
             var shot = keyframes.map { (t: seconds($0.position), ref: $0.reference, histogram: $0.histogram) }
             if let hinted = hintedFrame { shot.append((seconds(hinted.position), hinted.reference, hinted.histogram)) }
-            let before = shot.filter { $0.t <= position.seconds && $0.t >= lastCutSeconds }.max { $0.t < $1.t }
+            let before = shot.filter { $0.t <= position.seconds && ($0.t >= lastCutSeconds || carriedKeyframes.contains($0.t)) }.max { $0.t < $1.t }
             let after = shot.filter { $0.t > position.seconds && TemporalStabilizer.distance($0.histogram, histogram) <= TemporalStabilizer.defaultCutThreshold }
                 .min { $0.t < $1.t }
             switch (before, after) {
