@@ -128,7 +128,12 @@ final class VulkanPrepared: PreparedGraph {
         try VulkanContext.check(vkCreateCommandPool(device, &poolInfo, nil, &commandPool), "creating a command pool")
         var size = VkDescriptorPoolSize()
         size.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
-        let sets = max(1, graph.nodes.count * 2)
+        // One descriptor set per dispatch: one per node, one per input of a concatenation.
+        let sets = max(1, graph.nodes.reduce(0) { n, node in
+            guard VulkanBackend.runsOnDevice(node.op) else { return n }
+            if case .concatChannels = node.op { return n + node.inputs.count }
+            return n + 1
+        })
         size.descriptorCount = UInt32(sets * VulkanContext.bindings)
         try withUnsafePointer(to: &size) { sp in
             var info = VkDescriptorPoolCreateInfo()

@@ -116,6 +116,10 @@ final class VulkanParityTests: XCTestCase {
         try compare(chain([(.sliceChannels(start: 1, end: 3), [1])]), s, "channel slice")
         try compare(chain([(conv(3, 4, k: 1), [1]), (.concatChannels, [1, 2])]), s, "concatenation")
         try compare(chain([(conv(2, 4, k: 1), [1]), (conv(3, 2, k: 1), [1]), (.concatChannels, [1, 2, 3])]), s, "three-way concatenation")
+        // More dispatches than twice the nodes (each concatenated input is one): descriptor sets
+        // are counted per dispatch.
+        try compare(chain([(conv(2, 4, k: 1), [1]), (conv(3, 2, k: 1), [1]), (.concatChannels, [1, 2, 3]), (.concatChannels, [1, 1, 1, 1])]), s,
+                    "concatenations of four and three")
     }
 
     /// Shaders and host steps interleaved (a host step ends a command buffer; the next shader
