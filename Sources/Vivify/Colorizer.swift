@@ -59,13 +59,16 @@ public final class Colorizer {
     /// Loads a colorizer: the built-in `vivify-color`, a `colorize` .wifm bundle, or an ncnn
     /// `.param` (Core ML `.mlmodel`/`.mlpackage`) with its `.bin` and `.json` description beside it.
     /// `saturation` multiplies the predicted chroma (1 keeps it; the gamut fit still applies).
+    /// `anchorShots` (with `stabilize`): each shot's colour anchored to its own earlier frames.
     public init(model argument: String, backend: BackendChoice = .onednn, stabilize: Bool, saturation: Float = 1,
-                guide: ColourGuideSpec = ColourGuideSpec()) throws {
+                guide: ColourGuideSpec = ColourGuideSpec(), anchorShots: Bool = true) throws {
         guard Self.saturationRange.contains(saturation) else {
             throw MediaError(.invalidOptions, Self.saturationError(saturation))
         }
         self.saturation = saturation
-        self.guide = guide.isEmpty ? nil : try ColourGuide(spec: guide, backend: backend)
+        // Video (the stabilizer on) has a guide even without guidance: shots anchor their own colour.
+        let anchor = stabilize && anchorShots
+        self.guide = guide.isEmpty && !anchor ? nil : try ColourGuide(spec: guide, backend: backend, anchorShots: anchor)
         let loaded = try ModelResolver.resolve(argument, task: .colorize)
         graph = loaded.graph
         spec = loaded.colorizer ?? ColorizerSpec()

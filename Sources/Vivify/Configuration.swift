@@ -71,6 +71,9 @@ public struct RunConfiguration: Sendable {
     public var colorizeAfter: Bool
     /// Keep colour steady across frames (temporal stabilization of ab).
     public var stabilize: Bool
+    /// With the stabilizer: anchor each shot's colour to its own earlier frames (`--no-anchor`
+    /// turns it off).
+    public var anchorShots: Bool
     /// Chroma multiplier for the colorizer (1 keeps the model's colour; gamut-safe).
     public var saturation: Float
     /// References, keyframes and hints that guide the colorizer.
@@ -115,6 +118,7 @@ public struct RunConfiguration: Sendable {
         colorize = nil
         colorizeAfter = false
         stabilize = true
+        anchorShots = true
         saturation = 1
         colourGuide = ColourGuideSpec()
         maxFrames = nil

@@ -2,26 +2,67 @@ internal import ColorScience
 import Foundation
 internal import MediaIO
 
-/// Measures the flicker metric of a video file (see `FlickerMeter`), decoding it to RGB and
-/// converting every frame to Lab.
+/// Measures the flicker and drift metrics of a video file (see `FlickerMeter`, `DriftMeter`),
+/// decoding it to RGB and converting every frame to Lab.
 public enum Flicker {
-    /// The metric over every frame of `path`, with the number of static pixel pairs measured.
-    public static func measure(path: String) throws -> (value: Double, samples: Int, frames: Int) {
+    /// What `measure` found.
+    public struct Measures: Sendable {
+        /// The flicker metric (ab units) and the static pixel pairs it was measured on.
+        public var value: Double, samples: Int
+        /// Frames read.
+        public var frames: Int
+        /// The drift metric (ab units) and the regions followed.
+        public var drift: Double, tracks: Int
+        /// With a truth: its drift over the same regions, and the drift of the difference.
+        public var truthDrift: Double?, differenceDrift: Double?
+    }
+
+    /// The metrics over every frame of `path`; with `truth` (the colour original of a clip
+    /// colorized from its grey), the drift of the same regions in it too. The truth must have
+    /// the same frames (it is resized to the clip's size).
+    public static func measure(path: String, truth: String? = nil) throws -> Measures {
         let reader = try MediaReader(path: path, outputFormat: .rgb24, copyStreams: false)
+        let truthReader = try truth.map { try MediaReader(path: $0, outputFormat: .rgb24, copyStreams: false) }
         let lab = LabConverter()
         var meter = FlickerMeter()
+        var drift = DriftMeter()
         var frame = VideoFrame(format: .rgb24, width: 1, height: 1)
+        var truthFrame = VideoFrame(format: .rgb24, width: 1, height: 1)
         var frames = 0
         while true {
+            guard try next(reader, into: &frame) else { break }
+            var truthAB: (a: [Float], b: [Float])?
+            if let truthReader, let truth {
+                guard try next(truthReader, into: &truthFrame) else {
+                    throw MediaError(.invalidOptions, "'--truth \(truth)' has fewer frames than '\(path)' (\(frames)). Give the colour original the clip was made from, frame for frame.")
+                }
+                let (_, ta, tb) = lab.lab(of: truthFrame.planes[0], width: truthFrame.width, height: truthFrame.height)
+                if truthFrame.width == frame.width && truthFrame.height == frame.height {
+                    truthAB = (ta, tb)
+                } else {
+                    var ra: [Float] = [], rb: [Float] = []
+                    Resample.area(ta, truthFrame.width, truthFrame.height, into: &ra, frame.width, frame.height)
+                    Resample.area(tb, truthFrame.width, truthFrame.height, into: &rb, frame.width, frame.height)
+                    truthAB = (ra, rb)
+                }
+            }
+            let (l, a, b) = lab.lab(of: frame.planes[0], width: frame.width, height: frame.height)
+            meter.add(l: l, a: a, b: b)
+            drift.add(l: l, a: a, b: b, width: frame.width, height: frame.height, truth: truthAB)
+            frames += 1
+        }
+        drift.finish()
+        return Measures(value: meter.value, samples: meter.samples, frames: frames, drift: drift.value, tracks: drift.tracksCounted,
+                        truthDrift: truth == nil ? nil : drift.truthValue, differenceDrift: truth == nil ? nil : drift.differenceValue)
+    }
+
+    /// The next decoded frame, or false at the end.
+    private static func next(_ reader: MediaReader, into frame: inout VideoFrame) throws -> Bool {
+        while true {
             switch try reader.read(into: &frame) {
-            case .end:
-                return (meter.value, meter.samples, frames)
-            case .packet:
-                continue
-            case .frame:
-                let (l, a, b) = lab.lab(of: frame.planes[0], width: frame.width, height: frame.height)
-                meter.add(l: l, a: a, b: b)
-                frames += 1
+            case .end: return false
+            case .packet: continue
+            case .frame: return true
             }
         }
     }

@@ -491,6 +491,7 @@ public final class Job {
         if c.backend == .onednn { settings["precision"] = PrecisionChoice.inForce.rawValue }
         if c.colorize != nil {
             settings["stabilize"] = String(c.stabilize)
+            settings["anchor_shots"] = String(c.stabilize && c.anchorShots)
             settings["saturation"] = String(c.saturation)
             settings["colorize_after"] = String(c.colorizeAfter)
             if !c.colourGuide.hints.isEmpty { settings["hints"] = c.colourGuide.hints.map(\.description).joined(separator: " ") }

@@ -1,3 +1,4 @@
+internal import ColorScience
 import Foundation
 
 /// Keeps predicted colour steady across video frames without ghosting: each pixel's ab is an
@@ -19,7 +20,7 @@ public final class TemporalStabilizer {
 
     /// Makes a stabilizer.
     /// The histogram distance that counts as a cut unless told otherwise.
-    public static let defaultCutThreshold: Float = 0.5
+    public static let defaultCutThreshold: Float = ShotHistogram.cutThreshold
 
     public init(strength: Float = 0.92, lSigma: Float = 6, cutThreshold: Float = defaultCutThreshold) {
         self.strength = strength
@@ -43,16 +44,9 @@ public final class TemporalStabilizer {
     }
 
     /// L1 distance between two `histogram`s: above `cutThreshold`, a scene cut.
-    static func distance(_ x: [Float], _ y: [Float]) -> Float {
-        zip(x, y).reduce(Float(0)) { $0 + abs($1.0 - $1.1) }
-    }
+    static func distance(_ x: [Float], _ y: [Float]) -> Float { ShotHistogram.distance(x, y) }
 
-    static func histogram(_ l: [Float]) -> [Float] {
-        var h = [Float](repeating: 0, count: 32)
-        for v in l { h[min(max(Int(v / 100 * 32), 0), 31)] += 1 }
-        let n = Float(max(l.count, 1))
-        return h.map { $0 / n }
-    }
+    static func histogram(_ l: [Float]) -> [Float] { ShotHistogram.of(l) }
 
     /// Stabilizes `ab` (planar a then b, `width`×`height` each) given the frame's L at the same
     /// size. Returns true when a scene cut reset the history.

@@ -308,6 +308,9 @@ struct JobOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Keep predicted colour steady across frames (on by default for video).")
     var stabilize = true
 
+    @Flag(inversion: .prefixedNo, help: "With the stabilizer, anchor each shot's colour to its own earlier frames so that it does not drift (on by default).")
+    var anchor = true
+
     @Option(help: "Stop after N input frames.")
     var maxFrames: Int?
 
@@ -339,6 +342,7 @@ struct JobOptions: ParsableArguments {
         c.copyAudioAndSubtitles = !noAudio
         c.strict = strict
         c.stabilize = stabilize
+        c.anchorShots = anchor
         c.maxFrames = maxFrames
         c.colourGuide.keyframes = keyframe.compactMap(Keyframe.init(parsing:))
         c.existingOutput = overwriteOptions.existing

@@ -271,7 +271,10 @@ final class ColorizerTests: XCTestCase {
         XCTAssertGreaterThan(next[0], 10, "a static pixel stays close to its history")
     }
 
-    /// Real archival footage: stabilization cuts the flicker metric by at least half.
+    /// Real archival footage: stabilization cuts the flicker metric by at least half. The
+    /// stabilizer alone: shot anchors off (with this toy model, whose colour is busy, the
+    /// anchor's matched colour flickers more than the stabilizer leaves, 0.27 against 0.18;
+    /// with the built-in model anchors lower flicker, `ShotAnchorCLITests`).
     func testStabilizationHalvesFlickerOnArchivalFilm() throws {
         let clip = Self.shared.appendingPathComponent("media/videos/bw_a-bomb_blast_effects_part_deepremaster.mp4").path
         guard FileManager.default.fileExists(atPath: clip) else { throw XCTSkip("\(clip) not present") }
@@ -282,6 +285,7 @@ final class ColorizerTests: XCTestCase {
             var c = RunConfiguration(input: clip, output: "\(dir)/out-\(stabilize).mkv")
             c.colorize = "\(Self.fixtures)/eccv16-tiny.param"
             c.stabilize = stabilize
+            c.anchorShots = false
             c.encoder = EncoderSettings(codec: "ffv1")
             // 120 frames keep the test short; lossless output so the metric sees the stage's colour.
             c.maxFrames = 120

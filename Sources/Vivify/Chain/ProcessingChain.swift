@@ -5,8 +5,9 @@ public enum StageSpec: Sendable, Equatable {
     /// Decoded frames to packed RGB.
     case toRGB
     /// A colorizer (built-in name, bundle or path), with its stabilizer, saturation and
-    /// guidance (references, keyframes, hints).
-    case colorize(model: String, stabilize: Bool, saturation: Float, guide: ColourGuideSpec = ColourGuideSpec())
+    /// guidance (references, keyframes, hints), and whether shots anchor their colour (with
+    /// the stabilizer).
+    case colorize(model: String, stabilize: Bool, saturation: Float, guide: ColourGuideSpec = ColourGuideSpec(), anchor: Bool = true)
     /// An upscaler (built-in or catalog name, bundle or path) with its tile size.
     case upscale(model: String, tile: Int?)
     /// Resize to a fixed size.
@@ -30,8 +31,9 @@ public enum ProcessorFactory {
     public static func make(_ spec: StageSpec, backend: BackendChoice, log: (String) -> Void = { _ in }) throws -> FrameProcessor {
         switch spec {
         case .toRGB: return ToRGBProcessor()
-        case .colorize(let model, let stabilize, let saturation, let guide):
-            return ColorizeProcessor(try Colorizer(model: model, backend: backend, stabilize: stabilize, saturation: saturation, guide: guide))
+        case .colorize(let model, let stabilize, let saturation, let guide, let anchor):
+            return ColorizeProcessor(try Colorizer(model: model, backend: backend, stabilize: stabilize, saturation: saturation, guide: guide,
+                                                   anchorShots: anchor))
         case .upscale(let model, let tile):
             return UpscaleProcessor(try Upscaler(model: model, tile: tile, backend: backend, log: log))
         case .resize(let size): return ResizeProcessor(size: size)
@@ -127,7 +129,7 @@ extension RunConfiguration {
     /// The model stages in order: colorize then upscale, or the reverse with `colorizeAfter`.
     public var modelStages: [StageSpec] {
         var specs: [StageSpec] = []
-        if let colorize { specs.append(.colorize(model: colorize, stabilize: stabilize, saturation: saturation, guide: colourGuide)) }
+        if let colorize { specs.append(.colorize(model: colorize, stabilize: stabilize, saturation: saturation, guide: colourGuide, anchor: anchorShots)) }
         if let upscale {
             let step = StageSpec.upscale(model: upscale, tile: tile)
             if colorizeAfter { specs.insert(step, at: 0) } else { specs.append(step) }

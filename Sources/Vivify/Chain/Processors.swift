@@ -113,11 +113,20 @@ public final class ColorizeProcessor: FrameProcessor {
     }
 
     /// With the stabilizer on, enough frames for the history a cut started afresh to fall
-    /// below 0.5% of its weight (64 at the default strength 0.92).
+    /// below 0.5% of its weight (64 at the default strength 0.92); with shots anchoring their
+    /// colour, at least `anchorWarmUpSeconds` of frames, so that a segment colours a shot that
+    /// began within that time before it as one unsegmented run does (a longer shot is
+    /// anchored afresh at the segment's warm-up start).
     public var warmUpFrames: Int {
         guard let s = colorizer.stabilizer, s.strength > 0, s.strength < 1 else { return 0 }
-        return Int((log(0.005) / log(Double(s.strength))).rounded(.up))
+        let stabilizer = Int((log(0.005) / log(Double(s.strength))).rounded(.up))
+        guard colorizer.guide?.anchorShots == true else { return stabilizer }
+        let rate = input?.frameRate.doubleValue ?? 30
+        return max(stabilizer, Int((Self.anchorWarmUpSeconds * (rate.isFinite && rate > 0 ? min(rate, 240) : 30)).rounded(.up)))
     }
+
+    /// How far back a segment starts colouring to find its shot's anchor.
+    public static let anchorWarmUpSeconds = 6.0
 
     public func reset() {
         colorizer.stabilizer?.reset()

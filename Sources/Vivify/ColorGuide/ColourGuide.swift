@@ -26,9 +26,24 @@ public struct FramePosition: Sendable, Equatable {
 ///                                  ─▶ transferred ab where confident, else the model's
 ///     a frame that is a keyframe ─▶ the keyframe's own ab at the frame's L
 ///     first frame ─▶ hints, spread along edges; the result is then a keyframe of its shot
+///
+/// With `anchorShots` (video, the stabilizer on) a shot with no keyframe anchors itself (issue
+/// 29, item 4): its first frame's final colour becomes an anchor, later frames take the
+/// anchor's colour where they match it confidently, and a frame whose content has moved on
+/// (mean confidence below `anchorRefresh`) becomes the next anchor, carrying the colour
+/// matched into it. So a region keeps the colour it had when the shot first showed it,
+/// instead of the model's view of it sliding frame by frame as the framing changes.
 public final class ColourGuide {
     /// What it was made from.
     public let spec: ColourGuideSpec
+    /// Whether shots without keyframes anchor themselves to their own earlier frames.
+    public let anchorShots: Bool
+    /// Mean confidence of a frame's match to its shot's anchors below which the frame becomes
+    /// an anchor too.
+    var anchorRefresh: Float = 0.8
+    /// Anchors kept per shot (the oldest goes first). One measured as well as three (drift
+    /// within 0.1 on the tuning clips) at a third of the matching cost.
+    var anchorLimit = 1
     private let encoder: ReferenceEncoder
     private let matcher: ReferenceMatcher
     private let lab = LabConverter()
@@ -48,6 +63,12 @@ public final class ColourGuide {
     private var previousHistogram: [Float] = []
     private var hintsDone = false
     private var hintedFrame: LoadedKeyframe?
+    /// This shot's anchors, oldest first.
+    private var anchors: [ColourReference] = []
+    /// The last frame's mean match confidence to the anchors (nil: no anchor was used).
+    private var anchorConfidence: Float?
+    /// Whether the last frame's colour came from a keyframe (exact or matched).
+    private var keyframeApplied = false
     // Per-frame buffers.
     private var l224 = [Float](repeating: 0, count: 224 * 224)
     private(set) var lFine = [Float](repeating: 0, count: ColourReference.fineSide * ColourReference.fineSide)
@@ -77,8 +98,9 @@ public final class ColourGuide {
 
     /// Reads and prepares every reference and keyframe of `spec` (errors name the file and the
     /// fix, before any frame is processed).
-    public init(spec: ColourGuideSpec, backend: BackendChoice = .onednn) throws {
+    public init(spec: ColourGuideSpec, backend: BackendChoice = .onednn, anchorShots: Bool = false) throws {
         self.spec = spec
+        self.anchorShots = anchorShots
         try spec.checkFiles()
         encoder = try ReferenceEncoder(backend: backend)
         matcher = ReferenceMatcher(multiplier: backend.makeMatrixMultiplier())
@@ -156,6 +178,9 @@ public final class ColourGuide {
         previousHistogram = []
         hintsDone = false
         hintedFrame = nil
+        anchors = []
+        anchorConfidence = nil
+        keyframeApplied = false
     }
 
     private func seconds(_ p: Keyframe.Position) -> Double {
@@ -184,8 +209,11 @@ public final class ColourGuide {
         Resample.area(l224, s, s, into: &lGrid, g, g)
         // Scene cuts, as the stabilizer finds them (L histograms of consecutive frames).
         let histogram = TemporalStabilizer.histogram(lFine)
+        anchorConfidence = nil
+        keyframeApplied = false
         if let position {
             if previousHistogram.isEmpty {
+                anchors = []
                 // The first frame seen starts a shot; keyframes before it apply only if their
                 // content is this frame's (the same test as for keyframes after a frame).
                 lastCutSeconds = position.seconds
@@ -195,12 +223,14 @@ public final class ColourGuide {
             } else if TemporalStabilizer.distance(histogram, previousHistogram) > TemporalStabilizer.defaultCutThreshold {
                 lastCutSeconds = position.seconds
                 carriedKeyframes = []
+                anchors = []
             }
             previousHistogram = histogram
         }
         var weighted = references.map { ReferenceMatcher.Weighted(reference: $0, logWeight: 0) }
         if let position {
             if let k = keyframes.first(where: { isFrame($0, position) }) {
+                keyframeApplied = true
                 return .exact(a: k.a, b: k.b, width: k.width, height: k.height)
             }
             // The nearest keyframe before (no cut since it) and after (the same content).
@@ -218,11 +248,21 @@ public final class ColourGuide {
             case let (nil, a?): weighted.append(.init(reference: a.ref, logWeight: 0))
             case (nil, nil): break
             }
+            keyframeApplied = before != nil || after != nil
+            // No keyframe in this shot: its own anchors, the latest weighing most.
+            if anchorShots && !keyframeApplied {
+                for (i, anchor) in anchors.enumerated() {
+                    weighted.append(.init(reference: anchor, logWeight: Float(i - (anchors.count - 1)) * 0.7))
+                }
+            }
         }
         guard !weighted.isEmpty else { return .automatic }
         let features = try given ?? encoder.features(l224: l224)
         lastFeatures = features
         let t = try matcher.transfer(features: features, lGrid: lGrid, lFine: lFine, references: weighted)
+        if anchorShots && !keyframeApplied && !anchors.isEmpty {
+            anchorConfidence = t.weight.reduce(0, +) / Float(t.weight.count)
+        }
         // The model's colour on the fine grid, mixed in where the match is not confident.
         // Mixed in place, channel by channel, in buffers kept from frame to frame.
         var ab = t.ab
@@ -242,8 +282,25 @@ public final class ColourGuide {
     private var lastFeatures: EncodedFeatures?
 
     /// After the frame's colour is final: the first frame gets the hints, and becomes a
-    /// keyframe of its shot (so the hints' colour follows the objects through the shot).
+    /// keyframe of its shot (so the hints' colour follows the objects through the shot); with
+    /// `anchorShots`, a shot's first frame and frames that have moved on from its anchors
+    /// become anchors.
     func finish(position: FramePosition?, l: [Float], a: inout [Float], b: inout [Float], width w: Int, height h: Int) throws {
+        try hint(position: position, l: l, a: &a, b: &b, width: w, height: h)
+        guard anchorShots, position != nil, !keyframeApplied, hintedFrame == nil else { return }
+        if anchors.isEmpty || (anchorConfidence ?? 0) < anchorRefresh {
+            let f = ColourReference.fineSide
+            var af = [Float](repeating: 0, count: f * f), bf = af
+            Resample.area(a, w, h, into: &af, f, f)
+            Resample.area(b, w, h, into: &bf, f, f)
+            let features = try lastFeatures ?? encoder.features(l224: l224)
+            anchors.append(ColourReference(name: "anchor", features: features, lGrid: lGrid, lFine: lFine, abFine: af + bf))
+            if anchors.count > anchorLimit { anchors.removeFirst() }
+        }
+    }
+
+    /// The first frame gets the hints, and becomes a keyframe of its shot.
+    private func hint(position: FramePosition?, l: [Float], a: inout [Float], b: inout [Float], width w: Int, height h: Int) throws {
         guard !hintSeeds.isEmpty, !hintsDone else { return }
         hintsDone = true
         let scale: (Double, Double) = hintsSize.map { (Double(w) / Double($0.w), Double(h) / Double($0.h)) } ?? (1, 1)

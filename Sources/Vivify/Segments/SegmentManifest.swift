@@ -102,6 +102,8 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
         public var colorize: String?
         public var colorizeAfter: Bool
         public var stabilize: Bool
+        /// Shot anchors (with the stabilizer); nil in manifests of versions before them (off).
+        public var anchorShots: Bool?
         public var saturation: Float
         /// References, keyframes and hints (absolute paths; their digests are in `models`);
         /// nil in manifests of versions before them.
@@ -136,6 +138,7 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
             colorize = c.colorize
             colorizeAfter = c.colorizeAfter
             stabilize = c.stabilize
+            anchorShots = c.anchorShots
             saturation = c.saturation
             if !c.colourGuide.isEmpty {
                 var g = c.colourGuide
@@ -179,6 +182,7 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
             c.colorize = colorize
             c.colorizeAfter = colorizeAfter
             c.stabilize = stabilize
+            c.anchorShots = anchorShots ?? false
             c.saturation = saturation
             c.colourGuide = colourGuide ?? ColourGuideSpec()
             c.resize = resize.flatMap(FrameSize.init(parsing:))

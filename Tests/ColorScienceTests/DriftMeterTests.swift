@@ -1,0 +1,96 @@
+@testable import ColorScience
+import XCTest
+
+/// The drift metric on made-up shots whose drift is known: a textured picture panning one
+/// pixel a frame, its colour fixed or sliding at a known rate, with a cut, and against a truth.
+final class DriftMeterTests: XCTestCase {
+    let w = 160, h = 96
+
+    /// Lightness texture (smooth noise, 20…80) shifted `shift` pixels to the left.
+    func texture(shift: Int, seed: UInt64) -> [Float] {
+        var state = seed
+        func next() -> Float {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return Float(state >> 40) / Float(1 << 24)
+        }
+        // Coarse random grid, bilinear: structure at every block's scale.
+        let gw = (w + 64) / 8 + 2, gh = h / 8 + 2
+        let grid = (0..<(gw * gh)).map { _ in 20 + 60 * next() }
+        var l = [Float](repeating: 0, count: w * h)
+        for y in 0..<h {
+            for x in 0..<w {
+                let sx = Float(x + shift) / 8, sy = Float(y) / 8
+                let x0 = Int(sx), y0 = Int(sy), tx = sx - Float(x0), ty = sy - Float(y0)
+                let g = { (i: Int, j: Int) in grid[j * gw + i] }
+                l[y * w + x] = (g(x0, y0) * (1 - tx) + g(x0 + 1, y0) * tx) * (1 - ty) + (g(x0, y0 + 1) * (1 - tx) + g(x0 + 1, y0 + 1) * tx) * ty
+            }
+        }
+        return l
+    }
+
+    func testFixedColourThroughAPanHasNoDrift() {
+        var meter = DriftMeter()
+        let a = [Float](repeating: 12, count: w * h), b = [Float](repeating: -7, count: w * h)
+        for t in 0..<40 { meter.add(l: texture(shift: t, seed: 1), a: a, b: b, width: w, height: h) }
+        meter.finish()
+        XCTAssertGreaterThan(meter.tracksCounted, 100)
+        XCTAssertLessThan(meter.value, 1e-4)
+    }
+
+    /// Every pixel's a rises 0.5 a frame: a track begun at frame s has drifted 0.5·(t − s) at
+    /// frame t; the seeds are all at frame 0 (the pan keeps most blocks), so the mean over
+    /// frames 1…39 is 0.5 · 20 = 10.
+    func testSlidingColourDriftsAtItsRate() {
+        var meter = DriftMeter()
+        let b = [Float](repeating: 0, count: w * h)
+        for t in 0..<40 {
+            let a = [Float](repeating: 0.5 * Float(t), count: w * h)
+            meter.add(l: texture(shift: t, seed: 2), a: a, b: b, width: w, height: h)
+        }
+        meter.finish()
+        XCTAssertEqual(meter.value, 10, accuracy: 1)
+    }
+
+    /// Colour that changes only at a cut is no drift: each shot is measured on its own.
+    func testACutIsNotDrift() {
+        var meter = DriftMeter()
+        for t in 0..<40 {
+            let shot = t < 20
+            // The second shot is a different, much brighter picture.
+            let l = texture(shift: t, seed: shot ? 3 : 4).map { shot ? $0 * 0.5 : 50 + $0 * 0.6 }
+            let a = [Float](repeating: shot ? -20 : 30, count: w * h), b = [Float](repeating: shot ? 10 : -25, count: w * h)
+            meter.add(l: l, a: a, b: b, width: w, height: h)
+        }
+        meter.finish()
+        XCTAssertGreaterThan(meter.tracksCounted, 100)
+        XCTAssertLessThan(meter.value, 1e-4)
+    }
+
+    /// Against a truth: the truth's own drift over the same regions, and the difference's.
+    func testTruthAndDifference() {
+        var meter = DriftMeter()
+        for t in 0..<40 {
+            let l = texture(shift: t, seed: 5)
+            // Ours slides in a at 0.5 a frame; the truth slides in b at 0.5 a frame.
+            let ours = (a: [Float](repeating: 0.5 * Float(t), count: w * h), b: [Float](repeating: 0, count: w * h))
+            let truth = (a: [Float](repeating: 0, count: w * h), b: [Float](repeating: 0.5 * Float(t), count: w * h))
+            meter.add(l: l, a: ours.a, b: ours.b, width: w, height: h, truth: truth)
+        }
+        meter.finish()
+        XCTAssertEqual(meter.value, 10, accuracy: 1)
+        XCTAssertEqual(meter.truthValue, meter.value, accuracy: 1e-3)
+        // The difference moves along (+0.5, −0.5) a frame: √2 times as far.
+        XCTAssertEqual(meter.differenceValue, meter.value * 2.squareRoot(), accuracy: 1e-2)
+    }
+
+    /// Frames of another size, or planes shorter than their sides say, are not read past.
+    func testShortPlanesAreIgnored() {
+        var meter = DriftMeter()
+        meter.add(l: [1, 2, 3], a: [0], b: [0], width: 2, height: 2)
+        meter.add(l: [Float](repeating: 50, count: 4), a: [Float](repeating: 0, count: 4), b: [Float](repeating: 0, count: 4), width: 2, height: 2,
+                  truth: (a: [0], b: [0]))
+        meter.finish()
+        XCTAssertEqual(meter.tracksCounted, 0)
+        XCTAssertEqual(meter.value, 0)
+    }
+}
