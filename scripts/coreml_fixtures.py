@@ -14,6 +14,9 @@ input with this script's own numpy evaluator of the spec. Writes, per fixture NA
                           (0-255 pixel values for image inputs: the scaler is in the model)
     NAME.output.f32       the evaluator's output, CHW
     manifest.json         shapes, layers covered, seed, versions, reference cross-checks
+    style/                fast style transfer networks with Core ML custom layers and their
+                          declarations, in fp32, fp16, 8-bit linear and 8-bit LUT weights
+                          (scripts/coreml_style_fixtures.py says what and why)
 
 The evaluator (`run_spec`) reads the *saved spec* with coremltools' protobuf classes and
 follows the semantics written in mlmodel/format/NeuralNetwork.proto: padding and output
@@ -44,6 +47,9 @@ from coremltools.models import datatypes
 from coremltools.models.neural_network import NeuralNetworkBuilder
 from coremltools.models.utils import save_spec
 from coremltools.proto import Model_pb2
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from coreml_style_fixtures import CUSTOM_LAYERS, write_style_fixtures  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,7 +366,12 @@ def run_spec(spec, x):
             n = p.channels
             eps = np.float32(p.epsilon or 1e-5)
             gm, bt = wp_values(p.gamma, n), wp_values(p.beta, n)
-            mu, var = wp_values(p.mean, n), wp_values(p.variance, n)
+            if p.computeMeanVar:
+                # Batch 1: the statistics over the batch are each channel's own (instance
+                # normalisation either way), the variance biased.
+                mu, var = ins[0].mean(axis=(1, 2)), ins[0].var(axis=(1, 2))
+            else:
+                mu, var = wp_values(p.mean, n), wp_values(p.variance, n)
             blobs[out] = (ins[0] - mu[:, None, None]) / np.sqrt(var + eps)[:, None, None] * gm[:, None, None] + bt[:, None, None]
         elif t == "softmax":
             X = ins[0]
@@ -424,6 +435,9 @@ def run_spec(spec, x):
             blobs[out] = ins[0].mean(axis=(1, 2), keepdims=True)
         elif t == "clip":
             blobs[out] = np.clip(ins[0], p.minVal, p.maxVal)
+        elif t == "custom":
+            # What the declaration beside the model says the class computes (coreml_style_fixtures).
+            blobs[out] = CUSTOM_LAYERS[p.className](ins[0], p)
         else:
             raise ValueError("no reference for layer type " + t)
     if kind == "neuralNetworkClassifier":
@@ -736,6 +750,14 @@ def main():
         })
         print("%-22s spec %d  in %-12s out %-14s %s" % (name, saved.specificationVersion, "x".join(map(str, x.shape)),
                                                        "x".join(map(str, y.shape)), ", ".join(covers)))
+    def save(spec, path):
+        save_spec(spec, path)
+        saved = Model_pb2.Model()
+        with open(path, "rb") as f:
+            saved.ParseFromString(f.read())
+        return saved
+
+    write_style_fixtures(args.out, args.seed, run_spec, save)
     cross = torch_crosscheck(np.random.default_rng(args.seed))
     manifest = {
         "generator": "scripts/coreml_fixtures.py",
