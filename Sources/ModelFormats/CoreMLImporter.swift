@@ -47,7 +47,9 @@ public struct CoreMLModel: Sendable {
 /// NeuralNetworks and are refused with a pointer to the ML Program importer.
 public enum CoreMLImporter {
     /// Loads the `.mlmodel` file at `path` (or the NeuralNetwork inside an `.mlpackage`).
-    public static func load(path: String) throws -> CoreMLModel {
+    /// `customLayers` declares what its custom layers compute; when nil, the file
+    /// `NAME.layers.json` beside the model is read if there is one.
+    public static func load(path: String, customLayers: CustomLayerDeclarations? = nil) throws -> CoreMLModel {
         var file = path
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
@@ -61,11 +63,17 @@ public enum CoreMLImporter {
         guard let data = FileManager.default.contents(atPath: file) else {
             throw ModelFormatError(.unreadable, "Cannot read the Core ML model '\(path)'. Check the path and its permissions.")
         }
-        return try parse(data, source: path)
+        var declarations = customLayers
+        if declarations == nil {
+            let beside = CustomLayerDeclarations.besidePath(for: path)
+            if FileManager.default.fileExists(atPath: beside) { declarations = try CustomLayerDeclarations.read(path: beside) }
+        }
+        return try parse(data, source: path, customLayers: declarations)
     }
 
-    /// Parses the bytes of a `.mlmodel` file; `source` names it in messages.
-    public static func parse(_ data: Data, source: String) throws -> CoreMLModel {
+    /// Parses the bytes of a `.mlmodel` file; `source` names it in messages; `customLayers`
+    /// declares what its custom layers compute.
+    public static func parse(_ data: Data, source: String, customLayers: CustomLayerDeclarations? = nil) throws -> CoreMLModel {
         let model = try Message(data, what: "the model", source: source)
         let version = model.int(1)
         guard version >= 1 else {
@@ -102,6 +110,7 @@ public enum CoreMLImporter {
 
         var builder = NetworkBuilder(source: source, inputName: input.name, declaredInput: inputShape.map { Shape(c: $0.c, h: $0.h, w: $0.w) })
         builder.inputChannels = inputShape?.c ?? input.image?.channels
+        builder.customLayers = customLayers
         builder.addPreprocessing(preprocessing)
         let layers = try network.messages(1, what: "a layer", source: source)
         for (k, layer) in layers.enumerated() {

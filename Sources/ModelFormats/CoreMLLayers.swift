@@ -45,7 +45,8 @@ extension CoreMLImporter {
     static let supportedLayerTypes = "convolution (and deconvolution), activation (linear, ReLU, leakyReLU, PReLU, "
         + "sigmoid, tanh, scaledTanh, sigmoidHard), add, multiply, average, max, min, batchnorm, scale, bias, "
         + "loadConstant (folded into add/multiply), softmax, upsample, reorganizeData, padding, crop, concat, "
-        + "innerProduct, global average pooling, clip, and the tanh layer"
+        + "innerProduct, global average pooling, clip, instance normalisation (batchnorm computing its statistics), "
+        + "the tanh layer, and custom layers that are declared (`customLayers`, see README)"
 
     /// One layer being translated: its name, type, blobs and parameters message.
     struct Layer {
@@ -98,6 +99,8 @@ extension CoreMLImporter {
         var lastOutput: String?
         /// Conditions the description must mention (each once).
         var notes: [String] = []
+        /// What the model's custom layers compute (`customLayers`), if declared.
+        var customLayers: CustomLayerDeclarations?
 
         init(source: String, inputName: String, declaredInput: Shape?) {
             self.source = source
@@ -230,6 +233,7 @@ extension CoreMLImporter {
                 let ins = try l.inputs.map { try value($0, l) }
                 if ins.count == 1 { blobs[l.outputs[0]] = ins[0] } else { _ = emit(l, .concatChannels, inputs: ins) }
             case 345: try reorganize(l)
+            case 500: try custom(l)
             case 660:
                 // ClipLayerParams: minVal 1, maxVal 2.
                 emit(l, [.activation(.clip(min: l.params.float(1), max: l.params.float(2)))], from: try value(l.inputs[0], l))
@@ -368,16 +372,21 @@ extension CoreMLImporter {
 
         /// BatchnormLayerParams: channels 1, computeMeanVar 5, instanceNormalization 6,
         /// epsilon 10 (0 means 1e-5), gamma 15, beta 16, mean 17, variance 18; folded to
-        /// x · γ/√(σ² + ε) + (β − μ · γ/√(σ² + ε)).
+        /// x · γ/√(σ² + ε) + (β − μ · γ/√(σ² + ε)), or instance normalisation when the layer
+        /// computes its mean and variance.
         mutating func batchnorm(_ l: Layer) throws {
             let p = l.params
-            if p.bool(5) {
-                throw l.unsupported("batch normalisation that computes its mean and variance at run time (computeMeanVar\(p.bool(6) ? ", instance normalisation" : ""))")
-            }
             let n = p.int(1)
-            guard n > 0 else { throw l.fail("has \(n) channels") }
+            guard (1...ModelLimits.maxChannels).contains(n) else { throw l.fail("has \(n) channels; it must be 1–\(ModelLimits.maxChannels)") }
             let eps = p.float(10) == 0 ? 1e-5 : p.float(10)
+            guard eps.isFinite, eps > 0 else { throw l.fail("has epsilon \(eps); it must be a positive number") }
             let gamma = try l.weights(15, count: n, "gamma"), beta = try l.weights(16, count: n, "beta")
+            if p.bool(5) {
+                // Statistics computed at run time: with batch 1, over the batch (computeMeanVar)
+                // or per instance, both are each channel's own mean and biased variance.
+                emit(l, [.instanceNorm(scale: gamma, bias: beta, epsilon: eps)], from: try value(l.inputs[0], l))
+                return
+            }
             let mean = try l.weights(17, count: n, "mean"), variance = try l.weights(18, count: n, "variance")
             var scale = [Float](repeating: 0, count: n), shift = [Float](repeating: 0, count: n)
             for c in 0..<n {

@@ -15,6 +15,9 @@ struct GraphBuilder {
         return names.count - 1
     }
 
+    /// Renames value `v` (a layer lowered to several nodes names its last value after its blob).
+    mutating func rename(_ v: Int, to name: String) { names[v] = name }
+
     /// Appends a node whose output value already exists.
     mutating func append(_ node: Node) { nodes.append(node) }
 

@@ -69,6 +69,8 @@ public struct BundleError: Error, Sendable, Equatable, CustomStringConvertible {
         case invalidTensorDescription
         /// A colorizer key (`inputSize`, `inputMultiple`, `lCenter`, `lScale`, `abScale`) is out of range.
         case invalidColorizerValue
+        /// `customLayers` (extension) is not a valid custom-layer declaration.
+        case invalidCustomLayers
         /// `info.md` is larger than 1 MiB.
         case infoTooLarge
         /// `info.md` is not UTF-8.

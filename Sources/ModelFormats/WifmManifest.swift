@@ -229,6 +229,9 @@ public struct WifmManifest: Sendable, Equatable {
     public var outputs: [Tensor]
     /// The colorizer description; nil unless `task` is `colorize`.
     public var colorizer: Colorizer?
+    /// `customLayers` (extension): what the Core ML custom layers of the bundle's models
+    /// compute (see `CustomLayerDeclarations`); nil when absent.
+    public var customLayers: CustomLayerDeclarations? = nil
 
     /// Main, then alpha if present.
     public var subModels: [SubModel] { [main] + (alpha.map { [$0] } ?? []) }
@@ -286,6 +289,9 @@ public struct WifmManifest: Sendable, Equatable {
         if task == .upscale {
             lines.append(("Scale", "\(scale)×"))
             lines.append(("Alpha", alphaMode == .separateModel ? "separate model" : "same as main"))
+        }
+        if let d = customLayers {
+            lines.append(("Custom layers", d.classes.keys.sorted().map { "\($0) (\(d.classes[$0]!.count) op\(d.classes[$0]!.count == 1 ? "" : "s"))" }.joined(separator: ", ")))
         }
         if let c = colorizer {
             let size = c.inputSize.map { "\($0)×\($0)" } ?? "frame size"

@@ -89,7 +89,7 @@ struct WifmManifestReader {
 
     private static let rootKeys: Set<String> = [
         "version", "name", "type", "subModels", "dataFormat", "inputShape", "shrinkSize", "scale", "alphaMode",
-        "task", "inputs", "outputs",
+        "task", "inputs", "outputs", CustomLayerDeclarations.key,
     ]
     private static let colorizerKeys = ["inputSize", "inputMultiple", "lCenter", "lScale", "abScale", "upsample"]
 
@@ -226,9 +226,19 @@ struct WifmManifestReader {
             colorizer = try colorizerKeys(root, side: side)
         }
 
+        // Extension: customLayers, checked here so a bad declaration fails when the bundle opens.
+        var customLayers: CustomLayerDeclarations?
+        if let value = root[CustomLayerDeclarations.key] {
+            do {
+                customLayers = try CustomLayerDeclarations(json: value, origin: "manifest.json")
+            } catch let e as ModelFormatError {
+                throw BundleError(.invalidCustomLayers, key: CustomLayerDeclarations.key, e.message)
+            }
+        }
+
         return WifmManifest(version: version, name: name, type: type, task: task, main: main, alpha: alpha,
                             dataFormat: dataFormat, inputShape: inputShape, shrinkSize: shrinkSize, scale: scale,
-                            alphaMode: alphaMode, inputs: inputs, outputs: outputs, colorizer: colorizer)
+                            alphaMode: alphaMode, inputs: inputs, outputs: outputs, colorizer: colorizer, customLayers: customLayers)
     }
 
     // MARK: Submodels and their files

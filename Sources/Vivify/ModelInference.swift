@@ -127,7 +127,7 @@ public enum ModelInference {
         }
         if let importer = format.importer {
             let weights = format.kind == .ncnn ? (path as NSString).deletingPathExtension + ".bin" : nil
-            return try importer(path, weights).graph
+            return try importer(path, weights, nil).graph
         }
         let bundle = try ModelBundle.open(path: path)
         let main = bundle.manifest.main
@@ -135,7 +135,7 @@ public enum ModelInference {
         guard let importer = ModelFileFormat.forPath(file)?.importer else {
             throw MediaError(.unsupported, "The bundle '\(path)' holds '\((file as NSString).lastPathComponent)', which is not a model format Vivify reads.")
         }
-        return try importer(file, bundle.weightsURL(for: main)?.path).graph
+        return try importer(file, bundle.weightsURL(for: main)?.path, bundle.manifest.customLayers).graph
     }
 
     /// Runs `model` on `input` (shape C×H×W or 1×C×H×W; `inputName`, when given, must be the

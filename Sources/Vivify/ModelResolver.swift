@@ -93,7 +93,7 @@ enum ModelResolver {
         if task == .colorize {
             // A bare colorizer graph needs its description beside it.
             let spec = try ColorizerSpec.beside(param: path)
-            var loaded = LoadedModel(name: name, graph: try importer(path, nil).graph)
+            var loaded = LoadedModel(name: name, graph: try importer(path, nil, nil).graph)
             loaded.colorizer = spec
             return loaded
         }
@@ -110,7 +110,7 @@ enum ModelResolver {
             loaded.spec = try entry.map { try tiling(for: $0, graph: graph) } ?? inferTiling(graph)
             return loaded
         }
-        let imported = try importer(path, nil)
+        let imported = try importer(path, nil, nil)
         var g = imported.graph
         // Image inputs take 0–255 pixels; the output range is measured on a grey tile.
         if imported.inputIsImage { g = g.prependingAffine(scale: [255], bias: [0]) }
@@ -194,8 +194,15 @@ enum ModelResolver {
             throw EngineError(.unsupported, "\(graph.source): the output size does not fit scale \(s) with an even border.")
         }
         let loss = loss2 / (2 * s)
+        if graph.needsWholeFrame {
+            // One tile, the frame: a border around it would enter its statistics (instance
+            // normalisation), which the model computes over the picture alone.
+            return TilingSpec(scale: s, padding: 0, border: .reflect, multiple: 4)
+        }
         if loss == 0 {
-            return TilingSpec(scale: s, padding: graph.receptiveRadius(), border: .reflect, multiple: 4)
+            // A border in multiples of 4, like the interiors: every tile then starts on the
+            // picture's grid of stride-2 and stride-4 layers and gives the whole frame's values.
+            return TilingSpec(scale: s, padding: (graph.receptiveRadius() + 3) / 4 * 4, border: .reflect, multiple: 4)
         }
         return TilingSpec(scale: s, padding: loss, border: .replicate, multiple: 4)
     }
@@ -240,7 +247,7 @@ enum ModelResolver {
             guard let importer = ModelFileFormat.forPath(file)?.importer else {
                 throw MediaError(.unsupported, "The bundle '\(path)' holds '\((file as NSString).lastPathComponent)', which is not a model format Vivify reads. Use \(ModelFileFormat.extensionList) inside.")
             }
-            let imported = try importer(file, bundle.weightsURL(for: sub)?.path)
+            let imported = try importer(file, bundle.weightsURL(for: sub)?.path, m.customLayers)
             let (raw, isImage) = (imported.graph, imported.inputIsImage)
             try checkTensorNames(sub, of: raw, bundle: path)
             guard task == .upscale else { return raw }

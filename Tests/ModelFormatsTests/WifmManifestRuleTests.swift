@@ -253,4 +253,21 @@ final class WifmManifestRuleTests: WifmTestCase {
         refuse(.wrongType, key: "inputs[0].normalize.bias",
                Fixture.v1(["inputs": [["name": "input", "normalize": ["scale": 1, "bias": -1]]]]))
     }
+
+    /// `customLayers` (extension): read and checked when the bundle opens; a bad declaration
+    /// is refused with the key, an unknown key inside it is an error too (not a warning).
+    func testCustomLayerDeclarations() throws {
+        let good: [String: Any] = ["Crop2": ["ops": [["op": "crop", "all": 2]]],
+                                   "Rescale": ["description": "(x+1)*127.5", "ops": [["op": "expression", "expression": "(x + 1) * 127.5"]]]]
+        let bundle = try open(zip(manifest: Fixture.json(Fixture.v1(["customLayers": good]))))
+        XCTAssertEqual(bundle.warnings, [])
+        let d = try XCTUnwrap(bundle.manifest.customLayers)
+        XCTAssertEqual(d.classes["Crop2"], [.crop(CustomLayerSides(top: .value(2), left: .value(2), bottom: .value(2), right: .value(2)))])
+        XCTAssertEqual(d.classes["Rescale"], [.expression(.binary("*", .binary("+", .x, .number(1)), .number(127.5)))])
+        XCTAssertTrue(bundle.manifest.summary.contains("Custom layers: Crop2 (1 op), Rescale (1 op)"), bundle.manifest.summary)
+        XCTAssertNil(try open(zip(manifest: Fixture.json(Fixture.v1()))).manifest.customLayers)
+        for bad: Any in [["Crop2": ["ops": [["op": "crop", "all": -2]]]], ["X": ["ops": [["op": "blur"]]]], ["X": ["ops": [], "weights": 1]], "crop"] {
+            refuse(.invalidCustomLayers, key: "customLayers", Fixture.v1(["customLayers": bad]))
+        }
+    }
 }
