@@ -78,6 +78,8 @@ public struct RunConfiguration: Sendable {
     public var saturation: Float
     /// References, keyframes and hints that guide the colorizer.
     public var colourGuide: ColourGuideSpec
+    /// Image-to-image models (`--filter`) placed among colorize and upscale, in order.
+    public var filters: [FilterStage] = []
     /// Stop after this many input frames.
     public var maxFrames: Int?
     /// Backend running the models.
@@ -138,7 +140,7 @@ public struct RunConfiguration: Sendable {
     /// hints picture. Reports may replace none of them.
     public var readFiles: [String] {
         var files: [String] = []
-        for model in [upscale, colorize].compactMap({ $0 }) where FileManager.default.fileExists(atPath: model) {
+        for model in [upscale, colorize].compactMap({ $0 }) + filters.map(\.model) where FileManager.default.fileExists(atPath: model) {
             files.append(model)
             let stem = (model as NSString).deletingPathExtension
             if model.lowercased().hasSuffix(".param") { files += [stem + ".bin", stem + ".json"] }

@@ -68,7 +68,8 @@ public enum ImageBatch {
     /// `progress` receives (pictures done, total) after each one. `limits` are put in force first.
     public static func run(inputs arguments: [String], directory: String, format: String?, upscale: String?, tile: Int?,
                            backend: BackendChoice = .onednn, colorize: String? = nil, colorizeAfter: Bool = false,
-                           saturation: Float = 1, guide: ColourGuideSpec = ColourGuideSpec(), existingOutput: ExistingOutput = .refuse,
+                           saturation: Float = 1, guide: ColourGuideSpec = ColourGuideSpec(), filters: [FilterStage] = [],
+                           existingOutput: ExistingOutput = .refuse,
                            limits: RunLimits = RunLimits(), log: @escaping @Sendable (String) -> Void = { _ in },
                            progress: (Int, Int) -> Void = { _, _ in }) throws -> Summary {
         limits.putInForce()
@@ -99,7 +100,7 @@ public enum ImageBatch {
             throw MediaError(.invalidOptions, "'\(directory)' is a file; with several pictures the output is a directory.")
         }
         let models = try ImageJob.makeModels(upscale: upscale, tile: tile, backend: backend, colorize: colorize, colorizeAfter: colorizeAfter,
-                                             saturation: saturation, guide: guide, log: log)
+                                             saturation: saturation, guide: guide, filters: filters, log: log)
 
         // Load ahead on one thread (at most two pictures waiting), save behind on another.
         let loaded = BoundedQueue<(String, Result<StillImage, any Error>)>(capacity: 2)

@@ -10,7 +10,7 @@ public enum ImageJob {
     /// Returns warnings (e.g. alpha dropped by JPEG). `limits` are put in force first.
     public static func run(input: String, output: String, upscale: String?, tile: Int?, backend: BackendChoice = .onednn,
                            colorize: String? = nil, colorizeAfter: Bool = false, saturation: Float = 1, guide: ColourGuideSpec = ColourGuideSpec(),
-                           existingOutput: ExistingOutput = .refuse, limits: RunLimits = RunLimits(),
+                           filters: [FilterStage] = [], existingOutput: ExistingOutput = .refuse, limits: RunLimits = RunLimits(),
                            log: (String) -> Void = { _ in }) throws -> [String] {
         limits.putInForce()
         try ImageIO.validateOutputPath(output)
@@ -22,14 +22,15 @@ public enum ImageJob {
         case .skip: return ["'\(output)' exists; skipped (-n)."]
         }
         let models = try makeModels(upscale: upscale, tile: tile, backend: backend, colorize: colorize, colorizeAfter: colorizeAfter,
-                                    saturation: saturation, guide: guide, log: log)
+                                    saturation: saturation, guide: guide, filters: filters, log: log)
         let image = try process(try ImageIO.read(path: input), name: input, models: models, outputExtension: url.pathExtension, log: log)
         return try save(image, to: url, output: output, replacing: existingOutput == .replace)
     }
 
     /// The model stages of an image job, made once (a batch reuses them for every picture).
     static func makeModels(upscale: String?, tile: Int?, backend: BackendChoice, colorize: String?, colorizeAfter: Bool,
-                           saturation: Float, guide: ColourGuideSpec = ColourGuideSpec(), log: (String) -> Void) throws -> [FrameProcessor] {
+                           saturation: Float, guide: ColourGuideSpec = ColourGuideSpec(), filters: [FilterStage] = [],
+                           log: (String) -> Void) throws -> [FrameProcessor] {
         if !guide.isEmpty && colorize == nil {
             throw MediaError(.invalidOptions, "--reference and --hint guide the colorizer, but no colorizer runs. Add --colorize.")
         }
@@ -41,6 +42,7 @@ public enum ImageJob {
         c.stabilize = false
         c.saturation = saturation
         c.colourGuide = guide
+        c.filters = filters
         let models = try c.modelStages.map { try ProcessorFactory.make($0, backend: backend, log: log) }
         for case let p as ColorizeProcessor in models { p.stills = true }
         return models

@@ -463,6 +463,9 @@ public final class Job {
             } else if let upscale = p as? UpscaleProcessor {
                 (task, name, files, precision) = ("upscale", upscale.upscaler.name, upscale.upscaler.modelFiles,
                                                   c.backend == .onednn ? upscale.upscaler.computePrecision : "fp32")
+            } else if let filter = p as? FilterProcessor {
+                (task, name, files, precision) = (filter.name, filter.model.name, filter.model.modelFiles,
+                                                  c.backend == .onednn ? filter.model.computePrecision : "fp32")
             } else {
                 continue
             }

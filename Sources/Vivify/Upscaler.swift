@@ -75,8 +75,10 @@ public final class Upscaler {
     /// - Parameters:
     ///   - tile: interior tile size in input pixels; nil picks one (`TiledRunner.automaticTileSize`).
     ///   - log: receives one line when a model is fetched.
+    ///   - allowInt8: whether `--precision int8` may quantise this model (a filter stage runs
+    ///     fp32: its calibration is not kept in a segmented job's manifest).
     public init(model: String, tile: Int? = nil, backend: BackendChoice = .onednn, store: ModelStore = ModelStore(),
-                log: (String) -> Void = { _ in }) throws {
+                allowInt8: Bool = true, log: (String) -> Void = { _ in }) throws {
         let loaded = try ModelResolver.resolve(model, task: .upscale, store: store, log: log)
         loaded.warnings.forEach(log)
         name = loaded.name
@@ -89,7 +91,8 @@ public final class Upscaler {
         let engine: InferenceBackend
         self.store = store
         if backend == .onednn {
-            let plan = try PrecisionPlan(model: loaded.name, files: loaded.files, store: store)
+            var plan = try PrecisionPlan(model: loaded.name, files: loaded.files, store: store)
+            if !allowInt8 && plan.precision == .int8 { (plan.precision, plan.calibration) = (.fp32, nil) }
             precision = plan.precision
             digest = plan.digest
             if let c = plan.calibration {

@@ -72,6 +72,7 @@ struct BenchCommand: ParsableCommand {
     var frames: Int = 60
 
     @OptionGroup var guideOptions: GuideOptions
+    @OptionGroup var filterOptions: FilterOptions
 
     @Option(help: "Tile size in input pixels for the model.")
     var tile: Int?
@@ -89,6 +90,7 @@ struct BenchCommand: ParsableCommand {
             throw ValidationError("'--size \(size)' is not a frame size. Write it as WxH, e.g. --size 640x360.")
         }
         if frames < 1 { throw ValidationError("'--frames \(frames)' must be at least 1.") }
+        _ = try filterOptions.stages(colorize: colorize != nil, upscale: upscale != nil, colorizeAfter: false)
     }
 
     func run() throws {
@@ -97,6 +99,7 @@ struct BenchCommand: ParsableCommand {
             try timing.outputs.check(inputs: [])
             let result = try Bench.run(size: FrameSize(parsing: size)!, frames: frames, upscale: upscale, colorize: colorize, tile: tile, backend: backend,
                                        targetFPS: timing.targetFps ?? 30, guide: guideOptions.spec,
+                                       filters: try filterOptions.stages(colorize: colorize != nil, upscale: upscale != nil, colorizeAfter: false),
                                        limits: RunLimits(threads: threadOptions, memory: memoryOptions, pixels: limitOptions), log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
             print(result.text, terminator: "")
             if let tracer = result.tracer { try timing.outputs.write(tracer, report: result.report) }

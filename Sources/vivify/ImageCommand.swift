@@ -52,7 +52,7 @@ struct ImageCommand: ParsableCommand {
             let warnings = try ImageJob.run(input: input, output: output, upscale: modelOptions.upscale, tile: modelOptions.tile,
                                             backend: modelOptions.backend, colorize: modelOptions.colorize,
                                             colorizeAfter: modelOptions.colorizeAfter, saturation: modelOptions.saturation,
-                                            guide: modelOptions.guide, existingOutput: overwriteOptions.existing,
+                                            guide: modelOptions.guide, filters: try modelOptions.filters, existingOutput: overwriteOptions.existing,
                                             limits: modelOptions.limits(pixels: limitOptions), log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } })
             if !quiet { for w in warnings { ProgressReporter.writeStderr("vivify: warning: \(w)\n") } }
         } catch {
@@ -69,7 +69,7 @@ struct ImageCommand: ParsableCommand {
             summary = try ImageBatch.run(
                 inputs: Array(paths.dropLast()), directory: paths.last!, format: format, upscale: modelOptions.upscale, tile: modelOptions.tile,
                 backend: modelOptions.backend, colorize: modelOptions.colorize, colorizeAfter: modelOptions.colorizeAfter,
-                saturation: modelOptions.saturation, guide: modelOptions.guide, existingOutput: overwriteOptions.existing,
+                saturation: modelOptions.saturation, guide: modelOptions.guide, filters: try modelOptions.filters, existingOutput: overwriteOptions.existing,
                 limits: modelOptions.limits(pixels: limitOptions), log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } },
                 progress: { done, total in
                     guard !quiet else { return }

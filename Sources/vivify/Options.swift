@@ -219,8 +219,10 @@ struct ModelOptions: ParsableArguments {
     var saturation: Float = 1
 
     @OptionGroup var guideOptions: GuideOptions
+    @OptionGroup var filterOptions: FilterOptions
 
     func validate() throws {
+        _ = try filters
         if let tile, tile < 16 || tile > 4096 {
             throw ValidationError("'--tile \(tile)' is out of range. Use a tile size from 16 to 4096 pixels.")
         }
@@ -239,6 +241,11 @@ struct ModelOptions: ParsableArguments {
     /// The colorizer's guidance from these options.
     var guide: ColourGuideSpec { guideOptions.spec }
 
+    /// The filters, placed among colorize and upscale as the command line orders them.
+    var filters: [FilterStage] {
+        get throws { try filterOptions.stages(colorize: colorize != nil, upscale: upscale != nil, colorizeAfter: colorizeAfter) }
+    }
+
     /// The limits of a command with these options (threads, memory and precision) and the
     /// given groups.
     func limits(pixels: LimitOptions?, network: NetworkOptions? = nil) -> RunLimits {
@@ -253,6 +260,60 @@ struct ModelOptions: ParsableArguments {
         c.colorizeAfter = colorizeAfter
         c.saturation = saturation
         c.colourGuide = guide
+        // Checked in validate().
+        c.filters = (try? filters) ?? []
+    }
+}
+
+/// `--filter MODEL` (repeatable) and `--filter-strength S`: image-to-image models as stages
+/// (`run`, `image`, `bench`, `plan`).
+struct FilterOptions: ParsableArguments {
+    @Option(name: .customLong("filter"), help: ArgumentHelp("Run the image-to-image MODEL as a stage (style transfer, denoise, deblock; 1× or N×): a .wifm, or a model file of any format Vivify reads (a Core ML model's custom layers declared in NAME.layers.json beside it). Repeatable; each filter runs where it stands among --colorize and --upscale on the command line.", valueName: "MODEL"))
+    var filter: [String] = []
+
+    @Option(name: .customLong("filter-strength"), help: ArgumentHelp("Blend each filter's output with its input: from 0 (the input) to 1 (the model's output, the default). One value for every filter, or one per --filter in order.", valueName: "S"))
+    var filterStrength: [Float] = []
+
+    /// The filters with their strengths and places. A filter's place is the number of
+    /// `--colorize`/`--upscale` options before it on the command line (`arguments`), which
+    /// must then name them in the chain's order.
+    func stages(colorize: Bool, upscale: Bool, colorizeAfter: Bool, arguments: [String] = CommandLine.arguments) throws -> [FilterStage] {
+        if filter.isEmpty {
+            if !filterStrength.isEmpty { throw ValidationError("--filter-strength blends a filter's output, but no filter runs. Add --filter MODEL (or leave --filter-strength out).") }
+            return []
+        }
+        guard filterStrength.count <= 1 || filterStrength.count == filter.count else {
+            throw ValidationError("\(filterStrength.count) values of --filter-strength for \(filter.count) filters. Give one value for all, or one per --filter.")
+        }
+        for s in filterStrength where !FilterStage.strengthRange.contains(s) {
+            throw ValidationError("'--filter-strength \(s)' is out of range. Use a value from 0 (the input) to 1 (the filter's output).")
+        }
+        // The model options in command-line order (up to "--").
+        var order: [String] = []
+        for a in arguments.dropFirst() {
+            if a == "--" { break }
+            let name = a.split(separator: "=", maxSplits: 1).first.map(String.init) ?? a
+            if ["--filter", "--colorize", "--upscale"].contains(name) { order.append(name) }
+        }
+        var places: [Int]
+        if order.filter({ $0 == "--filter" }).count == filter.count {
+            let chain = colorize && upscale ? (colorizeAfter ? ["--upscale", "--colorize"] : ["--colorize", "--upscale"]) : []
+            let named = order.filter { $0 != "--filter" }
+            if !chain.isEmpty, named != chain {
+                throw ValidationError("With --filter, give --colorize and --upscale in the order they run (\(chain.joined(separator: " then "))\(colorizeAfter ? ", as --colorize-after asks" : "")), so that each filter's place among them is clear; or pass --colorize-after to upscale first.")
+            }
+            places = []
+            var seen = 0
+            for name in order {
+                if name == "--filter" { places.append(seen) } else { seen += 1 }
+            }
+        } else {
+            // Not from this process's command line (a test): every filter after the models.
+            places = [Int](repeating: 2, count: filter.count)
+        }
+        return filter.enumerated().map { k, model in
+            FilterStage(model: model, strength: filterStrength.isEmpty ? 1 : filterStrength[filterStrength.count == 1 ? 0 : k], after: places[k])
+        }
     }
 }
 

@@ -10,6 +10,10 @@ public enum StageSpec: Sendable, Equatable {
     case colorize(model: String, stabilize: Bool, saturation: Float, guide: ColourGuideSpec = ColourGuideSpec(), anchor: Bool = true)
     /// An upscaler (built-in or catalog name, bundle or path) with its tile size.
     case upscale(model: String, tile: Int?)
+    /// An image-to-image model (`--filter`: style transfer, denoise, deblock; any scale) with
+    /// its tile size, how much of its output is kept (`strength`, the rest is the input) and
+    /// its stage name ("filter", "filter2", …).
+    case filter(model: String, tile: Int?, strength: Float, name: String)
     /// Resize to a fixed size.
     case resize(FrameSize)
     /// Round to 8 bits and convert to the sink's packed format.
@@ -18,7 +22,7 @@ public enum StageSpec: Sendable, Equatable {
     /// Whether the stage runs a model.
     public var runsModel: Bool {
         switch self {
-        case .colorize, .upscale: return true
+        case .colorize, .upscale, .filter: return true
         case .toRGB, .resize, .output: return false
         }
     }
@@ -36,6 +40,8 @@ public enum ProcessorFactory {
                                                    anchorShots: anchor))
         case .upscale(let model, let tile):
             return UpscaleProcessor(try Upscaler(model: model, tile: tile, backend: backend, log: log))
+        case .filter(let model, let tile, let strength, let name):
+            return FilterProcessor(try Upscaler(model: model, tile: tile, backend: backend, allowInt8: false, log: log), strength: strength, name: name)
         case .resize(let size): return ResizeProcessor(size: size)
         case .output(let format): return OutputConversionProcessor(format: format)
         }
@@ -126,16 +132,47 @@ public struct ProcessingChain {
 }
 
 extension RunConfiguration {
-    /// The model stages in order: colorize then upscale, or the reverse with `colorizeAfter`.
+    /// The model stages in order: colorize then upscale, or the reverse with `colorizeAfter`,
+    /// with each filter after the first `after` of them (filters of one place in their order).
     public var modelStages: [StageSpec] {
-        var specs: [StageSpec] = []
-        if let colorize { specs.append(.colorize(model: colorize, stabilize: stabilize, saturation: saturation, guide: colourGuide, anchor: anchorShots)) }
+        var base: [StageSpec] = []
+        if let colorize { base.append(.colorize(model: colorize, stabilize: stabilize, saturation: saturation, guide: colourGuide, anchor: anchorShots)) }
         if let upscale {
             let step = StageSpec.upscale(model: upscale, tile: tile)
-            if colorizeAfter { specs.insert(step, at: 0) } else { specs.append(step) }
+            if colorizeAfter { base.insert(step, at: 0) } else { base.append(step) }
+        }
+        var specs: [StageSpec] = []
+        var named = 0
+        for slot in 0...base.count {
+            for f in filters where min(max(f.after, 0), base.count) == slot {
+                named += 1
+                specs.append(.filter(model: f.model, tile: tile, strength: f.strength, name: named == 1 ? "filter" : "filter\(named)"))
+            }
+            if slot < base.count { specs.append(base[slot]) }
         }
         return specs
     }
+}
+
+/// One `--filter` of a run: an image-to-image model, its strength, and its place among the
+/// colorizer and upscaler.
+public struct FilterStage: Codable, Sendable, Equatable {
+    /// The model: a `.wifm`, a model file of any format Vivify reads, or a catalog name.
+    public var model: String
+    /// Output · strength + input · (1 − strength), 0…1.
+    public var strength: Float
+    /// How many of the run's colorize and upscale stages (in the chain's order) come before it.
+    public var after: Int
+
+    /// Makes a filter.
+    public init(model: String, strength: Float = 1, after: Int = 0) {
+        self.model = model
+        self.strength = strength
+        self.after = after
+    }
+
+    /// The strengths a filter may have.
+    public static let strengthRange: ClosedRange<Float> = 0...1
 }
 
 extension RunConfiguration {

@@ -101,6 +101,9 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
         public var int8Calibration: String?
         public var colorize: String?
         public var colorizeAfter: Bool
+        /// The `--filter` stages with their strengths and places; nil when there are none
+        /// (and in manifests of versions before them).
+        public var filters: [FilterStage]?
         public var stabilize: Bool
         /// Shot anchors (with the stabilizer); nil in manifests of versions before them (off).
         public var anchorShots: Bool?
@@ -137,6 +140,7 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
             precision = c.backend == .onednn ? PrecisionChoice.current : nil
             colorize = c.colorize
             colorizeAfter = c.colorizeAfter
+            filters = c.filters.isEmpty ? nil : c.filters.map { FilterStage(model: Self.absoluteIfFile($0.model), strength: $0.strength, after: $0.after) }
             stabilize = c.stabilize
             anchorShots = c.anchorShots
             saturation = c.saturation
@@ -162,6 +166,12 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
             self.models = models
         }
 
+        /// A model argument that names a file, as an absolute path (workers may run elsewhere
+        /// in the tree); names of built-in and catalog models as they are.
+        static func absoluteIfFile(_ model: String) -> String {
+            FileManager.default.fileExists(atPath: model) ? URL(fileURLWithPath: model).standardizedFileURL.path : model
+        }
+
         /// The limits the job was planned under, which every `work` and the join run under
         /// (`plan --max-pixels`, `--max-memory` and the precision the upscaler computed in):
         /// kept in the manifest as `maxPixels`, `maxMemory` and `precision`, where manifests
@@ -181,6 +191,7 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
             c.backend = BackendChoice(rawValue: backend) ?? .onednn
             c.colorize = colorize
             c.colorizeAfter = colorizeAfter
+            c.filters = filters ?? []
             c.stabilize = stabilize
             c.anchorShots = anchorShots ?? false
             c.saturation = saturation

@@ -65,6 +65,8 @@ public final class SegmentedJob {
                 (key, files) = ("colorize \(colorize.colorizer.name)", colorize.colorizer.modelFiles)
             } else if let upscale = p as? UpscaleProcessor {
                 (key, files) = ("upscale \(upscale.upscaler.name)", upscale.upscaler.modelFiles)
+            } else if let filter = p as? FilterProcessor {
+                (key, files) = ("\(filter.name) \(filter.model.name)", filter.model.modelFiles)
             } else {
                 continue
             }
