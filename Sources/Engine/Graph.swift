@@ -310,6 +310,9 @@ public enum Operation: Sendable, Equatable {
     /// A fully connected layer along each row: `y[c][h][n] = Σk x[c][h][k] · weights[k][n] + bias[n]`
     /// (ONNX MatMul/Gemm on a 2-D operand).
     case rowMatMul(inFeatures: Int, outFeatures: Int, weights: [Float], bias: [Float])
+    /// A layer computed by an external kernel (a compiled Core ML custom layer, see
+    /// `ExternalKernel`); one input, its output shape as the kernel answers.
+    case external(ExternalLayer)
 }
 
 /// One step of the graph: an operation reading values and producing one value.
@@ -369,7 +372,8 @@ public struct Graph: Sendable {
     public var needsWholeFrame: Bool {
         nodes.contains {
             switch $0.op {
-            case .instanceNorm, .reshape, .softmax, .concat, .transpose, .rowMatMul: return true
+            // An external kernel may look anywhere in its input.
+            case .instanceNorm, .reshape, .softmax, .concat, .transpose, .rowMatMul, .external: return true
             case .resample(let p): return p.coordinates == .tfCropAndResize
             case .convolution, .deconvolution, .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle,
                  .resize, .pad, .crop, .cropLike, .sliceChannels, .concatChannels, .globalAveragePool, .fullyConnected,
@@ -398,7 +402,7 @@ public struct Graph: Sendable {
             case .instanceNorm(let scale, _, _): return scale.count
             case .binary, .softmaxChannels, .pixelShuffle, .resize, .pad, .crop, .cropLike, .sliceChannels,
                  .concatChannels, .globalAveragePool, .fullyConnected, .upsampleDetail, .pool, .spaceToDepth,
-                 .resample, .constant, .reshape, .softmax, .concat, .transpose, .rowMatMul:
+                 .resample, .constant, .reshape, .softmax, .concat, .transpose, .rowMatMul, .external:
                 // These take any channel count (a fully connected layer's weights cover the
                 // flattened input, not one pixel): they do not say; look no further down here.
                 continue

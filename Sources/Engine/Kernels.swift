@@ -293,7 +293,7 @@ package enum Kernels {
     /// Runs `op` on plain CHW inputs into `y`: the one dispatcher both backends use for the
     /// operations they run as loops.
     package static func execute(_ op: Operation, _ inputs: [UnsafeBufferPointer<Float>], _ shapes: [Shape],
-                                _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
+                                _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) throws {
         if case .constant(_, let values) = op {
             values.withUnsafeBufferPointer { y.baseAddress!.update(from: $0.baseAddress!, count: $0.count) }
             return
@@ -354,6 +354,8 @@ package enum Kernels {
                     y[row * n + j] = sum
                 }
             }
+        case .external(let e):
+            try e.kernel.evaluate(x, s0, y, o)
         }
     }
 

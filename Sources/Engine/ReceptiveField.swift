@@ -52,7 +52,7 @@ extension Graph {
             case .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .sliceChannels, .concatChannels, .constant:
                 // Per pixel: sees nothing beyond its inputs' reach.
                 break
-            case .globalAveragePool, .fullyConnected, .instanceNorm, .reshape, .softmax, .concat, .transpose, .rowMatMul:
+            case .globalAveragePool, .fullyConnected, .instanceNorm, .reshape, .softmax, .concat, .transpose, .rowMatMul, .external:
                 // See everything by design (instance norm's statistics): no border makes a tile exact.
                 break
             }

@@ -16,7 +16,7 @@ public struct ReferenceBackend: InferenceBackend {
         switch op {
         case .convolution, .deconvolution, .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle,
              .resize, .pad, .crop, .cropLike, .sliceChannels, .concatChannels, .globalAveragePool, .fullyConnected,
-             .upsampleDetail, .instanceNorm, .pool, .spaceToDepth, .resample, .constant, .reshape, .softmax, .concat, .transpose, .rowMatMul:
+             .upsampleDetail, .instanceNorm, .pool, .spaceToDepth, .resample, .constant, .reshape, .softmax, .concat, .transpose, .rowMatMul, .external:
             return true
         }
     }
@@ -62,14 +62,14 @@ final class ReferencePrepared: PreparedGraph {
     private func execute(_ node: Node, _ y: UnsafeMutableBufferPointer<Float>) throws {
         // Each input's pointer is only used inside its own `withUnsafeBufferPointer`: the
         // calls nest, one per input, and the kernel runs in the innermost.
-        withInputs(node.inputs[...], []) { inputs in
-            Kernels.execute(node.op, inputs, node.inputs.map { shapes[$0] }, y, shapes[node.output])
+        try withInputs(node.inputs[...], []) { inputs in
+            try Kernels.execute(node.op, inputs, node.inputs.map { shapes[$0] }, y, shapes[node.output])
         }
     }
 
     private func withInputs(_ ids: ArraySlice<Int>, _ bound: [UnsafeBufferPointer<Float>],
-                            _ body: ([UnsafeBufferPointer<Float>]) -> Void) {
-        guard let first = ids.first else { return body(bound) }
-        buffers[first].withUnsafeBufferPointer { p in withInputs(ids.dropFirst(), bound + [p], body) }
+                            _ body: ([UnsafeBufferPointer<Float>]) throws -> Void) rethrows {
+        guard let first = ids.first else { return try body(bound) }
+        try buffers[first].withUnsafeBufferPointer { p in try withInputs(ids.dropFirst(), bound + [p], body) }
     }
 }

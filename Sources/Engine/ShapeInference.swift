@@ -46,8 +46,8 @@ extension Graph {
                 add(i.c, i.h, weights.count)
             case .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle, .resize, .pad, .crop,
                  .cropLike, .sliceChannels, .concatChannels, .globalAveragePool, .upsampleDetail, .instanceNorm, .pool,
-                 .spaceToDepth, .resample, .constant, .reshape, .softmax, .concat, .transpose:
-                // No weights: a handful of operations per value, not counted.
+                 .spaceToDepth, .resample, .constant, .reshape, .softmax, .concat, .transpose, .external:
+                // No weights (an external kernel's work is its own): a handful of operations per value, not counted.
                 break
             }
         }
@@ -69,7 +69,7 @@ extension Node {
         case .constant: expectedInputs = 0
         case .convolution, .deconvolution, .activation, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle, .resize,
              .pad, .crop, .sliceChannels, .globalAveragePool, .fullyConnected, .instanceNorm, .pool, .spaceToDepth, .resample,
-             .reshape, .softmax, .transpose, .rowMatMul:
+             .reshape, .softmax, .transpose, .rowMatMul, .external:
             expectedInputs = 1
         }
         guard ins.count == expectedInputs else { throw fail("expects \(expectedInputs) inputs, has \(ins.count)", source) }
@@ -276,6 +276,18 @@ extension Node {
                 throw fail("multiplies rows of \(x.w) by a \(k)×\(n) matrix (\(weights.count) weights, \(bias.count) biases)", source)
             }
             return Shape(c: x.c, h: x.h, w: n)
+        case .external(let e):
+            let o: Shape
+            do {
+                o = try e.kernel.outputShape(for: x)
+            } catch let error as EngineError {
+                throw fail(error.message, source)
+            }
+            guard o.c > 0, o.h > 0, o.w > 0, o.c <= ModelLimits.maxChannels, o.h <= ModelLimits.maxDimension,
+                  o.w <= ModelLimits.maxDimension, ModelLimits.elementCount([o.c, o.h, o.w]) != nil else {
+                throw fail("is \(e.kernel.label), which answers output shape \(o) for input \(x), outside the engine's limits", source)
+            }
+            return o
         }
     }
 }
@@ -286,7 +298,7 @@ extension Operation {
     public enum Kind: String, CaseIterable, Sendable {
         case convolution, deconvolution, activation, binary, scalar, channelAffine, softmaxChannels, pixelShuffle, resize,
              pad, crop, cropLike, sliceChannels, concatChannels, globalAveragePool, fullyConnected, upsampleDetail,
-             instanceNorm, pool, spaceToDepth, resample, constant, reshape, softmax, concat, transpose, rowMatMul
+             instanceNorm, pool, spaceToDepth, resample, constant, reshape, softmax, concat, transpose, rowMatMul, external
     }
 
     /// The operation's case.
@@ -319,6 +331,7 @@ extension Operation {
         case .concat: return .concat
         case .transpose: return .transpose
         case .rowMatMul: return .rowMatMul
+        case .external: return .external
         }
     }
 }
@@ -354,6 +367,7 @@ extension Operation {
         case .concat(let axis): return "concat along \(axis == 2 ? "rows" : "columns")"
         case .transpose: return "transpose"
         case .rowMatMul: return "matrix multiply"
+        case .external(let e): return "external: \(e.kernel.label)"
         }
     }
 }

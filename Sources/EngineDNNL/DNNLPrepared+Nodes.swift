@@ -58,7 +58,7 @@ extension DNNLPrepared {
             try upsampleDetail(node, mode, order)
         case .scalar, .channelAffine, .pixelShuffle, .resize, .pad, .concatChannels:
             try plainOp(node)
-        case .instanceNorm, .pool, .spaceToDepth, .resample, .constant, .reshape, .softmax, .concat, .transpose, .rowMatMul:
+        case .instanceNorm, .pool, .spaceToDepth, .resample, .constant, .reshape, .softmax, .concat, .transpose, .rowMatMul, .external:
             // Rare in image models: the plain loops (Kernels), as the op tests say.
             try plainOp(node)
         }
@@ -436,7 +436,7 @@ extension DNNLPrepared {
             if case .resize(.bicubic, _, _, _, _, let align) = op {
                 FastKernels.separableBicubic(align, inputs[0], inShapes[0], y, o)
             } else {
-                Kernels.execute(op, inputs, inShapes, y, o)
+                try Kernels.execute(op, inputs, inShapes, y, o)
             }
         }
         current[node.output] = dst

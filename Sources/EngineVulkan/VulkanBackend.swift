@@ -41,7 +41,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
              .concatChannels:
             return true
         case .deconvolution, .softmaxChannels, .resize, .pad, .globalAveragePool, .fullyConnected, .upsampleDetail, .instanceNorm,
-             .pool, .spaceToDepth, .resample, .constant, .reshape, .softmax, .concat, .transpose, .rowMatMul:
+             .pool, .spaceToDepth, .resample, .constant, .reshape, .softmax, .concat, .transpose, .rowMatMul, .external:
             return false
         }
     }
@@ -175,7 +175,7 @@ final class VulkanPrepared: PreparedGraph {
             case .host(let node):
                 let ins = node.inputs.map { UnsafeBufferPointer(start: UnsafePointer(buffers[$0].floats), count: shapes[$0].count) }
                 let out = UnsafeMutableBufferPointer(start: buffers[node.output].floats, count: shapes[node.output].count)
-                Kernels.execute(node.op, ins, node.inputs.map { shapes[$0] }, out, shapes[node.output])
+                try Kernels.execute(node.op, ins, node.inputs.map { shapes[$0] }, out, shapes[node.output])
             }
         }
         if let base = output.baseAddress, output.count > 0 { base.update(from: buffers[graph.output].floats, count: output.count) }

@@ -221,6 +221,15 @@ final class OpParityTests: XCTestCase {
         try check("reshape", .reshape(Shape(c: 2, h: 12, w: 8)), input: s)
         try check("transpose", .transpose(perm: [1, 2, 0]), input: s)
         try check("row matrix product", .rowMatMul(inFeatures: 8, outFeatures: 5, weights: rng.array(40), bias: rng.array(5)), input: s)
+        try check("external kernel", .external(ExternalLayer(FlipCropKernel())), input: s)
+        // The external kernel's values, not only the backends' agreement.
+        let flip = Graph(valueNames: ["in", "out"], nodes: [Node(name: "flip", op: .external(ExternalLayer(FlipCropKernel())), inputs: [0], output: 1)],
+                         input: 0, output: 1, source: "test:external")
+        let fx = Tensor(shape: s, data: rng.array(s.count))
+        let fy = try fast.prepare(flip, input: s).run(fx)
+        XCTAssertEqual(fy.shape, Shape(c: 4, h: 4, w: 6))
+        XCTAssertEqual(fy.data[0], fx.data[1 * 8 + 6] * 0.5 + 1, accuracy: 1e-6)
+        XCTAssertEqual(fy.data[fy.shape.count - 1], fx.data[3 * 48 + 4 * 8 + 1] * 0.5 + 1, accuracy: 1e-6)
         try check("max pool 3x3 s2 ceil", .pool(PoolParameters(kind: .max, kernelH: 3, kernelW: 3, strideH: 2, strideW: 2, padTop: 1, padLeft: 1, padBottom: 1, padRight: 1, ceilMode: true)), input: s)
         try check("average pool 2x2", .pool(PoolParameters(kind: .average(countPadding: false), kernelH: 2, kernelW: 2, strideH: 2, strideW: 2)), input: s)
         try check("space to depth", .spaceToDepth(factor: 2), input: s)
@@ -280,5 +289,21 @@ extension OpParityTests {
         let x = Tensor(shape: s, data: rng.array(s.count))
         let a = try fast.prepare(g, input: s).run(x), b = try ReferenceBackend().prepare(g, input: s).run(x)
         XCTAssertLessThanOrEqual(zip(a.data, b.data).map { abs($0 - $1) }.max()!, 1e-4)
+    }
+}
+
+/// An external kernel in Swift for the parity check: crops one pixel from each side, mirrors
+/// left to right and maps v to v / 2 + 1.
+final class FlipCropKernel: ExternalKernel {
+    let label = "the test's flip-crop kernel"
+
+    func outputShape(for s: Shape) throws -> Shape { Shape(c: s.c, h: s.h - 2, w: s.w - 2) }
+
+    func evaluate(_ x: UnsafeBufferPointer<Float>, _ s: Shape, _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) throws {
+        for c in 0..<o.c {
+            for i in 0..<o.h {
+                for j in 0..<o.w { y[(c * o.h + i) * o.w + j] = x[(c * s.h + i + 1) * s.w + (s.w - 2 - j)] * 0.5 + 1 }
+            }
+        }
     }
 }
