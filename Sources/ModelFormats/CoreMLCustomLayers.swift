@@ -11,11 +11,28 @@ extension CoreMLImporter {
     /// The message for a custom layer that nothing declares: the class, the model's own
     /// description of it, and the key to add.
     static func undeclaredCustomLayer(layer: String, className: String, description: String, source: String,
-                                      declarations: CustomLayerDeclarations?) -> ModelFormatError {
+                                      declarations: CustomLayerDeclarations?, library: String? = nil) -> ModelFormatError {
         let about = description.isEmpty ? "the model gives no description of it" : "the model describes it as \"\(description.prefix(200))\""
         let file = CustomLayerDeclarations.besidePath(for: source)
-        let whereNow = declarations.map { " The declarations in \($0.origin) do not name it (they declare \($0.classes.keys.sorted().map { "'\($0)'" }.joined(separator: ", ")))." } ?? ""
-        return ModelFormatError(.unsupported, "Layer '\(layer)' in \(source) is a custom layer of class '\(className)' (\(about)), which Vivify runs only when it is declared.\(whereNow) Add `\(CustomLayerDeclarations.key).\(className)` to the bundle's manifest.json, or to '\(file)' beside the model: {\"\(CustomLayerDeclarations.key)\": {\"\(className)\": {\"ops\": [ ... ]}}} with the engine operations it computes (see README, \"Core ML custom layers\").")
+        var whereNow = declarations.map { " The declarations in \($0.origin) do not name it (they declare \($0.classes.keys.sorted().map { "'\($0)'" }.joined(separator: ", ")))." } ?? ""
+        if let library { whereNow += " The custom layer library '\(library)' does not implement it." }
+        return ModelFormatError(.unsupported, "Layer '\(layer)' in \(source) is a custom layer of class '\(className)' (\(about)), which Vivify runs only when it is declared.\(whereNow) Add `\(CustomLayerDeclarations.key).\(className)` to the bundle's manifest.json, or to '\(file)' beside the model: {\"\(CustomLayerDeclarations.key)\": {\"\(className)\": {\"ops\": [ ... ]}}} with the engine operations it computes, or pass --custom-layers LIB.so, a library that implements it (see README, \"Core ML custom layers\").")
+    }
+}
+
+extension CoreMLImporter {
+    /// A custom layer's weight array as plain floats for a compiled layer, its length from its
+    /// own encoding (floatValue, float16Value, rawValue fp32); quantized arrays, whose length
+    /// the bytes do not say exactly, are refused.
+    static func plainWeights(_ m: Message, param: String, layer: String, className: String, source: String) throws -> [Float] {
+        if m.has(40) {
+            throw ModelFormatError(.unsupported, "Layer '\(layer)' (custom, class '\(className)') in \(source): \(param) is quantized, which compiled custom layers do not take. Use a model with float or fp16 custom-layer weights.")
+        }
+        let count = m.floats(1).count + (m.bytes(2)?.count ?? 0) / 2 + (m.bytes(30)?.count ?? 0) / 4
+        guard count <= ModelLimits.maxTensorElements else {
+            throw ModelFormatError(.malformed, "Layer '\(layer)' (custom, class '\(className)') in \(source): \(param) holds \(count) values, beyond \(ModelLimits.maxTensorElements).")
+        }
+        return try weights(m, count: count, param: param, layer: layer, type: "custom, class '\(className)'", source: source)
     }
 }
 
@@ -35,11 +52,13 @@ extension CoreMLImporter.NetworkBuilder {
     mutating func custom(_ l: CoreMLImporter.Layer) throws {
         let className = l.params.string(10)
         guard !className.isEmpty else { throw l.fail("is a custom layer without a className") }
-        guard let ops = customLayers?.classes[className] else {
+        let ops = customLayers?.classes[className]
+        let library = ops == nil ? try CompiledCustomLayers.active() : nil
+        guard ops != nil || library?.supports(className) == true else {
             throw CoreMLImporter.undeclaredCustomLayer(layer: l.name, className: className, description: l.params.string(40),
-                                                       source: source, declarations: customLayers)
+                                                       source: source, declarations: customLayers, library: library?.path)
         }
-        guard l.inputs.count == 1 else { throw l.unsupported("a custom layer with \(l.inputs.count) inputs (declarations take one)") }
+        guard l.inputs.count == 1 else { throw l.unsupported("a custom layer with \(l.inputs.count) inputs (declarations and compiled layers take one)") }
         var layer = CustomLayer(className: className)
         layer.weights = try l.params.messages(20, what: "the weights of layer '\(l.name)'", source: source)
         for (name, value) in try l.params.map(30, what: "the parameters of layer '\(l.name)'", source: source) {
@@ -54,8 +73,16 @@ extension CoreMLImporter.NetworkBuilder {
             }
         }
         let start = try value(l.inputs[0], l)
+        if let library {
+            // Compiled: one external node, the layer's weights as the library gets them.
+            let weights = try layer.weights.enumerated().map { k, w in try CoreMLImporter.plainWeights(w, param: "weights[\(k)]", layer: l.name, className: className, source: source) }
+            let kernel = try library.instantiate(className: className, layer: l.name, parameters: layer.parameters, weights: weights)
+            _ = emit(l, .external(ExternalLayer(kernel)), inputs: [start])
+            note("Its custom layers of class '\(className)' run in the compiled library '\(library.path)' (--custom-layers), on whole frames.")
+            return
+        }
         var current = start
-        for (k, op) in ops.enumerated() {
+        for (k, op) in (ops ?? []).enumerated() {
             current = try lower(op, from: current, layer: layer, path: "\(layer.key).ops[\(k)]", l)
         }
         if current == start {

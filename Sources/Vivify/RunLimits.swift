@@ -2,6 +2,7 @@ internal import Compute
 internal import Engine
 internal import EngineDNNL
 internal import MediaIO
+internal import ModelFormats
 import Synchronization
 
 /// The limits a run computes under: threads, the pixels-per-frame limit, the tiles' memory
@@ -26,6 +27,10 @@ public struct RunLimits: Codable, Sendable, Equatable {
     public var precision: PrecisionChoice?
     /// Seconds without data after which a network input ends (`--timeout`; default 10).
     public var networkTimeout: Double?
+    /// The compiled custom layer library (`--custom-layers`) the Core ML models loaded from
+    /// now on may use for custom layers nothing declares (process-wide like the rest; only
+    /// this flag sets it, never a model or bundle). nil leaves it as it is.
+    public var customLayers: String?
 
     /// Limits; every one left out stays as it is in force.
     public init(threads: Int? = nil, maxPixels: Int? = nil, maxMemory: Int? = nil, precision: PrecisionChoice? = nil,
@@ -44,6 +49,7 @@ public struct RunLimits: Codable, Sendable, Equatable {
         if let maxPixels { MediaLimits.maxPixels = maxPixels }
         if let maxMemory { TiledRunner.defaultMemoryBudget = maxMemory }
         if let networkTimeout { NetworkURL.timeout = networkTimeout }
+        if let customLayers { CompiledCustomLayers.libraryPath = customLayers }
         if let precision {
             // Models that decide nothing for themselves (the colorizer) run in what an
             // unmeasured model gets: fp32 under `auto`.

@@ -74,6 +74,9 @@ struct BenchCommand: ParsableCommand {
     @OptionGroup var guideOptions: GuideOptions
     @OptionGroup var filterOptions: FilterOptions
 
+    @Option(name: .customLong("custom-layers"), help: ArgumentHelp("Run Core ML custom layers that no declaration covers in this shared library (see `vivify run --help`).", valueName: "LIB.so"))
+    var customLayers: String?
+
     @Option(help: "Tile size in input pixels for the model.")
     var tile: Int?
 
@@ -93,6 +96,13 @@ struct BenchCommand: ParsableCommand {
         _ = try filterOptions.stages(colorize: colorize != nil, upscale: upscale != nil, colorizeAfter: false)
     }
 
+    /// Threads, memory, pixels and the custom layer library.
+    var benchLimits: RunLimits {
+        var limits = RunLimits(threads: threadOptions, memory: memoryOptions, pixels: limitOptions)
+        limits.customLayers = customLayers
+        return limits
+    }
+
     func run() throws {
         FFmpegLog.configure(verbose: false)
         do {
@@ -100,7 +110,7 @@ struct BenchCommand: ParsableCommand {
             let result = try Bench.run(size: FrameSize(parsing: size)!, frames: frames, upscale: upscale, colorize: colorize, tile: tile, backend: backend,
                                        targetFPS: timing.targetFps ?? 30, guide: guideOptions.spec,
                                        filters: try filterOptions.stages(colorize: colorize != nil, upscale: upscale != nil, colorizeAfter: false),
-                                       limits: RunLimits(threads: threadOptions, memory: memoryOptions, pixels: limitOptions), log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
+                                       limits: benchLimits, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
             print(result.text, terminator: "")
             if let tracer = result.tracer { try timing.outputs.write(tracer, report: result.report) }
         } catch {

@@ -221,6 +221,9 @@ struct ModelOptions: ParsableArguments {
     @OptionGroup var guideOptions: GuideOptions
     @OptionGroup var filterOptions: FilterOptions
 
+    @Option(name: .customLong("custom-layers"), help: ArgumentHelp("Run Core ML custom layers that no declaration covers in this shared library (C ABI of Examples/CustomLayers/vivify_custom_layer.h, version 1), on the reference path. Only from this flag; never loaded from a model or bundle.", valueName: "LIB.so"))
+    var customLayers: String?
+
     func validate() throws {
         _ = try filters
         if let tile, tile < 16 || tile > 4096 {
@@ -249,7 +252,9 @@ struct ModelOptions: ParsableArguments {
     /// The limits of a command with these options (threads, memory and precision) and the
     /// given groups.
     func limits(pixels: LimitOptions?, network: NetworkOptions? = nil) -> RunLimits {
-        RunLimits(threads: threadOptions, memory: memoryOptions, precision: precisionOptions, pixels: pixels, network: network)
+        var limits = RunLimits(threads: threadOptions, memory: memoryOptions, precision: precisionOptions, pixels: pixels, network: network)
+        limits.customLayers = customLayers
+        return limits
     }
 
     func apply(to c: inout RunConfiguration) {

@@ -124,8 +124,11 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
         /// The tiles' memory budget when `--max-memory` was given (bytes); nil without it
         /// (the default budget and tile cap) and in manifests from before it was recorded.
         public var maxMemory: Int?
-        /// SHA-256 of each model's files ("colorize vivify-color" → digest).
+        /// SHA-256 of each model's files ("colorize vivify-color" → digest), and of the
+        /// custom layer library ("custom layers PATH").
         public var models: [String: String]
+        /// The compiled custom layer library (`--custom-layers`, absolute); nil without one.
+        public var customLayers: String?
         /// Whether the join may replace an existing output (`plan -y`); not a pixel setting.
         public var replaceExistingOutput: Bool?
 
@@ -163,6 +166,7 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
             maxFrames = c.maxFrames
             maxPixels = MediaLimits.maxPixels
             maxMemory = TiledRunner.memoryBudgetGiven ? TiledRunner.defaultMemoryBudget : nil
+            customLayers = c.limits.customLayers.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
             self.models = models
         }
 
@@ -179,8 +183,10 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
         /// `--precision`, the reference backend) or unknown is fp32; threads and the network
         /// timeout are the worker's own.
         public var limits: RunLimits {
-            RunLimits(maxPixels: maxPixels, maxMemory: maxMemory,
-                      precision: precision.flatMap(PrecisionChoice.init(rawValue:)) ?? .fp32)
+            var limits = RunLimits(maxPixels: maxPixels, maxMemory: maxMemory,
+                                   precision: precision.flatMap(PrecisionChoice.init(rawValue:)) ?? .fp32)
+            limits.customLayers = customLayers
+            return limits
         }
 
         /// The run configuration these settings describe (offline, file to file).

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 internal import ModelCatalog
+internal import ModelFormats
 public import MediaIO
 public import SafeFiles
 
@@ -79,6 +80,10 @@ public final class SegmentedJob {
                     out["\(kind) \(URL(fileURLWithPath: file).standardizedFileURL.path)"] = try SHA256.hash(fileAt: URL(fileURLWithPath: file)).hex
                 }
             }
+        }
+        // The compiled custom layer library by content: every worker runs the same code.
+        if let library = CompiledCustomLayers.libraryPath {
+            out["custom layers"] = try SHA256.hash(fileAt: URL(fileURLWithPath: library)).hex
         }
         return out
     }

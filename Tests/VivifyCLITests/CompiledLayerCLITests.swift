@@ -1,0 +1,74 @@
+import Foundation
+import XCTest
+
+/// `--custom-layers LIB.so` through the binary: the README's examples in C and in Swift
+/// (`scripts/build-custom-layer-examples`) run the style network's custom layers like their
+/// declarations do, and a library's wrong answers end the run with a clear error.
+final class CompiledLayerCLITests: XCTestCase {
+    func testExamplesInCAndSwiftRunTheStyleNetwork() throws {
+        let dir = try CLI.tempDir()
+        let (input, model) = try FilterCLITests.setUp(dir, declared: false)
+        let build = try CLI.run(CLI.packageRoot.appendingPathComponent("scripts/build-custom-layer-examples").path, [dir + "/libs"])
+        guard build.code == 0 else { throw XCTSkip("the examples did not build here: \(build.stderr)") }
+        let expected = FilterCLITests.interleaved(try FilterCLITests.floats("style_fp32.output.f32"), width: 40, height: 40)
+        for lib in ["libstyle_layers_c.so", "libstyle_layers_swift.so"] {
+            for backend in ["onednn", "reference"] {
+                let out = dir + "/\(lib)-\(backend).png"
+                let r = try CLI.vivify(["image", input, out, "--filter", model, "--custom-layers", dir + "/libs/" + lib, "--backend", backend, "--quiet"])
+                XCTAssertEqual(r.code, 0, "\(lib) on \(backend): \(r.stderr)")
+                let worst = zip(try FilterCLITests.pixels(out), expected).map { abs(Int($0) - Int($1)) }.max() ?? 255
+                XCTAssertLessThanOrEqual(worst, 1, "\(lib) on \(backend)")
+            }
+        }
+        // The flag is needed: without it the layers are undeclared.
+        let r = try CLI.vivify(["image", input, dir + "/none.png", "--filter", model])
+        XCTAssertEqual(r.code, 69, r.stderr)
+    }
+
+    func testWrongAnswersOfALibraryEndTheRun() throws {
+        let dir = try CLI.tempDir()
+        let (input, model) = try FilterCLITests.setUp(dir, declared: false)
+        let source = CLI.packageRoot.appendingPathComponent("Tests/ModelFormatsTests/Fixtures/custom-layers/fault_layers.c").path
+        let lib = dir + "/libfault.so"
+        let cc = try CLI.run("/usr/bin/env", ["cc", "-shared", "-fPIC", "-o", lib, source, "-lm"])
+        guard cc.code == 0 else { throw XCTSkip("cc could not build the test library: \(cc.stderr)") }
+        for (fault, code, words) in [("zero", Int32(65), "answers output shape 16x0x14"), ("shape", 65, "add_1"),
+                                     ("nan", 65, "gave nan at channel 1, row 2, column 3"), ("fail", 65, "the test library was told to fail")] {
+            let r = try CLI.vivify(["image", input, dir + "/x.png", "--filter", model, "--custom-layers", lib], environment: ["VIVIFY_TEST_FAULT": fault])
+            XCTAssertEqual(r.code, code, "\(fault): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains(words), "\(fault): \(r.stderr)")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/x.png"), fault)
+        }
+        let r = try CLI.vivify(["image", input, dir + "/x.png", "--filter", model, "--custom-layers", dir + "/absent.so"])
+        XCTAssertEqual(r.code, 66, r.stderr)
+    }
+
+    /// A segmented job records the library (its path, and its SHA-256 among the models'
+    /// digests that every worker compares): the workers load it and join to the same file.
+    func testSegmentsCarryTheLibrary() throws {
+        let dir = try CLI.tempDir()
+        let (_, model) = try FilterCLITests.setUp(dir, declared: false)
+        let build = try CLI.run(CLI.packageRoot.appendingPathComponent("scripts/build-custom-layer-examples").path, [dir + "/libs"])
+        guard build.code == 0 else { throw XCTSkip("the examples did not build here: \(build.stderr)") }
+        let source = dir + "/clip.mkv"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc=size=64x48:rate=10:duration=2", "-c:v", "ffv1", source])
+        let job = ["--filter", model, "--custom-layers", dir + "/libs/libstyle_layers_c.so", "--codec", "ffv1"]
+        let reference = dir + "/reference.mkv", work = dir + "/work", joined = dir + "/joined.mkv"
+        var r = try CLI.vivify(["run", source, reference, "--quiet"] + job)
+        XCTAssertEqual(r.code, 0, r.stderr)
+        r = try CLI.vivify(["plan", source, joined, "--work", work, "--segment-seconds", "1"] + job)
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: work + "/manifest.json"))) as? [String: Any]
+        let settings = manifest?["settings"] as? [String: Any]
+        XCTAssertEqual(settings?["customLayers"] as? String, URL(fileURLWithPath: dir + "/libs/libstyle_layers_c.so").standardizedFileURL.path)
+        XCTAssertNotNil((settings?["models"] as? [String: String])?["custom layers"])
+        for index in ["0", "1"] {
+            r = try CLI.vivify(["work", work, "--index", index])
+            XCTAssertEqual(r.code, 0, r.stderr)
+        }
+        r = try CLI.vivify(["join", work])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertEqual(try SegmentTests.frameDigests(reference), try SegmentTests.frameDigests(joined))
+        XCTAssertEqual(try SegmentTests.frameDigests(joined).count, 20)
+    }
+}
