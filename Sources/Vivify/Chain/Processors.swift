@@ -8,8 +8,9 @@ public import MediaIO
 //     packed   rgb24 or    rgb24 or   packed or  planar float or
 //     any  ─▶  float  ─▶   float  ─▶  float  ─▶  packed ─▶ the sink's packed format
 //
-// (Colorize and upscale swap places with --colorize-after.) Model stages hand planar float
-// to each other; Resize and OutputConversion round to 8 bits, once.
+// (Colorize and upscale swap places with --colorize-after; each --filter model runs where it
+// stands among them, FilterProcessor.swift.) Model stages hand planar float to each other;
+// Resize and OutputConversion round to 8 bits, once.
 
 /// A stage that refuses the frames it would get: names the stage, what it got and the fix.
 func layoutError(_ stage: String, _ input: FrameDescription, wants: String) -> MediaError {
