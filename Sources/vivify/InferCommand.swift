@@ -30,6 +30,9 @@ struct InferCommand: ParsableCommand {
     @Option(name: .customLong("max-memory"), help: ArgumentHelp("Memory the graph's values may take at once, e.g. 2G or 16G (default: \(ByteSize.text(ModelInference.standardMemoryBudget))); a larger run is refused before it starts.", valueName: "SIZE"))
     var maxMemory: String?
 
+    @Option(name: .customLong("custom-layers"), help: ArgumentHelp("Run Core ML custom layers that no declaration covers in this shared library (see `vivify run --help`).", valueName: "LIB.so"))
+    var customLayers: String?
+
     @Flag(name: [.customShort("y"), .customLong("overwrite")], help: "Replace an existing output.")
     var overwrite = false
 
@@ -39,6 +42,13 @@ struct InferCommand: ParsableCommand {
     func validate() throws {
         guard !inputs.isEmpty else { throw ValidationError("Pass an --input tensor.") }
         if let maxMemory { _ = try MemoryOptions.bytes(maxMemory) }
+    }
+
+    /// Threads and the custom layer library.
+    var limits: RunLimits {
+        var limits = threadOptions.limits
+        limits.customLayers = customLayers
+        return limits
     }
 
     func run() throws {
@@ -52,7 +62,7 @@ struct InferCommand: ParsableCommand {
             }
             if case .skip = try OutputGuard.check(output: output, inputs: named.map(\.file) + [model], existing: overwrite ? .replace : .refuse) { return }
             let r = try ModelInference.run(model: model, inputs: try named.map { ($0.name, try NPYArray.read($0.file)) }, backend: backend,
-                                           memoryBudget: memoryBudget, limits: threadOptions.limits)
+                                           memoryBudget: memoryBudget, limits: limits)
             let partial = PartialFile(target: URL(fileURLWithPath: output))
             do {
                 try partial.write { try r.output.fileData.write(to: $0) }

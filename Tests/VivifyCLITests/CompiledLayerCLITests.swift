@@ -1,4 +1,5 @@
 import Foundation
+import Vivify
 import XCTest
 
 /// `--custom-layers LIB.so` through the binary: the README's examples in C and in Swift
@@ -20,6 +21,15 @@ final class CompiledLayerCLITests: XCTestCase {
                 XCTAssertLessThanOrEqual(worst, 1, "\(lib) on \(backend)")
             }
         }
+        // `vivify infer` takes the flag too: the graph's own 0–255 output against the reference.
+        let npy = dir + "/x.npy"
+        try NPYArray(shape: [3, 40, 40], values: try FilterCLITests.floats("style.input.f32")).fileData.write(to: URL(fileURLWithPath: npy))
+        let infer = try CLI.vivify(["infer", model, "--input", npy, "--output", dir + "/y.npy", "--custom-layers", dir + "/libs/libstyle_layers_swift.so"])
+        XCTAssertEqual(infer.code, 0, infer.stderr)
+        let y = try NPYArray.read(dir + "/y.npy")
+        XCTAssertEqual(y.shape, [1, 3, 40, 40])
+        let reference = try FilterCLITests.floats("style_fp32.output.f32")
+        XCTAssertLessThanOrEqual(zip(y.values, reference).map { abs($0 - $1) }.max() ?? 1, 255e-4 / 10)
         // The flag is needed: without it the layers are undeclared.
         let r = try CLI.vivify(["image", input, dir + "/none.png", "--filter", model])
         XCTAssertEqual(r.code, 69, r.stderr)
