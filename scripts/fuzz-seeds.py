@@ -273,4 +273,14 @@ for i, name in enumerate(weight_programs):
     if weights.exists():
         put("mlprogram-weights", name, bytes([i]) + weights.read_bytes())
 
+# custom-layers: every declaration beside the Core ML fixtures, and one of each operation for the
+# target's ChannelGainLambda (its parameters gain, offset, limit, border and two weight arrays).
+for f in sorted((repo / "Tests/ModelFormatsTests/Fixtures/coreml").rglob("*.layers.json")):
+    put("custom-layers", f.name, f.read_bytes())
+for i, op in enumerate([{"op": "crop", "all": 1}, {"op": "pad", "top": 1, "left": {"param": "border"}, "mode": "reflect"},
+                        {"op": "expression", "expression": "(x + 1) * 127.5"}, {"op": "clamp", "min": -1, "max": {"param": "limit"}},
+                        {"op": "activation", "function": "leakyRelu", "slope": 0.1}, {"op": "scaleBias", "scale": [1, 2, 3], "bias": 0.5},
+                        {"op": "resize", "scale": 2, "mode": "bilinear"}, {"op": "pixelShuffle", "factor": 1, "order": "crd"}]):
+    put("custom-layers", f"op-{i}-{op['op']}.json", json.dumps({"customLayers": {"ChannelGainLambda": {"ops": [op]}}}))
+
 print("seeds:", ", ".join(f"{d.name} {len(list(d.iterdir()))}" for d in sorted(out.iterdir())))

@@ -45,6 +45,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case npy
     /// An ML Program weight file (`weight.bin`) under a real program that points into it.
     case mlprogramWeights = "mlprogram-weights"
+    /// A Core ML custom layer declaration (`NAME.layers.json`) for a small model with one
+    /// custom layer that has weights and parameters, then the model run with it.
+    case customLayers = "custom-layers"
 
     /// Feeds `data` to the parser. Errors are swallowed: only crashes count.
     public func run(_ data: Data) {
@@ -67,6 +70,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .y4mFrames: FuzzTarget.y4mFrames(data)
         case .npy: FuzzTarget.npy(data)
         case .mlprogramWeights: FuzzTarget.mlprogramWeights(data)
+        case .customLayers: FuzzTarget.customLayers(data)
         }
     }
 
