@@ -26,12 +26,3 @@ public enum GEMMPeak {
         return 2 * Double(n * n * n) / times[times.count / 2] / 1e9
     }
 }
-
-/// The oneDNN library this process runs.
-public enum DNNLVersion {
-    /// "2.6.3".
-    public static var string: String {
-        guard let v = dnnl_version()?.pointee else { return "unknown" }
-        return "\(v.major).\(v.minor).\(v.patch)"
-    }
-}

@@ -4,12 +4,6 @@ internal import ModelCatalog
 internal import ModelFormats
 import SafeFiles
 
-/// This build of vivify.
-public enum VivifyVersion {
-    /// The release this source is.
-    public static let number = "0.13.0"
-}
-
 /// The process exit codes of `vivify`, documented in the README.
 public enum VivifyExitCode: Int32, Sendable, CaseIterable {
     /// Everything worked.

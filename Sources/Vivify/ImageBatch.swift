@@ -1,5 +1,6 @@
 import Foundation
 internal import MediaIO
+internal import Pipeline
 public import SafeFiles
 
 /// `vivify image IN… OUTDIR`: many pictures in one process. The models are loaded once; one
@@ -103,11 +104,12 @@ public enum ImageBatch {
                                              saturation: saturation, guide: guide, filters: filters, log: log)
 
         // Load ahead on one thread (at most two pictures waiting), save behind on another.
-        let loaded = BoundedQueue<(String, Result<StillImage, any Error>)>(capacity: 2)
+        let loaded = FrameQueue<(String, Result<StillImage, any Error>)>(name: "→ image batch", policy: .backpressure(capacity: 2))
         let loader = Thread {
             for input in inputs {
-                loaded.put((input, Result { try ImageIO.read(path: input) }))
+                loaded.push((input, Result { try ImageIO.read(path: input) }))
             }
+            loaded.finish()
         }
         loader.start()
         let saver = DispatchQueue(label: "vivify.image-batch.save")
@@ -116,7 +118,9 @@ public enum ImageBatch {
         let results = Locked(Summary())
 
         for index in 0..<inputs.count {
-            let (input, read) = loaded.take()
+            // The loader pushes one item per input and never cancels: pop has one for each.
+            guard let item = loaded.pop() else { break }
+            let (input, read) = item
             let output = outputs[index]
             do {
                 try ImageIO.validateOutputPath(output)
@@ -149,47 +153,5 @@ public enum ImageBatch {
         }
         saving.wait()
         return results.withLock { $0 }
-    }
-}
-
-/// A value behind a lock, shared by threads.
-final class Locked<Value>: @unchecked Sendable {
-    private var value: Value
-    private let lock = NSLock()
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<T>(_ body: (inout Value) -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&value)
-    }
-}
-
-/// A first-in first-out queue of bounded size between two threads.
-final class BoundedQueue<Element>: @unchecked Sendable {
-    private var items: [Element] = []
-    private let capacity: Int
-    private let lock = NSCondition()
-
-    init(capacity: Int) { self.capacity = capacity }
-
-    /// Waits while the queue is full.
-    func put(_ item: Element) {
-        lock.lock()
-        while items.count >= capacity { lock.wait() }
-        items.append(item)
-        lock.broadcast()
-        lock.unlock()
-    }
-
-    /// Waits for an item.
-    func take() -> Element {
-        lock.lock()
-        while items.isEmpty { lock.wait() }
-        let item = items.removeFirst()
-        lock.broadcast()
-        lock.unlock()
-        return item
     }
 }

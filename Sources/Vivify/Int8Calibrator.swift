@@ -48,40 +48,6 @@ struct Int8CalibrationCache {
     }
 }
 
-/// What a model computes in under the `--precision` in force, and with which int8 calibration:
-/// one kept in the model store (`vivify models calibrate`) before a shipped one; nil under
-/// int8 when there is neither (the model calibrates on its first picture).
-struct PrecisionPlan {
-    var precision: ComputePrecision
-    var calibration: Int8Calibration?
-    /// "model store" or "shipped" (`Upscaler.int8CalibrationOrigin`).
-    var origin: String?
-    /// The SHA-256 of the model's files, where the plan needed it (int8, or auto on a CPU that
-    /// runs int8).
-    var digest: SHA256.Digest?
-
-    init(model name: String, files: [String], store: ModelStore) throws {
-        let choice = PrecisionChoice.inForce
-        // Only int8, and auto where the CPU could run int8, need to know of a shipped
-        // calibration: only they hash the model's files.
-        guard choice == .int8 || choice == .auto && choice.resolved().precision != "fp32" else {
-            precision = choice.precision(measured: false)
-            return
-        }
-        // One hash of the files serves both the shipped table and the model store's key.
-        let digest = try SegmentedJob.digest(files: files)
-        self.digest = digest
-        let shipped = files.isEmpty ? nil : ShippedCalibrations.calibration(digest: digest.hex)
-        precision = choice.precision(measured: shipped != nil)
-        guard precision == .int8 else { return }
-        if let kept = Int8CalibrationCache(store: store, name: name, digest: digest).load() {
-            (calibration, origin) = (kept, "model store")
-        } else if let shipped {
-            (calibration, origin) = (shipped, "shipped")
-        }
-    }
-}
-
 /// `vivify models calibrate`: a model's int8 calibration measured on chosen pictures.
 public enum Int8Calibrator {
     /// What a calibration measured, and where it went.

@@ -1,38 +1,9 @@
 public import Engine
 internal import EngineDNNL
-internal import EngineVulkan
 import Foundation
 public import MediaIO
 public import ModelCatalog
 internal import ModelFormats
-
-/// Which backend runs the models.
-public enum BackendChoice: String, Sendable, CaseIterable {
-    /// oneDNN, the fast CPU path (default).
-    case onednn
-    /// The plain Swift reference loops (slow; for checking).
-    case reference
-    /// Vulkan compute on the GPU (or on the CPU through Mesa's lavapipe); fp32.
-    case vulkan
-
-    func make() throws -> InferenceBackend {
-        switch self {
-        case .onednn: return try DNNLBackend()
-        case .reference: return ReferenceBackend()
-        case .vulkan: return try VulkanBackend()
-        }
-    }
-
-    /// The matrix multiplier of the same kind (oneDNN's sgemm, or plain loops).
-    func makeMatrixMultiplier() -> MatrixMultiplier {
-        switch self {
-        case .onednn: return DNNLMatrixMultiplier()
-        case .reference: return ReferenceMatrixMultiplier()
-        // The colour guide's matching runs on the host: oneDNN's sgemm.
-        case .vulkan: return DNNLMatrixMultiplier()
-        }
-    }
-}
 
 /// A loaded upscaling model: the graph, how to tile it, and a runner that keeps its prepared
 /// graphs and buffers across frames.
