@@ -1,7 +1,8 @@
 /// Everything that can go wrong while looking up, locating, fetching or verifying a model, with
 /// a message that names the model or file and says what to do next.
 public struct CatalogError: Error, Sendable, CustomStringConvertible {
-    /// What kind of failure this is; decides the process exit code (see `exitCode`).
+    /// What kind of failure this is; decides the process exit code (`vivify` maps it in
+    /// `ErrorReport.exitCode(for:)`: 66, 65, 74, 74, 64 in this order).
     public enum Kind: Sendable, Equatable, CaseIterable {
         /// A model file, mirror file or `.param`/`.bin` path does not exist, or a model is not installed.
         case notFound
@@ -13,18 +14,6 @@ public struct CatalogError: Error, Sendable, CustomStringConvertible {
         case network
         /// The request cannot work: an unknown model name, a path that is not an ncnn `.param` file.
         case invalid
-
-        /// The sysexits-style exit code `vivify` uses for this kind: 66 (no input) for
-        /// `.notFound`, 65 (data error) for `.hashMismatch`, 64 (usage) for `.invalid`, 74
-        /// (I/O error) for `.io` and `.network`.
-        public var exitCode: Int32 {
-            switch self {
-            case .notFound: return 66
-            case .hashMismatch: return 65
-            case .invalid: return 64
-            case .io, .network: return 74
-            }
-        }
     }
 
     /// What kind of failure this is.

@@ -38,7 +38,6 @@ public final class Upscaler {
     /// Keeps a bundle's extracted files alive.
     private let bundle: ModelBundle?
     private var planar = FloatPlanarImage(channels: 3, width: 1, height: 1)
-    private var result = FloatPlanarImage(channels: 3, width: 1, height: 1)
 
     /// Loads `model`: the built-in ("2" or vivify-fast-2x), a catalog name (fetched on first
     /// use), or a path to an ncnn `.param`, a Core ML `.mlmodel`/`.mlpackage` or a `.wifm`
@@ -231,21 +230,6 @@ public final class Upscaler {
         }
     }
 
-    /// Upscales an `rgb24` frame into `output` (reshaped to `scale ×`), reusing buffers.
-    public func upscale(_ frame: VideoFrame, into output: inout VideoFrame) throws {
-        planar.load(from: frame)
-        if result.width != frame.width * scale || result.height != frame.height * scale {
-            result = FloatPlanarImage(channels: 3, width: frame.width * scale, height: frame.height * scale)
-        }
-        try run(planar, into: &result)
-        result.store(into: &output)
-        output.pts = frame.pts
-        output.duration = frame.duration
-        output.timeBase = frame.timeBase
-        output.color = frame.color
-        output.sampleAspectRatio = frame.sampleAspectRatio
-    }
-
     /// Upscales an `rgb24` frame into planar float RGB (`scale ×`), not rounded to 8 bits.
     public func upscale(_ frame: VideoFrame, into output: inout FloatPlanarImage) throws {
         planar.load(from: frame)
@@ -264,7 +248,6 @@ public final class Upscaler {
     /// Gives back the frame-sized float buffers kept for the next frame.
     public func releaseBuffers() {
         planar = FloatPlanarImage(channels: 3, width: 1, height: 1)
-        result = FloatPlanarImage(channels: 3, width: 1, height: 1)
     }
 
     /// Runs the model once on a blank frame of this size, so the first real frame does not pay
@@ -272,7 +255,8 @@ public final class Upscaler {
     public func warmUp(width: Int, height: Int) throws {
         var blank = VideoFrame(format: .rgb24, width: width, height: height)
         blank.color = .bt709
-        var out = VideoFrame(format: .rgb24, width: 1, height: 1)
+        // The upscale stage's own path: an rgb24 frame into planar float.
+        var out = FloatPlanarImage(channels: 3, width: 1, height: 1)
         try upscale(blank, into: &out)
     }
 

@@ -133,7 +133,6 @@ final class CatalogTests: XCTestCase {
         XCTAssertThrowsError(try catalog.lookup("waifu2x-photo-2x-denoize3")) { error in
             let e = error as? CatalogError
             XCTAssertEqual(e?.kind, .invalid)
-            XCTAssertEqual(e?.kind.exitCode, 64)
             XCTAssertTrue(e?.message.contains("'waifu2x-photo-2x-denoise3'") ?? false, "\(error)")
             XCTAssertTrue(e?.message.contains("vivify models list") ?? false)
         }
@@ -148,13 +147,5 @@ final class CatalogTests: XCTestCase {
         XCTAssertEqual(editDistance("abc", ""), 3)
         XCTAssertEqual(editDistance("kitten", "sitting"), 3)
         XCTAssertEqual(editDistance("flaw", "lawn"), 2)
-    }
-
-    func testExitCodes() {
-        XCTAssertEqual(CatalogError.Kind.notFound.exitCode, 66)
-        XCTAssertEqual(CatalogError.Kind.hashMismatch.exitCode, 65)
-        XCTAssertEqual(CatalogError.Kind.invalid.exitCode, 64)
-        XCTAssertEqual(CatalogError.Kind.io.exitCode, 74)
-        XCTAssertEqual(CatalogError.Kind.network.exitCode, 74)
     }
 }

@@ -53,7 +53,6 @@ final class DownloadTests: XCTestCase {
         XCTAssertThrowsError(try store.fetch(model)) { error in
             guard let e = error as? CatalogError else { return XCTFail("\(error)") }
             XCTAssertEqual(e.kind, .network)
-            XCTAssertEqual(e.kind.exitCode, 74)
             XCTAssertTrue(e.message.contains("HTTP 404"), e.message)
             XCTAssertTrue(e.message.contains("missing/realesr-animevideov3-x3.bin"), e.message)
         }

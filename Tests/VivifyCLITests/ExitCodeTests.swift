@@ -1,4 +1,5 @@
 import Foundation
+import ModelCatalog
 import Vivify
 import XCTest
 
@@ -50,6 +51,18 @@ final class ExitCodeTests: XCTestCase {
         XCTAssertEqual(ErrorReport.exitCode(for: DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "x"))), .software)
         seen.formUnion([.interrupted, .software])
         XCTAssertEqual(seen, Set(VivifyExitCode.allCases), "every documented exit code has a case")
+    }
+
+    /// A catalog error's kind decides its exit code: 66 (no input) for a missing model or
+    /// file, 65 (data error) for a SHA-256 mismatch, 64 (usage) for an unknown name, 74 (I/O
+    /// error) for a failed write or download.
+    func testCatalogErrorKindsMapToTheirExitCodes() {
+        func code(_ kind: CatalogError.Kind) -> Int32 { ErrorReport.exitCode(for: CatalogError(kind, "x")).rawValue }
+        XCTAssertEqual(code(.notFound), 66)
+        XCTAssertEqual(code(.hashMismatch), 65)
+        XCTAssertEqual(code(.invalid), 64)
+        XCTAssertEqual(code(.io), 74)
+        XCTAssertEqual(code(.network), 74)
     }
 
     /// `--version` names vivify's release and the FFmpeg and oneDNN it runs on (for bug reports).

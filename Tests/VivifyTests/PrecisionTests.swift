@@ -70,11 +70,11 @@ final class PrecisionTests: XCTestCase {
                     truth.color = .bt709
                     let small = try UpscaleQualityTests.resize(truth, w / s, h / s)
                     var a = VideoFrame(format: .rgb24, width: w, height: h)
-                    try fp32.upscale(small, into: &a)
+                    try UpscaleQualityTests.upscale(fp32, small, into: &a)
                     let gain = UpscaleQualityTests.lumaPSNR(a, truth, shave: s)
                     for (k, u) in reduced.enumerated() {
                         var b = VideoFrame(format: .rgb24, width: w, height: h)
-                        try u.upscale(small, into: &b)
+                        try UpscaleQualityTests.upscale(u, small, into: &b)
                         worst[k] = min(worst[k], UpscaleQualityTests.lumaPSNR(b, a, shave: s))
                         drops[k].append(gain - UpscaleQualityTests.lumaPSNR(b, truth, shave: s))
                     }

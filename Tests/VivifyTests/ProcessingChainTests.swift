@@ -97,7 +97,7 @@ final class ProcessingChainTests: XCTestCase {
             // Before: 8 bits between the models, then 8 bits again.
             var colour8 = VideoFrame(format: .rgb24, width: 1, height: 1), twice = colour8
             try colorizer.colorize(rgb, into: &colour8)
-            try upscaler.upscale(colour8, into: &twice)
+            try UpscaleQualityTests.upscale(upscaler, colour8, into: &twice)
             let pOnce = Self.psnr(once, exact), pTwice = Self.psnr(twice, exact)
             gains.append(pOnce - pTwice)
             lines.append(String(format: "%@: PSNR against the unrounded result %.2f dB (float hand-over) vs %.2f dB (8-bit hand-over)", name, pOnce, pTwice))

@@ -16,6 +16,14 @@ final class UpscaleQualityTests: XCTestCase {
         return ModelStore(directory: URL(fileURLWithPath: dir), mirror: shared.appendingPathComponent("models"))
     }
 
+    /// `upscaler` on an rgb24 frame as `vivify` runs it: the upscale stage's planar float
+    /// result, rounded to rgb24 once at the end (the chain's output conversion).
+    static func upscale(_ upscaler: Upscaler, _ frame: VideoFrame, into output: inout VideoFrame) throws {
+        var planar = FloatPlanarImage(channels: 3, width: 1, height: 1)
+        try upscaler.upscale(frame, into: &planar)
+        planar.store(into: &output)
+    }
+
     /// rgb24 frame from a float image (grey expands to RGB).
     static func frame(_ image: FloatPlanarImage) -> VideoFrame {
         var rgb = image
@@ -82,7 +90,7 @@ final class UpscaleQualityTests: XCTestCase {
                 let small = try Self.resize(truth, w / 2, h / 2)
                 let bicubic = try Self.resize(small, w, h)
                 var ours = VideoFrame(format: .rgb24, width: w, height: h)
-                try upscaler.upscale(small, into: &ours)
+                try Self.upscale(upscaler, small, into: &ours)
                 let gain = Self.lumaPSNR(ours, truth, shave: 2) - Self.lumaPSNR(bicubic, truth, shave: 2)
                 gains.append(gain)
             }
