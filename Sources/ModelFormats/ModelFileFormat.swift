@@ -94,6 +94,15 @@ public struct ModelFileFormat: Sendable {
         return all.first { $0.extensions.contains(ext) }
     }
 
+    /// The weights file that goes with the model at `path` where its format keeps them in a
+    /// file of their own: an ncnn `.param`'s `.bin` beside it, with the same name; nil for every
+    /// other format. The one place that rule is written (resolver, importer, bundles, the files
+    /// a run reads).
+    public static func weightsFile(beside path: String) -> String? {
+        guard forPath(path)?.kind == .ncnn else { return nil }
+        return (path as NSString).deletingPathExtension + ".bin"
+    }
+
     /// Every extension of the table.
     public static var allExtensions: [String] { all.flatMap(\.extensions) }
 

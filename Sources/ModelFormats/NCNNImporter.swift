@@ -11,7 +11,7 @@ public enum NCNNImporter {
     /// Loads `paramPath` and the `.bin` beside it (or `binPath`).
     public static func load(paramPath: String, binPath: String? = nil, inputName: String? = nil,
                             outputName: String? = nil) throws -> Graph {
-        let bin = binPath ?? (paramPath.hasSuffix(".param") ? String(paramPath.dropLast(6)) + ".bin" : paramPath + ".bin")
+        let bin = binPath ?? ModelFileFormat.weightsFile(beside: paramPath) ?? paramPath + ".bin"
         guard let data = FileManager.default.contents(atPath: paramPath) else {
             throw ModelFormatError(.unreadable, "Cannot read the ncnn model '\(paramPath)'. Check the path.")
         }

@@ -251,8 +251,7 @@ struct WifmManifestReader {
         let outputName = try nonEmptyString(o, "outputName", what: "the name of the model's output tensor")
         let file = try resolveFile(declared, key: o.key("file"), type: type)
         var weights: String?
-        if type == .ncnn {
-            let bin = String(file.dropLast(".param".count)) + ".bin"
+        if type == .ncnn, let bin = ModelFileFormat.weightsFile(beside: file) {
             if let listing, !listing.isFile(bin) {
                 throw BundleError(.missingFile, key: o.key("file"),
                                   "manifest.json key `\(o.key("file"))` names the ncnn model '\(file)', but the archive has no weights '\(bin)' beside it; add the .bin with the same name as the .param.")

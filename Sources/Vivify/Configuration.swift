@@ -1,5 +1,6 @@
 import Foundation
 public import MediaIO
+internal import ModelFormats
 public import SafeFiles
 
 /// A frame size in pixels, written `WxH` on the command line.
@@ -143,7 +144,7 @@ public struct RunConfiguration: Sendable {
         for model in [upscale, colorize].compactMap({ $0 }) + filters.map(\.model) where FileManager.default.fileExists(atPath: model) {
             files.append(model)
             let stem = (model as NSString).deletingPathExtension
-            if model.lowercased().hasSuffix(".param") { files += [stem + ".bin", stem + ".json"] }
+            if let weights = ModelFileFormat.weightsFile(beside: model) { files += [weights, stem + ".json"] }
         }
         return files + colourGuide.files
     }

@@ -49,25 +49,22 @@ public enum EngineBench {
                 }
             }
         }
-        var engine = try backend.make()
+        let engine: InferenceBackend
         var precision = ComputePrecision.fp32
         if backend == .onednn {
-            let plan = try PrecisionPlan(model: loaded.name, files: loaded.files, store: store)
+            var plan = try PrecisionPlan(model: loaded.name, files: loaded.files, store: store)
             precision = plan.precision
-            if precision == .int8 {
-                // The model's kept or shipped calibration, else one on the timed input itself.
-                var calibration = plan.calibration
-                if calibration == nil {
-                    let observer = Int8Observer()
-                    let probe = try DNNLBackend(precision: .fp32, observer: observer).prepare(graph, input: shape)
-                    var out = [Float](repeating: 0, count: probe.outputShape.count)
-                    try input.withUnsafeBufferPointer { i in try out.withUnsafeMutableBufferPointer { try probe.run(input: i, output: $0) } }
-                    calibration = observer.calibration
-                }
-                engine = try DNNLBackend(precision: .int8, calibration: calibration)
-            } else {
-                engine = try DNNLBackend(precision: precision)
+            if precision == .int8 && plan.calibration == nil {
+                // No kept or shipped calibration: one on the timed input itself.
+                let observer = Int8Observer()
+                let probe = try DNNLBackend(precision: .fp32, observer: observer).prepare(graph, input: shape)
+                var out = [Float](repeating: 0, count: probe.outputShape.count)
+                try input.withUnsafeBufferPointer { i in try out.withUnsafeMutableBufferPointer { try probe.run(input: i, output: $0) } }
+                plan.calibration = observer.calibration
             }
+            engine = try plan.makeBackend()
+        } else {
+            engine = try backend.make()
         }
         let prepared = try engine.prepare(graph, input: shape)
         var output = [Float](repeating: 0, count: prepared.outputShape.count)

@@ -126,8 +126,7 @@ public enum ModelInference {
             throw MediaError(.unsupported, "'\(path)' is not a model file Vivify reads. Use \(ModelFileFormat.extensionList).")
         }
         if let importer = format.importer {
-            let weights = format.kind == .ncnn ? (path as NSString).deletingPathExtension + ".bin" : nil
-            return try importer(path, weights, nil).graph
+            return try importer(path, ModelFileFormat.weightsFile(beside: path), nil).graph
         }
         let bundle = try ModelBundle.open(path: path)
         let main = bundle.manifest.main

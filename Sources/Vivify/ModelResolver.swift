@@ -66,7 +66,7 @@ enum ModelResolver {
                 throw MediaError(.unsupported, "Cannot read the \(what) '\(argument)': \(ext.isEmpty ? "a file without an extension" : "'.\(ext)'") is not a model format Vivify reads. Use \(ModelFileFormat.extensionList).")
             }
             var loaded = try load(argument, format: format, task: task, store: store)
-            loaded.files = [argument] + (format.kind == .ncnn ? [(argument as NSString).deletingPathExtension + ".bin"] : [])
+            loaded.files = [argument] + [ModelFileFormat.weightsFile(beside: argument)].compactMap { $0 }
             return loaded
         }
         // Catalog names (upscalers and denoisers).
@@ -97,10 +97,9 @@ enum ModelResolver {
             loaded.colorizer = spec
             return loaded
         }
-        if format.kind == .ncnn {
+        if format.kind == .ncnn, let bin = ModelFileFormat.weightsFile(beside: path) {
             // ncnn models take and give [0, 1] RGB; a file that is byte for byte a catalog
             // model gets that model's blob names and tiling rules.
-            let bin = (path as NSString).deletingPathExtension + ".bin"
             guard FileManager.default.fileExists(atPath: bin) else {
                 throw MediaError(.inputUnreadable, "The ncnn model '\(path)' has no weights beside it: '\(bin)' is missing. Put the .bin file next to the .param file with the same name.")
             }

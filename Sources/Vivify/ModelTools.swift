@@ -6,6 +6,12 @@ internal import ModelFormats
 
 /// `vivify models pack|info|verify` for model files and bundles (the library half).
 public enum ModelTools {
+    /// The weights file read with the model at `path` where its format keeps them in a file of
+    /// their own (an ncnn `.param`'s `.bin` beside it); nil for every other format.
+    public static func weightsFile(beside path: String) -> String? {
+        ModelFileFormat.weightsFile(beside: path)
+    }
+
     /// Builds a `.wifm` from a manifest and files, validating the manifest against them first.
     /// Returns the warnings `open` would give.
     public static func pack(manifest: String, files: [String], output: String, existing: ExistingOutput = .refuse) throws -> [String] {
@@ -21,9 +27,8 @@ public enum ModelTools {
         }
         // An ncnn .param brings the .bin beside it unless given.
         var files = files
-        for f in files where ModelFileFormat.forPath(f)?.kind == .ncnn {
-            let stem = (f as NSString).deletingPathExtension
-            for companion in [stem + ".bin"] where FileManager.default.fileExists(atPath: companion) {
+        for f in files {
+            for companion in [ModelFileFormat.weightsFile(beside: f)].compactMap({ $0 }) where FileManager.default.fileExists(atPath: companion) {
                 if !files.contains(where: { URL(fileURLWithPath: $0).standardizedFileURL == URL(fileURLWithPath: companion).standardizedFileURL }) {
                     files.append(companion)
                 }

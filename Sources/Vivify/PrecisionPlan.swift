@@ -35,4 +35,11 @@ struct PrecisionPlan {
             (calibration, origin) = (shipped, "shipped")
         }
     }
+
+    /// The oneDNN backend that runs the plan: int8 with its calibration, else the plan's
+    /// precision (int8 without a calibration yet runs fp32: `DNNLBackend` has no ranges to
+    /// quantise with). The one place a plan becomes a backend (upscalers, `bench-model`).
+    func makeBackend() throws -> DNNLBackend {
+        try DNNLBackend(precision: precision, calibration: calibration)
+    }
 }

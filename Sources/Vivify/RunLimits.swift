@@ -54,7 +54,7 @@ public struct RunLimits: Codable, Sendable, Equatable {
             // Models that decide nothing for themselves (the colorizer) run in what an
             // unmeasured model gets: fp32 under `auto`.
             PrecisionChoice.chosen.store(PrecisionChoice.allCases.firstIndex(of: precision)!, ordering: .relaxed)
-            DNNLBackend.defaultPrecision = ComputePrecision(rawValue: precision.resolved(measured: false).precision) ?? .fp32
+            DNNLBackend.defaultPrecision = precision.precision(measured: false)
         }
     }
 

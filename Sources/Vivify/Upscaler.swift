@@ -68,14 +68,12 @@ public final class Upscaler {
             if let c = plan.calibration {
                 calibration = c
                 int8CalibrationOrigin = plan.origin
-                let int8 = try DNNLBackend(precision: .int8, calibration: c)
-                int8Backend = int8
-                engine = int8
-            } else {
-                // int8 without a calibration yet runs fp32 until its first picture with detail.
-                needsCalibration = plan.precision == .int8
-                engine = try DNNLBackend(precision: needsCalibration ? .fp32 : plan.precision)
             }
+            // int8 without a calibration yet runs fp32 until its first picture with detail.
+            needsCalibration = plan.precision == .int8 && plan.calibration == nil
+            let dnnl = try plan.makeBackend()
+            if plan.calibration != nil { int8Backend = dnnl }
+            engine = dnnl
         } else {
             precision = .fp32
             engine = try backend.make()

@@ -350,7 +350,7 @@ extension ModelsCommand {
                 // model file it reads, an existing file only with -y.
                 if let output {
                     var reads = pictures + [model]
-                    if model.lowercased().hasSuffix(".param") { reads.append((model as NSString).deletingPathExtension + ".bin") }
+                    if let weights = ModelTools.weightsFile(beside: model) { reads.append(weights) }
                     if case .skip = try OutputGuard.check(output: output, inputs: reads, existing: overwriteOptions.existing) {
                         writeStderr("vivify: '\(output)' exists; nothing calibrated (-n).\n")
                         return
