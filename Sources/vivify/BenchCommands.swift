@@ -37,19 +37,15 @@ struct BenchModelCommand: ParsableCommand {
         guard let frame = FrameSize(parsing: size) else { throw ValidationError("'--size \(size)' is not WxH.") }
         let pads = pad.split(separator: ",").compactMap { Int($0) }
         guard pads.count == 4 else { throw ValidationError("'--pad \(pad)' needs four numbers: left,top,right,bottom.") }
-        do {
-            let r = try EngineBench.run(model: model, width: frame.width, height: frame.height, pad: pads, runs: runs, backend: backend,
-                                        limits: RunLimits(threads: threadOptions, precision: precisionOptions))
-            var json: [String: Any] = ["model": r.model, "input_shape": r.inputShape, "output_shape": r.outputShape, "runs": r.runs,
-                                       "median_s": r.medianSeconds, "gflop": r.gflop, "achieved_gflops": r.achievedGFLOPS, "backend": r.backend,
-                                       "threads": r.threads, "precision": r.precision]
-            if let omp = r.openMPThreads { json["openmp_threads"] = omp }
-            if gemmPeak { json["sgemm_peak_gflops"] = try EngineBench.gemmPeakGFLOPS() }
-            let data = try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])
-            print(String(decoding: data, as: UTF8.self))
-        } catch {
-            throw report(error)
-        }
+        let r = try EngineBench.run(model: model, width: frame.width, height: frame.height, pad: pads, runs: runs, backend: backend,
+                                    limits: RunLimits(threads: threadOptions, precision: precisionOptions))
+        var json: [String: Any] = ["model": r.model, "input_shape": r.inputShape, "output_shape": r.outputShape, "runs": r.runs,
+                                   "median_s": r.medianSeconds, "gflop": r.gflop, "achieved_gflops": r.achievedGFLOPS, "backend": r.backend,
+                                   "threads": r.threads, "precision": r.precision]
+        if let omp = r.openMPThreads { json["openmp_threads"] = omp }
+        if gemmPeak { json["sgemm_peak_gflops"] = try EngineBench.gemmPeakGFLOPS() }
+        let data = try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])
+        print(String(decoding: data, as: UTF8.self))
     }
 }
 
@@ -105,16 +101,12 @@ struct BenchCommand: ParsableCommand {
 
     func run() throws {
         FFmpegLog.configure(verbose: false)
-        do {
-            try timing.outputs.check(inputs: [])
-            let result = try Bench.run(size: FrameSize(parsing: size)!, frames: frames, upscale: upscale, colorize: colorize, tile: tile, backend: backend,
-                                       targetFPS: timing.targetFps ?? 30, guide: guideOptions.spec,
-                                       filters: try filterOptions.stages(colorize: colorize != nil, upscale: upscale != nil, colorizeAfter: false),
-                                       limits: benchLimits, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
-            print(result.text, terminator: "")
-            if let tracer = result.tracer { try timing.outputs.write(tracer, report: result.report) }
-        } catch {
-            throw report(error)
-        }
+        try timing.outputs.check(inputs: [])
+        let result = try Bench.run(size: FrameSize(parsing: size)!, frames: frames, upscale: upscale, colorize: colorize, tile: tile, backend: backend,
+                                   targetFPS: timing.targetFps ?? 30, guide: guideOptions.spec,
+                                   filters: try filterOptions.stages(colorize: colorize != nil, upscale: upscale != nil, colorizeAfter: false),
+                                   limits: benchLimits, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
+        print(result.text, terminator: "")
+        if let tracer = result.tracer { try timing.outputs.write(tracer, report: result.report) }
     }
 }

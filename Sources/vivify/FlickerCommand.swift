@@ -21,15 +21,11 @@ struct FlickerCommand: ParsableCommand {
 
     func run() throws {
         FFmpegLog.configure(verbose: false)
-        do {
-            let r = try Flicker.measure(path: input, truth: truth)
-            print(String(format: "flicker %.4f (ab units, %d frames, %d static pixel pairs); drift %.4f (ab units, %d regions followed)",
-                         r.value, r.frames, r.samples, r.drift, r.tracks))
-            if let t = r.truthDrift, let d = r.differenceDrift {
-                print(String(format: "truth drift %.4f over the same regions; drift of the difference %.4f", t, d))
-            }
-        } catch {
-            throw report(error)
+        let r = try Flicker.measure(path: input, truth: truth)
+        print(String(format: "flicker %.4f (ab units, %d frames, %d static pixel pairs); drift %.4f (ab units, %d regions followed)",
+                     r.value, r.frames, r.samples, r.drift, r.tracks))
+        if let t = r.truthDrift, let d = r.differenceDrift {
+            print(String(format: "truth drift %.4f over the same regions; drift of the difference %.4f", t, d))
         }
     }
 }

@@ -48,16 +48,12 @@ struct ImageCommand: ParsableCommand {
         FFmpegLog.configure(verbose: false)
         if isBatch { return try runBatch() }
         let input = paths[0], output = paths[1]
-        do {
-            let warnings = try ImageJob.run(input: input, output: output, upscale: modelOptions.upscale, tile: modelOptions.tile,
-                                            backend: modelOptions.backend, colorize: modelOptions.colorize,
-                                            colorizeAfter: modelOptions.colorizeAfter, saturation: modelOptions.saturation,
-                                            guide: modelOptions.guide, filters: try modelOptions.filters, existingOutput: overwriteOptions.existing,
-                                            limits: modelOptions.limits(pixels: limitOptions), log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } })
-            if !quiet { for w in warnings { ProgressReporter.writeStderr("vivify: warning: \(w)\n") } }
-        } catch {
-            throw report(error)
-        }
+        let warnings = try ImageJob.run(input: input, output: output, upscale: modelOptions.upscale, tile: modelOptions.tile,
+                                        backend: modelOptions.backend, colorize: modelOptions.colorize,
+                                        colorizeAfter: modelOptions.colorizeAfter, saturation: modelOptions.saturation,
+                                        guide: modelOptions.guide, filters: try modelOptions.filters, existingOutput: overwriteOptions.existing,
+                                        limits: modelOptions.limits(pixels: limitOptions), log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } })
+        if !quiet { for w in warnings { ProgressReporter.writeStderr("vivify: warning: \(w)\n") } }
     }
 
     func runBatch() throws {
@@ -65,22 +61,18 @@ struct ImageCommand: ParsableCommand {
         let started = ProgressReporter.now()
         var reporter: ProgressReporter?
         let summary: ImageBatch.Summary
-        do {
-            summary = try ImageBatch.run(
-                inputs: Array(paths.dropLast()), directory: paths.last!, format: format, upscale: modelOptions.upscale, tile: modelOptions.tile,
-                backend: modelOptions.backend, colorize: modelOptions.colorize, colorizeAfter: modelOptions.colorizeAfter,
-                saturation: modelOptions.saturation, guide: modelOptions.guide, filters: try modelOptions.filters, existingOutput: overwriteOptions.existing,
-                limits: modelOptions.limits(pixels: limitOptions), log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } },
-                progress: { done, total in
-                    guard !quiet else { return }
-                    if reporter == nil {
-                        reporter = ProgressReporter(total: total, interactive: ProgressReporter.stderrIsTerminal, interval: 2, noun: "image", rateUnit: "images/s")
-                    }
-                    if done == total { reporter?.finish(framesDone: done) } else { reporter?.update(framesDone: done) }
-                })
-        } catch {
-            throw report(error)
-        }
+        summary = try ImageBatch.run(
+            inputs: Array(paths.dropLast()), directory: paths.last!, format: format, upscale: modelOptions.upscale, tile: modelOptions.tile,
+            backend: modelOptions.backend, colorize: modelOptions.colorize, colorizeAfter: modelOptions.colorizeAfter,
+            saturation: modelOptions.saturation, guide: modelOptions.guide, filters: try modelOptions.filters, existingOutput: overwriteOptions.existing,
+            limits: modelOptions.limits(pixels: limitOptions), log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } },
+            progress: { done, total in
+                guard !quiet else { return }
+                if reporter == nil {
+                    reporter = ProgressReporter(total: total, interactive: ProgressReporter.stderrIsTerminal, interval: 2, noun: "image", rateUnit: "images/s")
+                }
+                if done == total { reporter?.finish(framesDone: done) } else { reporter?.update(framesDone: done) }
+            })
         let seconds = ProgressReporter.now() - started
         if !quiet {
             var line = String(format: "vivify: %d of %d pictures written to %@ in %.1f s", summary.written.count,

@@ -53,25 +53,21 @@ struct InferCommand: ParsableCommand {
 
     func run() throws {
         FFmpegLog.configure(verbose: false)
-        do {
-            let named = inputs.map { argument -> (name: String?, file: String) in
-                if let eq = argument.firstIndex(of: "="), !FileManager.default.fileExists(atPath: argument) {
-                    return (String(argument[..<eq]), String(argument[argument.index(after: eq)...]))
-                }
-                return (nil, argument)
+        let named = inputs.map { argument -> (name: String?, file: String) in
+            if let eq = argument.firstIndex(of: "="), !FileManager.default.fileExists(atPath: argument) {
+                return (String(argument[..<eq]), String(argument[argument.index(after: eq)...]))
             }
-            if case .skip = try OutputGuard.check(output: output, inputs: named.map(\.file) + [model], existing: overwrite ? .replace : .refuse) { return }
-            let r = try ModelInference.run(model: model, inputs: try named.map { ($0.name, try NPYArray.read($0.file)) }, backend: backend,
-                                           memoryBudget: memoryBudget, limits: limits)
-            let partial = PartialFile(target: URL(fileURLWithPath: output))
-            do {
-                try partial.write { try r.output.fileData.write(to: $0) }
-            } catch {
-                throw MediaError(.outputUnwritable, "Cannot write '\(output)': \(error.localizedDescription).")
-            }
-            ProgressReporter.writeStderr("vivify: \(r.inputName) → \(r.outputName): \(r.output.shape.map(String.init).joined(separator: "x")) float32 written to \(output).\n")
-        } catch {
-            throw report(error)
+            return (nil, argument)
         }
+        if case .skip = try OutputGuard.check(output: output, inputs: named.map(\.file) + [model], existing: overwrite ? .replace : .refuse) { return }
+        let r = try ModelInference.run(model: model, inputs: try named.map { ($0.name, try NPYArray.read($0.file)) }, backend: backend,
+                                       memoryBudget: memoryBudget, limits: limits)
+        let partial = PartialFile(target: URL(fileURLWithPath: output))
+        do {
+            try partial.write { try r.output.fileData.write(to: $0) }
+        } catch {
+            throw MediaError(.outputUnwritable, "Cannot write '\(output)': \(error.localizedDescription).")
+        }
+        ProgressReporter.writeStderr("vivify: \(r.inputName) → \(r.outputName): \(r.output.shape.map(String.init).joined(separator: "x")) float32 written to \(output).\n")
     }
 }

@@ -45,13 +45,9 @@ struct ModelsCommand: ParsableCommand {
             // The built-in models ship inside the binary: always installed.
             var builtins = 0
             for name in BuiltinModels.names {
-                do {
-                    guard let d = try BuiltinModels.describe(name, store: store) else { continue }
-                    rows.append([d.name, "\(d.scale)x", "vivify (built in, \(d.task))", "wifm", "yes", d.licence])
-                    builtins += 1
-                } catch {
-                    throw report(error)
-                }
+                guard let d = try BuiltinModels.describe(name, store: store) else { continue }
+                rows.append([d.name, "\(d.scale)x", "vivify (built in, \(d.task))", "wifm", "yes", d.licence])
+                builtins += 1
             }
             print(table(rows), terminator: "")
             let count = listings.filter(\.isInstalled).count
@@ -88,12 +84,8 @@ struct ModelsCommand: ParsableCommand {
         func run() throws {
             let store = ModelStore()
             let entries: [ModelEntry]
-            do {
-                // Every name is checked before anything is fetched, so a typo costs no download.
-                entries = all ? store.catalog.entries : try names.map { try store.catalog.lookup($0) }
-            } catch let error as CatalogError {
-                throw fail(error)
-            }
+            // Every name is checked before anything is fetched, so a typo costs no download.
+            entries = all ? store.catalog.entries : try names.map { try store.catalog.lookup($0) }
             if let mirror = store.mirror {
                 print("Copying from the mirror \(mirror.path) into \(store.directory.path).")
             } else {
@@ -152,33 +144,21 @@ struct ModelsCommand: ParsableCommand {
         func run() throws {
             // A path to a bundle or model file: describe the file itself.
             if name.contains("/") || ModelTools.looksLikeModelFile(name) {
-                do {
-                    print(try ModelTools.describe(path: name), terminator: "")
-                } catch {
-                    throw report(error)
-                }
+                print(try ModelTools.describe(path: name), terminator: "")
                 return
             }
             let store = ModelStore()
             if BuiltinModels.names.contains(name) {
-                do {
-                    guard let d = try BuiltinModels.describe(name, store: store) else { return }
-                    let facts = [["name", d.name], ["task", d.task], ["scale", "\(d.scale)x"], ["format", "wifm (ncnn inside)"],
-                                 ["installed", "yes, built into vivify; written to \(d.path)"], ["size", "\(d.bytes) bytes"],
-                                 ["sha256", d.sha256], ["licence", d.licence]]
-                    print(table(facts.map { [$0[0] + ":", $0[1]] }), terminator: "")
-                    print("\ninfo.md:\n\(d.info)")
-                } catch {
-                    throw report(error)
-                }
+                guard let d = try BuiltinModels.describe(name, store: store) else { return }
+                let facts = [["name", d.name], ["task", d.task], ["scale", "\(d.scale)x"], ["format", "wifm (ncnn inside)"],
+                             ["installed", "yes, built into vivify; written to \(d.path)"], ["size", "\(d.bytes) bytes"],
+                             ["sha256", d.sha256], ["licence", d.licence]]
+                print(table(facts.map { [$0[0] + ":", $0[1]] }), terminator: "")
+                print("\ninfo.md:\n\(d.info)")
                 return
             }
             let e: ModelEntry
-            do {
-                e = try store.catalog.lookup(name)
-            } catch let error as CatalogError {
-                throw fail(error)
-            }
+            e = try store.catalog.lookup(name)
             let installed: String
             switch store.state(of: e) {
             case .installed: installed = "yes, in \(store.modelDirectory(for: e).path)"
@@ -277,13 +257,9 @@ extension ModelsCommand {
                 writeStderr("vivify: '\(output)' exists; skipped (-n).\n")
                 return
             }
-            do {
-                let warnings = try ModelTools.pack(manifest: manifest, files: files, output: output, existing: overwriteOptions.existing)
-                for w in warnings { FileHandle.standardError.write(Data("vivify: warning: \(w)\n".utf8)) }
-                print("wrote \(output)")
-            } catch {
-                throw report(error)
-            }
+            let warnings = try ModelTools.pack(manifest: manifest, files: files, output: output, existing: overwriteOptions.existing)
+            for w in warnings { FileHandle.standardError.write(Data("vivify: warning: \(w)\n".utf8)) }
+            print("wrote \(output)")
         }
     }
 
@@ -305,11 +281,7 @@ extension ModelsCommand {
 
         func run() throws {
             guard let frame = FrameSize(parsing: size) else { throw ValidationError("'--size \(size)' is not WxH.") }
-            do {
-                print(try ModelTools.verify(model: model, frame: frame, tile: tile, backend: .onednn, limits: threadOptions.limits).text, terminator: "")
-            } catch {
-                throw report(error)
-            }
+            print(try ModelTools.verify(model: model, frame: frame, tile: tile, backend: .onednn, limits: threadOptions.limits).text, terminator: "")
         }
     }
 }
@@ -345,33 +317,24 @@ extension ModelsCommand {
         @OptionGroup var overwriteOptions: OverwriteOptions
 
         func run() throws {
-            do {
-                // The output is checked before the work, as every command's: never a picture or
-                // model file it reads, an existing file only with -y.
-                if let output {
-                    var reads = pictures + [model]
-                    if let weights = ModelTools.weightsFile(beside: model) { reads.append(weights) }
-                    if case .skip = try OutputGuard.check(output: output, inputs: reads, existing: overwriteOptions.existing) {
-                        writeStderr("vivify: '\(output)' exists; nothing calibrated (-n).\n")
-                        return
-                    }
+            // The output is checked before the work, as every command's: never a picture or
+            // model file it reads, an existing file only with -y.
+            if let output {
+                var reads = pictures + [model]
+                if let weights = ModelTools.weightsFile(beside: model) { reads.append(weights) }
+                if case .skip = try OutputGuard.check(output: output, inputs: reads, existing: overwriteOptions.existing) {
+                    writeStderr("vivify: '\(output)' exists; nothing calibrated (-n).\n")
+                    return
                 }
-                let r = try Int8Calibrator.calibrate(model: model, pictures: pictures, tile: tile, limits: threadOptions.limits,
-                                                     log: { writeStderr("vivify: \($0)\n") })
-                if let output {
-                    try PartialFile(target: URL(fileURLWithPath: output)).write { try Data((r.json + "\n").utf8).write(to: $0) }
-                }
-                print("calibrated \(r.model) on \(pictures.count) picture\(pictures.count == 1 ? "" : "s"): \(r.layers) layers, kept in \(r.storeFile)\(output.map { " and \($0)" } ?? "")")
-            } catch {
-                throw report(error)
             }
+            let r = try Int8Calibrator.calibrate(model: model, pictures: pictures, tile: tile, limits: threadOptions.limits,
+                                                 log: { writeStderr("vivify: \($0)\n") })
+            if let output {
+                try PartialFile(target: URL(fileURLWithPath: output)).write { try Data((r.json + "\n").utf8).write(to: $0) }
+            }
+            print("calibrated \(r.model) on \(pictures.count) picture\(pictures.count == 1 ? "" : "s"): \(r.layers) layers, kept in \(r.storeFile)\(output.map { " and \($0)" } ?? "")")
         }
     }
-}
-
-/// Prints `error` and returns the exit code for its kind.
-private func fail(_ error: CatalogError) -> ExitCode {
-    report(error)
 }
 
 private func writeStderr(_ text: String) {

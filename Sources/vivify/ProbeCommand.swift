@@ -27,11 +27,7 @@ struct ProbeCommand: ParsableCommand {
         FFmpegLog.configure(verbose: false)
         var c = RunConfiguration(input: input, output: "-")
         inputOptions.apply(to: &c)
-        do {
-            let info = try Probe.describe(c, countFrames: countFrames)
-            print(json ? Probe.json(info, name: input) : Probe.text(info, name: input), terminator: "")
-        } catch {
-            throw report(error)
-        }
+        let info = try Probe.describe(c, countFrames: countFrames)
+        print(json ? Probe.json(info, name: input) : Probe.text(info, name: input), terminator: "")
     }
 }

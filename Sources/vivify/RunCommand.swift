@@ -65,7 +65,7 @@ struct Run: ParsableCommand {
         if segments { OpenMPWaitPolicy.preferPassive() }
         let interrupts = InterruptMonitor()
         // Side files are checked before the work, like the output.
-        do { try timing.outputs.check(inputs: [input] + c.readFiles, outputs: [output]) } catch { throw report(error) }
+        try timing.outputs.check(inputs: [input] + c.readFiles, outputs: [output])
         let quiet = self.quiet
         let warn: (String) -> Void = { if !quiet { ProgressReporter.writeStderr("vivify: warning: \($0)\n") } }
         let showProgress = !quiet && output != "-"
@@ -108,7 +108,7 @@ struct Run: ParsableCommand {
                 throw code
             } catch {
                 reporter?.finish(framesDone: 0)
-                throw report(error)
+                throw error
             }
         }
 
@@ -153,7 +153,7 @@ struct Run: ParsableCommand {
             throw code
         } catch {
             reporter?.finish(framesDone: 0)
-            throw report(error)
+            throw error
         }
     }
 }

@@ -37,24 +37,20 @@ struct PlanCommand: ParsableCommand {
     func run() throws {
         FFmpegLog.configure(verbose: false)
         let c = jobOptions.configuration(input: input, output: output)
-        do {
-            guard SegmentedJob.canSegment(c) else {
-                throw MediaError(.invalidOptions, "Only a media file into a media file can be planned into segments ('\(input)' → '\(output)'). Use `vivify run` for pipes, y4m and raw frames.")
-            }
-            if case .skip = try OutputGuard.check(output: output, inputs: [input], existing: c.existingOutput) {
-                ProgressReporter.writeStderr("vivify: '\(output)' exists; nothing planned (-n).\n")
-                return
-            }
-            try MediaWriter.validate(targetName: output, settings: c.encoder)
-            let models = try SegmentedJob.loadModels(c, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
-            var manifest = try SegmentedJob.plan(c, segmentSeconds: segmentOptions.segmentSeconds, models: models)
-            // Recorded for `status`; a manifest never grants the join an overwrite: `join -y` does.
-            manifest.settings.replaceExistingOutput = c.existingOutput == .replace
-            let job = try SegmentedJob.create(at: URL(fileURLWithPath: work), manifest: manifest)
-            print(job.manifest.segments.count)
-        } catch {
-            throw report(error)
+        guard SegmentedJob.canSegment(c) else {
+            throw MediaError(.invalidOptions, "Only a media file into a media file can be planned into segments ('\(input)' → '\(output)'). Use `vivify run` for pipes, y4m and raw frames.")
         }
+        if case .skip = try OutputGuard.check(output: output, inputs: [input], existing: c.existingOutput) {
+            ProgressReporter.writeStderr("vivify: '\(output)' exists; nothing planned (-n).\n")
+            return
+        }
+        try MediaWriter.validate(targetName: output, settings: c.encoder)
+        let models = try SegmentedJob.loadModels(c, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
+        var manifest = try SegmentedJob.plan(c, segmentSeconds: segmentOptions.segmentSeconds, models: models)
+        // Recorded for `status`; a manifest never grants the join an overwrite: `join -y` does.
+        manifest.settings.replaceExistingOutput = c.existingOutput == .replace
+        let job = try SegmentedJob.create(at: URL(fileURLWithPath: work), manifest: manifest)
+        print(job.manifest.segments.count)
     }
 }
 
@@ -84,27 +80,21 @@ struct WorkCommand: ParsableCommand {
         let environment = ProcessInfo.processInfo.environment
         let chosen = index ?? ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"].lazy.compactMap { environment[$0].flatMap { Int($0) } }.first
         guard let chosen else {
-            throw report(MediaError(.invalidOptions, "No segment named: pass --index I, or run under Slurm (SLURM_ARRAY_TASK_ID) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX)."))
+            throw MediaError(.invalidOptions, "No segment named: pass --index I, or run under Slurm (SLURM_ARRAY_TASK_ID) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX).")
         }
         let quiet = self.quiet
-        do {
-            let job = try SegmentedJob(directory: URL(fileURLWithPath: directory))
-            try job.checkInput()
-            job.onWarning = { if !quiet { ProgressReporter.writeStderr("vivify: warning: \($0)\n") } }
-            job.shouldStop = { interrupts.isInterrupted }
-            switch try job.work(index: chosen, threads: threadOptions.threads) {
-            case .alreadyDone(let frames):
-                if !quiet { ProgressReporter.writeStderr("vivify: segment \(chosen) is already done (\(frames) frames).\n") }
-            case .done(let frames):
-                if !quiet { ProgressReporter.writeStderr("vivify: segment \(chosen) done (\(frames) frames).\n") }
-            case .interrupted(let frames):
-                ProgressReporter.writeStderr("vivify: interrupted: segment \(chosen) stopped after \(frames) frames; run it again to redo it.\n")
-                throw ExitCode(VivifyExitCode.interrupted.rawValue)
-            }
-        } catch let code as ExitCode {
-            throw code
-        } catch {
-            throw report(error)
+        let job = try SegmentedJob(directory: URL(fileURLWithPath: directory))
+        try job.checkInput()
+        job.onWarning = { if !quiet { ProgressReporter.writeStderr("vivify: warning: \($0)\n") } }
+        job.shouldStop = { interrupts.isInterrupted }
+        switch try job.work(index: chosen, threads: threadOptions.threads) {
+        case .alreadyDone(let frames):
+            if !quiet { ProgressReporter.writeStderr("vivify: segment \(chosen) is already done (\(frames) frames).\n") }
+        case .done(let frames):
+            if !quiet { ProgressReporter.writeStderr("vivify: segment \(chosen) done (\(frames) frames).\n") }
+        case .interrupted(let frames):
+            ProgressReporter.writeStderr("vivify: interrupted: segment \(chosen) stopped after \(frames) frames; run it again to redo it.\n")
+            throw ExitCode(VivifyExitCode.interrupted.rawValue)
         }
     }
 }
@@ -126,21 +116,17 @@ struct JoinCommand: ParsableCommand {
 
     func run() throws {
         FFmpegLog.configure(verbose: false)
-        do {
-            let job = try SegmentedJob(directory: URL(fileURLWithPath: directory))
-            // Only the command line may replace a file: anyone who can write the work directory
-            // can edit its manifest.
-            let replace = overwrite
-            if !overwrite, job.manifest.settings.replaceExistingOutput == true,
-               FileManager.default.fileExists(atPath: job.manifest.settings.output) {
-                ProgressReporter.writeStderr("vivify: the plan was made with -y, but a manifest cannot allow replacing '\(job.manifest.settings.output)': give `vivify join -y`.\n")
-            }
-            let joined = try job.join(existing: replace ? .replace : .refuse, removeDirectory: !keep)
-            for w in joined.warnings { ProgressReporter.writeStderr("vivify: warning: \(w)\n") }
-            ProgressReporter.writeStderr("vivify: joined \(joined.frames) frames into \(joined.output).\n")
-        } catch {
-            throw report(error)
+        let job = try SegmentedJob(directory: URL(fileURLWithPath: directory))
+        // Only the command line may replace a file: anyone who can write the work directory
+        // can edit its manifest.
+        let replace = overwrite
+        if !overwrite, job.manifest.settings.replaceExistingOutput == true,
+           FileManager.default.fileExists(atPath: job.manifest.settings.output) {
+            ProgressReporter.writeStderr("vivify: the plan was made with -y, but a manifest cannot allow replacing '\(job.manifest.settings.output)': give `vivify join -y`.\n")
         }
+        let joined = try job.join(existing: replace ? .replace : .refuse, removeDirectory: !keep)
+        for w in joined.warnings { ProgressReporter.writeStderr("vivify: warning: \(w)\n") }
+        ProgressReporter.writeStderr("vivify: joined \(joined.frames) frames into \(joined.output).\n")
     }
 }
 
@@ -156,33 +142,29 @@ struct StatusCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        do {
-            let job = try SegmentedJob(directory: URL(fileURLWithPath: directory))
-            let states = try job.status(verify: true)
-            let done = states.filter { $0.state == "done" }
-            if json {
-                struct Report: Encodable {
-                    var input: String, output: String, segments: Int, done: Int, missing: [Int], failed: [Int]
-                    var framesDone: Int, totalFrames: Int, states: [SegmentedJob.SegmentState]
-                }
-                let r = Report(input: job.manifest.settings.input, output: job.manifest.settings.output, segments: states.count,
-                               done: done.count, missing: states.filter { $0.state == "missing" }.map(\.index),
-                               failed: states.filter { $0.state == "failed" }.map(\.index),
-                               framesDone: done.reduce(0) { $0 + $1.frames }, totalFrames: job.manifest.totalFrames, states: states)
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-                print(String(decoding: try encoder.encode(r), as: UTF8.self))
-            } else {
-                print("\(job.manifest.settings.input) → \(job.manifest.settings.output)")
-                print("\(done.count) of \(states.count) segments done, \(done.reduce(0) { $0 + $1.frames }) of \(job.manifest.totalFrames) frames")
-                for s in states {
-                    var line = String(format: "%4d  %-7@  %8.3f–%8.3f s  %6d frames", s.index, s.state, s.start, s.end, s.frames)
-                    if let e = s.error { line += "  \(e)" }
-                    print(line)
-                }
+        let job = try SegmentedJob(directory: URL(fileURLWithPath: directory))
+        let states = try job.status(verify: true)
+        let done = states.filter { $0.state == "done" }
+        if json {
+            struct Report: Encodable {
+                var input: String, output: String, segments: Int, done: Int, missing: [Int], failed: [Int]
+                var framesDone: Int, totalFrames: Int, states: [SegmentedJob.SegmentState]
             }
-        } catch {
-            throw report(error)
+            let r = Report(input: job.manifest.settings.input, output: job.manifest.settings.output, segments: states.count,
+                           done: done.count, missing: states.filter { $0.state == "missing" }.map(\.index),
+                           failed: states.filter { $0.state == "failed" }.map(\.index),
+                           framesDone: done.reduce(0) { $0 + $1.frames }, totalFrames: job.manifest.totalFrames, states: states)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: try encoder.encode(r), as: UTF8.self))
+        } else {
+            print("\(job.manifest.settings.input) → \(job.manifest.settings.output)")
+            print("\(done.count) of \(states.count) segments done, \(done.reduce(0) { $0 + $1.frames }) of \(job.manifest.totalFrames) frames")
+            for s in states {
+                var line = String(format: "%4d  %-7@  %8.3f–%8.3f s  %6d frames", s.index, s.state, s.start, s.end, s.frames)
+                if let e = s.error { line += "  \(e)" }
+                print(line)
+            }
         }
     }
 }

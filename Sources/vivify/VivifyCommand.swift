@@ -22,12 +22,41 @@ struct VivifyCommand: ParsableCommand {
         // Every command: a signal exits 130 with no temporary file left, unless the command
         // stops cooperatively (run, work).
         ProcessSignals.install()
-        main(OptionalModelValues.rewrite(Array(CommandLine.arguments.dropFirst())))
+        // ArgumentParser's `main(_:)`, with one addition: whatever a command's `run` throws is
+        // reported here, the one place errors become a sentence and an exit code.
+        do {
+            var command = try parseAsRoot(OptionalModelValues.rewrite(Array(CommandLine.arguments.dropFirst())))
+            do {
+                try command.run()
+            } catch {
+                // ArgumentParser's own commands (`help`) end as ArgumentParser has them end.
+                exit(withError: isOurs(command) ? reported(error) : error)
+            }
+        } catch {
+            exit(withError: error)
+        }
     }
-}
 
-/// Prints an error from any layer of the library and returns the exit code for it.
-func report(_ error: Error) -> ExitCode {
-    ProgressReporter.writeStderr("vivify: error: \(ErrorReport.message(for: error))\n")
-    return ExitCode(ErrorReport.exitCode(for: error).rawValue)
+    /// Whether `command` is one of vivify's (the tree under `VivifyCommand`), not one that
+    /// ArgumentParser adds.
+    static func isOurs(_ command: ParsableCommand) -> Bool {
+        func tree(_ type: ParsableCommand.Type) -> [ParsableCommand.Type] {
+            [type] + type.configuration.subcommands.flatMap(tree)
+        }
+        return tree(VivifyCommand.self).contains { ObjectIdentifier($0) == ObjectIdentifier(Swift.type(of: command)) }
+    }
+
+    /// `error` as the process ends with it: ArgumentParser's own (an exit code a command chose,
+    /// a clean exit, a validation error with its usage text) as they are; any other, from any
+    /// layer of the library, printed as one sentence (`vivify: error: …`) and exited with its
+    /// documented code (`ErrorReport`).
+    static func reported(_ error: Error) -> Error {
+        switch error {
+        case is ExitCode, is CleanExit, is ValidationError:
+            return error
+        default:
+            ProgressReporter.writeStderr("vivify: error: \(ErrorReport.message(for: error))\n")
+            return ExitCode(ErrorReport.exitCode(for: error).rawValue)
+        }
+    }
 }
