@@ -16,12 +16,12 @@ clips=("$@")
 printf '%-34s %-9s %8s %8s %10s %8s\n' clip anchors drift truth difference flicker
 for c in "${clips[@]}"; do
   truth=$videos/$c.mp4
-  # Frame for frame (no duplicated or dropped frames), lossless.
-  ffmpeg -nostdin -v error -y -i "$truth" -fps_mode passthrough -vf format=gray,format=yuv420p -c:v ffv1 -an "$work/grey.mkv"
+  # Frame for frame (no duplicated or dropped frames), x264 CRF 12.
+  ffmpeg -nostdin -v error -y -i "$truth" -fps_mode passthrough -vf format=gray,format=yuv420p -c:v libx264 -crf 12 -an "$work/grey.mp4"
   for mode in on off; do
     extra=()
     [ $mode = off ] && extra=(--no-anchor)
-    "$vivify" run "$work/grey.mkv" "$work/out.mkv" --colorize --codec ffv1 --quiet -y "${extra[@]}"
+    "$vivify" run "$work/grey.mp4" "$work/out.mkv" --colorize --codec ffv1 --quiet -y "${extra[@]}"
     m=$("$vivify" flicker "$work/out.mkv" --truth "$truth")
     flicker=$(sed -n 's/^flicker \([0-9.]*\).*/\1/p' <<<"$m")
     drift=$(sed -n 's/.*; drift \([0-9.]*\).*/\1/p' <<<"$m")
