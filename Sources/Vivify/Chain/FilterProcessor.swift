@@ -32,16 +32,8 @@ public final class FilterProcessor: FrameProcessor {
     }
 
     public func configure(input: FrameDescription) throws -> FrameDescription {
-        var out = input
-        switch input.layout {
-        case .packed(.rgb24): out.layout = .planarFloat(channels: 3)
-        case .packed(.gray): out.layout = .planarFloat(channels: 1)
-        case .planarFloat(channels: 1), .planarFloat(channels: 3): break
-        default: throw layoutError(name, input, wants: "rgb24, gray or planar float")
-        }
+        let out = try UpscaleProcessor.output(of: name, input: input, scale: model.scale)
         self.input = input
-        out.width = input.width * model.scale
-        out.height = input.height * model.scale
         return out
     }
 

@@ -156,16 +156,24 @@ public final class UpscaleProcessor: FrameProcessor {
     public init(_ upscaler: Upscaler) { self.upscaler = upscaler }
 
     public func configure(input: FrameDescription) throws -> FrameDescription {
+        let out = try Self.output(of: name, input: input, scale: upscaler.scale)
+        self.input = input
+        return out
+    }
+
+    /// What a model stage that reads RGB or grey (packed or planar float) and enlarges it
+    /// `scale` times gives: planar float of the same channels. Throws for other layouts,
+    /// naming `stage`.
+    static func output(of stage: String, input: FrameDescription, scale: Int) throws -> FrameDescription {
         var out = input
         switch input.layout {
         case .packed(.rgb24): out.layout = .planarFloat(channels: 3)
         case .packed(.gray): out.layout = .planarFloat(channels: 1)
         case .planarFloat(channels: 1), .planarFloat(channels: 3): break
-        default: throw layoutError(name, input, wants: "rgb24, gray or planar float")
+        default: throw layoutError(stage, input, wants: "rgb24, gray or planar float")
         }
-        self.input = input
-        out.width = input.width * upscaler.scale
-        out.height = input.height * upscaler.scale
+        out.width = input.width * scale
+        out.height = input.height * scale
         return out
     }
 
