@@ -30,7 +30,7 @@ public enum Bench {
     /// Runs `frames` generated `size` frames through the pipeline with the given model.
     public static func run(size: FrameSize, frames: Int, upscale: String?, colorize: String? = nil, tile: Int?, backend: BackendChoice,
                            targetFPS: Double, guide: ColourGuideSpec = ColourGuideSpec(), filters: [FilterStage] = [],
-                           limits: RunLimits = RunLimits(), log: @escaping (String) -> Void = { _ in }) throws -> Result {
+                           anchorShots: Bool = true, limits: RunLimits = RunLimits(), log: @escaping (String) -> Void = { _ in }) throws -> Result {
         var c = RunConfiguration(input: "generated", output: "-")
         c.limits = limits
         c.synthetic = (size, frames)
@@ -38,6 +38,7 @@ public enum Bench {
         c.upscale = upscale
         c.colorize = colorize
         c.colourGuide = guide
+        c.anchorShots = anchorShots
         c.filters = filters
         c.tile = tile
         c.backend = backend

@@ -70,6 +70,9 @@ struct BenchCommand: ParsableCommand {
     @OptionGroup var guideOptions: GuideOptions
     @OptionGroup var filterOptions: FilterOptions
 
+    @Flag(inversion: .prefixedNo, help: "Anchor each shot's colour to its own earlier frames, as `vivify run` does (on by default).")
+    var anchor = true
+
     @Option(name: .customLong("custom-layers"), help: ArgumentHelp("Run Core ML custom layers that no declaration covers in this shared library (see `vivify run --help`).", valueName: "LIB.so"))
     var customLayers: String?
 
@@ -105,7 +108,7 @@ struct BenchCommand: ParsableCommand {
         let result = try Bench.run(size: FrameSize(parsing: size)!, frames: frames, upscale: upscale, colorize: colorize, tile: tile, backend: backend,
                                    targetFPS: timing.targetFps ?? 30, guide: guideOptions.spec,
                                    filters: try filterOptions.stages(colorize: colorize != nil, upscale: upscale != nil, colorizeAfter: false),
-                                   limits: benchLimits, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
+                                   anchorShots: anchor, limits: benchLimits, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
         print(result.text, terminator: "")
         if let tracer = result.tracer { try timing.outputs.write(tracer, report: result.report) }
     }
