@@ -44,7 +44,10 @@ public final class ColourGuide {
     /// Anchors kept per shot (the oldest goes first). One measured as well as three (drift
     /// within 0.1 on the tuning clips) at a third of the matching cost.
     var anchorLimit = 1
-    private let encoder: ReferenceEncoder
+    /// The reference encoder, loaded when first needed: the built-in colorizer hands over its
+    /// own features, so a video run with only shot anchors never loads it.
+    private var loadedEncoder: ReferenceEncoder?
+    private let backend: BackendChoice
     private let matcher: ReferenceMatcher
     private let lab = LabConverter()
     private var references: [ColourReference] = []
@@ -102,15 +105,15 @@ public final class ColourGuide {
         self.spec = spec
         self.anchorShots = anchorShots
         try spec.checkFiles()
-        encoder = try ReferenceEncoder(backend: backend)
+        self.backend = backend
         matcher = ReferenceMatcher(multiplier: backend.makeMatrixMultiplier())
         for path in spec.references {
             let (l, a, b, w, h) = try Self.readColour(path, option: "--reference")
-            references.append(try ColourReference(name: path, l: l, a: a, b: b, width: w, height: h, encoder: encoder))
+            references.append(try ColourReference(name: path, l: l, a: a, b: b, width: w, height: h, encoder: encoder()))
         }
         for k in spec.keyframes {
             let (l, a, b, w, h) = try Self.readColour(k.file, option: "--keyframe")
-            let r = try ColourReference(name: k.file, l: l, a: a, b: b, width: w, height: h, encoder: encoder)
+            let r = try ColourReference(name: k.file, l: l, a: a, b: b, width: w, height: h, encoder: encoder())
             keyframes.append(LoadedKeyframe(position: k.position, file: k.file, reference: r, width: w, height: h, a: a, b: b,
                                             histogram: TemporalStabilizer.histogram(r.lFine)))
         }
@@ -257,7 +260,7 @@ public final class ColourGuide {
             }
         }
         guard !weighted.isEmpty else { return .automatic }
-        let features = try given ?? encoder.features(l224: l224)
+        let features = try given ?? encoder().features(l224: l224)
         lastFeatures = features
         let t = try matcher.transfer(features: features, lGrid: lGrid, lFine: lFine, references: weighted)
         if anchorShots && !keyframeApplied && !anchors.isEmpty {
@@ -281,6 +284,13 @@ public final class ColourGuide {
 
     private var lastFeatures: EncodedFeatures?
 
+    private func encoder() throws -> ReferenceEncoder {
+        if let e = loadedEncoder { return e }
+        let e = try ReferenceEncoder(backend: backend)
+        loadedEncoder = e
+        return e
+    }
+
     /// After the frame's colour is final: the first frame gets the hints, and becomes a
     /// keyframe of its shot (so the hints' colour follows the objects through the shot); with
     /// `anchorShots`, a shot's first frame and frames that have moved on from its anchors
@@ -293,7 +303,7 @@ public final class ColourGuide {
             var af = [Float](repeating: 0, count: f * f), bf = af
             Resample.area(a, w, h, into: &af, f, f)
             Resample.area(b, w, h, into: &bf, f, f)
-            let features = try lastFeatures ?? encoder.features(l224: l224)
+            let features = try lastFeatures ?? encoder().features(l224: l224)
             anchors.append(ColourReference(name: "anchor", features: features, lGrid: lGrid, lFine: lFine, abFine: af + bf))
             if anchors.count > anchorLimit { anchors.removeFirst() }
         }
@@ -316,7 +326,7 @@ public final class ColourGuide {
         var af = [Float](repeating: 0, count: f * f), bf = af
         Resample.area(a, w, h, into: &af, f, f)
         Resample.area(b, w, h, into: &bf, f, f)
-        let features = try lastFeatures ?? encoder.features(l224: l224)
+        let features = try lastFeatures ?? encoder().features(l224: l224)
         let r = ColourReference(name: "hints", features: features, lGrid: lGrid, lFine: lFine, abFine: af + bf)
         hintedFrame = LoadedKeyframe(position: .time(position.seconds), file: "hints", reference: r, width: w, height: h, a: [], b: [],
                                      histogram: TemporalStabilizer.histogram(lFine))
