@@ -10,6 +10,9 @@ import PackageDescription
 //   Vivify      the library face: Configuration + the job runner wiring the stages
 //   vivify      the thin command-line tool
 //   FuzzTargets the parsers of untrusted bytes as fuzz entry points; vivify-fuzz drives them
+// Debug builds (the tests' vivify binary) optimise the modules whose loops touch every pixel
+// or byte (Engine, EngineDNNL, ColorScience, MediaIO, ModelCatalog's SHA-256, Vivify's colour
+// guide and stabilizer): unoptimised, they made the end-to-end tests twice as slow.
 let package = Package(
     name: "Vivify",
     products: [
@@ -28,7 +31,7 @@ let package = Package(
         .systemLibrary(name: "CZip", pkgConfig: "libzip", providers: [.apt(["libzip-dev"])]),
         .systemLibrary(name: "CDNNL", providers: [.apt(["libdnnl-dev"])]),
         .systemLibrary(name: "CVulkan", pkgConfig: "vulkan", providers: [.apt(["libvulkan-dev"])]),
-        .target(name: "MediaIO", dependencies: ["CFFmpeg"]),
+        .target(name: "MediaIO", dependencies: ["CFFmpeg"], swiftSettings: [.unsafeFlags(["-O"])]),
         // Engine: the graph IR, shape inference, graph passes, the reference backend (plain
         // loops, the yardstick) and the tiler. Optimised even in debug builds and tests (the
         // reference runs whole models there), but with checks: -Ounchecked stays out of the
@@ -48,11 +51,11 @@ let package = Package(
         .target(name: "ModelFormats", dependencies: ["Engine", "CZip", "SafeFiles"]),
         .target(name: "Pipeline"),
         .target(name: "Tracing"),
-        .target(name: "Vivify", dependencies: ["Compute", "MediaIO", "Engine", "EngineDNNL", "EngineVulkan", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing", "ColorScience", "SafeFiles", "BuiltinModelData"]),
+        .target(name: "Vivify", dependencies: ["Compute", "MediaIO", "Engine", "EngineDNNL", "EngineVulkan", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing", "ColorScience", "SafeFiles", "BuiltinModelData"], swiftSettings: [.unsafeFlags(["-O"])]),
         // BuiltinModelData: the built-in bundles as generated source (training/embed_builtin.py),
         // a target of its own so that a change to Vivify never recompiles 72,000 lines of base64.
         .target(name: "BuiltinModelData"),
-        .target(name: "ModelCatalog"),
+        .target(name: "ModelCatalog", swiftSettings: [.unsafeFlags(["-O"])]),
         .target(name: "ColorScience", dependencies: ["Compute"], swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
         // FuzzTargets: every parser of untrusted bytes as one entry point; vivify-fuzz drives them
         // with libFuzzer (scripts/fuzz) or, in a plain build, replays inputs.
