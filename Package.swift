@@ -38,7 +38,7 @@ let package = Package(
         // reference path.
         // Compute: the thread count every compute loop and oneDNN use (`--threads`).
         .target(name: "Compute"),
-        .target(name: "Engine", swiftSettings: [.unsafeFlags(["-O"])]),
+        .target(name: "Engine", dependencies: ["Compute"], swiftSettings: [.unsafeFlags(["-O"])]),
         // EngineDNNL: the oneDNN backend and its hand-written fast kernels (the fused upscaler
         // tail, separable bicubic), the only engine code that links libdnnl. Its loops are the
         // product: -Ounchecked, even in debug builds and tests.
@@ -68,7 +68,7 @@ let package = Package(
             dependencies: ["Vivify", "Compute", "Engine", "MediaIO", "ModelCatalog", "SafeFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "Vivify"]),
-        .testTarget(name: "EngineTests", dependencies: ["Engine", "EngineDNNL", "ModelFormats"], exclude: ["Fixtures"]),
+        .testTarget(name: "EngineTests", dependencies: ["Engine", "EngineDNNL", "ModelFormats", "Compute"], exclude: ["Fixtures"]),
         .testTarget(name: "EngineVulkanTests", dependencies: ["EngineVulkan", "Engine", "ModelFormats"]),
         .testTarget(name: "VivifyTests", dependencies: ["Vivify", "EngineDNNL", "ModelFormats", "MediaIO", "ModelCatalog", "Tracing"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),

@@ -1,3 +1,4 @@
+import Compute
 import Foundation
 
 // Plain implementations of every operation on CHW float buffers. The reference backend runs
@@ -30,68 +31,107 @@ package enum Kernels {
         }
     }
 
+    /// Runs `body` over `0..<count` in contiguous bands, one per compute thread (`--threads`).
+    /// Each index is written by exactly one band, so results do not depend on the split.
+    static func inBands(_ count: Int, _ body: (Range<Int>) -> Void) {
+        let bands = min(count, ComputeThreads.count)
+        if bands <= 1 { body(0..<count); return }
+        // The bands touch disjoint outputs and only read what they share.
+        withoutActuallyEscaping(body) { body in
+            nonisolated(unsafe) let body = body
+            DispatchQueue.concurrentPerform(iterations: bands) { k in
+                body((count * k / bands)..<(count * (k + 1) / bands))
+            }
+        }
+    }
+
+    /// Direct convolution. Every output value sums bias, then input channels, kernel rows and
+    /// columns in that order, skipping taps outside the input, whichever thread computes it and
+    /// however the row is walked, so the result is the same for any thread count. Rows of
+    /// output channels are split across the compute threads; within a row each tap is added
+    /// to every output column it reaches (a loop the compiler vectorises), in that same order.
     static func convolution(_ p: ConvolutionParameters, _ x: UnsafeBufferPointer<Float>, _ s: Shape,
                             _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
         let icg = p.inChannels / p.groups, ocg = p.outChannels / p.groups
+        // Output columns each kernel column reaches inside the input: ox in lo[kx]..<hi[kx].
+        var lo = [Int](repeating: 0, count: p.kernelW), hi = lo
+        for kx in 0..<p.kernelW {
+            let offset = kx * p.dilationW - p.padLeft   // ix = ox * strideW + offset
+            lo[kx] = min(o.w, max(0, ceilDivide(-offset, p.strideW)))
+            hi[kx] = max(lo[kx], min(o.w, floorDivide(s.w - 1 - offset, p.strideW) + 1))
+        }
         p.weights.withUnsafeBufferPointer { w in
-            for oc in 0..<p.outChannels {
-                let g = oc / ocg
-                let b = p.bias.isEmpty ? 0 : p.bias[oc]
-                for oy in 0..<o.h {
-                    for ox in 0..<o.w {
-                        var sum = b
-                        for ic in 0..<icg {
-                            let cin = g * icg + ic
-                            for ky in 0..<p.kernelH {
-                                let iy = oy * p.strideH - p.padTop + ky * p.dilationH
-                                if iy < 0 || iy >= s.h { continue }
-                                for kx in 0..<p.kernelW {
-                                    let ix = ox * p.strideW - p.padLeft + kx * p.dilationW
-                                    if ix < 0 || ix >= s.w { continue }
-                                    sum += x[(cin * s.h + iy) * s.w + ix] * w[((oc * icg + ic) * p.kernelH + ky) * p.kernelW + kx]
+            inBands(p.outChannels * o.h) { rows in
+                let sum = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(o.w, 1))
+                defer { sum.deallocate() }
+                for row in rows {
+                    let oc = row / o.h, oy = row % o.h
+                    let g = oc / ocg
+                    sum.initialize(repeating: p.bias.isEmpty ? 0 : p.bias[oc])
+                    for ic in 0..<icg {
+                        let cin = g * icg + ic
+                        for ky in 0..<p.kernelH {
+                            let iy = oy * p.strideH - p.padTop + ky * p.dilationH
+                            if iy < 0 || iy >= s.h { continue }
+                            let line = (cin * s.h + iy) * s.w
+                            for kx in 0..<p.kernelW {
+                                let wv = w[((oc * icg + ic) * p.kernelH + ky) * p.kernelW + kx]
+                                let start = line + kx * p.dilationW - p.padLeft
+                                if p.strideW == 1 {
+                                    for ox in lo[kx]..<hi[kx] { sum[ox] += x[start + ox] * wv }
+                                } else {
+                                    for ox in lo[kx]..<hi[kx] { sum[ox] += x[start + ox * p.strideW] * wv }
                                 }
                             }
                         }
-                        y[(oc * o.h + oy) * o.w + ox] = activate(sum, p.activation, channel: oc)
                     }
+                    let out = (oc * o.h + oy) * o.w
+                    for ox in 0..<o.w { y[out + ox] = activate(sum[ox], p.activation, channel: oc) }
                 }
             }
         }
     }
 
-    /// Transposed convolution as a scatter-add of every input pixel (no kernel flip).
+    @inline(__always) private static func floorDivide(_ a: Int, _ b: Int) -> Int {
+        a >= 0 ? a / b : -((-a + b - 1) / b)
+    }
+
+    @inline(__always) private static func ceilDivide(_ a: Int, _ b: Int) -> Int {
+        -floorDivide(-a, b)
+    }
+
+    /// Transposed convolution as a scatter-add of every input pixel (no kernel flip). Output
+    /// channels are split across the compute threads; each output value takes its terms in
+    /// the same order (input channel, input row, column, kernel row, column) whatever the split.
     static func deconvolution(_ p: ConvolutionParameters, _ x: UnsafeBufferPointer<Float>, _ s: Shape,
                               _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
         let icg = p.inChannels / p.groups, ocg = p.outChannels / p.groups
-        for oc in 0..<p.outChannels {
-            let b = p.bias.isEmpty ? 0 : p.bias[oc]
-            for i in 0..<(o.h * o.w) { y[oc * o.h * o.w + i] = b }
-        }
         p.weights.withUnsafeBufferPointer { w in
-            for ic in 0..<p.inChannels {
-                let g = ic / icg
-                for iy in 0..<s.h {
-                    for ix in 0..<s.w {
-                        let v = x[(ic * s.h + iy) * s.w + ix]
-                        for ocl in 0..<ocg {
-                            let oc = g * ocg + ocl
-                            for ky in 0..<p.kernelH {
-                                let oy = iy * p.strideH + ky * p.dilationH - p.padTop
-                                if oy < 0 || oy >= o.h { continue }
-                                for kx in 0..<p.kernelW {
-                                    let ox = ix * p.strideW + kx * p.dilationW - p.padLeft
-                                    if ox < 0 || ox >= o.w { continue }
-                                    y[(oc * o.h + oy) * o.w + ox] += v * w[((ic * ocg + ocl) * p.kernelH + ky) * p.kernelW + kx]
+            inBands(p.outChannels) { channels in
+                for oc in channels {
+                    let b = p.bias.isEmpty ? 0 : p.bias[oc]
+                    for i in 0..<(o.h * o.w) { y[oc * o.h * o.w + i] = b }
+                    let g = oc / ocg, ocl = oc % ocg
+                    for ic in (g * icg)..<((g + 1) * icg) {
+                        for iy in 0..<s.h {
+                            for ix in 0..<s.w {
+                                let v = x[(ic * s.h + iy) * s.w + ix]
+                                for ky in 0..<p.kernelH {
+                                    let oy = iy * p.strideH + ky * p.dilationH - p.padTop
+                                    if oy < 0 || oy >= o.h { continue }
+                                    for kx in 0..<p.kernelW {
+                                        let ox = ix * p.strideW + kx * p.dilationW - p.padLeft
+                                        if ox < 0 || ox >= o.w { continue }
+                                        y[(oc * o.h + oy) * o.w + ox] += v * w[((ic * ocg + ocl) * p.kernelH + ky) * p.kernelW + kx]
+                                    }
                                 }
                             }
                         }
                     }
+                    if p.activation != .identity {
+                        for i in 0..<(o.h * o.w) { y[oc * o.h * o.w + i] = activate(y[oc * o.h * o.w + i], p.activation, channel: oc) }
+                    }
                 }
-            }
-        }
-        if p.activation != .identity {
-            for oc in 0..<p.outChannels {
-                for i in 0..<(o.h * o.w) { y[oc * o.h * o.w + i] = activate(y[oc * o.h * o.w + i], p.activation, channel: oc) }
             }
         }
     }
