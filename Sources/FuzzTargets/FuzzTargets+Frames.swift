@@ -83,3 +83,13 @@ extension FuzzTarget {
         }
     }
 }
+
+#if VIVIFY_FUZZ
+extension FuzzTarget {
+    /// Writes one byte into the guard band after a narrow yuv420p picture's last plane and
+    /// copies the planes out: in a fuzz build this traps ("swscale wrote past a plane buffer").
+    public static func overrunAGuardBand() {
+        GuardBandCheck.overrunOneByteAndStore(format: .yuv420p, width: 3, height: 8)
+    }
+}
+#endif

@@ -252,3 +252,27 @@ public final class FrameConverter {
         destination.color = dstColor
     }
 }
+
+#if VIVIFY_FUZZ
+extension PaddedPlanes {
+    /// The proof that fuzz builds see an overrun: one byte written just past a plane buffer,
+    /// where an overrunning swscale would write, then the planes copied out as after every
+    /// conversion. That copy must trap; `scripts/fuzz` runs this before fuzzing and stops if
+    /// it returns.
+    static func overrunOneByteAndStore(format: PixelFormat, width: Int, height: Int) {
+        let planes = PaddedPlanes()
+        _ = planes.prepare(format: format, width: width, height: height)
+        let last = planes.buffers.count - 1
+        (planes.buffers[last] + planes.sizes[last]).storeBytes(of: 0, as: UInt8.self)
+        var frame = VideoFrame(format: format, width: 1, height: 1)
+        planes.store(into: &frame)
+    }
+}
+
+/// Fuzz builds' guard-band self-check (see `PaddedPlanes.overrunOneByteAndStore`).
+package enum GuardBandCheck {
+    package static func overrunOneByteAndStore(format: PixelFormat, width: Int, height: Int) {
+        PaddedPlanes.overrunOneByteAndStore(format: format, width: width, height: height)
+    }
+}
+#endif

@@ -9,6 +9,15 @@ import Foundation
 // The target comes first; it is also left in the environment, because libFuzzer's -fork and
 // -merge modes start this program again with libFuzzer's options only.
 var arguments = CommandLine.arguments
+#if VIVIFY_FUZZ
+// `vivify-fuzz guard-band-check`: scripts/fuzz's proof that the guard band after swscale's
+// buffers traps (it must crash here, naming the plane; returning is the failure).
+if arguments.count == 2, arguments[1] == "guard-band-check" {
+    FuzzTarget.overrunAGuardBand()
+    FileHandle.standardError.write(Data("vivify-fuzz: a write past a plane buffer went unseen: the guard band is not checked\n".utf8))
+    exit(1)
+}
+#endif
 if arguments.count < 2 || FuzzTarget(rawValue: arguments[1]) == nil,
    let inherited = ProcessInfo.processInfo.environment["VIVIFY_FUZZ_TARGET"] {
     arguments.insert(inherited, at: 1)
