@@ -69,7 +69,7 @@ let package = Package(
         ),
         .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "Vivify"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "EngineDNNL", "ModelFormats", "Compute"], exclude: ["Fixtures"]),
-        .testTarget(name: "EngineVulkanTests", dependencies: ["EngineVulkan", "Engine", "ModelFormats"]),
+        .testTarget(name: "EngineVulkanTests", dependencies: ["EngineVulkan", "Engine", "ModelFormats", "CVulkan"]),
         .testTarget(name: "VivifyTests", dependencies: ["Vivify", "EngineDNNL", "ModelFormats", "MediaIO", "ModelCatalog", "Tracing"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
         .testTarget(name: "TracingTests", dependencies: ["Tracing"]),

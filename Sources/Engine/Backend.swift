@@ -9,9 +9,16 @@ public protocol InferenceBackend: Sendable {
     /// Prepares `graph` for inputs of `inputShape` (weights laid out, buffers allocated,
     /// primitives created). Errors name the layer the backend cannot run.
     func prepare(_ graph: Graph, input inputShape: Shape) throws -> PreparedGraph
+    /// The largest tile side automatic tiling picks on this backend unless `--max-memory` is
+    /// given (`TiledRunner.automaticTileCap`): CPU backends `TiledRunner.preferredTile`, a GPU
+    /// larger tiles.
+    var preferredTile: Int { get }
 }
 
 extension InferenceBackend {
+    /// `TiledRunner.preferredTile`, measured on the CPU.
+    public var preferredTile: Int { TiledRunner.preferredTile }
+
     /// Throws naming the first layer of `graph` this backend cannot run, and the backend that can.
     public func checkSupport(_ graph: Graph) throws {
         for node in graph.nodes where !supports(node.op) {

@@ -73,7 +73,9 @@ public final class TiledRunner {
     /// kernels (waifu2x at 256: 16.2 s).
     public static let preferredTile = 192
     /// The cap automatic tiles get now: `preferredTile`, or none once a budget was given.
-    public static var automaticTileCap: Int { budgetGiven.load(ordering: .relaxed) ? 1024 : preferredTile }
+    public static var automaticTileCap: Int { automaticTileCap(preferred: preferredTile) }
+    /// The cap automatic tiles get on a backend that prefers `preferred`-pixel tiles.
+    public static func automaticTileCap(preferred: Int) -> Int { budgetGiven.load(ordering: .relaxed) ? 1024 : preferred }
 
     /// Makes a runner. `tileSize` nil picks one from `memoryBudget` bytes.
     public init(graph: Graph, spec: TilingSpec, backend: InferenceBackend, tileSize: Int? = nil,
@@ -90,7 +92,8 @@ public final class TiledRunner {
             }
             self.tileSize = tileSize / spec.multiple * spec.multiple
         } else {
-            self.tileSize = try Self.automaticTileSize(graph: graph, spec: spec, budget: memoryBudget)
+            self.tileSize = try Self.automaticTileSize(graph: graph, spec: spec, budget: memoryBudget,
+                                                       cap: Self.automaticTileCap(preferred: backend.preferredTile))
         }
     }
 

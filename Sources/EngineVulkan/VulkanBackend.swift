@@ -30,6 +30,16 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     public var deviceName: String { context.deviceName }
     /// Whether the device is the CPU (lavapipe).
     public var isCPU: Bool { context.isCPU }
+    /// Whether the Khronos validation layer watches the device (`VIVIFY_VULKAN_VALIDATION=1`;
+    /// its messages are in `VulkanValidation.messages`).
+    public var isValidated: Bool { context.validating }
+
+    /// The largest automatic tile: on a GPU 400 pixels (fewer, larger dispatches; the
+    /// ncnn-Vulkan upscalers pick 200–400 on GPUs with 2 GB or more, and `--max-memory` still
+    /// bounds it), not yet measured on one; on the CPU (lavapipe) the CPU backends' 192.
+    public var preferredTile: Int { context.isCPU ? TiledRunner.preferredTile : Self.gpuPreferredTile }
+    /// The automatic tile cap on a GPU.
+    public static let gpuPreferredTile = 400
 
     /// Every operation: those without a shader run on the host on the mapped buffers.
     public func supports(_ op: Engine.Operation) -> Bool { true }

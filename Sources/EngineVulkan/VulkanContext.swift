@@ -25,6 +25,8 @@ final class VulkanContext: @unchecked Sendable {
     /// Device name and driver, for messages and `--stats`.
     let deviceName: String
     let isCPU: Bool
+    /// Whether the Khronos validation layer watches this device (VIVIFY_VULKAN_VALIDATION=1).
+    let validating: Bool
     let maxGroupsX: UInt32
     let setLayout: VkDescriptorSetLayout
     let pipelineLayout: VkPipelineLayout
@@ -47,59 +49,28 @@ final class VulkanContext: @unchecked Sendable {
     }
 
     private init() throws {
-        // Instance (Vulkan 1.1, no layers or extensions).
-        var created: VkInstance?
-        let r: VkResult = "vivify".withCString { name in
-            var app = VkApplicationInfo()
-            app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO
-            app.pApplicationName = name
-            app.pEngineName = name
-            app.apiVersion = (1 << 22) | (1 << 12)
-            return withUnsafePointer(to: &app) { appPointer in
-                var info = VkInstanceCreateInfo()
-                info.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO
-                info.pApplicationInfo = appPointer
-                return vkCreateInstance(&info, nil, &created)
-            }
-        }
-        guard r == VK_SUCCESS, let instance = created else {
-            throw EngineError(.unsupported, "No Vulkan driver answered (vkCreateInstance: VkResult \(r.rawValue)). Install your GPU's Vulkan driver (on Debian: mesa-vulkan-drivers runs Vulkan on the CPU), or run on the CPU (--backend onednn).")
-        }
-        self.instance = instance
+        let made = try VulkanInstance.make(validation: VulkanValidation.isRequested)
+        instance = made.handle
+        validating = made.messenger != nil
         // Physical device: VIVIFY_VULKAN_DEVICE=N picks one; otherwise a discrete GPU, an
-        // integrated one, then anything (lavapipe, on the CPU).
-        var count: UInt32 = 0
-        try Self.check(vkEnumeratePhysicalDevices(instance, &count, nil), "listing devices")
-        var devices = [VkPhysicalDevice?](repeating: nil, count: Int(count))
-        try Self.check(vkEnumeratePhysicalDevices(instance, &count, &devices), "listing devices")
-        let candidates = devices.compactMap { $0 }
-        guard !candidates.isEmpty else {
-            vkDestroyInstance(instance, nil)
+        // integrated one, then anything (lavapipe, on the CPU): VulkanDevices.backendChoice.
+        let candidates: [VkPhysicalDevice]
+        let chosenIndex: Int?
+        do {
+            candidates = try VulkanDevices.physicalDevices(instance)
+            chosenIndex = try VulkanDevices.backendChoice(candidates.enumerated().map { VulkanDevices.describe($1, index: $0) })
+        } catch {
+            made.destroy()
+            throw error
+        }
+        guard let chosenIndex else {
+            made.destroy()
             throw EngineError(.unsupported, "The Vulkan driver lists no device. Install your GPU's Vulkan driver (on Debian: mesa-vulkan-drivers runs Vulkan on the CPU), or run on the CPU (--backend onednn).")
         }
-        func properties(_ d: VkPhysicalDevice) -> VkPhysicalDeviceProperties {
-            var p = VkPhysicalDeviceProperties()
-            vkGetPhysicalDeviceProperties(d, &p)
-            return p
-        }
-        let rank: (VkPhysicalDevice) -> Int = {
-            switch properties($0).deviceType {
-            case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0
-            case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1
-            case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2
-            default: return 3
-            }
-        }
-        var chosen = candidates.min { rank($0) < rank($1) }!
-        if let text = ProcessInfo.processInfo.environment["VIVIFY_VULKAN_DEVICE"], let n = Int(text) {
-            guard candidates.indices.contains(n) else {
-                vkDestroyInstance(instance, nil)
-                throw EngineError(.invalidSetting, "VIVIFY_VULKAN_DEVICE=\(n), but the driver lists \(candidates.count) device(s) (0 to \(candidates.count - 1)). See `vulkaninfo --summary`.")
-            }
-            chosen = candidates[n]
-        }
+        let chosen = candidates[chosenIndex]
         physical = chosen
-        var props = properties(chosen)
+        var props = VkPhysicalDeviceProperties()
+        vkGetPhysicalDeviceProperties(chosen, &props)
         deviceName = withUnsafeBytes(of: &props.deviceName) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
         isCPU = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
         maxGroupsX = props.limits.maxComputeWorkGroupCount.0
@@ -109,7 +80,7 @@ final class VulkanContext: @unchecked Sendable {
         var families = [VkQueueFamilyProperties](repeating: VkQueueFamilyProperties(), count: Int(familyCount))
         vkGetPhysicalDeviceQueueFamilyProperties(chosen, &familyCount, &families)
         guard let family = families.firstIndex(where: { $0.queueFlags & VkQueueFlags(VK_QUEUE_COMPUTE_BIT.rawValue) != 0 }) else {
-            vkDestroyInstance(instance, nil)
+            made.destroy()
             throw EngineError(.unsupported, "The Vulkan device '\(deviceName)' has no compute queue. Run on the CPU (--backend onednn).")
         }
         queueFamily = UInt32(family)
@@ -130,7 +101,7 @@ final class VulkanContext: @unchecked Sendable {
             }
         }
         guard dr == VK_SUCCESS, let device = madeDevice else {
-            vkDestroyInstance(instance, nil)
+            made.destroy()
             throw EngineError(.backendFailure, "Vulkan: cannot open the device '\(deviceName)' (VkResult \(dr.rawValue)). Check its driver, or run on the CPU (--backend onednn).")
         }
         self.device = device
@@ -144,7 +115,7 @@ final class VulkanContext: @unchecked Sendable {
         let types = withUnsafeBytes(of: &memory.memoryTypes) { Array($0.bindMemory(to: VkMemoryType.self)) }
         guard let type = (0..<Int(memory.memoryTypeCount)).first(where: { types[$0].propertyFlags & wanted == wanted }) else {
             vkDestroyDevice(device, nil)
-            vkDestroyInstance(instance, nil)
+            made.destroy()
             throw EngineError(.unsupported, "The Vulkan device '\(deviceName)' has no host-visible memory. Run on the CPU (--backend onednn).")
         }
         hostMemoryType = UInt32(type)

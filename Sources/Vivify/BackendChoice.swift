@@ -4,16 +4,36 @@ internal import EngineVulkan
 
 /// Which backend runs the models.
 public enum BackendChoice: String, Sendable, CaseIterable {
-    /// oneDNN, the fast CPU path (default).
+    /// The default: Vulkan on a discrete or integrated GPU when the machine has one, else
+    /// oneDNN. Never lavapipe (Vulkan on the CPU): oneDNN is faster there. `resolved()` says which.
+    case auto
+    /// oneDNN, the fast CPU path.
     case onednn
     /// The plain Swift reference loops (slow; for checking).
     case reference
     /// Vulkan compute on the GPU (or on the CPU through Mesa's lavapipe); fp32.
     case vulkan
 
+    /// The backend that runs: itself, or for `auto` `vulkan` or `onednn` (decided once per
+    /// process; `VulkanDevices.autoDevice`).
+    /// - Throws: `EngineError` `.invalidSetting` (exit 64) for a `VIVIFY_VULKAN_DEVICE` that
+    ///   names no device.
+    public func resolved() throws -> BackendChoice {
+        guard self == .auto else { return self }
+        return try Self.autoResolution.get()
+    }
+
+    /// The device `auto` chose, described (name and type), or nil when it chose oneDNN.
+    public static func autoDeviceDescription() throws -> String? {
+        try autoDevice.get().map { "\($0.name) (\($0.kind.rawValue))" }
+    }
+
+    private static let autoDevice: Result<VulkanDeviceInfo?, Error> = Result { try VulkanDevices.autoDevice() }
+    private static let autoResolution: Result<BackendChoice, Error> = autoDevice.map { $0 == nil ? .onednn : .vulkan }
+
     func make() throws -> InferenceBackend {
-        switch self {
-        case .onednn: return try DNNLBackend()
+        switch try resolved() {
+        case .onednn, .auto: return try DNNLBackend()
         case .reference: return ReferenceBackend()
         case .vulkan: return try VulkanBackend()
         }
@@ -25,7 +45,7 @@ public enum BackendChoice: String, Sendable, CaseIterable {
         case .onednn: return DNNLMatrixMultiplier()
         case .reference: return ReferenceMatrixMultiplier()
         // The colour guide's matching runs on the host: oneDNN's sgemm.
-        case .vulkan: return DNNLMatrixMultiplier()
+        case .vulkan, .auto: return DNNLMatrixMultiplier()
         }
     }
 }

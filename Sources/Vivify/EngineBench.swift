@@ -49,6 +49,7 @@ public enum EngineBench {
                 }
             }
         }
+        let backend = try backend.resolved()
         let engine: InferenceBackend
         var precision = ComputePrecision.fp32
         if backend == .onednn {

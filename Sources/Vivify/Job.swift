@@ -80,7 +80,11 @@ public final class Job {
 
     /// Prepares a job; nothing is opened until `run()`.
     public init(configuration: RunConfiguration) {
-        self.configuration = configuration
+        var c = configuration
+        // `auto` as the backend it chose, so the stats name what ran (a bad
+        // VIVIFY_VULKAN_DEVICE is reported when the models are made).
+        if c.backend == .auto, let chosen = try? c.backend.resolved() { c.backend = chosen }
+        self.configuration = c
     }
 
     /// Opens the input described by `configuration`.

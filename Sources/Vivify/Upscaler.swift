@@ -49,6 +49,7 @@ public final class Upscaler {
     ///     fp32: its calibration is not kept in a segmented job's manifest).
     public init(model: String, tile: Int? = nil, backend: BackendChoice = .onednn, store: ModelStore = ModelStore(),
                 allowInt8: Bool = true, log: (String) -> Void = { _ in }) throws {
+        let backend = try backend.resolved()
         let loaded = try ModelResolver.resolve(model, task: .upscale, store: store, log: log)
         loaded.warnings.forEach(log)
         name = loaded.name

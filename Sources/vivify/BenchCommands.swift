@@ -24,8 +24,8 @@ struct BenchModelCommand: ParsableCommand {
     @Option(help: "Timed runs after one warm-up.")
     var runs: Int = 5
 
-    @Option(help: "Backend: onednn, vulkan or reference.")
-    var backend: BackendChoice = .onednn
+    @Option(help: "Backend: auto (default: Vulkan on a GPU when there is one, else onednn), onednn, vulkan or reference.")
+    var backend: BackendChoice = .auto
 
     @OptionGroup var threadOptions: ThreadOptions
     @OptionGroup var precisionOptions: PrecisionOptions
@@ -37,7 +37,7 @@ struct BenchModelCommand: ParsableCommand {
         guard let frame = FrameSize(parsing: size) else { throw ValidationError("'--size \(size)' is not WxH.") }
         let pads = pad.split(separator: ",").compactMap { Int($0) }
         guard pads.count == 4 else { throw ValidationError("'--pad \(pad)' needs four numbers: left,top,right,bottom.") }
-        let r = try EngineBench.run(model: model, width: frame.width, height: frame.height, pad: pads, runs: runs, backend: backend,
+        let r = try EngineBench.run(model: model, width: frame.width, height: frame.height, pad: pads, runs: runs, backend: try backend.resolved(),
                                     limits: RunLimits(threads: threadOptions, precision: precisionOptions))
         var json: [String: Any] = ["model": r.model, "input_shape": r.inputShape, "output_shape": r.outputShape, "runs": r.runs,
                                    "median_s": r.medianSeconds, "gflop": r.gflop, "achieved_gflops": r.achievedGFLOPS, "backend": r.backend,
@@ -79,8 +79,8 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Tile size in input pixels for the model.")
     var tile: Int?
 
-    @Option(help: "Backend: onednn, vulkan or reference.")
-    var backend: BackendChoice = .onednn
+    @Option(help: "Backend: auto (default: Vulkan on a GPU when there is one, else onednn), onednn, vulkan or reference.")
+    var backend: BackendChoice = .auto
 
     @OptionGroup var threadOptions: ThreadOptions
     @OptionGroup var memoryOptions: MemoryOptions
@@ -105,7 +105,7 @@ struct BenchCommand: ParsableCommand {
     func run() throws {
         FFmpegLog.configure(verbose: false)
         try timing.outputs.check(inputs: [])
-        let result = try Bench.run(size: FrameSize(parsing: size)!, frames: frames, upscale: upscale, colorize: colorize, tile: tile, backend: backend,
+        let result = try Bench.run(size: FrameSize(parsing: size)!, frames: frames, upscale: upscale, colorize: colorize, tile: tile, backend: try backend.resolved(),
                                    targetFPS: timing.targetFps ?? 30, guide: guideOptions.spec,
                                    filters: try filterOptions.stages(colorize: colorize != nil, upscale: upscale != nil, colorizeAfter: false),
                                    anchorShots: anchor, limits: benchLimits, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })

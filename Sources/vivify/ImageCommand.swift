@@ -49,7 +49,7 @@ struct ImageCommand: ParsableCommand {
         if isBatch { return try runBatch() }
         let input = paths[0], output = paths[1]
         let warnings = try ImageJob.run(input: input, output: output, upscale: modelOptions.upscale, tile: modelOptions.tile,
-                                        backend: modelOptions.backend, colorize: modelOptions.colorize,
+                                        backend: try modelOptions.backend.resolved(), colorize: modelOptions.colorize,
                                         colorizeAfter: modelOptions.colorizeAfter, saturation: modelOptions.saturation,
                                         guide: modelOptions.guide, filters: try modelOptions.filters, existingOutput: overwriteOptions.existing,
                                         limits: modelOptions.limits(pixels: limitOptions), log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } })
@@ -63,7 +63,7 @@ struct ImageCommand: ParsableCommand {
         let summary: ImageBatch.Summary
         summary = try ImageBatch.run(
             inputs: Array(paths.dropLast()), directory: paths.last!, format: format, upscale: modelOptions.upscale, tile: modelOptions.tile,
-            backend: modelOptions.backend, colorize: modelOptions.colorize, colorizeAfter: modelOptions.colorizeAfter,
+            backend: try modelOptions.backend.resolved(), colorize: modelOptions.colorize, colorizeAfter: modelOptions.colorizeAfter,
             saturation: modelOptions.saturation, guide: modelOptions.guide, filters: try modelOptions.filters, existingOutput: overwriteOptions.existing,
             limits: modelOptions.limits(pixels: limitOptions), log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } },
             progress: { done, total in

@@ -22,8 +22,8 @@ struct InferCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Where the output goes (.npy).", valueName: "FILE"))
     var output: String
 
-    @Option(help: "Backend: onednn, vulkan or reference.")
-    var backend: BackendChoice = .onednn
+    @Option(help: "Backend: auto (default: Vulkan on a GPU when there is one, else onednn), onednn, vulkan or reference.")
+    var backend: BackendChoice = .auto
 
     @OptionGroup var threadOptions: ThreadOptions
 
@@ -60,7 +60,7 @@ struct InferCommand: ParsableCommand {
             return (nil, argument)
         }
         if case .skip = try OutputGuard.check(output: output, inputs: named.map(\.file) + [model], existing: overwrite ? .replace : .refuse) { return }
-        let r = try ModelInference.run(model: model, inputs: try named.map { ($0.name, try NPYArray.read($0.file)) }, backend: backend,
+        let r = try ModelInference.run(model: model, inputs: try named.map { ($0.name, try NPYArray.read($0.file)) }, backend: try backend.resolved(),
                                        memoryBudget: memoryBudget, limits: limits)
         let partial = PartialFile(target: URL(fileURLWithPath: output))
         do {

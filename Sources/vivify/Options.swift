@@ -205,8 +205,8 @@ struct ModelOptions: ParsableArguments {
     @Option(help: "Tile size in input pixels for the model (default: at most 192, the fastest measured, and within --max-memory).")
     var tile: Int?
 
-    @Option(help: "Backend running the models: onednn (default, fast on CPUs), vulkan (Vulkan compute: a GPU, or the CPU through Mesa's lavapipe; fp32) or reference (plain Swift, slow).")
-    var backend: BackendChoice = .onednn
+    @Option(help: "Backend running the models: auto (default: vulkan on a discrete or integrated GPU when there is one, never lavapipe; else onednn), onednn (fast on CPUs), vulkan (Vulkan compute: a GPU, or the CPU through Mesa's lavapipe; fp32; VIVIFY_VULKAN_DEVICE=N picks the device, see `vivify probe --devices`) or reference (plain Swift, slow).")
+    var backend: BackendChoice = .auto
 
     @Option(help: "Colorize with MODEL: alone, the built-in vivify-color; else a .wifm bundle, or an ncnn .param with its .bin and .json description beside it.")
     var colorize: String?

@@ -22,13 +22,20 @@ final class VulkanParityTests: XCTestCase {
     }
     var rng = SplitMix(state: 7)
 
-    /// The backend; the tests need a Vulkan device (scripts/install-deps installs lavapipe).
-    func backend() throws -> VulkanBackend {
-        do { return try VulkanBackend() } catch {
-            XCTFail("No Vulkan device: \(error). Install mesa-vulkan-drivers (scripts/install-deps).")
-            throw error
-        }
+    override class func setUp() {
+        super.setUp()
+        VulkanTesting.enableValidation()
     }
+
+    /// Every test under the Khronos validation layer (synchronization validation on): silent.
+    override func tearDown() {
+        VulkanTesting.assertSilent()
+        super.tearDown()
+    }
+
+    /// The backend; the tests need a Vulkan device (scripts/install-deps installs lavapipe):
+    /// without one they skip, or fail under VIVIFY_REQUIRE_VULKAN=1.
+    func backend() throws -> VulkanBackend { try VulkanTesting.backend() }
 
     /// A chain: the input, then `ops` in order, each reading the previous value (and, for
     /// two-input operations, the value `second` steps back).

@@ -2,12 +2,31 @@ import Foundation
 import XCTest
 
 /// `--backend vulkan` through the binary, on whatever Vulkan device this machine has (Mesa's
-/// lavapipe on the CPU in CI): the same pictures as the other backends.
+/// lavapipe on the CPU in CI): the same pictures as the other backends. Every run is under the
+/// Khronos validation layer with synchronization validation (`VIVIFY_VULKAN_VALIDATION=1`: a
+/// run without the layer fails rather than runs unvalidated) and must leave no message on
+/// standard error. Without a Vulkan device the tests skip, or fail under VIVIFY_REQUIRE_VULKAN=1.
 final class VulkanCLITests: XCTestCase {
+    override class func setUp() {
+        super.setUp()
+        setenv("VIVIFY_VULKAN_VALIDATION", "1", 1)
+    }
+
+    override class func tearDown() {
+        unsetenv("VIVIFY_VULKAN_VALIDATION")
+        super.tearDown()
+    }
+
+    /// The validation layer said nothing in `r`'s run.
+    func assertValidated(_ r: CLI.Result, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertFalse(r.stderr.contains("Vulkan validation:"), "\(what): the validation layer spoke: \(r.stderr)", file: file, line: line)
+    }
+
     /// A still picture upscaled (built-in 2x) on Vulkan is the reference backend's picture (the
     /// shaders sum in the reference's order: equal bytes or within rounding), and a community
     /// upscaler in tiles matches oneDNN's.
     func testImagesMatchTheOtherBackends() throws {
+        _ = try BackendChoiceCLITests.listed()
         let dir = try CLI.tempDir()
         let picture = dir + "/in.png"
         try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=72x48", "-frames:v", "1", picture])
@@ -16,6 +35,7 @@ final class VulkanCLITests: XCTestCase {
             let out = "\(dir)/\(backend).png"
             let r = try CLI.vivify(["image", picture, out, "--upscale", "--backend", backend])
             XCTAssertEqual(r.code, 0, "\(backend): \(r.stderr)")
+            assertValidated(r, backend)
             outputs[backend] = try PrecisionCLITests.pixels(out)
         }
         XCTAssertEqual(outputs["vulkan"]?.count, 144 * 96 * 3)
@@ -29,20 +49,43 @@ final class VulkanCLITests: XCTestCase {
             let r = try UpscaleCLITests.vivify(["image", picture, out, "--upscale", "waifu2x-photo-2x", "--tile", "32", "--backend", backend,
                                                 "--precision", "fp32"], models: models)
             XCTAssertEqual(r.code, 0, "\(backend): \(r.stderr)")
+            assertValidated(r, "tiled \(backend)")
             tiled[backend] = try PrecisionCLITests.pixels(out)
         }
         XCTAssertGreaterThanOrEqual(PrecisionCLITests.psnr(tiled["vulkan"]!, tiled["onednn"]!), 50, "tiled waifu2x: vulkan against onednn")
     }
 
-    /// A clip colorized and upscaled on Vulkan: every frame, at twice the size, close to oneDNN's.
+    /// Validation asked for but the layer unavailable (the loader told to hide it): the run
+    /// refuses to start (exit 69) rather than run unvalidated, so a silent run above is a
+    /// validated one.
+    func testValidationWithoutTheLayerRefusesToRun() throws {
+        _ = try BackendChoiceCLITests.listed()
+        let dir = try CLI.tempDir()
+        let picture = dir + "/in.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=32x24", "-frames:v", "1", picture])
+        let r = try CLI.vivify(["image", picture, dir + "/out.png", "--upscale", "--backend", "vulkan"],
+                               environment: ["VK_LOADER_LAYERS_DISABLE": "*validation*"])
+        XCTAssertEqual(r.code, 69, r.stderr)
+        XCTAssertTrue(r.stderr.contains("VIVIFY_VULKAN_VALIDATION=1 asks for the Khronos validation layer"), r.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/out.png"))
+    }
+
+    /// A clip colorized and upscaled on Vulkan: every frame, at twice the size, close to
+    /// oneDNN's; `--stats` names the backend that ran.
     func testVideoColorizeAndUpscale() throws {
+        _ = try BackendChoiceCLITests.listed()
         let dir = try CLI.tempDir()
         let clip = dir + "/in.y4m"
         try CLI.ffmpeg(["-i", CLI.clip("testsrc-320x180-30fps-audio.mp4"), "-frames:v", "4", "-vf", "scale=96:54,format=gray", "-pix_fmt", "yuv420p", clip])
         for backend in ["vulkan", "onednn"] {
             let out = "\(dir)/\(backend).y4m"
-            let r = try CLI.vivify(["run", clip, out, "--colorize", "--upscale", "--backend", backend, "--quiet"])
+            let stats = "\(dir)/\(backend).json"
+            let r = try CLI.vivify(["run", clip, out, "--colorize", "--upscale", "--backend", backend, "--quiet", "--stats", stats])
             XCTAssertEqual(r.code, 0, "\(backend): \(r.stderr)")
+            assertValidated(r, backend)
+            let run = (try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: stats))) as? [String: Any])?["run"] as? [String: Any]
+            XCTAssertEqual((run?["settings"] as? [String: String])?["backend"], backend)
+            XCTAssertEqual((run?["models"] as? [[String: Any]])?.map { $0["backend"] as? String }, [backend, backend])
             let p = try CLI.probe(out)
             XCTAssertEqual(CLI.decodedFrames(p), 4, backend)
             XCTAssertEqual(CLI.int(CLI.streams(p, "video")[0]["width"]), 192, backend)

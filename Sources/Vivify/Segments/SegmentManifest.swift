@@ -139,8 +139,9 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
             output = URL(fileURLWithPath: c.output).standardizedFileURL.path
             upscale = c.upscale
             tile = c.tile
-            backend = c.backend.rawValue
-            precision = c.backend == .onednn ? PrecisionChoice.current : nil
+            let chosen = (try? c.backend.resolved()) ?? c.backend
+            backend = chosen.rawValue
+            precision = chosen == .onednn ? PrecisionChoice.current : nil
             colorize = c.colorize
             colorizeAfter = c.colorizeAfter
             filters = c.filters.isEmpty ? nil : c.filters.map { FilterStage(model: Self.absoluteIfFile($0.model), strength: $0.strength, after: $0.after) }

@@ -164,7 +164,7 @@ public final class SegmentedJob {
                 startSeconds: index.seconds(stamps[first]), endSeconds: index.seconds(end), done: nil, failed: nil))
         }
         var settings = SegmentManifest.Settings(c, models: try modelDigests(models))
-        if c.backend == .onednn, let upscaler = models.lazy.compactMap({ ($0 as? UpscaleProcessor)?.upscaler }).first {
+        if (try? c.backend.resolved()) == .onednn, let upscaler = models.lazy.compactMap({ ($0 as? UpscaleProcessor)?.upscaler }).first {
             // What the upscaler computes in (`auto` decides per model) is what every worker forces.
             if upscaler.quantisesToInt8 {
                 settings.int8Calibration = try int8Calibration(upscaler, c)
