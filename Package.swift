@@ -10,6 +10,7 @@ import PackageDescription
 //   Vivify      the library face: Configuration + the job runner wiring the stages
 //   vivify      the thin command-line tool
 //   FuzzTargets the parsers of untrusted bytes as fuzz entry points; vivify-fuzz drives them
+//   vivify-gpucheck  the Vulkan backend alone (no FFmpeg, no oneDNN) for a GPU machine
 // Debug builds (the tests' vivify binary) optimise the modules whose loops touch every pixel
 // or byte (Engine, EngineDNNL, ColorScience, MediaIO, ModelCatalog's SHA-256, Vivify's colour
 // guide and stabilizer): unoptimised, they made the end-to-end tests twice as slow.
@@ -61,6 +62,9 @@ let package = Package(
         // with libFuzzer (scripts/fuzz) or, in a plain build, replays inputs.
         .target(name: "FuzzTargets", dependencies: ["Compute", "MediaIO", "ModelFormats", "Engine", "EngineDNNL", "Vivify"]),
         .executableTarget(name: "vivify-fuzz", dependencies: ["FuzzTargets"]),
+        // vivify-gpucheck: the Vulkan backend's parity and speed on a folder of models, with no
+        // FFmpeg and no oneDNN, to carry to a GPU machine (scripts/gpucheck-bundle).
+        .executableTarget(name: "vivify-gpucheck", dependencies: ["Engine", "EngineVulkan", "ModelFormats"]),
         .executableTarget(name: "vivify-lab-bench", dependencies: ["ColorScience"]),
         .executableTarget(name: "vivify-upsample-bench", dependencies: ["ColorScience"]),
         .executableTarget(

@@ -173,38 +173,8 @@ enum ModelResolver {
         }
     }
 
-    /// Learns scale and border loss of an unknown model from its shapes at two input sizes:
-    /// out = scale · (in − 2·loss).
-    static func inferTiling(_ graph: Graph) throws -> TilingSpec {
-        let c = graph.inputChannels ?? 3
-        var outs: [Int] = []
-        for n in [64, 96] {
-            let shapes = try graph.inferShapes(input: Shape(c: c, h: n, w: n))
-            guard let o = shapes[graph.output] else { throw EngineError(.invalidGraph, "\(graph.source): the output is never produced.") }
-            outs.append(o.h)
-        }
-        let diff = outs[1] - outs[0]
-        guard diff > 0, diff % 32 == 0 else {
-            throw EngineError(.unsupported, "\(graph.source): cannot tell the model's scale from its shapes (64 → \(outs[0]), 96 → \(outs[1])). Use a catalog model or a model with an integer scale.")
-        }
-        let s = diff / 32
-        let loss2 = 64 * s - outs[0]
-        guard loss2 >= 0, loss2 % (2 * s) == 0 else {
-            throw EngineError(.unsupported, "\(graph.source): the output size does not fit scale \(s) with an even border.")
-        }
-        let loss = loss2 / (2 * s)
-        if graph.needsWholeFrame {
-            // One tile, the frame: a border around it would enter its statistics (instance
-            // normalisation), which the model computes over the picture alone.
-            return TilingSpec(scale: s, padding: 0, border: .reflect, multiple: 4)
-        }
-        if loss == 0 {
-            // A border in multiples of 4, like the interiors: every tile then starts on the
-            // picture's grid of stride-2 and stride-4 layers and gives the whole frame's values.
-            return TilingSpec(scale: s, padding: (graph.receptiveRadius() + 3) / 4 * 4, border: .reflect, multiple: 4)
-        }
-        return TilingSpec(scale: s, padding: loss, border: .replicate, multiple: 4)
-    }
+    /// Learns scale and border loss of an unknown model from its shapes (`TilingSpec.inferred`).
+    static func inferTiling(_ graph: Graph) throws -> TilingSpec { try TilingSpec.inferred(for: graph) }
 
     /// Scales a graph's output to [0, 1] when it produces 0–255: a mid-grey tile must come
     /// back mid-grey from any upscaler.

@@ -1,0 +1,169 @@
+// vivify-gpucheck: the Vulkan backend alone (engine, Vulkan backend, model importers; no
+// FFmpeg, no oneDNN), small enough to carry to a GPU machine (scripts/gpucheck-bundle). For
+// every ncnn model (.param with its .bin) under a folder it prints, on the Vulkan device the
+// backend opens (VIVIFY_VULKAN_DEVICE=N picks another):
+//   - parity: the largest |Vulkan − reference| on one seeded tile, fp32 (the only precision
+//     the backend has so far), against the plain Swift reference backend;
+//   - speed: milliseconds per frame at each size, run in tiles as vivify runs upscalers
+//     (TiledRunner, the backend's automatic tile), after one untimed warm-up frame.
+// Exit status: 0 when every model ran and kept parity within --tolerance, 1 when one did not,
+// 64 for bad arguments.
+import Engine
+import EngineVulkan
+import Foundation
+import ModelFormats
+
+struct Options {
+    var folder = ""
+    var sizes: [(w: Int, h: Int)] = [(640, 360), (1920, 1080)]
+    var parityTile = 64
+    var runs = 1
+    var tile: Int?
+    var tolerance: Float = 1e-3
+
+    static let usage = """
+        usage: vivify-gpucheck MODELS_DIR [--sizes WxH,WxH] [--parity-tile N] [--runs N] [--tile N] [--tolerance E]
+          MODELS_DIR      a folder searched for ncnn models (NAME.param with NAME.bin beside it)
+          --sizes         frame sizes to time (default 640x360,1920x1080)
+          --parity-tile   side of the seeded tile compared with the reference backend (default 64)
+          --runs          timed frames per size after one warm-up (default 1)
+          --tile          tile size in input pixels (default: the backend's automatic tile)
+          --tolerance     largest |Vulkan − reference| / max(1, max |reference|) accepted (default 1e-3)
+        """
+
+    init(_ arguments: [String]) throws {
+        var rest = arguments[...]
+        func value(_ flag: String) throws -> String {
+            guard let v = rest.popFirst() else { throw UsageError("\(flag) needs a value.") }
+            return v
+        }
+        func positive(_ flag: String) throws -> Int {
+            let text = try value(flag)
+            guard let n = Int(text), n > 0 else { throw UsageError("'\(flag) \(text)' is not a positive whole number.") }
+            return n
+        }
+        while let a = rest.popFirst() {
+            switch a {
+            case "--sizes":
+                let text = try value(a)
+                sizes = try text.split(separator: ",").map { part in
+                    let wh = part.split(separator: "x").compactMap { Int($0) }
+                    guard wh.count == 2, wh[0] > 0, wh[1] > 0 else { throw UsageError("'--sizes \(text)': '\(part)' is not WxH, e.g. 640x360.") }
+                    return (wh[0], wh[1])
+                }
+            case "--parity-tile": parityTile = try positive(a)
+            case "--runs": runs = try positive(a)
+            case "--tile": tile = try positive(a)
+            case "--tolerance":
+                let text = try value(a)
+                guard let e = Float(text), e > 0 else { throw UsageError("'--tolerance \(text)' is not a positive number.") }
+                tolerance = e
+            case "-h", "--help": throw UsageError("")
+            default:
+                guard !a.hasPrefix("-"), folder.isEmpty else { throw UsageError("Unknown argument '\(a)'.") }
+                folder = a
+            }
+        }
+        guard !folder.isEmpty else { throw UsageError("Name a folder of ncnn models.") }
+    }
+}
+
+struct UsageError: Error {
+    let message: String
+    init(_ message: String) { self.message = message }
+}
+
+/// Seeded values in [0, 1): pictures are in that range.
+struct Seeded {
+    var state: UInt64
+    mutating func fill(_ n: Int) -> [Float] {
+        (0..<n).map { _ in
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return Float(state >> 40) / Float(1 << 24)
+        }
+    }
+}
+
+/// Every NAME.param under `folder` with NAME.bin beside it, sorted.
+func models(in folder: String) -> [String] {
+    guard let walk = FileManager.default.enumerator(atPath: folder) else { return [] }
+    var found: [String] = []
+    while let item = walk.nextObject() as? String {
+        guard item.hasSuffix(".param") else { continue }
+        let path = (folder as NSString).appendingPathComponent(item)
+        if FileManager.default.fileExists(atPath: String(path.dropLast(6)) + ".bin") { found.append(path) }
+    }
+    return found.sorted()
+}
+
+/// One line on standard output at once (a slow device shows progress model by model).
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+func check(_ path: String, backend: VulkanBackend, options: Options) throws -> Bool {
+    let graph = try NCNNImporter.load(paramPath: path)
+    let spec = try TilingSpec.inferred(for: graph)
+    let channels = graph.inputChannels ?? 3
+    say("\(path): scale \(spec.scale), border \(spec.padding)")
+    // Parity on one tile with its border, as the tiler feeds it.
+    let side = graph.needsWholeFrame ? options.parityTile : options.parityTile + 2 * spec.padding
+    let shape = Shape(c: channels, h: side, w: side)
+    var seeded = Seeded(state: 7)
+    let x = Tensor(shape: shape, data: seeded.fill(shape.count))
+    let want = try ReferenceBackend(runsPasses: false).prepare(graph, input: shape).run(x)
+    let got = try backend.prepare(graph, input: shape).run(x)
+    let worst = zip(got.data, want.data).map { abs($0 - $1) }.max() ?? .infinity
+    let scale = max(1, want.data.map(abs).max() ?? 0)
+    let finite = !got.data.contains { !$0.isFinite }
+    let ok = got.shape == want.shape && finite && worst <= options.tolerance * scale
+    say("  parity fp32, \(side)x\(side) tile against the reference backend: max |error| \(String(format: "%.3g", worst)) "
+        + "(max |value| \(String(format: "%.3g", scale))) \(ok ? "ok" : "FAILED (tolerance \(options.tolerance) relative)")")
+    // Speed in tiles, as vivify runs the model.
+    let runner = try TiledRunner(graph: graph, spec: spec, backend: backend, tileSize: options.tile)
+    for (w, h) in options.sizes {
+        let input = seeded.fill(channels * h * w)
+        var output = [Float](repeating: 0, count: channels * h * spec.scale * w * spec.scale)
+        func frame() throws {
+            try input.withUnsafeBufferPointer { i in
+                try output.withUnsafeMutableBufferPointer { o in try runner.run(input: i, channels: channels, height: h, width: w, output: o) }
+            }
+        }
+        try frame()
+        let start = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<options.runs { try frame() }
+        let ms = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6 / Double(options.runs)
+        let (th, tw) = runner.tileInterior(height: h, width: w)
+        say("  \(w)x\(h): \(String(format: "%.1f", ms)) ms per frame (fp32, tiles of \(tw)x\(th))")
+    }
+    return ok
+}
+
+let options: Options
+do { options = try Options(Array(CommandLine.arguments.dropFirst())) } catch let e as UsageError {
+    if !e.message.isEmpty { FileHandle.standardError.write(Data("vivify-gpucheck: \(e.message)\n".utf8)) }
+    FileHandle.standardError.write(Data((Options.usage + "\n").utf8))
+    exit(e.message.isEmpty ? 0 : 64)
+}
+let found = models(in: options.folder)
+guard !found.isEmpty else {
+    FileHandle.standardError.write(Data("vivify-gpucheck: no ncnn model (NAME.param with NAME.bin) under '\(options.folder)'. Name a folder that holds some.\n".utf8))
+    exit(64)
+}
+let backend: VulkanBackend
+do { backend = try VulkanBackend() } catch {
+    FileHandle.standardError.write(Data("vivify-gpucheck: \((error as? EngineError)?.message ?? "\(error)")\n".utf8))
+    exit(1)
+}
+say("device: \(backend.deviceName) (\(backend.isCPU ? "cpu" : "gpu")), automatic tile up to \(backend.preferredTile) px")
+var failures = 0
+for path in found {
+    do {
+        if try !check(path, backend: backend, options: options) { failures += 1 }
+    } catch {
+        failures += 1
+        say("  FAILED: \((error as? EngineError)?.message ?? (error as? ModelFormatError)?.message ?? "\(error)")")
+    }
+}
+say(failures == 0 ? "all \(found.count) model(s) ok" : "\(failures) of \(found.count) model(s) failed")
+exit(failures == 0 ? 0 : 1)

@@ -1,0 +1,65 @@
+import Foundation
+import XCTest
+
+/// `vivify-gpucheck` (the Vulkan backend alone, to carry to a GPU machine) through its binary on
+/// this machine's Vulkan device (lavapipe in CI), on tiny sizes: a real model keeps parity with
+/// the reference backend and is timed; a damaged model fails the run; no model is exit 64; and
+/// the binary links neither FFmpeg nor oneDNN. (`scripts/gpucheck-bundle --check` proves the
+/// static bundle the same way; it needs a release build, so it is not part of the tests.)
+final class GPUCheckTests: XCTestCase {
+    static var binary: String { URL(fileURLWithPath: CLI.binary).deletingLastPathComponent().appendingPathComponent("vivify-gpucheck").path }
+
+    func testParityAndTimesOnARealModel() throws {
+        _ = try BackendChoiceCLITests.listed()
+        let source = CLI.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/models/ncnn/waifu2x-upconv7-photo").path
+        guard FileManager.default.fileExists(atPath: source + "/scale2.0x_model.param") else { throw XCTSkip("../shared/models is not present") }
+        let dir = try CLI.tempDir()
+        try FileManager.default.createDirectory(atPath: dir + "/models/photo", withIntermediateDirectories: true)
+        for ext in ["param", "bin"] {
+            try FileManager.default.copyItem(atPath: "\(source)/scale2.0x_model.\(ext)", toPath: "\(dir)/models/photo/waifu2x.\(ext)")
+        }
+        let r = try CLI.run(Self.binary, [dir + "/models", "--sizes", "12x8", "--parity-tile", "8", "--tolerance", "1e-4"],
+                            environment: ["VIVIFY_VULKAN_VALIDATION": "1"])
+        let out = String(decoding: r.stdout, as: UTF8.self)
+        XCTAssertEqual(r.code, 0, out + r.stderr)
+        XCTAssertFalse(r.stderr.contains("Vulkan validation:"), r.stderr)
+        XCTAssertTrue(out.contains("waifu2x.param: scale 2, border 7"), out)
+        // 8 interior pixels and the border of 7 each side: a 22-pixel tile.
+        let parity = out.range(of: #"parity fp32, 22x22 tile against the reference backend: max \|error\| ([0-9.e+-]+) "#, options: .regularExpression)
+        XCTAssertNotNil(parity, out)
+        if let parity, let value = Float(out[parity].split(separator: " ").dropLast().last ?? "") {
+            XCTAssertLessThanOrEqual(value, 1e-4, out)
+        }
+        XCTAssertNotNil(out.range(of: #"12x8: [0-9]+\.[0-9] ms per frame \(fp32, tiles of 12x8\)"#, options: .regularExpression), out)
+        XCTAssertTrue(out.hasSuffix("all 1 model(s) ok\n"), out)
+
+        // A damaged model beside it: reported, counted, exit 1; the good one still checked.
+        try "7767517\n2 2\nInput data 0 1 data\nConvolution c 1 1 data out 0=3 1=3 6=99999\n".write(toFile: dir + "/models/bad.param", atomically: true, encoding: .utf8)
+        try Data(count: 64).write(to: URL(fileURLWithPath: dir + "/models/bad.bin"))
+        let bad = try CLI.run(Self.binary, [dir + "/models", "--sizes", "12x8", "--parity-tile", "8"])
+        let badOut = String(decoding: bad.stdout, as: UTF8.self)
+        XCTAssertEqual(bad.code, 1, badOut)
+        XCTAssertTrue(badOut.contains("FAILED") && badOut.hasSuffix("1 of 2 model(s) failed\n"), badOut)
+    }
+
+    func testNoModelAndBadArgumentsAre64() throws {
+        let dir = try CLI.tempDir()
+        let empty = try CLI.run(Self.binary, [dir])
+        XCTAssertEqual(empty.code, 64)
+        XCTAssertTrue(empty.stderr.contains("no ncnn model"), empty.stderr)
+        let bad = try CLI.run(Self.binary, [dir, "--sizes", "640by360"])
+        XCTAssertEqual(bad.code, 64)
+        XCTAssertTrue(bad.stderr.contains("'640by360' is not WxH"), bad.stderr)
+    }
+
+    /// The point of the tool: no FFmpeg and no oneDNN to carry.
+    func testLinksNeitherFFmpegNorOneDNN() throws {
+        let r = try CLI.run("/usr/bin/ldd", [Self.binary])
+        let libraries = String(decoding: r.stdout, as: UTF8.self)
+        XCTAssertEqual(r.code, 0)
+        XCTAssertTrue(libraries.contains("libvulkan.so.1"), libraries)
+        for unwanted in ["libdnnl", "libavcodec", "libavformat", "libswscale", "libavutil"] {
+            XCTAssertFalse(libraries.contains(unwanted), "\(unwanted) in \(libraries)")
+        }
+    }
+}
