@@ -39,6 +39,9 @@ private let validationCallback: PFN_vkDebugUtilsMessengerCallbackEXT = { _, _, d
 
 /// A Vulkan instance (API 1.2), with the validation layer and its messenger when asked for.
 struct VulkanInstance {
+    /// Whether instance creation was already retried with NVIDIA's headless driver.
+    nonisolated(unsafe) private static var headlessRetried = false
+
     let handle: VkInstance
     let messenger: VkDebugUtilsMessengerEXT?
 
@@ -107,6 +110,13 @@ struct VulkanInstance {
                 }
             }
         }
+        if r == VK_ERROR_INCOMPATIBLE_DRIVER, !headlessRetried, HeadlessNVIDIA.offerEGLDriver() {
+            // NVIDIA's GLX library refuses to start without a display (seen on an H100 in a
+            // container: vk_icdNegotiateLoaderICDInterfaceVersion gives
+            // VK_ERROR_INITIALIZATION_FAILED); its EGL library is the same driver, headless.
+            headlessRetried = true
+            return try make(validation: validation)
+        }
         guard r == VK_SUCCESS, let instance = created else {
             throw EngineError(.unsupported, "No Vulkan driver answered (vkCreateInstance: VkResult \(r.rawValue)). Install your GPU's Vulkan driver (on Debian: mesa-vulkan-drivers runs Vulkan on the CPU), or run on the CPU (--backend onednn).")
         }
@@ -141,4 +151,28 @@ private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeP
     let pointers = copies.map { UnsafePointer($0) }
     if pointers.isEmpty { return body(nil) }
     return pointers.withUnsafeBufferPointer { body($0.baseAddress) }
+}
+
+/// NVIDIA's driver installs its Vulkan manifest pointing at `libGLX_nvidia.so.0`, which fails to
+/// start where there is no X display (cloud and container GPUs); `libEGL_nvidia.so.0` holds the
+/// same Vulkan driver and needs no display. When no driver answered, the user chose no driver
+/// files, and the EGL library is present, a manifest for it is written to the temporary folder
+/// and added to the loader's search (`VK_ADD_DRIVER_FILES`, read at each instance creation).
+enum HeadlessNVIDIA {
+    static let library = "libEGL_nvidia.so.0"
+
+    /// Adds the manifest and returns true when the retry is worth making.
+    static func offerEGLDriver() -> Bool {
+        let environment = ProcessInfo.processInfo.environment
+        for chosen in ["VK_ICD_FILENAMES", "VK_DRIVER_FILES", "VK_ADD_DRIVER_FILES"] where environment[chosen] != nil { return false }
+        guard let handle = dlopen(library, RTLD_LAZY | RTLD_LOCAL) else { return false }
+        let exports = dlsym(handle, "vk_icdGetInstanceProcAddr") != nil
+        dlclose(handle)
+        guard exports else { return false }
+        let manifest = FileManager.default.temporaryDirectory.appendingPathComponent("vivify-nvidia-egl-icd-\(getpid()).json")
+        let json = #"{"file_format_version": "1.0.0", "ICD": {"library_path": "\#(library)", "api_version": "1.3.0"}}"#
+        guard (try? Data(json.utf8).write(to: manifest)) != nil else { return false }
+        setenv("VK_ADD_DRIVER_FILES", manifest.path, 1)
+        return true
+    }
 }
