@@ -94,7 +94,8 @@ public enum VulkanDevices {
 
     /// The device `--backend auto` runs on, or nil for oneDNN: looks at the devices only when
     /// there is a GPU node or `VIVIFY_VULKAN_DEVICE` is set; a machine whose Vulkan driver
-    /// fails to answer runs oneDNN.
+    /// fails to answer runs oneDNN, and so, for now, does a discrete GPU that
+    /// `VIVIFY_VULKAN_DEVICE` does not name (see below).
     /// - Throws: `EngineError` `.invalidSetting` for a `VIVIFY_VULKAN_DEVICE` that names no device.
     public static func autoDevice(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> VulkanDeviceInfo? {
         guard environment[deviceVariable] != nil || gpuNodePresent else { return nil }
@@ -104,7 +105,14 @@ public enum VulkanDevices {
             _ = try requestedIndex(count: 0, environment: environment)
             return nil
         }
-        return try autoChoice(devices, environment: environment).map { devices[$0] }
+        guard let chosen = try autoChoice(devices, environment: environment) else { return nil }
+        // Not yet on a discrete GPU unless asked for by number: the backend keeps its buffers
+        // in host-visible memory and runs the operations it has no shader for on the CPU,
+        // which reads them across the bus. On an H100 a 640x360 frame of realcugan-2x took
+        // over 60 s (ncnn's Vulkan path: 20 ms), so oneDNN on the CPU is the faster choice
+        // until buffers live in device memory. Integrated GPUs share the CPU's memory.
+        if devices[chosen].kind == .discrete && environment[deviceVariable] == nil { return nil }
+        return devices[chosen]
     }
 
     // MARK: the driver's answers
