@@ -90,22 +90,15 @@ public final class Pipeline<Item: PipelineItem>: @unchecked Sendable {
     /// Runs the source and every stage on the calling thread, one item at a time: the plain
     /// loop the threaded pipeline is measured against. Nothing is dropped.
     public func runSequentially() throws {
-        func pass(_ items: [Item], from first: Int) throws {
-            var items = items
-            for k in first..<stages.count {
-                let stage = stages[k]
-                var next: [Item] = []
-                for it in items {
-                    let start = observer?.now() ?? 0
-                    next += try stage.process(it)
-                    if let id = it.traceID, let observer { observer.span(stage: k + 1, id: id, thread: "main", start: start, end: observer.now()) }
-                }
-                items = next
-            }
-        }
-        while let item = try source() { try pass([item], from: 0) }
+        let runner = StageRunner<Item>(count: stages.count, step: { [stages, observer] k, item in
+            let start = observer?.now() ?? 0
+            let out = try stages[k].process(item)
+            if let id = item.traceID, let observer { observer.span(stage: k + 1, id: id, thread: "main", start: start, end: observer.now()) }
+            return out
+        }, flush: { [stages] k in try stages[k].flush() })
+        while let item = try source() { _ = try runner.pass([item]) }
         // End of stream: each stage gives what it holds, which the later stages still process.
-        for k in stages.indices { try pass(try stages[k].flush(), from: k + 1) }
+        _ = try runner.flush()
     }
 
     /// Runs to the end and rethrows the first error.

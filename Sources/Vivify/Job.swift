@@ -123,40 +123,100 @@ public final class Job {
         }
     }
 
-    /// Runs the job to the end (or until `shouldStop`) and returns what it did.
+    /// Runs the job to the end (or until `shouldStop`) and returns what it did:
+    ///
+    ///     check the request ─▶ load the models ─▶ open the input ─▶ settle the formats
+    ///     (chain and sink) ─▶ the stages ─▶ run the pipeline ─▶ put the output in place
     public func run() throws -> JobResult {
         let c = configuration
         c.limits.putInForce()
+        let target: URL?
+        switch try checkRequest(c) {
+        case .skip:
+            let empty = FrameTracer(stageNames: ["decode"], targetFPS: c.targetFPS ?? 30).report()
+            return JobResult(framesIn: 0, framesOut: 0, corrupt: 0, interrupted: false, warnings: [], dropped: 0, report: empty, skipped: true)
+        case .write(let url):
+            target = url
+        }
+        let warnings = WarningLog(forward: onWarning)
+        let warn = warnings.add
+
+        // Models load before anything is opened for writing, so a bad model name costs nothing.
+        let models = try preloadedModels ?? c.modelStages.map { try ProcessorFactory.make($0, backend: c.backend, log: onInfo) }
+        models.forEach { $0.reset() }
+        let source = try openInput(c, warn: warn)
+        let video = source.info.video
+        // Keyframes past the end are refused before any frame is processed (segments are
+        // windows of the whole video: its own length counts).
+        if segment == nil {
+            try c.colourGuide.checkKeyframes(frameCount: video.frameCount, duration: video.duration, frameRate: video.frameRate.doubleValue, input: c.input)
+        }
+        let settled = try settleFormats(c, source: source, models: models, target: target, warn: warn)
+        let chain = settled.chain
+        if c.mode == .live { try chain.warmUp() }
+        lastChain = chain
+        // The total for the progress line: the stored count, else (Matroska and the like) the
+        // count the duration and rate give.
+        let rate = video.frameRate.doubleValue
+        let estimated = video.duration.flatMap { d in d > 0 && rate > 0 && rate <= 1000 ? Int((d * rate).rounded()) : nil }
+        let declared = video.frameCount ?? (segment == nil ? estimated : nil)
+        onStart(declared.map { min($0, c.maxFrames ?? $0) })
+
+        let timestamps = TimestampLog()
+        let feed = DecodeFeed(source: source, video: video, configuration: c, window: segment, resolvedColor: settled.resolvedColor,
+                              timestamps: timestamps, shouldStop: shouldStop, warn: warn)
+        // With --live-output hold, dropped frames are replaced by the last processed one at
+        // their own timestamps, so the output keeps the source's rate.
+        let writer = HoldingWriter(sink: settled.sink, timestamps: timestamps, hold: c.mode == .live && c.liveOutput == .hold)
+        let output = JobOutput(sink: settled.sink, writer: writer, partial: settled.partial, temporary: settled.temporary, output: c.output)
+        let stages = makeStages(chain, live: c.mode == .live, sink: settled.sink, writer: writer)
+        // The budget is the source's own rate unless asked otherwise (a 25 fps clip is not
+        // measured against 30).
+        let targetFPS = c.targetFPS ?? (rate.isFinite && rate > 0 && rate <= 1000 ? rate : 30)
+        let tracer = FrameTracer(stageNames: ["decode"] + stages.map(\.name), targetFPS: targetFPS)
+        feed.tracer = tracer
+        lastTracer = tracer
+        let pipeline = Pipeline(source: feed.next, stages: stages, observer: tracer)
+        return try drive(pipeline, output: output, source: source, video: video, timestamps: timestamps, tracer: tracer, warnings: warnings)
+    }
+
+    /// What the checks before any work decided about the output.
+    private enum OutputDecision {
+        /// Write it (to this file; nil: standard output or a network URL).
+        case write(URL?)
+        /// Leave the existing output alone (`-n`).
+        case skip
+    }
+
+    /// The checks before any work: the options that cannot work together, and the output
+    /// (never a device, FIFO or directory, never an input, an existing one only replaced with
+    /// -y or left alone with -n).
+    private func checkRequest(_ c: RunConfiguration) throws -> OutputDecision {
         if let name = c.assumeMatrix, ColorInfo.matrixCode(named: name) == nil {
             throw MediaError(.invalidOptions, "Unknown colour matrix '\(name)'. Use bt709, smpte170m (BT.601), bt470bg or bt2020nc.")
         }
-        // The output is checked before any work: never a device, FIFO or directory, never an
-        // input, and an existing one only replaced with -y (or left alone with -n).
         var target: URL?
         // A network URL output is streamed as it is made: no file to guard, nothing to rename.
         if c.output != "-" && !c.discardOutput && !NetworkURL.isNetwork(c.output) {
             switch try OutputGuard.check(output: c.output, inputs: [c.input], existing: c.existingOutput) {
             case .write(let url): target = url
-            case .skip:
-                let empty = FrameTracer(stageNames: ["decode"], targetFPS: c.targetFPS ?? 30).report()
-                return JobResult(framesIn: 0, framesOut: 0, corrupt: 0, interrupted: false, warnings: [], dropped: 0, report: empty, skipped: true)
+            case .skip: return .skip
             }
         }
         if c.output == "-" && c.effectiveOutputFormat == nil {
             throw MediaError(.invalidOptions, "Standard output takes y4m or raw frames only. Pass --output-format y4m|rgb24|gray, or write to a file.")
         }
-        var warnings: [String] = []
-        let warn: (String) -> Void = { [onWarning] in warnings.append($0); onWarning($0) }
         if !c.colourGuide.isEmpty && c.colorize == nil {
             throw MediaError(.invalidOptions, "--reference, --keyframe and --hint guide the colorizer, but no colorizer runs. Add --colorize.")
         }
         try c.colourGuide.checkFiles()
+        return .write(target)
+    }
 
-        // Models load before anything is opened for writing, so a bad model name costs nothing.
-        var models = try preloadedModels ?? c.modelStages.map { try ProcessorFactory.make($0, backend: c.backend, log: onInfo) }
-        models.forEach { $0.reset() }
-        let window = segment
-        let source: FrameSource = try window.map { try SegmentWindowSource(configuration: c, window: $0) } ?? Self.openSource(c)
+    /// Opens the input (the segment's window of it when this job is a segment), its warnings
+    /// sent to `warn`.
+    private func openInput(_ c: RunConfiguration, warn: @escaping (String) -> Void) throws -> FrameSource {
+        let source: FrameSource = try segment.map { try SegmentWindowSource(configuration: c, window: $0) } ?? Self.openSource(c)
         if let reader = source as? MediaReader {
             reader.onWarning = warn
         }
@@ -166,24 +226,41 @@ public final class Job {
         if let y4m = source as? Y4MReader {
             for a in y4m.assumptions { warn("\(c.input == "-" ? "standard input" : "'\(c.input)'"): assuming \(a).") }
         }
+        return source
+    }
+
+    /// The chain and the sink with their formats settled before any frame flows.
+    private struct Settled {
+        /// The chain, ending in the conversion to what the sink takes.
+        var chain: ProcessingChain
+        /// Where frames go.
+        var sink: FrameSink
+        /// The output file being written beside its target (nil: standard output, a URL).
+        var partial: PartialFile?
+        /// The path the sink writes.
+        var temporary: String
+        /// The colour the frames are read as (the source's tags, the rule for what they leave
+        /// open, `--assume-matrix`).
+        var resolvedColor: ColorInfo
+    }
+
+    /// Settles the formats once: the chain is configured from the ordered stage specs ([to
+    /// RGB] → models → [resize], the models already loaded) for what the source gives, the
+    /// sink from what the chain gives, and the chain then ends in the conversion to the pixel
+    /// format the sink says it takes (rounding to 8 bits once).
+    private func settleFormats(_ c: RunConfiguration, source: FrameSource, models: [FrameProcessor], target: URL?,
+                               warn: (String) -> Void) throws -> Settled {
         let video = source.info.video
-        // Keyframes past the end are refused before any frame is processed (segments are
-        // windows of the whole video: its own length counts).
-        if segment == nil {
-            try c.colourGuide.checkKeyframes(frameCount: video.frameCount, duration: video.duration, frameRate: video.frameRate.doubleValue, input: c.input)
-        }
-        // The chain from the ordered stage specs ([to RGB] → models → [resize]), the models
-        // already loaded; the sink is configured from what it gives.
+        var models = models
         var processors: [FrameProcessor] = []
         for spec in c.stageSpecs(sourceFormat: video.pixelFormat) {
             processors.append(spec.runsModel ? models.removeFirst() : try ProcessorFactory.make(spec, backend: c.backend))
         }
         var chain = try ProcessingChain(processors, input: FrameDescription(
             width: video.width, height: video.height, frameRate: video.frameRate, layout: .packed(video.pixelFormat)))
-        for case let p as ColorizeProcessor in chain.processors { p.indexOffset = window?.firstFrameIndex ?? 0 }
+        for case let p as ColorizeProcessor in chain.processors { p.indexOffset = segment?.firstFrameIndex ?? 0 }
         var produced = video
         produced.pixelFormat = chain.output.layout.packedFormat
-        let outSize = chain.output.size
         var resolved = video.color.resolved(height: video.height)
         if let name = c.assumeMatrix, let code = ColorInfo.matrixCode(named: name) {
             resolved.info.matrix = code
@@ -195,183 +272,49 @@ public final class Job {
         // second run to the same new name) makes this run fail and keep what it wrote.
         let partial = target.map { PartialFile(target: $0, replacing: c.existingOutput == .replace) }
         let temp = partial?.temporary.path ?? (NetworkURL.isNetwork(c.output) ? c.output : "-")
-
         let sink: FrameSink
         do {
-            sink = try makeSink(c, path: temp, source: source, video: produced, size: outSize, resolvedColor: resolved, warn: warn)
+            sink = try makeSink(c, path: temp, source: source, video: produced, size: chain.output.size, resolvedColor: resolved, warn: warn)
         } catch {
             partial?.discard()
             throw error
         }
         if let writer = sink as? MediaWriter { writer.warnings.forEach(warn) }
-        // The last stage: round to 8 bits (once) and convert to what the sink takes.
         let sinkFormat = sink.requiredFormat ?? produced.pixelFormat
         if chain.output.layout != .packed(sinkFormat) { try chain.append(OutputConversionProcessor(format: sinkFormat)) }
         if !resolved.assumptions.isEmpty, sink.requiredFormat == .rgb24, video.pixelFormat.isYUV {
             warn("\(c.input == "-" ? "standard input" : "'\(c.input)'") has no colour tags; converting to RGB assuming \(resolved.assumptions.joined(separator: ", ")). Pass --assume-matrix to choose.")
         }
-        let live = c.mode == .live
-        if live { try chain.warmUp() }
-        lastChain = chain
-        // The total for the progress line: the stored count, else (Matroska and the like) the
-        // count the duration and rate give.
-        let rate = video.frameRate.doubleValue
-        let estimated = video.duration.flatMap { d in d > 0 && rate > 0 && rate <= 1000 ? Int((d * rate).rounded()) : nil }
-        let declared = video.frameCount ?? (window == nil ? estimated : nil)
-        onStart(declared.map { min($0, c.maxFrames ?? $0) })
-        var stageList: [Stage<JobItem>] = []
+        return Settled(chain: chain, sink: sink, partial: partial, temporary: temp, resolvedColor: resolved.info)
+    }
+
+    /// The pipeline's stages: the chain's stage groups, each on its own thread (conversions
+    /// after the last model share "finish"), then "encode", the sink. Live mode keeps only the
+    /// newest frame in front of the first model.
+    private func makeStages(_ chain: ProcessingChain, live: Bool, sink: FrameSink, writer: HoldingWriter) -> [Stage<JobItem>] {
         let offlineQueue = QueuePolicy.backpressure(capacity: 3)
-
-        // decode: the source, paced at its native rate with --realtime.
-        var frame = VideoFrame(format: video.pixelFormat, width: video.width, height: video.height)
-        var nextID = 0
-        // `--colorize` replaces a colour source's colour: said once, on the first frame.
-        var checkSourceColour = c.colorize != nil && window == nil && c.colourGuide.keyframes.isEmpty
-        let timestamps = TimestampLog()
-        let tracerBox = TracerBox()
-        let pacer = c.realtime ? Pacer(clock: FrameTracer.monotonic) : nil
-        let shouldStop = self.shouldStop
-        let resolvedInfo = resolved.info
-        let assumeMatrix = c.assumeMatrix != nil
-        let maxFrames = c.maxFrames ?? Int.max
-        // With --max-frames, audio and subtitle packets are held until the video has passed
-        // their start, and at the end only those starting before the last frame's end are kept
-        // (read on past the last frame, as far as the streams interleave), so the copied streams
-        // end with the video (within one audio packet) instead of running on.
-        let trimming = c.maxFrames != nil
-        var held: [MediaPacket] = []
-        var videoEnd = -Double.infinity
-        var videoStart = Double.infinity
-        var tail: [MediaPacket]?
-        // A packet that ends before the first frame starts (audio leading the video) is dropped.
-        func beforeVideo(_ p: MediaPacket) -> Bool { (p.endSeconds ?? .infinity) <= videoStart }
-        func frameEnd(_ f: VideoFrame) -> Double? {
-            guard let s = f.seconds else { return nil }
-            return s + Double(f.duration ?? 0) * f.timeBase.doubleValue
-        }
-        let readNext: () throws -> JobItem? = {
-            while trimming, let first = held.first, let s = first.seconds, s < videoEnd {
-                held.removeFirst()
-                if !beforeVideo(first) { return .packet(first) }
-            }
-            if tail == nil && trimming && nextID >= maxFrames && !shouldStop() {
-                // Past the last frame: collect the packets that start before its end.
-                var kept = held.filter { ($0.seconds ?? .infinity) < videoEnd && !beforeVideo($0) }
-                held.removeAll()
-                var extraFrames = 0
-                readAhead: while extraFrames < 120 {
-                    switch try source.read(into: &frame) {
-                    case .end: break readAhead
-                    case .frame:
-                        extraFrames += 1
-                        if let s = frame.seconds, s > videoEnd + 2 { break readAhead }
-                    case .packet(let p):
-                        guard let s = p.seconds else { continue }
-                        if s < videoEnd { if !beforeVideo(p) { kept.append(p) } } else if s > videoEnd + 2 { break readAhead }
-                    }
-                }
-                tail = kept
-            }
-            if var rest = tail {
-                if rest.isEmpty { return nil }
-                let p = rest.removeFirst()
-                tail = rest
-                return .packet(p)
-            }
-            if shouldStop() || nextID >= maxFrames { return nil }
-            let tracer = tracerBox.tracer!
-            while true {
-                var start = tracer.now()
-                let event = try source.read(into: &frame)
-                switch event {
-                case .end:
-                    while trimming, !held.isEmpty {
-                        let p = held.removeFirst()
-                        if !beforeVideo(p) { return .packet(p) }
-                    }
-                    return nil
-                case .packet(let packet):
-                    if trimming, (packet.seconds ?? -.infinity) >= videoEnd {
-                        held.append(packet)
-                        continue
-                    }
-                    return .packet(packet)
-                case .frame:
-                    if trimming, let end = frameEnd(frame) {
-                        videoEnd = max(videoEnd, end)
-                        if let start = frame.seconds { videoStart = min(videoStart, start) }
-                    }
-                    if let pacer, let seconds = frame.seconds {
-                        // Hold the frame until its presentation time: it "arrives" then.
-                        pacer.wait(until: seconds, shouldStop: shouldStop)
-                        start = tracer.now()
-                    }
-                    if assumeMatrix { frame.color.matrix = resolvedInfo.matrix }
-                    if !frame.color.hasMatrix || !frame.color.hasRange {
-                        // Fill what the source left open with the explicit rule.
-                        var col = frame.color
-                        if !col.hasMatrix { col.matrix = resolvedInfo.matrix }
-                        if !col.hasRange { col.range = resolvedInfo.range }
-                        if col.primaries == 2 { col.primaries = resolvedInfo.primaries }
-                        if col.transfer == 2 { col.transfer = resolvedInfo.transfer }
-                        frame.color = col
-                    }
-                    if checkSourceColour {
-                        checkSourceColour = false
-                        if frame.hasVisibleColour {
-                            warn("'\(c.input)' is in colour: --colorize keeps only its lightness and predicts new colour. Leave --colorize out to keep its colour, or give its colour as --keyframe/--reference.")
-                        }
-                    }
-                    let id = nextID
-                    nextID += 1
-                    timestamps.append(pts: frame.pts, duration: frame.duration)
-                    tracer.span(stage: 0, id: id, thread: "decode", start: start, end: tracer.now())
-                    var item = ChainFrame(id: id, frame: frame)
-                    if let window, let pts = frame.pts, pts < window.startPTS { item.isWarmUp = true }
-                    return .frame(item)
-                }
-            }
-        }
-
-        // The chain's stages, each on its own thread (conversions after the last model share
-        // "finish"). Live mode keeps only the newest frame in front of the first model.
+        var stages: [Stage<JobItem>] = []
         var firstModel = true
-        // Warm-up frames stop after the last stage that keeps state.
-        let lastStateful = chain.processors.lastIndex { $0.warmUpFrames > 0 }.map { chain.processors[$0] }
+        let lastStateful = chain.lastStateful
+        let stop = shouldStop
         for group in chain.stageGroups {
             let isModel = group.processors.contains { $0.runsModel }
             let policy = live && isModel && firstModel ? QueuePolicy.newestOnly : offlineQueue
             if isModel { firstModel = false }
-            let members = group.processors
-            let stop = shouldStop
-            stageList.append(Stage(name: group.name, inputPolicy: policy, process: { item in
+            let runner = ProcessingChain.runner(group.processors, lastStateful: lastStateful)
+            stages.append(Stage(name: group.name, inputPolicy: policy, process: { item in
                 guard case .frame(let frame) = item else { return [item] }
                 // After a signal the frames still queued are not run through the models: only
                 // what is needed to close a playable file is done (issue 33: the first signal
                 // took 9–32 s while queued frames went through a slow model).
                 if isModel && stop() { return [] }
-                var frames = [frame]
-                for p in members {
-                    frames = try frames.flatMap { try p.process($0) }
-                    if p === lastStateful { frames.removeAll { $0.isWarmUp } }
-                }
-                return frames.map { .frame($0) }
+                return try runner.pass([frame]).map { .frame($0) }
             }, flush: {
-                var held: [ChainFrame] = []
-                for (k, p) in members.enumerated() {
-                    var frames = try p.flush()
-                    for q in members[(k + 1)...] { frames = try frames.flatMap { try q.process($0) } }
-                    held += frames
-                }
-                return held.map { .frame($0) }
+                try runner.flush().map { .frame($0) }
             }))
         }
-        // encode: the sink; with --live-output hold, dropped frames are replaced by the last
-        // processed one at their own timestamps, so the output keeps the source's rate.
-        let hold = live && c.liveOutput == .hold
-        let writer = HoldingWriter(sink: sink, timestamps: timestamps, hold: hold)
         let progress = onProgress
-        stageList.append(Stage(name: "encode", inputPolicy: offlineQueue) { item in
+        stages.append(Stage(name: "encode", inputPolicy: offlineQueue) { item in
             switch item {
             case .packet(let p): try sink.copy(p)
             case .frame(let frame):
@@ -381,76 +324,61 @@ public final class Job {
             }
             return []
         })
+        return stages
+    }
 
-        // The budget is the source's own rate unless asked otherwise (a 25 fps clip is not
-        // measured against 30).
-        let sourceRate = video.frameRate.doubleValue
-        let targetFPS = c.targetFPS ?? (sourceRate.isFinite && sourceRate > 0 && sourceRate <= 1000 ? sourceRate : 30)
-        let tracer = FrameTracer(stageNames: ["decode"] + stageList.map(\.name), targetFPS: targetFPS)
-        tracerBox.tracer = tracer
-        let pipeline = Pipeline(source: readNext, stages: stageList, observer: tracer)
-        lastTracer = tracer
-
-        /// Finishes the file and puts it in place: at the target when the run is complete (or
-        /// interrupted on purpose), beside it as NAME.incomplete.EXT when it failed.
-        func finalize(failed: Bool = false) throws -> String {
-            if hold { try writer.holdUntil(timestamps.count) }
-            try sink.finish()
-            guard let partial else { return c.output }
-            let destination = failed ? partial.incompleteTarget : partial.target
-            do {
-                try partial.commit(as: destination)
-            } catch {
-                throw MediaError(.outputUnwritable, "Cannot move the finished output into place as '\(destination.path)': \(error.reason). It is still at '\(temp)'.")
-            }
-            return destination.path
-        }
-
+    /// Runs the pipeline and puts the output in place: at the target when the run is complete
+    /// (or interrupted on purpose), beside it as NAME.incomplete.EXT when frames were saved
+    /// before a failure, nowhere when none were.
+    private func drive(_ pipeline: Pipeline<JobItem>, output: JobOutput, source: FrameSource, video: VideoStreamInfo,
+                       timestamps: TimestampLog, tracer: FrameTracer, warnings: WarningLog) throws -> JobResult {
+        let c = configuration
+        let writer = output.writer
         do {
             if sequential { try pipeline.runSequentially() } else { try pipeline.run() }
-            if window != nil && shouldStop() {
+            if segment != nil && shouldStop() {
                 // An interrupted segment is not finished: it is kept playable beside its name
                 // (a resumable run joins it into the interrupted output) and redone next time.
-                _ = try finalize(failed: true)
+                _ = try output.finalize(failed: true, frames: timestamps.count)
                 return JobResult(framesIn: timestamps.count, framesOut: writer.framesWritten, corrupt: source.corruptCount,
-                                 interrupted: true, warnings: warnings, dropped: 0, report: tracer.report())
+                                 interrupted: true, warnings: warnings.all, dropped: 0, report: tracer.report())
             }
         } catch let error as MediaError where shouldStop() && error.kind == .corruptInput && writer.framesWritten > 0 {
             // A signal cut the input mid-frame while it waited: an interrupted run, not damage.
             _ = error
         } catch let error as MediaError where error.kind == .corruptInput && writer.framesWritten > 0 {
             // Damaged input after some frames: keep them, without replacing an existing output.
-            let kept = try finalize(failed: true)
+            let kept = try output.finalize(failed: true, frames: timestamps.count)
             throw PartialOutputError(underlying: error, framesWritten: writer.framesWritten, output: kept)
         } catch {
-            partial?.discard()
+            output.partial?.discard()
             throw error
         }
         // Interrupted before any frame: nothing to keep, and nothing is left behind.
         if timestamps.count == 0 && shouldStop() {
-            partial?.discard()
+            output.partial?.discard()
             throw MediaError(.interrupted, "Interrupted before the first frame of \(c.input == "-" ? "standard input" : "'\(c.input)'"); nothing was written.")
         }
         // An input with no frames is an error, not an empty output that looks like success.
         if timestamps.count == 0 && !shouldStop() {
-            partial?.discard()
+            output.partial?.discard()
             let name = c.input == "-" ? "standard input" : "'\(c.input)'"
             throw MediaError(.corruptInput, "\(name) has a video stream with no frames; nothing was written. Check the source.")
         }
         do {
-            _ = try finalize()
+            _ = try output.finalize(frames: timestamps.count)
         } catch {
-            partial?.discard()
+            output.partial?.discard()
             throw error
         }
         let report = tracer.report()
         // A file that ends early (truncated in a copy or download) decodes without an error:
         // said, with the count its header declares.
-        if let stored = video.frameCount, window == nil, c.maxFrames == nil, !shouldStop(), timestamps.count + 1 < stored {
-            warn("'\(c.input)' ended after \(timestamps.count) of the \(stored) frames its header declares: the file is truncated or damaged. Check the source (the frames read were processed).")
+        if let stored = video.frameCount, segment == nil, c.maxFrames == nil, !shouldStop(), timestamps.count + 1 < stored {
+            warnings.add("'\(c.input)' ended after \(timestamps.count) of the \(stored) frames its header declares: the file is truncated or damaged. Check the source (the frames read were processed).")
         }
         return JobResult(framesIn: timestamps.count, framesOut: writer.framesWritten, corrupt: source.corruptCount,
-                         interrupted: shouldStop(), warnings: warnings, dropped: report.framesDropped, report: report)
+                         interrupted: shouldStop(), warnings: warnings.all, dropped: report.framesDropped, report: report)
     }
 
     /// What the last run was, for the stats file: input, output, each model with the SHA-256

@@ -1,4 +1,5 @@
 import Foundation
+import SafeFiles
 internal import MediaIO
 public import Pipeline
 public import Tracing
@@ -15,11 +16,6 @@ enum JobItem: PipelineItem {
 }
 
 extension FrameTracer: PipelineObserver {}
-
-/// Lets the source closure reach the tracer, which is made after the stages are known.
-final class TracerBox: @unchecked Sendable {
-    var tracer: FrameTracer?
-}
 
 /// Timestamps of every source frame, by sequence number (for `--live-output hold`).
 final class TimestampLog: @unchecked Sendable {
@@ -97,6 +93,11 @@ final class HoldingWriter {
         timestamps.forget(before: next)
     }
 
+    /// The end of the stream: when holding, the last frame is repeated up to the `frames` read.
+    func finish(frames: Int) throws {
+        if hold { try holdUntil(frames) }
+    }
+
     /// Repeats the last written frame for every source frame before `id` not yet written.
     func holdUntil(_ id: Int) throws {
         guard var held = last else { next = max(next, id); return }
@@ -137,5 +138,48 @@ extension VideoFrame {
             }
             return coloured * 100 > max(n, 1)
         }
+    }
+}
+
+/// The warnings of a job: kept for its result, and passed on as they happen.
+final class WarningLog {
+    private let forward: (String) -> Void
+    /// Every warning so far, in order.
+    private(set) var all: [String] = []
+
+    init(forward: @escaping (String) -> Void) { self.forward = forward }
+
+    /// Keeps `warning` and passes it on.
+    func add(_ warning: String) {
+        all.append(warning)
+        forward(warning)
+    }
+}
+
+/// A job's output while it is written: the sink, its writer, and the temporary file beside
+/// the target that it goes to (nil for standard output and network URLs).
+struct JobOutput {
+    let sink: FrameSink
+    let writer: HoldingWriter
+    let partial: PartialFile?
+    /// The path the sink writes.
+    let temporary: String
+    /// The output as asked for.
+    let output: String
+
+    /// Finishes the file (a holding writer repeats its last frame up to the `frames` read) and
+    /// puts it in place: at the target when the run is complete (or interrupted on purpose),
+    /// beside it as NAME.incomplete.EXT when it failed. Returns where it is.
+    func finalize(failed: Bool = false, frames: Int) throws -> String {
+        try writer.finish(frames: frames)
+        try sink.finish()
+        guard let partial else { return output }
+        let destination = failed ? partial.incompleteTarget : partial.target
+        do {
+            try partial.commit(as: destination)
+        } catch {
+            throw MediaError(.outputUnwritable, "Cannot move the finished output into place as '\(destination.path)': \(error.reason). It is still at '\(temporary)'.")
+        }
+        return destination.path
     }
 }

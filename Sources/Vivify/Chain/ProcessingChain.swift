@@ -1,4 +1,5 @@
 public import MediaIO
+internal import Pipeline
 
 /// One stage of a job as configuration: what to build, before any model is loaded.
 public enum StageSpec: Sendable, Equatable {
@@ -81,28 +82,33 @@ public struct ProcessingChain {
 
     /// Runs one frame through every processor, on this thread (then `flush()` at the end).
     public func process(_ frame: ChainFrame) throws -> [ChainFrame] {
-        try pass([frame], from: 0)
+        try Self.runner(processors, lastStateful: lastStateful).pass([frame])
     }
 
     /// What the processors still hold at the end of the stream, through the ones after them.
     public func flush() throws -> [ChainFrame] {
-        var out: [ChainFrame] = []
-        for k in processors.indices { out += try pass(try processors[k].flush(), from: k + 1) }
-        return out
+        try Self.runner(processors, lastStateful: lastStateful).flush()
     }
 
-    private func pass(_ frames: [ChainFrame], from first: Int) throws -> [ChainFrame] {
-        var frames = frames
-        for p in processors[first...] { frames = try frames.flatMap { try p.process($0) } }
-        return frames
+    /// The last processor that keeps state from frame to frame: a segment's warm-up frames
+    /// go no further.
+    var lastStateful: FrameProcessor? { processors.last { $0.warmUpFrames > 0 } }
+
+    /// The one runner of processors (pass and flush) for the whole chain and for each
+    /// pipeline stage of a job: warm-up frames are dropped after `lastStateful`.
+    static func runner(_ members: [FrameProcessor], lastStateful: FrameProcessor?) -> StageRunner<ChainFrame> {
+        StageRunner(count: members.count, step: { k, frame in
+            let out = try members[k].process(frame)
+            return members[k] === lastStateful ? out.filter { !$0.isWarmUp } : out
+        }, flush: { k in try members[k].flush() })
     }
 
-    /// Warms up every model stage (live mode measures every frame, the first one too).
     /// Every stage gives back its frame-sized buffers (`FrameProcessor.releaseBuffers`).
     public func releaseBuffers() {
         processors.forEach { $0.releaseBuffers() }
     }
 
+    /// Warms up every model stage (live mode measures every frame, the first one too).
     public func warmUp() throws {
         for p in processors where p.runsModel { try p.warmUp() }
     }
