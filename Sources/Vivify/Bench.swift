@@ -28,19 +28,13 @@ public enum Bench {
     }
 
     /// Runs `frames` generated `size` frames through the pipeline with the given model.
-    public static func run(size: FrameSize, frames: Int, upscale: String?, colorize: String? = nil, tile: Int?, backend: BackendChoice,
-                           targetFPS: Double, guide: ColourGuideSpec = ColourGuideSpec(), filters: [FilterStage] = [],
-                           anchorShots: Bool = true, limits: RunLimits = RunLimits(), log: @escaping (String) -> Void = { _ in }) throws -> Result {
+    public static func run(size: FrameSize, frames: Int, stages: StageSettings, backend: BackendChoice,
+                           targetFPS: Double, limits: RunLimits = RunLimits(), log: @escaping (String) -> Void = { _ in }) throws -> Result {
         var c = RunConfiguration(input: "generated", output: "-")
         c.limits = limits
         c.synthetic = (size, frames)
         c.discardOutput = true
-        c.upscale = upscale
-        c.colorize = colorize
-        c.colourGuide = guide
-        c.anchorShots = anchorShots
-        c.filters = filters
-        c.tile = tile
+        c.stages = stages
         c.backend = backend
         c.targetFPS = targetFPS
         let job = Job(configuration: c)

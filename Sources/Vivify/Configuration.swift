@@ -4,7 +4,7 @@ internal import ModelFormats
 public import SafeFiles
 
 /// A frame size in pixels, written `WxH` on the command line.
-public struct FrameSize: Sendable, Equatable, CustomStringConvertible {
+public struct FrameSize: Codable, Sendable, Equatable, CustomStringConvertible {
     /// Width in pixels.
     public var width: Int
     /// Height in pixels.
@@ -52,8 +52,6 @@ public struct RunConfiguration: Sendable {
     public var rawSize: FrameSize?
     /// Frame rate of raw input.
     public var rawRate: Rational?
-    /// Resize every frame to this size (lanczos).
-    public var resize: FrameSize?
     /// Encoder settings for media outputs.
     public var encoder: EncoderSettings
     /// Copy audio and subtitle streams (when the container can hold them).
@@ -62,25 +60,8 @@ public struct RunConfiguration: Sendable {
     public var strict: Bool
     /// YUV matrix to assume instead of the input's tag or the size rule (FFmpeg name).
     public var assumeMatrix: String?
-    /// Upscaling model: a catalog name or a path to an ncnn `.param`; nil for none.
-    public var upscale: String?
-    /// Interior tile size for the model; nil chooses from a memory budget.
-    public var tile: Int?
-    /// Colorizing model: a path to an ncnn `.param` with its `.bin` and `.json` description.
-    public var colorize: String?
-    /// Upscale first, then colorize at the upscaled size (default: colorize, then upscale).
-    public var colorizeAfter: Bool
-    /// Keep colour steady across frames (temporal stabilization of ab).
-    public var stabilize: Bool
-    /// With the stabilizer: anchor each shot's colour to its own earlier frames (`--no-anchor`
-    /// turns it off).
-    public var anchorShots: Bool
-    /// Chroma multiplier for the colorizer (1 keeps the model's colour; gamut-safe).
-    public var saturation: Float
-    /// References, keyframes and hints that guide the colorizer.
-    public var colourGuide: ColourGuideSpec
-    /// Image-to-image models (`--filter`) placed among colorize and upscale, in order.
-    public var filters: [FilterStage] = []
+    /// The stages: which models run, how and in which order, then resize.
+    public var stages: StageSettings
     /// Stop after this many input frames.
     public var maxFrames: Int?
     /// Backend running the models.
@@ -111,19 +92,11 @@ public struct RunConfiguration: Sendable {
         outputFormat = nil
         rawSize = nil
         rawRate = nil
-        resize = nil
         encoder = EncoderSettings()
         copyAudioAndSubtitles = true
         strict = false
         assumeMatrix = nil
-        upscale = nil
-        tile = nil
-        colorize = nil
-        colorizeAfter = false
-        stabilize = true
-        anchorShots = true
-        saturation = 1
-        colourGuide = ColourGuideSpec()
+        stages = StageSettings()
         maxFrames = nil
         backend = .onednn
         mode = .offline
@@ -162,6 +135,32 @@ public struct RunConfiguration: Sendable {
         if output == "-" || output.lowercased().hasSuffix(".y4m") { return .y4m }
         return nil
     }
+}
+
+extension RunConfiguration {
+    // The stage settings by their own names, for the callers in this package that
+    // set one or two; other callers use `stages`.
+
+    /// `stages.resize`.
+    package var resize: FrameSize? { get { stages.resize } set { stages.resize = newValue } }
+    /// `stages.upscale`.
+    package var upscale: String? { get { stages.upscale } set { stages.upscale = newValue } }
+    /// `stages.tile`.
+    package var tile: Int? { get { stages.tile } set { stages.tile = newValue } }
+    /// `stages.colorize`.
+    package var colorize: String? { get { stages.colorize } set { stages.colorize = newValue } }
+    /// `stages.colorizeAfter`.
+    package var colorizeAfter: Bool { get { stages.colorizeAfter } set { stages.colorizeAfter = newValue } }
+    /// `stages.stabilize`.
+    package var stabilize: Bool { get { stages.stabilize } set { stages.stabilize = newValue } }
+    /// `stages.anchorShots`.
+    package var anchorShots: Bool { get { stages.anchorShots } set { stages.anchorShots = newValue } }
+    /// `stages.saturation`.
+    package var saturation: Float { get { stages.saturation } set { stages.saturation = newValue } }
+    /// `stages.colourGuide`.
+    package var colourGuide: ColourGuideSpec { get { stages.colourGuide } set { stages.colourGuide = newValue } }
+    /// `stages.filters`.
+    package var filters: [FilterStage] { get { stages.filters } set { stages.filters = newValue } }
 }
 
 /// How the pipeline treats frames that arrive faster than the model can take them.

@@ -67,10 +67,8 @@ public enum ImageBatch {
 
     /// Runs every input through the stages into `directory` (created when missing).
     /// `progress` receives (pictures done, total) after each one. `limits` are put in force first.
-    public static func run(inputs arguments: [String], directory: String, format: String?, upscale: String?, tile: Int?,
-                           backend: BackendChoice = .onednn, colorize: String? = nil, colorizeAfter: Bool = false,
-                           saturation: Float = 1, guide: ColourGuideSpec = ColourGuideSpec(), filters: [FilterStage] = [],
-                           existingOutput: ExistingOutput = .refuse,
+    public static func run(inputs arguments: [String], directory: String, format: String?, stages: StageSettings,
+                           backend: BackendChoice = .onednn, existingOutput: ExistingOutput = .refuse,
                            limits: RunLimits = RunLimits(), log: @escaping @Sendable (String) -> Void = { _ in },
                            progress: (Int, Int) -> Void = { _, _ in }) throws -> Summary {
         limits.putInForce()
@@ -100,8 +98,7 @@ public enum ImageBatch {
         } else if !isDirectory.boolValue {
             throw MediaError(.invalidOptions, "'\(directory)' is a file; with several pictures the output is a directory.")
         }
-        let models = try ImageJob.makeModels(upscale: upscale, tile: tile, backend: backend, colorize: colorize, colorizeAfter: colorizeAfter,
-                                             saturation: saturation, guide: guide, filters: filters, log: log)
+        let models = try ImageJob.makeModels(stages, backend: backend, log: log)
 
         // Load ahead on one thread (at most two pictures waiting), save behind on another.
         let loaded = FrameQueue<(String, Result<StillImage, any Error>)>(name: "→ image batch", policy: .backpressure(capacity: 2))

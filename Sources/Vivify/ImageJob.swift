@@ -7,10 +7,10 @@ public import SafeFiles
 public enum ImageJob {
     /// Reads `input`, runs it through the same processing chain as `vivify run` (colorize and
     /// upscale in the configured order; alpha upscaled beside the colour) and writes `output`.
-    /// Returns warnings (e.g. alpha dropped by JPEG). `limits` are put in force first.
-    public static func run(input: String, output: String, upscale: String?, tile: Int?, backend: BackendChoice = .onednn,
-                           colorize: String? = nil, colorizeAfter: Bool = false, saturation: Float = 1, guide: ColourGuideSpec = ColourGuideSpec(),
-                           filters: [FilterStage] = [], existingOutput: ExistingOutput = .refuse, limits: RunLimits = RunLimits(),
+    /// Returns warnings (e.g. alpha dropped by JPEG). `limits` are put in force first; of
+    /// `stages`, the models run (a picture has no stabilizer, and is not resized).
+    public static func run(input: String, output: String, stages: StageSettings, backend: BackendChoice = .onednn,
+                           existingOutput: ExistingOutput = .refuse, limits: RunLimits = RunLimits(),
                            log: (String) -> Void = { _ in }) throws -> [String] {
         limits.putInForce()
         try ImageIO.validateOutputPath(output)
@@ -21,29 +21,19 @@ public enum ImageJob {
         case .write(let target): url = target
         case .skip: return ["'\(output)' exists; skipped (-n)."]
         }
-        let models = try makeModels(upscale: upscale, tile: tile, backend: backend, colorize: colorize, colorizeAfter: colorizeAfter,
-                                    saturation: saturation, guide: guide, filters: filters, log: log)
+        let models = try makeModels(stages, backend: backend, log: log)
         let image = try process(try ImageIO.read(path: input), name: input, models: models, outputExtension: url.pathExtension, log: log)
         return try save(image, to: url, output: output, replacing: existingOutput == .replace)
     }
 
     /// The model stages of an image job, made once (a batch reuses them for every picture).
-    static func makeModels(upscale: String?, tile: Int?, backend: BackendChoice, colorize: String?, colorizeAfter: Bool,
-                           saturation: Float, guide: ColourGuideSpec = ColourGuideSpec(), filters: [FilterStage] = [],
-                           log: (String) -> Void) throws -> [FrameProcessor] {
-        if !guide.isEmpty && colorize == nil {
+    static func makeModels(_ stages: StageSettings, backend: BackendChoice, log: (String) -> Void) throws -> [FrameProcessor] {
+        if !stages.colourGuide.isEmpty && stages.colorize == nil {
             throw MediaError(.invalidOptions, "--reference and --hint guide the colorizer, but no colorizer runs. Add --colorize.")
         }
-        var c = RunConfiguration(input: "", output: "")
-        c.colorize = colorize
-        c.upscale = upscale
-        c.tile = tile
-        c.colorizeAfter = colorizeAfter
-        c.stabilize = false
-        c.saturation = saturation
-        c.colourGuide = guide
-        c.filters = filters
-        let models = try c.modelStages.map { try ProcessorFactory.make($0, backend: backend, log: log) }
+        var stills = stages
+        stills.stabilize = false
+        let models = try stills.modelStages.map { try ProcessorFactory.make($0, backend: backend, log: log) }
         for case let p as ColorizeProcessor in models { p.stills = true }
         return models
     }

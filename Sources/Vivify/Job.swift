@@ -386,29 +386,16 @@ public final class Job {
     public func runDescription() throws -> RunDescription {
         let c = configuration
         var models: [RunDescription.Model] = []
-        for p in lastChain?.processors ?? [] {
-            let (task, name, files, precision): (String, String, [String], String)
-            if let colorize = p as? ColorizeProcessor {
-                // The colorizer is never calibrated: int8 asked is fp32 run.
-                let asked = c.backend == .onednn ? PrecisionChoice.current : "fp32"
-                (task, name, files, precision) = ("colorize", colorize.colorizer.name, colorize.colorizer.modelFiles, asked == "int8" ? "fp32" : asked)
-            } else if let upscale = p as? UpscaleProcessor {
-                (task, name, files, precision) = ("upscale", upscale.upscaler.name, upscale.upscaler.modelFiles,
-                                                  c.backend == .onednn ? upscale.upscaler.computePrecision : "fp32")
-            } else if let filter = p as? FilterProcessor {
-                (task, name, files, precision) = (filter.name, filter.model.name, filter.model.modelFiles,
-                                                  c.backend == .onednn ? filter.model.computePrecision : "fp32")
-            } else {
-                continue
-            }
+        for case let p as ModelStage in lastChain?.processors ?? [] {
             var hashes: [String: String] = [:]
-            for f in files {
+            for f in p.modelFiles {
                 var isDirectory: ObjCBool = false
                 guard FileManager.default.fileExists(atPath: f, isDirectory: &isDirectory) else { continue }
                 let url = URL(fileURLWithPath: f)
                 hashes[f] = isDirectory.boolValue ? try SHA256.treeDigest(directoryAt: url).digest.hex : try SHA256.hash(fileAt: url).hex
             }
-            models.append(RunDescription.Model(task: task, name: name, files: hashes, backend: c.backend.rawValue, precision: precision))
+            models.append(RunDescription.Model(task: p.name, name: p.modelName, files: hashes, backend: c.backend.rawValue,
+                                               precision: c.backend == .onednn ? p.computePrecision : "fp32"))
         }
         // References, keyframes and the hints picture, with their SHA-256 like the models'.
         for (task, path) in c.colourGuide.references.map({ ("reference", $0) }) + c.colourGuide.keyframes.map({ ("keyframe \($0.position.text)", $0.file) })

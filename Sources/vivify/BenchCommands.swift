@@ -105,10 +105,12 @@ struct BenchCommand: ParsableCommand {
     func run() throws {
         FFmpegLog.configure(verbose: false)
         try timing.outputs.check(inputs: [])
-        let result = try Bench.run(size: FrameSize(parsing: size)!, frames: frames, upscale: upscale, colorize: colorize, tile: tile, backend: try backend.resolved(),
-                                   targetFPS: timing.targetFps ?? 30, guide: guideOptions.spec,
-                                   filters: try filterOptions.stages(colorize: colorize != nil, upscale: upscale != nil, colorizeAfter: false),
-                                   anchorShots: anchor, limits: benchLimits, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
+        var stages = StageSettings(colorize: colorize, upscale: upscale, tile: tile)
+        stages.colourGuide = guideOptions.spec
+        stages.filters = try filterOptions.stages(colorize: colorize != nil, upscale: upscale != nil, colorizeAfter: false)
+        stages.anchorShots = anchor
+        let result = try Bench.run(size: FrameSize(parsing: size)!, frames: frames, stages: stages, backend: try backend.resolved(),
+                                   targetFPS: timing.targetFps ?? 30, limits: benchLimits, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
         print(result.text, terminator: "")
         if let tracer = result.tracer { try timing.outputs.write(tracer, report: result.report) }
     }

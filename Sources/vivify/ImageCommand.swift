@@ -48,10 +48,8 @@ struct ImageCommand: ParsableCommand {
         FFmpegLog.configure(verbose: false)
         if isBatch { return try runBatch() }
         let input = paths[0], output = paths[1]
-        let warnings = try ImageJob.run(input: input, output: output, upscale: modelOptions.upscale, tile: modelOptions.tile,
-                                        backend: try modelOptions.backend.resolved(), colorize: modelOptions.colorize,
-                                        colorizeAfter: modelOptions.colorizeAfter, saturation: modelOptions.saturation,
-                                        guide: modelOptions.guide, filters: try modelOptions.filters, existingOutput: overwriteOptions.existing,
+        let warnings = try ImageJob.run(input: input, output: output, stages: modelOptions.stages,
+                                        backend: try modelOptions.backend.resolved(), existingOutput: overwriteOptions.existing,
                                         limits: modelOptions.limits(pixels: limitOptions), log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } })
         if !quiet { for w in warnings { ProgressReporter.writeStderr("vivify: warning: \(w)\n") } }
     }
@@ -62,9 +60,8 @@ struct ImageCommand: ParsableCommand {
         var reporter: ProgressReporter?
         let summary: ImageBatch.Summary
         summary = try ImageBatch.run(
-            inputs: Array(paths.dropLast()), directory: paths.last!, format: format, upscale: modelOptions.upscale, tile: modelOptions.tile,
-            backend: try modelOptions.backend.resolved(), colorize: modelOptions.colorize, colorizeAfter: modelOptions.colorizeAfter,
-            saturation: modelOptions.saturation, guide: modelOptions.guide, filters: try modelOptions.filters, existingOutput: overwriteOptions.existing,
+            inputs: Array(paths.dropLast()), directory: paths.last!, format: format, stages: modelOptions.stages,
+            backend: try modelOptions.backend.resolved(), existingOutput: overwriteOptions.existing,
             limits: modelOptions.limits(pixels: limitOptions), log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } },
             progress: { done, total in
                 guard !quiet else { return }

@@ -257,16 +257,16 @@ struct ModelOptions: ParsableArguments {
         return limits
     }
 
-    func apply(to c: inout RunConfiguration) {
-        c.upscale = upscale
-        c.tile = tile
-        c.backend = backend
-        c.colorize = colorize
-        c.colorizeAfter = colorizeAfter
-        c.saturation = saturation
-        c.colourGuide = guide
+    /// The stages these options describe (the job's own options add resize, the stabilizer
+    /// and keyframes).
+    var stages: StageSettings {
+        var s = StageSettings(colorize: colorize, upscale: upscale, tile: tile)
+        s.colorizeAfter = colorizeAfter
+        s.saturation = saturation
+        s.colourGuide = guide
         // Checked in validate().
-        c.filters = (try? filters) ?? []
+        s.filters = (try? filters) ?? []
+        return s
     }
 }
 
@@ -401,16 +401,17 @@ struct JobOptions: ParsableArguments {
     func configuration(input: String, output: String, network: NetworkOptions? = nil) -> RunConfiguration {
         var c = RunConfiguration(input: input, output: output)
         inputOptions.apply(to: &c)
-        modelOptions.apply(to: &c)
+        c.stages = modelOptions.stages
+        c.backend = modelOptions.backend
+        c.stages.resize = resize.flatMap(FrameSize.init(parsing:))
+        c.stages.stabilize = stabilize
+        c.stages.anchorShots = anchor
+        c.stages.colourGuide.keyframes = keyframe.compactMap(Keyframe.init(parsing:))
         c.outputFormat = outputFormat
-        c.resize = resize.flatMap(FrameSize.init(parsing:))
         c.encoder = EncoderSettings(codec: codec ?? EncoderSettings.defaultCodec(forOutput: output), crf: crf, preset: preset, pixelFormat: pixFmt)
         c.copyAudioAndSubtitles = !noAudio
         c.strict = strict
-        c.stabilize = stabilize
-        c.anchorShots = anchor
         c.maxFrames = maxFrames
-        c.colourGuide.keyframes = keyframe.compactMap(Keyframe.init(parsing:))
         c.existingOutput = overwriteOptions.existing
         c.limits = modelOptions.limits(pixels: limitOptions, network: network)
         return c

@@ -90,3 +90,9 @@ public final class FilterProcessor: FrameProcessor {
         return try model.flopsPerFrame(width: input.width, height: input.height)
     }
 }
+
+extension FilterProcessor: ModelStage {
+    public var modelName: String { model.name }
+    public var modelFiles: [String] { model.modelFiles }
+    public var computePrecision: String { model.computePrecision }
+}

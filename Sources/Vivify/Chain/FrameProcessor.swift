@@ -189,3 +189,14 @@ extension FrameProcessor {
     public func reset() {}
     public func releaseBuffers() {}
 }
+
+/// A stage that runs a model, as the stats file and a segment manifest describe it (its
+/// `name` is the task: "colorize", "upscale", "filter2").
+public protocol ModelStage: FrameProcessor {
+    /// The model's name (built-in or catalog name, bundle or path).
+    var modelName: String { get }
+    /// The files the model was loaded from (a built-in model has none).
+    var modelFiles: [String] { get }
+    /// What its convolutions compute in on oneDNN ("fp32", "bf16", "int8").
+    var computePrecision: String { get }
+}

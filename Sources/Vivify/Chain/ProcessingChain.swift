@@ -137,64 +137,6 @@ public struct ProcessingChain {
     }
 }
 
-extension RunConfiguration {
-    /// The model stages in order: colorize then upscale, or the reverse with `colorizeAfter`,
-    /// with each filter after the first `after` of them (filters of one place in their order).
-    public var modelStages: [StageSpec] {
-        var base: [StageSpec] = []
-        if let colorize { base.append(.colorize(model: colorize, stabilize: stabilize, saturation: saturation, guide: colourGuide, anchor: anchorShots)) }
-        if let upscale {
-            let step = StageSpec.upscale(model: upscale, tile: tile)
-            if colorizeAfter { base.insert(step, at: 0) } else { base.append(step) }
-        }
-        var specs: [StageSpec] = []
-        var named = 0
-        for slot in 0...base.count {
-            for f in filters where min(max(f.after, 0), base.count) == slot {
-                named += 1
-                specs.append(.filter(model: f.model, tile: tile, strength: f.strength, name: named == 1 ? "filter" : "filter\(named)"))
-            }
-            if slot < base.count { specs.append(base[slot]) }
-        }
-        return specs
-    }
-}
-
-/// One `--filter` of a run: an image-to-image model, its strength, and its place among the
-/// colorizer and upscaler.
-public struct FilterStage: Codable, Sendable, Equatable {
-    /// The model: a `.wifm`, a model file of any format Vivify reads, or a catalog name.
-    public var model: String
-    /// Output · strength + input · (1 − strength), 0…1.
-    public var strength: Float
-    /// How many of the run's colorize and upscale stages (in the chain's order) come before it.
-    public var after: Int
-
-    /// Makes a filter.
-    public init(model: String, strength: Float = 1, after: Int = 0) {
-        self.model = model
-        self.strength = strength
-        self.after = after
-    }
-
-    /// The strengths a filter may have.
-    public static let strengthRange: ClosedRange<Float> = 0...1
-}
-
-extension RunConfiguration {
-    /// Every stage of a run whose frames arrive as `sourceFormat`, in order: to RGB (when a
-    /// model needs it), the models, then resize. The final conversion is added once the sink
-    /// says what it takes.
-    public func stageSpecs(sourceFormat: PixelFormat) -> [StageSpec] {
-        let models = modelStages
-        var specs: [StageSpec] = []
-        if !models.isEmpty && sourceFormat != .rgb24 { specs.append(.toRGB) }
-        specs += models
-        if let resize { specs.append(.resize(resize)) }
-        return specs
-    }
-}
-
 extension PixelLayout {
     /// The packed format frames of this layout become at the sink (planar float is rounded
     /// to rgb24 or gray).

@@ -307,3 +307,16 @@ public final class OutputConversionProcessor: FrameProcessor {
         converted = VideoFrame(format: .rgb24, width: 1, height: 1)
     }
 }
+
+extension ColorizeProcessor: ModelStage {
+    public var modelName: String { colorizer.name }
+    public var modelFiles: [String] { colorizer.modelFiles }
+    /// The precision asked for: the colorizer is never calibrated, so int8 asked is fp32 run.
+    public var computePrecision: String { PrecisionChoice.current == "int8" ? "fp32" : PrecisionChoice.current }
+}
+
+extension UpscaleProcessor: ModelStage {
+    public var modelName: String { upscaler.name }
+    public var modelFiles: [String] { upscaler.modelFiles }
+    public var computePrecision: String { upscaler.computePrecision }
+}

@@ -60,18 +60,8 @@ public final class SegmentedJob {
     /// SHA-256 of every model's files, by task and name (built-in models by name and version).
     static func modelDigests(_ models: [FrameProcessor]) throws -> [String: String] {
         var out: [String: String] = [:]
-        for p in models {
-            let (key, files): (String, [String])
-            if let colorize = p as? ColorizeProcessor {
-                (key, files) = ("colorize \(colorize.colorizer.name)", colorize.colorizer.modelFiles)
-            } else if let upscale = p as? UpscaleProcessor {
-                (key, files) = ("upscale \(upscale.upscaler.name)", upscale.upscaler.modelFiles)
-            } else if let filter = p as? FilterProcessor {
-                (key, files) = ("\(filter.name) \(filter.model.name)", filter.model.modelFiles)
-            } else {
-                continue
-            }
-            out[key] = try digest(files: files).hex
+        for case let p as ModelStage in models {
+            out["\(p.name) \(p.modelName)"] = try digest(files: p.modelFiles).hex
             // References, keyframes and the hints picture by content, so that every worker
             // colours alike and a file changed after `plan` is refused.
             if let guide = (p as? ColorizeProcessor)?.colorizer.guide?.spec {
