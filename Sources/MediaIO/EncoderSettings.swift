@@ -1,5 +1,5 @@
 /// How the video is encoded: codec, quality, speed and pixel format.
-public struct EncoderSettings: Sendable, Equatable {
+public struct EncoderSettings: Codable, Sendable, Equatable {
     /// FFmpeg encoder name or one of the aliases `h264`, `x264`, `hevc`, `h265`, `x265`, `vp9`, `av1`.
     public var codec: String
     /// Constant-rate-factor quality (lower is better); for mpeg4 it is the quantiser 1–31.

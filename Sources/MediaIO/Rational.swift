@@ -1,7 +1,7 @@
 import CFFmpeg
 
 /// An exact fraction, as FFmpeg uses for time bases, frame rates and aspect ratios.
-public struct Rational: Sendable, Hashable, CustomStringConvertible {
+public struct Rational: Codable, Sendable, Hashable, CustomStringConvertible {
     /// The numerator.
     public var num: Int
     /// The denominator; zero means "unknown".

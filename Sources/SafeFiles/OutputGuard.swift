@@ -1,7 +1,7 @@
 import Foundation
 
 /// What to do when the output already exists (ffmpeg's `-y` and `-n`).
-public enum ExistingOutput: String, Sendable, CaseIterable {
+public enum ExistingOutput: String, Codable, Sendable, CaseIterable {
     /// Refuse, naming the flags (the default: an existing file is never replaced unasked).
     case refuse
     /// Replace it once the new one is complete (`-y`, `--overwrite`).

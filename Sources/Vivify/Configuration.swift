@@ -27,7 +27,7 @@ public struct FrameSize: Codable, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// How frames are laid out in a stream that is not a media container.
-public enum StreamFormat: String, Sendable, CaseIterable {
+public enum StreamFormat: String, Codable, Sendable, CaseIterable {
     /// YUV4MPEG2: a header with size, rate and colour space, then frames. The default on pipes.
     case y4m
     /// Headerless packed RGB frames; needs --size and --rate on input.
@@ -37,7 +37,8 @@ public enum StreamFormat: String, Sendable, CaseIterable {
 }
 
 /// Everything `vivify run` needs to know. The CLI maps its flags onto this and nothing else.
-public struct RunConfiguration: Sendable {
+/// As JSON it holds every field but `synthetic` (a benchmark's generated input).
+public struct RunConfiguration: Codable, Sendable {
     /// Input path, or "-" for standard input.
     public var input: String
     /// Output path, or "-" for standard output.
@@ -83,6 +84,11 @@ public struct RunConfiguration: Sendable {
     /// Threads, pixel limit, memory budget, precision and network timeout, put in force when
     /// the run starts (nil fields leave what is in force).
     public var limits: RunLimits
+
+    private enum CodingKeys: String, CodingKey {
+        case input, output, inputFormat, outputFormat, rawSize, rawRate, encoder, copyAudioAndSubtitles, strict, assumeMatrix
+        case stages, maxFrames, backend, mode, liveOutput, realtime, targetFPS, discardOutput, existingOutput, limits
+    }
 
     /// A configuration with defaults: auto formats, libx264, audio copied, lenient.
     public init(input: String, output: String) {
@@ -164,7 +170,7 @@ extension RunConfiguration {
 }
 
 /// How the pipeline treats frames that arrive faster than the model can take them.
-public enum RunMode: String, Sendable, CaseIterable {
+public enum RunMode: String, Codable, Sendable, CaseIterable {
     /// Every frame is processed (backpressure slows the source). The default.
     case offline
     /// The queue before the first model stage keeps only the newest frame; stale ones are dropped.
@@ -172,9 +178,12 @@ public enum RunMode: String, Sendable, CaseIterable {
 }
 
 /// What a live run writes.
-public enum LiveOutput: String, Sendable, CaseIterable {
+public enum LiveOutput: String, Codable, Sendable, CaseIterable {
     /// Only processed frames, at their source timestamps (variable frame rate).
     case vfr
     /// Every source timestamp: dropped frames are replaced by the last processed frame.
     case hold
 }
+
+// By its name ("onednn"), like the other choices of a run.
+extension BackendChoice: Codable {}
