@@ -1,5 +1,12 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
+
+// MediaIO, ModelCatalog and Vivify are optimised in debug builds too (the tests' binary), except
+// under scripts/sanitize (VIVIFY_SANITIZE=1): there ThreadSanitizer, which cannot see the Swift
+// runtime's reference counts, reported the decoder's copy-on-write hand-over of frame planes
+// to the next stage as a race once those modules were optimised.
+let optimisedInDebug: [SwiftSetting] = ProcessInfo.processInfo.environment["VIVIFY_SANITIZE"] == nil ? [.unsafeFlags(["-O"])] : []
 
 // Layout (see ../shared/STYLE.md):
 //   C modules   CFFmpeg, CZip, CDNNL  — system libraries from Debian, each with a shim header
@@ -32,7 +39,7 @@ let package = Package(
         .systemLibrary(name: "CZip", pkgConfig: "libzip", providers: [.apt(["libzip-dev"])]),
         .systemLibrary(name: "CDNNL", providers: [.apt(["libdnnl-dev"])]),
         .systemLibrary(name: "CVulkan", pkgConfig: "vulkan", providers: [.apt(["libvulkan-dev"])]),
-        .target(name: "MediaIO", dependencies: ["CFFmpeg"], swiftSettings: [.unsafeFlags(["-O"])]),
+        .target(name: "MediaIO", dependencies: ["CFFmpeg"], swiftSettings: optimisedInDebug),
         // Engine: the graph IR, shape inference, graph passes, the reference backend (plain
         // loops, the yardstick) and the tiler. Optimised even in debug builds and tests (the
         // reference runs whole models there), but with checks: -Ounchecked stays out of the
@@ -52,11 +59,11 @@ let package = Package(
         .target(name: "ModelFormats", dependencies: ["Engine", "CZip", "SafeFiles"]),
         .target(name: "Pipeline"),
         .target(name: "Tracing"),
-        .target(name: "Vivify", dependencies: ["Compute", "MediaIO", "Engine", "EngineDNNL", "EngineVulkan", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing", "ColorScience", "SafeFiles", "BuiltinModelData"], swiftSettings: [.unsafeFlags(["-O"])]),
+        .target(name: "Vivify", dependencies: ["Compute", "MediaIO", "Engine", "EngineDNNL", "EngineVulkan", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing", "ColorScience", "SafeFiles", "BuiltinModelData"], swiftSettings: optimisedInDebug),
         // BuiltinModelData: the built-in bundles as generated source (training/embed_builtin.py),
         // a target of its own so that a change to Vivify never recompiles 72,000 lines of base64.
         .target(name: "BuiltinModelData"),
-        .target(name: "ModelCatalog", swiftSettings: [.unsafeFlags(["-O"])]),
+        .target(name: "ModelCatalog", swiftSettings: optimisedInDebug),
         .target(name: "ColorScience", dependencies: ["Compute"], swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
         // FuzzTargets: every parser of untrusted bytes as one entry point; vivify-fuzz drives them
         // with libFuzzer (scripts/fuzz) or, in a plain build, replays inputs.
