@@ -251,11 +251,12 @@ public final class Colorizer {
                 Resample.area(a, w, h, into: &fa, f, f)
                 Resample.area(b, w, h, into: &fb, f, f)
                 stabilizer?.restart(l: guide.lFine, ab: fa + fb)
-            case .fine(var fine):
+            case .fine(var fine, let detail):
                 let f = ColourReference.fineSide
                 stabilizer?.apply(l: guide.lFine, ab: &fine, width: f, height: f)
                 Resample.bilinearModel(fine, f, f, into: &coefficients)
                 Resample.linearModelAB(coefficients, f, f, fittedTo: fullL, saturation: saturation, a: &a, b: &b, w, h)
+                detail?.apply(l: fullL, a: &a, b: &b, width: w, height: h)
             }
             try guide.finish(position: position, l: fullL, a: &a, b: &b, width: w, height: h)
             return

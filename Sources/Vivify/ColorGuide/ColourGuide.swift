@@ -95,8 +95,9 @@ public final class ColourGuide {
         case automatic
         /// The frame is a keyframe: its colour at full resolution (not yet fitted to the frame's L).
         case exact(a: [Float], b: [Float], width: Int, height: Int)
-        /// Colour on the 112×112 grid (model and references mixed).
-        case fine(ab: [Float])
+        /// Colour on the 112×112 grid (model and references mixed), and the references' detail
+        /// to add at full resolution.
+        case fine(ab: [Float], detail: DetailTransfer?)
     }
 
     /// Reads and prepares every reference and keyframe of `spec` (errors name the file and the
@@ -279,7 +280,8 @@ public final class ColourGuide {
                 ab[c * f * f + i] = w * t.ab[c * f * f + i] + (1 - w) * autoFine[i]
             }
         }
-        return .fine(ab: ab)
+        let detail = DetailTransfer.enabled ? DetailTransfer(match: t.match, weight: t.weight, details: weighted.map(\.reference.detail)) : nil
+        return .fine(ab: ab, detail: detail)
     }
 
     private var lastFeatures: EncodedFeatures?

@@ -187,6 +187,9 @@ struct ColourReference: Sendable {
     let lFine: [Float]
     /// a then b on the fine grid.
     let abFine: [Float]
+    /// Its colour's fine detail at (up to) its own resolution, for references read from a
+    /// file; nil for frames that become references (anchors, hinted frames).
+    let detail: ColourDetail?
 
     /// Prepares planar L, a, b of a `width`×`height` picture.
     init(name: String, l: [Float], a: [Float], b: [Float], width: Int, height: Int, encoder: ReferenceEncoder) throws {
@@ -203,6 +206,7 @@ struct ColourReference: Sendable {
         lGrid = lg
         lFine = lf
         abFine = af + bf
+        detail = ColourDetail(l: l, a: a, b: b, width: width, height: height, abFine: abFine, fineSide: f)
     }
 
     /// Prepares a frame whose colour is already known as ab at the fine grid (a colorized
@@ -213,5 +217,47 @@ struct ColourReference: Sendable {
         self.lGrid = lGrid
         self.lFine = lFine
         self.abFine = abFine
+        detail = nil
+    }
+}
+
+/// What a colour picture has beyond its fine grid: its L, and its a and b less their fine-grid
+/// versions brought back up (the colour's own edges and small things), at its resolution or
+/// shrunk to at most `maxSide` across. Immutable after `init`; kept in raw storage so that the
+/// per-pixel reads of `DetailTransfer` cost no reference counting.
+final class ColourDetail: @unchecked Sendable {
+    /// Longest side kept (larger pictures are area-shrunk).
+    static let maxSide = 1920
+    let width: Int, height: Int
+    /// L, `width`×`height`.
+    let l: UnsafeMutableBufferPointer<Float>
+    /// a then b, each less its fine-grid version bilinearly enlarged.
+    let ab: UnsafeMutableBufferPointer<Float>
+
+    init(l: [Float], a: [Float], b: [Float], width: Int, height: Int, abFine: [Float], fineSide f: Int) {
+        let scale = min(1, Double(Self.maxSide) / Double(max(width, height)))
+        let w = max(1, Int((Double(width) * scale).rounded())), h = max(1, Int((Double(height) * scale).rounded()))
+        var ls = l, as_ = a, bs = b
+        if w != width || h != height {
+            ls = [Float](repeating: 0, count: w * h); as_ = ls; bs = ls
+            Resample.area(l, width, height, into: &ls, w, h)
+            Resample.area(a, width, height, into: &as_, w, h)
+            Resample.area(b, width, height, into: &bs, w, h)
+        }
+        self.width = w
+        self.height = h
+        self.l = .allocate(capacity: w * h)
+        _ = self.l.initialize(from: ls)
+        ab = .allocate(capacity: 2 * w * h)
+        var up = [Float](repeating: 0, count: w * h)
+        for (c, plane) in [as_, bs].enumerated() {
+            Resample.bilinear(Array(abFine[(c * f * f)..<((c + 1) * f * f)]), f, f, into: &up, w, h)
+            for i in 0..<(w * h) { ab[c * w * h + i] = plane[i] - up[i] }
+        }
+    }
+
+    deinit {
+        l.deallocate()
+        ab.deallocate()
     }
 }

@@ -45,6 +45,9 @@ struct ReferenceMatcher {
         var ab: [Float]
         /// 0 (keep the automatic colour) … 1 (take the reference's), 112×112.
         var weight: [Float]
+        /// Per fine pixel, the sample that weighed most: reference index × 112² + its fine-grid
+        /// offset, or −1 where nothing matched (where the fine detail is taken from).
+        var match: [Int32]
     }
 
     private static let grid = ReferenceEncoder.gridSide
@@ -132,6 +135,7 @@ struct ReferenceMatcher {
         // matches, ±radius, weighted by lightness likeness and distance.
         let cellSide = fine / g
         var ab = [Float](repeating: 0, count: 2 * fine * fine), weight = [Float](repeating: 0, count: fine * fine)
+        var match = [Int32](repeating: -1, count: fine * fine)
         let radius = self.radius
         // exp(−ΔL² / 2σL²) from a table (ΔL in steps of 1/8 L*), exp(−d² / 2σS²) per offset.
         let lutStep: Float = 8, lutSize = 100 * 8 + 2
@@ -145,8 +149,8 @@ struct ReferenceMatcher {
         let low = lowConfidence, span = max(highConfidence - lowConfidence, 1e-6)
         let refLF = references.map(\.reference.lFine), refAB = references.map(\.reference.abFine)
         let plane = fine * fine
-        ab.withUnsafeMutableBufferPointer { abp in weight.withUnsafeMutableBufferPointer { wp in
-            nonisolated(unsafe) let (abp, wp) = (abp.baseAddress!, wp.baseAddress!)
+        ab.withUnsafeMutableBufferPointer { abp in weight.withUnsafeMutableBufferPointer { wp in match.withUnsafeMutableBufferPointer { mp in
+            nonisolated(unsafe) let (abp, wp, mp) = (abp.baseAddress!, wp.baseAddress!, mp.baseAddress!)
             let chunks = max(1, min(ComputeThreads.count, fine))
             DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
                 lightnessLUT.withUnsafeBufferPointer { lut in spatial.withUnsafeBufferPointer { sp in lFine.withUnsafeBufferPointer { lt in
@@ -154,7 +158,7 @@ struct ReferenceMatcher {
                     for x in 0..<fine {
                         let t = (y / cellSide) * g + x / cellSide, oy = y % cellSide, ox = x % cellSide
                         let l = lt[y * fine + x]
-                        var sa: Float = 0, sb: Float = 0, sw: Float = 0
+                        var sa: Float = 0, sb: Float = 0, sw: Float = 0, top: Float = 0, topAt = -1
                         for j in 0..<k {
                             let p = topP2[t * k + j]
                             if p < 1e-4 { continue }
@@ -171,6 +175,7 @@ struct ReferenceMatcher {
                                         sa += w * abr[at]
                                         sb += w * abr[plane + at]
                                         sw += w
+                                        if w > top { top = w; topAt = ri * plane + at }
                                     }
                                 }
                             } }
@@ -180,12 +185,13 @@ struct ReferenceMatcher {
                             abp[i] = sa / sw
                             abp[plane + i] = sb / sw
                             wp[i] = min(max((confidence2[t] - low) / span, 0), 1)
+                            mp[i] = Int32(topAt)
                         }
                     }
                 }
                 } } }
             }
-        } }
-        return Transfer(ab: ab, weight: weight)
+        } } }
+        return Transfer(ab: ab, weight: weight, match: match)
     }
 }
