@@ -473,8 +473,9 @@ package enum Kernels {
         }
     }
 
-    /// One axis of ONNX Resize: for each output position, the input taps and their weights.
-    static func resampleTaps(_ p: ResampleParameters, inSize n: Int, outSize m: Int, scale given: Float,
+    /// One axis of ONNX Resize: for each output position, the input taps and their weights
+    /// (also the Vulkan backend's tap tables).
+    package static func resampleTaps(_ p: ResampleParameters, inSize n: Int, outSize m: Int, scale given: Float,
                              roi: (Float, Float) = (0, 1)) -> [(index: [Int], weight: [Float])] {
         let scale = given > 0 ? Double(given) : Double(m) / Double(n)
         // ONNX's reference maps with the scale (n · scale may be fractional), not m / n.

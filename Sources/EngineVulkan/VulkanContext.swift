@@ -20,8 +20,13 @@ final class VulkanContext: @unchecked Sendable {
     let device: VkDevice
     let queue: VkQueue
     let queueFamily: UInt32
-    /// A memory type both host-visible and coherent (buffers are mapped for their whole life).
+    /// A memory type both host-visible and coherent.
     let hostMemoryType: UInt32
+    /// The device's memory types (VulkanMemory.swift picks among them per buffer).
+    let memoryTypes: [VkMemoryType]
+    /// The device's kind: discrete GPUs get device-local buffers and staging
+    /// (`VulkanMemoryPlan.automatic`).
+    let deviceType: VkPhysicalDeviceType
     /// Device name and driver, for messages and `--stats`.
     let deviceName: String
     let isCPU: Bool
@@ -73,6 +78,7 @@ final class VulkanContext: @unchecked Sendable {
         vkGetPhysicalDeviceProperties(chosen, &props)
         deviceName = withUnsafeBytes(of: &props.deviceName) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
         isCPU = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
+        deviceType = props.deviceType
         maxGroupsX = props.limits.maxComputeWorkGroupCount.0
         // A queue family with compute.
         var familyCount: UInt32 = 0
@@ -112,7 +118,8 @@ final class VulkanContext: @unchecked Sendable {
         var memory = VkPhysicalDeviceMemoryProperties()
         vkGetPhysicalDeviceMemoryProperties(chosen, &memory)
         let wanted = VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT.rawValue | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT.rawValue)
-        let types = withUnsafeBytes(of: &memory.memoryTypes) { Array($0.bindMemory(to: VkMemoryType.self)) }
+        let types = withUnsafeBytes(of: &memory.memoryTypes) { Array($0.bindMemory(to: VkMemoryType.self).prefix(Int(memory.memoryTypeCount))) }
+        memoryTypes = types
         guard let type = (0..<Int(memory.memoryTypeCount)).first(where: { types[$0].propertyFlags & wanted == wanted }) else {
             vkDestroyDevice(device, nil)
             made.destroy()
@@ -206,58 +213,5 @@ final class VulkanContext: @unchecked Sendable {
         var f: VkFence? = fence
         try Self.check(vkWaitForFences(device, 1, &f, VkBool32(VK_TRUE), UInt64.max), "waiting for the device")
         try Self.check(vkResetFences(device, 1, &f), "resetting a fence")
-    }
-}
-
-/// A storage buffer in host-visible memory, mapped for its whole life.
-final class VulkanBuffer {
-    let context: VulkanContext
-    let buffer: VkBuffer
-    let memory: VkDeviceMemory
-    /// The mapped floats.
-    let floats: UnsafeMutablePointer<Float>
-    let count: Int
-
-    init(_ context: VulkanContext, count: Int) throws {
-        self.context = context
-        self.count = count
-        let device = context.device
-        var info = VkBufferCreateInfo()
-        info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO
-        info.size = VkDeviceSize(max(count, 1) * 4)
-        info.usage = VkBufferUsageFlags(VK_BUFFER_USAGE_STORAGE_BUFFER_BIT.rawValue)
-        info.sharingMode = VK_SHARING_MODE_EXCLUSIVE
-        var b: VkBuffer?
-        try VulkanContext.check(vkCreateBuffer(device, &info, nil, &b), "creating a buffer of \(count) values")
-        var needs = VkMemoryRequirements()
-        vkGetBufferMemoryRequirements(device, b, &needs)
-        var alloc = VkMemoryAllocateInfo()
-        alloc.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO
-        alloc.allocationSize = needs.size
-        alloc.memoryTypeIndex = context.hostMemoryType
-        var m: VkDeviceMemory?
-        let r = vkAllocateMemory(device, &alloc, nil, &m)
-        guard r == VK_SUCCESS else {
-            vkDestroyBuffer(device, b, nil)
-            throw EngineError(.backendFailure, "Vulkan: cannot allocate \(needs.size) bytes on '\(context.deviceName)' (VkResult \(r.rawValue)). Use smaller tiles (--tile, --max-memory) or run on the CPU (--backend onednn).")
-        }
-        try VulkanContext.check(vkBindBufferMemory(device, b, m, 0), "binding memory")
-        var mapped: UnsafeMutableRawPointer?
-        try VulkanContext.check(vkMapMemory(device, m, 0, VkDeviceSize(VK_WHOLE_SIZE), 0, &mapped), "mapping memory")
-        buffer = b!
-        memory = m!
-        floats = mapped!.bindMemory(to: Float.self, capacity: max(count, 1))
-    }
-
-    /// A buffer holding `values`.
-    convenience init(_ context: VulkanContext, values: [Float]) throws {
-        try self.init(context, count: values.count)
-        if !values.isEmpty { values.withUnsafeBufferPointer { floats.update(from: $0.baseAddress!, count: $0.count) } }
-    }
-
-    deinit {
-        vkUnmapMemory(context.device, memory)
-        vkDestroyBuffer(context.device, buffer, nil)
-        vkFreeMemory(context.device, memory, nil)
     }
 }

@@ -1,0 +1,32 @@
+import Engine
+
+/// Value-by-value operations (activation.comp, binary.comp, scalar.comp, affine.comp).
+extension VulkanPrepared {
+    func activation(_ a: Activation, _ node: Node) throws {
+        let (x, _, y, o) = operands(node)
+        let act = VulkanActivation.encode(a)
+        let slopes = act.slopes.isEmpty ? nil : try constant(act.slopes)
+        try dispatch("activation", count: o.count, [x, nil, y, nil, slopes], [
+            Int32(o.count), Int32(max(o.h * o.w, 1)), act.code, Self.bits(act.a), Self.bits(act.b), Int32(act.slopes.count),
+        ])
+    }
+
+    func binary(_ kind: BinaryKind, _ coefficients: [Float]?, _ node: Node) throws {
+        let (x, s, y, o) = operands(node)
+        let b = buffers[node.inputs[1]], sb = shapes[node.inputs[1]]
+        try dispatch("binary", count: o.count, [x, b, y], [
+            kind.vulkanCode, Self.bits(coefficients?[0] ?? 1), Self.bits(coefficients?[1] ?? 1), Int32(o.c), Int32(o.h), Int32(o.w),
+            Int32(s.c), Int32(s.h), Int32(s.w), Int32(sb.c), Int32(sb.h), Int32(sb.w),
+        ])
+    }
+
+    func scalar(_ kind: BinaryKind, _ v: Float, _ first: Bool, _ node: Node) throws {
+        let (x, _, y, o) = operands(node)
+        try dispatch("scalar", count: o.count, [x, nil, y], [Int32(o.count), kind.vulkanCode, Self.bits(v), first ? 1 : 0])
+    }
+
+    func channelAffine(_ scale: [Float], _ bias: [Float], _ node: Node) throws {
+        let (x, _, y, o) = operands(node)
+        try dispatch("affine", count: o.count, [x, nil, y, try constant(scale), try constant(bias)], [Int32(o.count), Int32(max(o.h * o.w, 1))])
+    }
+}

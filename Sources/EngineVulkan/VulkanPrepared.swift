@@ -1,0 +1,351 @@
+import CVulkan
+import Engine
+
+/// A graph prepared for one input shape on the Vulkan device: a buffer per value, weights
+/// uploaded once, and what a run does recorded once and replayed:
+///
+///     [input staging ─copy─▶] dispatch ─barrier─▶ dispatch … [─copy─▶ output staging]
+///                                   (one command buffer, cut only by host steps)
+///
+/// Every operation but external layers is a shader dispatch; the shaders of each concern are
+/// recorded by the extension named after it (VulkanPrepared+Pooling.swift, …). Memory as
+/// `VulkanMemoryPlan` says.
+final class VulkanPrepared: PreparedGraph {
+    let inputShape: Shape
+    let outputShape: Shape
+    let context: VulkanContext
+    let graph: Graph
+    let shapes: [Shape]
+    let plan: VulkanMemoryPlan
+    /// One buffer per value.
+    private(set) var buffers: [VulkanBuffer] = []
+    /// Weights, biases, slopes, tap tables: kept alive as long as the command buffers that read them.
+    private var constants: [VulkanBuffer] = []
+    /// Staging buffers filled at prepare, copied into their device-local buffers once.
+    private var pendingUploads: [(from: VulkanBuffer, to: VulkanBuffer)] = []
+    /// Staged plan: where a run's input is written and its output read.
+    private var inputStaging: VulkanBuffer?
+    private var outputStaging: VulkanBuffer?
+    private let dummy: VulkanBuffer
+    private var commandPool: VkCommandPool?
+    /// Descriptor sets come from pools of `setsPerPool`, a new pool when one is used up.
+    private var descriptorPools: [VkDescriptorPool?] = []
+    private var setsLeft = 0
+    private static let setsPerPool = 64
+    private var fence: VkFence?
+    /// What a run does, in order.
+    private enum Step {
+        case device(VkCommandBuffer)
+        case host(Node)
+    }
+    private var steps: [Step] = []
+    /// The command buffer being recorded.
+    private var recording: VkCommandBuffer?
+
+    init(context: VulkanContext, graph: Graph, input: Shape, plan: VulkanMemoryPlan) throws {
+        self.context = context
+        self.graph = graph
+        self.plan = plan
+        let inferred = try graph.inferShapes(input: input)
+        guard let out = inferred[graph.output] else {
+            throw EngineError(.invalidGraph, "\(graph.source): the output '\(graph.valueNames[graph.output])' is never produced.")
+        }
+        shapes = inferred.map { $0 ?? Shape(c: 0, h: 0, w: 0) }
+        inputShape = input
+        outputShape = out
+        dummy = try VulkanBuffer(context, count: 4, placement: plan == .staged ? .device : .shared)
+        let device = context.device
+        var poolInfo = VkCommandPoolCreateInfo()
+        poolInfo.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO
+        poolInfo.queueFamilyIndex = context.queueFamily
+        try VulkanContext.check(vkCreateCommandPool(device, &poolInfo, nil, &commandPool), "creating a command pool")
+        var fenceInfo = VkFenceCreateInfo()
+        fenceInfo.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO
+        try VulkanContext.check(vkCreateFence(device, &fenceInfo, nil, &fence), "creating a fence")
+
+        // Values a host step touches stay host-visible whatever the plan.
+        var onHost = Set<Int>()
+        for node in graph.nodes where !VulkanBackend.runsOnDevice(node.op) {
+            onHost.formUnion(node.inputs)
+            onHost.insert(node.output)
+        }
+        buffers = try shapes.indices.map { v in
+            let placement: VulkanBuffer.Placement = plan == .mapped ? .shared : onHost.contains(v) ? .staging : .device
+            return try VulkanBuffer(context, count: shapes[v].count, placement: placement)
+        }
+        if buffers[graph.input].floats == nil {
+            let staging = try VulkanBuffer(context, count: input.count, placement: .staging)
+            inputStaging = staging
+            try copy(staging, into: buffers[graph.input], count: input.count)
+        }
+        for node in graph.nodes {
+            if VulkanBackend.runsOnDevice(node.op) {
+                try record(node)
+            } else {
+                try endRecording()
+                steps.append(.host(node))
+            }
+        }
+        if buffers[graph.output].floats == nil {
+            let staging = try VulkanBuffer(context, count: out.count, placement: .staging)
+            outputStaging = staging
+            try copy(buffers[graph.output], into: staging, count: out.count)
+        }
+        try endRecording()
+        try uploadConstants()
+    }
+
+    deinit {
+        let device = context.device
+        if let commandPool { vkDestroyCommandPool(device, commandPool, nil) }
+        for pool in descriptorPools { vkDestroyDescriptorPool(device, pool, nil) }
+        if let fence { vkDestroyFence(device, fence, nil) }
+    }
+
+    func run(input: UnsafeBufferPointer<Float>, output: UnsafeMutableBufferPointer<Float>) throws {
+        precondition(input.count == inputShape.count && output.count == outputShape.count)
+        if let base = input.baseAddress, input.count > 0 { (inputStaging ?? buffers[graph.input]).floats!.update(from: base, count: input.count) }
+        for step in steps {
+            switch step {
+            case .device(let commands):
+                try context.submitAndWait(commands, fence: fence!)
+            case .host(let node):
+                let ins = node.inputs.map { UnsafeBufferPointer(start: UnsafePointer(buffers[$0].floats!), count: shapes[$0].count) }
+                let out = UnsafeMutableBufferPointer(start: buffers[node.output].floats!, count: shapes[node.output].count)
+                try Kernels.execute(node.op, ins, node.inputs.map { shapes[$0] }, out, shapes[node.output])
+            }
+        }
+        if let base = output.baseAddress, output.count > 0 { base.update(from: (outputStaging ?? buffers[graph.output]).floats!, count: output.count) }
+    }
+
+    // MARK: recording
+
+    private func allocateCommandBuffer() throws -> VkCommandBuffer {
+        var info = VkCommandBufferAllocateInfo()
+        info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO
+        info.commandPool = commandPool
+        info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY
+        info.commandBufferCount = 1
+        var cb: VkCommandBuffer?
+        try VulkanContext.check(vkAllocateCommandBuffers(context.device, &info, &cb), "allocating a command buffer")
+        var begin = VkCommandBufferBeginInfo()
+        begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO
+        try VulkanContext.check(vkBeginCommandBuffer(cb, &begin), "recording commands")
+        return cb!
+    }
+
+    private func beginRecording() throws -> VkCommandBuffer {
+        if let recording { return recording }
+        let cb = try allocateCommandBuffer()
+        recording = cb
+        return cb
+    }
+
+    private func endRecording() throws {
+        guard let cb = recording else { return }
+        try VulkanContext.check(vkEndCommandBuffer(cb), "recording commands")
+        steps.append(.device(cb))
+        recording = nil
+    }
+
+    /// A global memory barrier from `source` stages' `written` accesses to `destination`
+    /// stages' `reading` accesses.
+    private static func barrier(_ cb: VkCommandBuffer, from source: UInt32, _ written: UInt32, to destination: UInt32, _ reading: UInt32) {
+        var barrier = VkMemoryBarrier()
+        barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER
+        barrier.srcAccessMask = VkAccessFlags(written)
+        barrier.dstAccessMask = VkAccessFlags(reading)
+        vkCmdPipelineBarrier(cb, VkPipelineStageFlags(source), VkPipelineStageFlags(destination), 0, 1, &barrier, 0, nil, 0, nil)
+    }
+
+    /// Records a copy of `count` floats from `source` into `target` after the shaders and
+    /// copies recorded before it (this run's, which wrote `source`, and the last run's, which
+    /// may still read `target`); later shaders, copies and the host see the result.
+    private func copy(_ source: VulkanBuffer, into target: VulkanBuffer, count: Int) throws {
+        let cb = try beginRecording()
+        let compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT.rawValue, transfer = VK_PIPELINE_STAGE_TRANSFER_BIT.rawValue
+        let host = VK_PIPELINE_STAGE_HOST_BIT.rawValue
+        Self.barrier(cb, from: compute | transfer, VK_ACCESS_SHADER_WRITE_BIT.rawValue | VK_ACCESS_TRANSFER_WRITE_BIT.rawValue,
+                     to: transfer, VK_ACCESS_TRANSFER_READ_BIT.rawValue | VK_ACCESS_TRANSFER_WRITE_BIT.rawValue)
+        var region = VkBufferCopy(srcOffset: 0, dstOffset: 0, size: VulkanBuffer.bytes(count))
+        vkCmdCopyBuffer(cb, source.buffer, target.buffer, 1, &region)
+        Self.barrier(cb, from: transfer, VK_ACCESS_TRANSFER_WRITE_BIT.rawValue,
+                     to: compute | transfer | host, VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue
+                        | VK_ACCESS_TRANSFER_READ_BIT.rawValue | VK_ACCESS_TRANSFER_WRITE_BIT.rawValue | VK_ACCESS_HOST_READ_BIT.rawValue)
+    }
+
+    /// Copies every pending upload into its device-local buffer (one command buffer, run once
+    /// and freed with the staging buffers).
+    private func uploadConstants() throws {
+        guard !pendingUploads.isEmpty else { return }
+        let cb = try allocateCommandBuffer()
+        for (from, to) in pendingUploads {
+            var region = VkBufferCopy(srcOffset: 0, dstOffset: 0, size: VulkanBuffer.bytes(from.count))
+            vkCmdCopyBuffer(cb, from.buffer, to.buffer, 1, &region)
+        }
+        // The recorded runs are submitted after this, so the barrier orders them after it.
+        Self.barrier(cb, from: VK_PIPELINE_STAGE_TRANSFER_BIT.rawValue, VK_ACCESS_TRANSFER_WRITE_BIT.rawValue,
+                     to: VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT.rawValue | VK_PIPELINE_STAGE_TRANSFER_BIT.rawValue,
+                     VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_TRANSFER_READ_BIT.rawValue)
+        try VulkanContext.check(vkEndCommandBuffer(cb), "recording commands")
+        try context.submitAndWait(cb, fence: fence!)
+        var buffers: [VkCommandBuffer?] = [cb]
+        vkFreeCommandBuffers(context.device, commandPool, 1, &buffers)
+        pendingUploads = []
+    }
+
+    /// A descriptor set of the shared layout, from the current pool or a new one.
+    private func descriptorSet() throws -> VkDescriptorSet? {
+        let device = context.device
+        if setsLeft == 0 {
+            var size = VkDescriptorPoolSize()
+            size.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+            size.descriptorCount = UInt32(Self.setsPerPool * VulkanContext.bindings)
+            var pool: VkDescriptorPool?
+            try withUnsafePointer(to: &size) { sp in
+                var info = VkDescriptorPoolCreateInfo()
+                info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO
+                info.maxSets = UInt32(Self.setsPerPool)
+                info.poolSizeCount = 1
+                info.pPoolSizes = sp
+                try VulkanContext.check(vkCreateDescriptorPool(device, &info, nil, &pool), "creating a descriptor pool")
+            }
+            descriptorPools.append(pool)
+            setsLeft = Self.setsPerPool
+        }
+        var set: VkDescriptorSet?
+        var layouts: [VkDescriptorSetLayout?] = [context.setLayout]
+        try layouts.withUnsafeMutableBufferPointer { lp in
+            var info = VkDescriptorSetAllocateInfo()
+            info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO
+            info.descriptorPool = descriptorPools.last!
+            info.descriptorSetCount = 1
+            info.pSetLayouts = UnsafePointer(lp.baseAddress)
+            try VulkanContext.check(vkAllocateDescriptorSets(device, &info, &set), "allocating descriptors")
+        }
+        setsLeft -= 1
+        return set
+    }
+
+    /// Records one dispatch of `shader` over `count` invocations with `bound` buffers at
+    /// bindings 0…4 (nil: the dummy) and `parameters` as push constants, then a barrier.
+    func dispatch(_ shader: String, count: Int, _ bound: [VulkanBuffer?], _ parameters: [Int32]) throws {
+        guard count > 0 else { return }
+        try dispatch(shader, groups: Self.grid((count + 63) / 64, maxX: Int(context.maxGroupsX)), bound, parameters)
+    }
+
+    /// The same with one workgroup (64 lanes) per item, `count` items: the workgroup's index
+    /// is `gl_WorkGroupID.y · gl_NumWorkGroups.x + gl_WorkGroupID.x`.
+    func dispatchWorkgroups(_ shader: String, count: Int, _ bound: [VulkanBuffer?], _ parameters: [Int32]) throws {
+        guard count > 0 else { return }
+        try dispatch(shader, groups: Self.grid(count, maxX: Int(context.maxGroupsX)), bound, parameters)
+    }
+
+    /// `groups` workgroups as x × y, x within the device's limit.
+    static func grid(_ groups: Int, maxX: Int) -> (x: Int, y: Int, z: Int) {
+        let x = min(groups, maxX)
+        return (x, (groups + x - 1) / x, 1)
+    }
+
+    /// The same with the workgroup counts given.
+    func dispatch(_ shader: String, groups: (x: Int, y: Int, z: Int), _ bound: [VulkanBuffer?], _ parameters: [Int32]) throws {
+        guard groups.x > 0, groups.y > 0, groups.z > 0 else { return }
+        precondition(parameters.count <= 32 && bound.count <= VulkanContext.bindings)
+        let cb = try beginRecording()
+        let pipeline = try context.pipeline(shader)
+        let device = context.device
+        let set = try descriptorSet()
+        var infos = (0..<VulkanContext.bindings).map { i -> VkDescriptorBufferInfo in
+            var b = VkDescriptorBufferInfo()
+            b.buffer = (i < bound.count ? bound[i] : nil)?.buffer ?? dummy.buffer
+            b.offset = 0
+            b.range = VkDeviceSize(VK_WHOLE_SIZE)
+            return b
+        }
+        infos.withUnsafeMutableBufferPointer { ip in
+            var writes = (0..<VulkanContext.bindings).map { i -> VkWriteDescriptorSet in
+                var w = VkWriteDescriptorSet()
+                w.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+                w.dstSet = set
+                w.dstBinding = UInt32(i)
+                w.descriptorCount = 1
+                w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+                w.pBufferInfo = UnsafePointer(ip.baseAddress! + i)
+                return w
+            }
+            vkUpdateDescriptorSets(device, UInt32(writes.count), &writes, 0, nil)
+        }
+        vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
+        var sets: [VkDescriptorSet?] = [set]
+        vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, context.pipelineLayout, 0, 1, &sets, 0, nil)
+        var constants = parameters + [Int32](repeating: 0, count: 32 - parameters.count)
+        vkCmdPushConstants(cb, context.pipelineLayout, VkShaderStageFlags(VK_SHADER_STAGE_COMPUTE_BIT.rawValue), 0, 128, &constants)
+        vkCmdDispatch(cb, UInt32(groups.x), UInt32(groups.y), UInt32(groups.z))
+        let compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT.rawValue
+        Self.barrier(cb, from: compute, VK_ACCESS_SHADER_WRITE_BIT.rawValue, to: compute | VK_PIPELINE_STAGE_HOST_BIT.rawValue,
+                     VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue | VK_ACCESS_HOST_READ_BIT.rawValue)
+    }
+
+    /// A buffer holding `values` for shaders to read: written in place (mapped plan), or
+    /// device-local and uploaded once through a staging buffer at the end of prepare.
+    func constant(_ values: [Float]) throws -> VulkanBuffer {
+        let b: VulkanBuffer
+        if plan == .mapped {
+            b = try VulkanBuffer(context, values: values, placement: .shared)
+        } else {
+            b = try VulkanBuffer(context, count: values.count, placement: .device)
+            try fill(b, with: values)
+        }
+        constants.append(b)
+        return b
+    }
+
+    /// Writes `values` into `target`: in place when it is mapped, else by an upload.
+    func fill(_ target: VulkanBuffer, with values: [Float]) throws {
+        if let floats = target.floats {
+            if !values.isEmpty { values.withUnsafeBufferPointer { floats.update(from: $0.baseAddress!, count: $0.count) } }
+            return
+        }
+        pendingUploads.append((try VulkanBuffer(context, values: values, placement: .staging), target))
+    }
+
+    static func bits(_ f: Float) -> Int32 { Int32(bitPattern: f.bitPattern) }
+
+    /// The first input's buffer and shape and the output's, which most operations need.
+    func operands(_ node: Node) -> (x: VulkanBuffer, s: Shape, y: VulkanBuffer, o: Shape) {
+        (buffers[node.inputs[0]], shapes[node.inputs[0]], buffers[node.output], shapes[node.output])
+    }
+
+    private func record(_ node: Node) throws {
+        switch node.op {
+        case .convolution(let p): try convolution(p, node)
+        case .deconvolution(let p): try deconvolution(p, node)
+        case .activation(let a): try activation(a, node)
+        case .binary(let kind, let coefficients): try binary(kind, coefficients, node)
+        case .scalar(let kind, let v, let first): try scalar(kind, v, first, node)
+        case .channelAffine(let scale, let bias): try channelAffine(scale, bias, node)
+        case .pixelShuffle(let r, let order): try pixelShuffle(r, order, node)
+        case .crop(let t, let l, _, _), .cropLike(let t, let l): try crop(top: t, left: l, node)
+        case .sliceChannels(let start, _): try sliceChannels(start, node)
+        case .concatChannels: try concatChannels(node)
+        case .pad(let t, let l, _, _, let mode): try pad(top: t, left: l, mode, node)
+        case .spaceToDepth(let r): try spaceToDepth(r, node)
+        case .reshape: try reshape(node)
+        case .transpose(let perm): try transpose(perm, node)
+        case .concat(let axis): try concat(axis: axis, node)
+        case .constant(_, let values): try fill(buffers[node.output], with: values)
+        case .pool(let p): try pool(p, node)
+        case .globalAveragePool: try globalAveragePool(node)
+        case .resize(let mode, _, _, _, _, let align): try resize(mode, alignCorners: align, node)
+        case .resample(let p): try resample(p, node)
+        case .upsampleDetail(let mode, let order): try upsampleDetail(mode, order, node)
+        case .instanceNorm(let scale, let bias, let eps): try instanceNorm(scale, bias, eps, node)
+        case .softmaxChannels: try softmaxChannels(node)
+        case .softmax(let axis): try softmax(axis: axis, node)
+        case .fullyConnected(let out, let w, let b, let a): try fullyConnected(out, w, b, a, node)
+        case .rowMatMul(let k, let n, let w, let b): try rowMatMul(k, n, w, b, node)
+        case .external:
+            preconditionFailure("\(node.op.kindName) runs on the host")
+        }
+    }
+}
