@@ -48,15 +48,28 @@ final class VulkanParityTests: XCTestCase {
         return Graph(valueNames: ["in"] + ops.indices.map { "v\($0)" }, nodes: nodes, input: 0, output: ops.count, source: "test")
     }
 
-    func compare(_ graph: Graph, _ input: Shape, _ what: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        let x = Tensor(shape: input, data: rng.array(input.count))
-        let want = try ReferenceBackend(runsPasses: false).prepare(graph, input: input).run(x)
-        let got = try backend().prepare(graph, input: input).run(x)
-        XCTAssertEqual(got.shape, want.shape, what, file: file, line: line)
-        let scale = max(1, want.data.map(abs).max() ?? 0)
-        let worst = zip(got.data, want.data).map { abs($0 - $1) }.max() ?? 0
-        XCTAssertLessThanOrEqual(worst, 1e-4 * scale, "\(what): max difference \(worst)", file: file, line: line)
-        XCTAssertFalse(got.data.contains { !$0.isFinite }, what, file: file, line: line)
+    /// Runs `graph` on the reference and on `vulkan` (the default backend when nil) and
+    /// checks the bar; returns the worst difference relative to max(1, max |reference|).
+    /// VIVIFY_PARITY_FIGURES=1 prints it.
+    @discardableResult
+    func compare(_ graph: Graph, _ input: Shape, _ what: String, on vulkan: VulkanBackend? = nil, runs: Int = 1,
+                 file: StaticString = #filePath, line: UInt = #line) throws -> Float {
+        let reference = try ReferenceBackend(runsPasses: false).prepare(graph, input: input)
+        let prepared = try (vulkan ?? backend()).prepare(graph, input: input)
+        var relative: Float = 0
+        for run in 0..<runs {
+            let x = Tensor(shape: input, data: rng.array(input.count))
+            let want = try reference.run(x)
+            let got = try prepared.run(x)
+            XCTAssertEqual(got.shape, want.shape, what, file: file, line: line)
+            let scale = max(1, want.data.map(abs).max() ?? 0)
+            let worst = zip(got.data, want.data).map { abs($0 - $1) }.max() ?? 0
+            XCTAssertLessThanOrEqual(worst, 1e-4 * scale, "\(what), run \(run): max difference \(worst)", file: file, line: line)
+            XCTAssertFalse(got.data.contains { !$0.isFinite }, what, file: file, line: line)
+            relative = max(relative, worst / scale)
+        }
+        if ProcessInfo.processInfo.environment["VIVIFY_PARITY_FIGURES"] == "1" { print("parity \(what): \(relative)") }
+        return relative
     }
 
     func conv(_ oc: Int, _ ic: Int, k: Int, kw: Int? = nil, stride: Int = 1, dilation: Int = 1, pads: (Int, Int, Int, Int) = (0, 0, 0, 0),
@@ -147,6 +160,204 @@ final class VulkanParityTests: XCTestCase {
         }
     }
 
+    /// Odd shapes every new shader is checked on: channels 3, 4, 5 and 64, sides like 7×5.
+    let oddShapes = [Shape(c: 3, h: 7, w: 5), Shape(c: 4, h: 9, w: 11), Shape(c: 5, h: 6, w: 7), Shape(c: 64, h: 7, w: 5)]
+
+    func deconv(_ oc: Int, _ ic: Int, k: Int, kw: Int? = nil, stride: Int = 1, strideW: Int? = nil, dilation: Int = 1,
+                pads: (Int, Int, Int, Int) = (0, 0, 0, 0), outputPad: (Int, Int) = (0, 0), groups: Int = 1, bias: Bool = true,
+                activation: Activation = .identity) -> Engine.Operation {
+        let kw = kw ?? k
+        return .deconvolution(ConvolutionParameters(outChannels: oc, inChannels: ic, kernelH: k, kernelW: kw, strideH: stride, strideW: strideW ?? stride,
+                                                    dilationH: dilation, dilationW: dilation, padTop: pads.0, padLeft: pads.1, padBottom: pads.2,
+                                                    padRight: pads.3, outputPadH: outputPad.0, outputPadW: outputPad.1, groups: groups,
+                                                    weights: rng.array(ic * (oc / groups) * k * kw), bias: bias ? rng.array(oc) : [],
+                                                    activation: activation))
+    }
+
+    /// Every operation but external layers runs on the device.
+    func testEveryOperationButExternalLayersRunsOnTheDevice() {
+        let p = ConvolutionParameters(outChannels: 1, inChannels: 1, kernelH: 1, kernelW: 1, weights: [1])
+        let ops: [Engine.Operation] = [
+            .convolution(p), .deconvolution(p), .activation(.relu), .binary(.add, coefficients: nil), .scalar(.add, 1, scalarFirst: false),
+            .channelAffine(scale: [1], bias: [0]), .softmaxChannels, .pixelShuffle(factor: 2, order: .crd),
+            .resize(.bilinear, scaleH: 2, scaleW: 2, outH: 0, outW: 0, alignCorners: false), .pad(top: 1, left: 1, bottom: 1, right: 1, mode: .replicate),
+            .crop(top: 1, left: 1, bottom: 1, right: 1), .cropLike(top: 0, left: 0), .sliceChannels(start: 0, end: 1), .concatChannels,
+            .globalAveragePool, .fullyConnected(outFeatures: 1, weights: [1], bias: [], activation: .identity),
+            .upsampleDetail(.bilinear, order: .crd), .instanceNorm(scale: [1], bias: [0], epsilon: 1e-5), .pool(PoolParameters(kind: .max, kernelH: 2, kernelW: 2)),
+            .spaceToDepth(factor: 2), .resample(ResampleParameters(mode: .nearest, scaleH: 2, scaleW: 2)), .constant(Shape(c: 1, h: 1, w: 1), values: [1]),
+            .reshape(Shape(c: 1, h: 1, w: 1)), .softmax(axis: 3), .concat(axis: 2), .transpose(perm: [0, 2, 1]),
+            .rowMatMul(inFeatures: 1, outFeatures: 1, weights: [1], bias: []),
+        ]
+        for op in ops { XCTAssertTrue(VulkanBackend.runsOnDevice(op), op.kindName) }
+    }
+
+    func testPooling() throws {
+        for s in oddShapes {
+            for kind in [PoolParameters.Kind.max, .average(countPadding: false), .average(countPadding: true)] {
+                try compare(chain([(.pool(PoolParameters(kind: kind, kernelH: 2, kernelW: 2, strideH: 2, strideW: 2)), [1])]), s, "\(kind) 2x2/2 \(s)")
+                try compare(chain([(.pool(PoolParameters(kind: kind, kernelH: 3, kernelW: 3, padTop: 1, padLeft: 1, padBottom: 1, padRight: 1)), [1])]), s,
+                            "\(kind) 3x3/1 pad 1 \(s)")
+                try compare(chain([(.pool(PoolParameters(kind: kind, kernelH: 3, kernelW: 2, strideH: 2, strideW: 3, padTop: 1, padLeft: 0, padBottom: 0,
+                                                         padRight: 1, ceilMode: true)), [1])]), s, "\(kind) 3x2 strides 2,3 ceil \(s)")
+                try compare(chain([(.pool(PoolParameters(kind: kind, kernelH: 2, kernelW: 3, dilationH: 2, dilationW: 1, padTop: 1, padLeft: 1,
+                                                         padBottom: 0, padRight: 1)), [1])]), s, "\(kind) dilated \(s)")
+            }
+            try compare(chain([(.globalAveragePool, [1])]), s, "global average \(s)")
+        }
+        // Planes far larger than a workgroup's 64 lanes, and more channels than a row of groups.
+        try compare(chain([(.globalAveragePool, [1])]), Shape(c: 3, h: 67, w: 45), "global average 67x45")
+        try compare(chain([(.globalAveragePool, [1])]), Shape(c: 300, h: 3, w: 2), "global average of 300 channels")
+    }
+
+    func testResize() throws {
+        for s in [Shape(c: 3, h: 7, w: 5), Shape(c: 64, h: 4, w: 6)] {
+            for mode in [ResizeMode.nearest, .bilinear, .bicubic] {
+                for align in [false, true] {
+                    for (sh, sw, oh, ow) in [(Float(2), Float(2), 0, 0), (0.5, 0.5, 0, 0), (1.5, 3, 0, 0), (0, 0, 11, 3), (0, 0, 1, 1)] {
+                        try compare(chain([(.resize(mode, scaleH: sh, scaleW: sw, outH: oh, outW: ow, alignCorners: align), [1])]), s,
+                                    "\(mode) align \(align) \(sh)x\(sw) to \(oh)x\(ow) \(s)")
+                    }
+                }
+            }
+        }
+    }
+
+    func testResample() throws {
+        let s = Shape(c: 5, h: 7, w: 5)
+        for mode in [ResizeMode.nearest, .bilinear, .bicubic] {
+            for coordinates in ResampleParameters.Coordinates.allCases {
+                for (sh, sw, oh, ow) in [(Float(2), Float(1.5), 0, 0), (0.6, 0.5, 0, 0), (0, 0, 12, 9)] {
+                    var p = ResampleParameters(mode: mode, coordinates: coordinates, scaleH: sh, scaleW: sw, outH: oh, outW: ow)
+                    if coordinates == .tfCropAndResize {
+                        p.roi = [0.1, 0.9, -0.2, 1.1]
+                        p.extrapolation = 0.25
+                    }
+                    try compare(chain([(.resample(p), [1])]), s, "resample \(mode) \(coordinates) \(sh)x\(sw) to \(oh)x\(ow)")
+                }
+            }
+        }
+        for rounding in ResampleParameters.Rounding.allCases {
+            let p = ResampleParameters(mode: .nearest, coordinates: .asymmetric, rounding: rounding, scaleH: 1.7, scaleW: 2.5)
+            try compare(chain([(.resample(p), [1])]), Shape(c: 64, h: 7, w: 5), "resample nearest \(rounding)")
+        }
+        for mode in [ResizeMode.bilinear, .bicubic] {
+            let p = ResampleParameters(mode: mode, coordinates: .halfPixel, cubicA: -0.5, excludeOutside: true, scaleH: 2, scaleW: 3)
+            try compare(chain([(.resample(p), [1])]), Shape(c: 3, h: 7, w: 5), "resample \(mode) excluding outside, A -0.5")
+        }
+    }
+
+    /// The upscaler tail: a detail per channel (4·C) or one for all (4), both shuffle orders.
+    func testUpsampleDetail() throws {
+        for s in [Shape(c: 3, h: 7, w: 5), Shape(c: 4, h: 5, w: 6)] {
+            for mode in [ResizeMode.nearest, .bilinear, .bicubic] {
+                for order in [ShuffleOrder.crd, .dcr] {
+                    for perChannel in [true, false] {
+                        let detail = conv(perChannel ? 4 * s.c : 4, s.c, k: 1)
+                        try compare(chain([(detail, [1]), (.upsampleDetail(mode, order: order), [2, 1])]), s,
+                                    "upsample detail \(mode) \(order) \(perChannel ? "per channel" : "shared") \(s)")
+                    }
+                }
+            }
+        }
+    }
+
+    func testPad() throws {
+        for s in oddShapes {
+            for mode in [PaddingMode.constant(0), .constant(-0.5), .replicate, .reflect] {
+                try compare(chain([(.pad(top: 1, left: 2, bottom: 3, right: 0, mode: mode), [1])]), s, "pad \(mode) \(s)")
+                try compare(chain([(.pad(top: 4, left: 4, bottom: 4, right: 4, mode: mode), [1])]), s, "pad 4 \(mode) \(s)")
+            }
+        }
+    }
+
+    func testDeconvolution() throws {
+        for s in oddShapes {
+            let c = s.c
+            try compare(chain([(deconv(c, c, k: 2, stride: 2), [1])]), s, "deconvolution 2x2/2 \(s)")
+            try compare(chain([(deconv(3, c, k: 4, stride: 2, pads: (3, 3, 3, 3)), [1])]), s, "deconvolution 4x4/2 cropped 3 (realcugan's tail) \(s)")
+            try compare(chain([(deconv(5, c, k: 3, pads: (1, 1, 1, 1), activation: .leakyRelu(slope: 0.1)), [1])]), s, "deconvolution 3x3/1 + leaky \(s)")
+            try compare(chain([(deconv(4, c, k: 3, kw: 2, stride: 3, strideW: 2, dilation: 2, pads: (1, 0, 2, 1), outputPad: (1, 1), bias: false), [1])]), s,
+                        "deconvolution 3x2, strides 3,2, dilation 2, output padding \(s)")
+            try compare(chain([(deconv(c, c, k: 3, stride: 2, pads: (1, 1, 1, 1), groups: c, activation: .prelu(slopes: rng.array(c))), [1])]), s,
+                        "depthwise deconvolution + PReLU \(s)")
+        }
+        try compare(chain([(deconv(6, 4, k: 3, stride: 2, groups: 2), [1])]), Shape(c: 4, h: 7, w: 5), "grouped deconvolution")
+        try compare(chain([(deconv(64, 64, k: 2, stride: 2, activation: .leakyRelu(slope: 0.1)), [1])]), Shape(c: 64, h: 12, w: 10), "64 to 64, 2x2/2")
+    }
+
+    func testInstanceNormAndSoftmax() throws {
+        for s in oddShapes + [Shape(c: 3, h: 67, w: 45)] {
+            try compare(chain([(.instanceNorm(scale: rng.array(s.c), bias: rng.array(s.c), epsilon: 1e-5), [1])]), s, "instance norm \(s)")
+            try compare(chain([(.softmaxChannels, [1])]), s, "softmax over channels \(s)")
+            try compare(chain([(.softmax(axis: 2), [1])]), s, "softmax along columns \(s)")
+            try compare(chain([(.softmax(axis: 3), [1])]), s, "softmax along rows \(s)")
+        }
+        // A constant channel: variance 0, epsilon alone under the root.
+        try compare(chain([(.globalAveragePool, [1]), (.instanceNorm(scale: [1, 2, 3], bias: [0.5, 0, -1], epsilon: 1e-3), [1])]),
+                    Shape(c: 3, h: 7, w: 5), "instance norm of a constant")
+    }
+
+    func testSpaceToDepthReshapeTransposeConcat() throws {
+        try compare(chain([(.spaceToDepth(factor: 2), [1])]), Shape(c: 3, h: 8, w: 6), "space to depth 2")
+        try compare(chain([(.spaceToDepth(factor: 3), [1])]), Shape(c: 5, h: 9, w: 6), "space to depth 3")
+        try compare(chain([(.spaceToDepth(factor: 2), [1]), (.pixelShuffle(factor: 2, order: .dcr), [1])]), Shape(c: 64, h: 4, w: 6),
+                    "space to depth, then back")
+        try compare(chain([(.reshape(Shape(c: 5, h: 3, w: 7)), [1]), (.activation(.tanh), [1])]), Shape(c: 3, h: 7, w: 5), "reshape")
+        for perm in [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]] {
+            try compare(chain([(.transpose(perm: perm), [1])]), Shape(c: 3, h: 7, w: 5), "transpose \(perm)")
+        }
+        for axis in [2, 3] {
+            try compare(chain([(.activation(.sigmoid), [1]), (.concat(axis: axis), [1, 2, 1])]), Shape(c: 4, h: 7, w: 5), "concat along \(axis)")
+        }
+        let k = Shape(c: 5, h: 1, w: 7)
+        try compare(chain([(.constant(k, values: rng.array(k.count)), []), (.binary(.mul, coefficients: nil), [2, 1])]), Shape(c: 5, h: 6, w: 7),
+                    "constant broadcast")
+    }
+
+    func testFullyConnected() throws {
+        // Squeeze and excitation as realcugan has it: pool, two layers, a product.
+        let s = Shape(c: 64, h: 7, w: 5)
+        try compare(chain([
+            (.globalAveragePool, [1]),
+            (.fullyConnected(outFeatures: 8, weights: rng.array(8 * 64), bias: rng.array(8), activation: .relu), [1]),
+            (.fullyConnected(outFeatures: 64, weights: rng.array(64 * 8), bias: rng.array(64), activation: .sigmoid), [1]),
+            (.binary(.mul, coefficients: nil), [4, 1]),
+        ]), s, "squeeze and excitation")
+        let x = Shape(c: 3, h: 7, w: 5)
+        try compare(chain([(.fullyConnected(outFeatures: 5, weights: rng.array(5 * x.count), bias: [], activation: .prelu(slopes: rng.array(5))), [1])]), x,
+                    "fully connected over a whole picture")
+        try compare(chain([(.rowMatMul(inFeatures: 5, outFeatures: 4, weights: rng.array(20), bias: rng.array(4)), [1])]), x, "row matmul")
+        try compare(chain([(.rowMatMul(inFeatures: 5, outFeatures: 64, weights: rng.array(320), bias: []), [1])]), x, "row matmul, no bias")
+    }
+
+    /// Device-local buffers with staging, as on a discrete GPU, forced on this device (whose
+    /// memory may be device-local and host-visible at once): weights and constants uploaded
+    /// through staging buffers, the input copied in and the output out, runs repeated on the
+    /// same recorded commands; an external layer in the middle keeps its values host-visible.
+    func testStagedMemory() throws {
+        let staged = try VulkanBackend(memoryPlan: .staged)
+        XCTAssertEqual(try backend().memoryPlan, VulkanMemoryPlan.automatic(for: staged.context))
+        let s = Shape(c: 4, h: 9, w: 7)
+        let k = Shape(c: 8, h: 1, w: 1)
+        let g = chain([
+            (conv(8, 4, k: 3, pads: (1, 1, 1, 1), activation: .leakyRelu(slope: 0.2)), [1]),
+            (.pool(PoolParameters(kind: .max, kernelH: 2, kernelW: 2, strideH: 2, strideW: 2, ceilMode: true)), [1]),
+            (deconv(8, 8, k: 2, stride: 2), [1]),
+            (.constant(k, values: rng.array(k.count)), []),
+            (.binary(.add, coefficients: nil), [2, 1]),
+            (.resize(.bicubic, scaleH: 0.5, scaleW: 0.5, outH: 0, outW: 0, alignCorners: false), [1]),
+            (.instanceNorm(scale: rng.array(8), bias: rng.array(8), epsilon: 1e-5), [1]),
+        ])
+        try compare(g, s, "staged chain", on: staged, runs: 3)
+        try compare(chain([(.activation(.relu), [1])]), s, "staged, one shader", on: staged, runs: 2)
+        // Nothing but the input: copied in, then out.
+        try compare(Graph(valueNames: ["in"], nodes: [], input: 0, output: 0, source: "test"), s, "staged identity", on: staged)
+        let external = Engine.Operation.external(ExternalLayer(MirrorKernel()))
+        try compare(chain([(conv(4, 4, k: 3, pads: (1, 1, 1, 1)), [1]), (external, [1]), (.activation(.sigmoid), [1])]), s,
+                    "staged, external layer between shaders", on: staged, runs: 2)
+        try compare(chain([(external, [1]), (conv(3, 4, k: 1), [1]), (external, [1])]), s, "staged, external layers first and last", on: staged, runs: 2)
+    }
+
     /// Real upscalers from ../shared/models, whole graphs on small pictures.
     func testRealModels() throws {
         let models = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../shared/models/ncnn").standardized.path
@@ -156,6 +367,15 @@ final class VulkanParityTests: XCTestCase {
             let graph = try NCNNImporter.load(paramPath: path)
             try compare(graph, Shape(c: 3, h: 24, w: 32), param)
         }
+    }
+}
+
+/// An external layer for the tests: each row mirrored left to right (a host step).
+final class MirrorKernel: ExternalKernel {
+    var label: String { "mirror" }
+    func outputShape(for input: Shape) throws -> Shape { input }
+    func evaluate(_ x: UnsafeBufferPointer<Float>, _ s: Shape, _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) throws {
+        for row in 0..<(s.c * s.h) { for i in 0..<s.w { y[row * s.w + i] = x[row * s.w + s.w - 1 - i] } }
     }
 }
 
