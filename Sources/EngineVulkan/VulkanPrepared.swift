@@ -24,8 +24,8 @@ final class VulkanPrepared: PreparedGraph {
     /// Staging buffers filled at prepare, copied into their device-local buffers once.
     private var pendingUploads: [(from: VulkanBuffer, to: VulkanBuffer)] = []
     /// Staged plan: where a run's input is written and its output read.
-    private var inputStaging: VulkanBuffer?
-    private var outputStaging: VulkanBuffer?
+    private(set) var inputStaging: VulkanBuffer?
+    private(set) var outputStaging: VulkanBuffer?
     private let dummy: VulkanBuffer
     private var commandPool: VkCommandPool?
     /// Descriptor sets come from pools of `setsPerPool`, a new pool when one is used up.
