@@ -44,44 +44,54 @@ struct DetailTransfer {
         a.withUnsafeMutableBufferPointer { ap in b.withUnsafeMutableBufferPointer { bp in
             nonisolated(unsafe) let (mp, wp, lp, ap, bp) = (mp.baseAddress!, wp.baseAddress!, lp.baseAddress!, ap.baseAddress!, bp.baseAddress!)
             // Raw views of the details (kept alive by `self.details` for the whole loop).
-            nonisolated(unsafe) let views = details.map { d in d.map { (l: UnsafePointer($0.l.baseAddress!), ab: UnsafePointer($0.ab.baseAddress!), width: $0.width, height: $0.height) } }
+            nonisolated(unsafe) let views = details.map { d in d.map { (l: UnsafePointer($0.l.baseAddress!), ab: UnsafePointer($0.ab.baseAddress!),
+                                                                       busy: UnsafePointer($0.busy.baseAddress!), width: $0.width, height: $0.height) } }
+            // Per column: the nearest fine pixel and the offset from it, in fine pixels.
+            let columns = (0..<w).map { x -> (q: Int, offset: Float) in
+                let fx = (Float(x) + 0.5) * sx - 0.5
+                let q = min(max(Int(fx.rounded()), 0), f - 1)
+                return (q, fx - Float(q))
+            }
             DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+                columns.withUnsafeBufferPointer { columns in
                 for y in (h * chunk / chunks)..<(h * (chunk + 1) / chunks) {
                     let fy = (Float(y) + 0.5) * sy - 0.5
-                    let qy = min(max(Int(fy.rounded()), 0), f - 1)
+                    let qy = min(max(Int(fy.rounded()), 0), f - 1), oy = fy - Float(qy)
                     for x in 0..<w {
-                        let fx = (Float(x) + 0.5) * sx - 0.5
-                        let qx = min(max(Int(fx.rounded()), 0), f - 1)
+                        let (qx, ox) = columns[x]
                         let q = qy * f + qx
                         let m = Int(mp[q]), wt = wp[q]
                         guard m >= 0, wt > 0, let d = views[m / plane] else { continue }
-                        let dl = d.l, dab = d.ab
+                        let dw = d.width, dh = d.height
                         let at = m % plane
-                        let rfx = Float(at % f) + (fx - Float(qx)), rfy = Float(at / f) + (fy - Float(qy))
-                        let cx = Int(((rfx + 0.5) * Float(d.width) / Float(f) - 0.5).rounded())
-                        let cy = Int(((rfy + 0.5) * Float(d.height) / Float(f) - 0.5).rounded())
+                        let rfx = Float(at % f) + ox, rfy = Float(at / f) + oy
+                        let cx = min(max(Int(((rfx + 0.5) * Float(dw) / Float(f) - 0.5).rounded()), 0), dw - 1)
+                        let cy = min(max(Int(((rfy + 0.5) * Float(dh) / Float(f) - 0.5).rounded()), 0), dh - 1)
+                        // Nothing within the radius has detail: nothing to add.
+                        let centre = cy * dw + cx
+                        if d.busy[centre] == 0 { continue }
                         let i = y * w + x, lt = lp[i]
-                        var best = Float.infinity, bestAt = -1
-                        for dy in -radius...radius {
-                            let ry = cy + dy
-                            if ry < 0 || ry >= d.height { continue }
-                            for dx in -radius...radius {
-                                let rx = cx + dx
-                                if rx < 0 || rx >= d.width { continue }
-                                let r = ry * d.width + rx
-                                let diff = abs(dl[r] - lt) + 0.25 * Float(abs(dx) + abs(dy))
-                                if diff < best { best = diff; bestAt = r }
+                        // The centre first: a pixel `s` steps away costs 0.25·s more, so a
+                        // centre within 0.25 L* cannot be beaten.
+                        var best = abs(d.l[centre] - lt), bestAt = centre
+                        if best > 0.25 {
+                            for ry in max(cy - radius, 0)...min(cy + radius, dh - 1) {
+                                let row = ry * dw, sy = abs(ry - cy)
+                                for rx in max(cx - radius, 0)...min(cx + radius, dw - 1) {
+                                    let diff = abs(d.l[row + rx] - lt) + 0.25 * Float(sy + abs(rx - cx))
+                                    if diff < best { best = diff; bestAt = row + rx }
+                                }
                             }
                         }
-                        guard bestAt >= 0 else { continue }
-                        let dL = dl[bestAt] - lt
+                        let dL = d.l[bestAt] - lt
                         let k = wt * exp(dL * dL * inv)
                         if k < 1e-3 { continue }
-                        var va = ap[i] + k * dab[bestAt], vb = bp[i] + k * dab[d.width * d.height + bestAt]
+                        var va = ap[i] + k * d.ab[bestAt], vb = bp[i] + k * d.ab[dw * dh + bestAt]
                         GamutFit.fit(l: lt, a: &va, b: &vb)
                         ap[i] = va
                         bp[i] = vb
                     }
+                }
                 }
             }
             withExtendedLifetime(details) {}

@@ -233,6 +233,11 @@ final class ColourDetail: @unchecked Sendable {
     let l: UnsafeMutableBufferPointer<Float>
     /// a then b, each less its fine-grid version bilinearly enlarged.
     let ab: UnsafeMutableBufferPointer<Float>
+    /// 1 where some pixel within `DetailTransfer.radius` has detail of at least `minimum` in a
+    /// or b, else 0: the flat rest (most of a picture) is skipped without a search.
+    let busy: UnsafeMutableBufferPointer<UInt8>
+    /// Detail (ab units) below which a pixel adds nothing worth a search.
+    static let minimum: Float = 0.5
 
     init(l: [Float], a: [Float], b: [Float], width: Int, height: Int, abFine: [Float], fineSide f: Int) {
         let scale = min(1, Double(Self.maxSide) / Double(max(width, height)))
@@ -254,10 +259,28 @@ final class ColourDetail: @unchecked Sendable {
             Resample.bilinear(Array(abFine[(c * f * f)..<((c + 1) * f * f)]), f, f, into: &up, w, h)
             for i in 0..<(w * h) { ab[c * w * h + i] = plane[i] - up[i] }
         }
+        // The busy mask: pixels with detail, dilated by the search radius along rows, then
+        // along columns.
+        busy = .allocate(capacity: w * h)
+        var marked = [UInt8](repeating: 0, count: w * h), rows = marked
+        for i in 0..<(w * h) where abs(ab[i]) >= Self.minimum || abs(ab[w * h + i]) >= Self.minimum { marked[i] = 1 }
+        let r = DetailTransfer.radius
+        for y in 0..<h {
+            for x in 0..<w where marked[y * w + x] == 1 {
+                for xx in max(0, x - r)...min(w - 1, x + r) { rows[y * w + xx] = 1 }
+            }
+        }
+        _ = busy.initialize(repeating: 0)
+        for y in 0..<h {
+            for x in 0..<w where rows[y * w + x] == 1 {
+                for yy in max(0, y - r)...min(h - 1, y + r) { busy[yy * w + x] = 1 }
+            }
+        }
     }
 
     deinit {
         l.deallocate()
         ab.deallocate()
+        busy.deallocate()
     }
 }
