@@ -33,6 +33,10 @@ public struct TilingSpec: Sendable, Equatable {
 /// place. Tiles overlap only in their borders, which are discarded, so nothing is blended and
 /// a model without global operations gives exactly the whole-frame result. Graphs are
 /// prepared once per tile shape and reused for every frame.
+///
+/// A model with instance normalisations (statistics over the whole picture) runs in tiles in
+/// passes, one per normalisation and a last one for the output (`StatisticsTiling`); a
+/// picture that fits one tile runs whole, in one pass, as before.
 public final class TiledRunner {
     /// The graph being run.
     public let graph: Graph
@@ -40,10 +44,13 @@ public final class TiledRunner {
     public let spec: TilingSpec
     /// Interior tile side in input pixels.
     public let tileSize: Int
-    private let backend: InferenceBackend
+    let backend: InferenceBackend
     private var prepared: [Shape: PreparedGraph] = [:]
-    private var tileInput: [Float] = []
-    private var tileOutput: [Float] = []
+    var tileInput: [Float] = []
+    var tileOutput: [Float] = []
+    /// How tiles get whole-picture statistics (instance normalisation), or nil when the graph
+    /// has none or cannot be tiled at all (then a picture larger than one tile runs whole).
+    let statistics: StatisticsTiling?
     /// Input border each side that the graph itself consumes (valid convolutions); the rest of
     /// `padding` is cropped from the output.
     private var consumed: [Shape: Int] = [:]
@@ -83,18 +90,35 @@ public final class TiledRunner {
         self.graph = graph
         self.spec = spec
         self.backend = backend
-        if graph.needsWholeFrame {
-            // Instance normalisation over a tile is not over the picture: one tile, the frame.
+        statistics = graph.needsWholeFrame ? StatisticsTiling(graph: graph, spec: spec) : nil
+        if graph.needsWholeFrame && statistics == nil {
+            // A global operation other than instance normalisation: one tile, the frame.
             self.tileSize = 1 << 16
         } else if let tileSize {
-            guard tileSize >= spec.multiple, tileSize >= 8 else {
-                throw EngineError(.invalidSetting, "Tile size \(tileSize) is too small for \(graph.source); use at least \(max(8, spec.multiple)).")
+            let grid = statistics?.alignment ?? spec.multiple
+            guard tileSize >= grid, tileSize >= 8 else {
+                throw EngineError(.invalidSetting, "Tile size \(tileSize) is too small for \(graph.source); use at least \(max(8, grid)).")
             }
-            self.tileSize = tileSize / spec.multiple * spec.multiple
+            self.tileSize = tileSize / grid * grid
+        } else if let statistics {
+            // Tiles cost this model a pass per instance normalisation: the whole frame unless
+            // the memory budget says otherwise (no speed cap).
+            var bordered = spec
+            bordered.padding = statistics.padding
+            let a = statistics.alignment
+            self.tileSize = max(a, try Self.automaticTileSize(graph: graph, spec: bordered, budget: memoryBudget, cap: 1 << 16) / a * a)
         } else {
             self.tileSize = try Self.automaticTileSize(graph: graph, spec: spec, budget: memoryBudget,
                                                        cap: Self.automaticTileCap(preferred: backend.preferredTile))
         }
+    }
+
+    /// How many times a `height`×`width` picture goes through the model's tiles: once, or,
+    /// for a model with instance normalisations run in more than one tile, once per
+    /// normalisation (gathering its statistics) and once more for the output.
+    public func passes(height: Int, width: Int) -> Int {
+        guard let statistics, height > tileSize || width > tileSize else { return 1 }
+        return statistics.norms.count + 1
     }
 
     /// The largest tile whose intermediate tensors fit in `budget` bytes, at most `cap`.
@@ -116,7 +140,7 @@ public final class TiledRunner {
         return max(spec.multiple, t / spec.multiple * spec.multiple)
     }
 
-    private func roundUp(_ v: Int) -> Int { (v + spec.multiple - 1) / spec.multiple * spec.multiple }
+    func roundUp(_ v: Int) -> Int { (v + spec.multiple - 1) / spec.multiple * spec.multiple }
 
     /// The interior tile for a `height`×`width` picture: at most `tileSize` a side, dividing the
     /// picture evenly: as few tiles as the size needs and none wasted on overlap (1080 rows as
@@ -141,6 +165,9 @@ public final class TiledRunner {
     /// (`channels × height·scale × width·scale`).
     public func run(input: UnsafeBufferPointer<Float>, channels: Int, height: Int, width: Int,
                     output: UnsafeMutableBufferPointer<Float>) throws {
+        if let statistics, height > tileSize || width > tileSize {
+            return try runWithStatistics(statistics, input: input, channels: channels, height: height, width: width, output: output)
+        }
         let s = spec.scale, p = spec.padding
         let (th, tw) = tileInterior(height: height, width: width)
         let inShape = Shape(c: channels, h: th + 2 * p, w: tw + 2 * p)
@@ -184,12 +211,17 @@ public final class TiledRunner {
                 }
             }
         }
-        if spec.addNearestInput {
-            for c in 0..<channels {
-                for y in 0..<oh {
-                    for x in 0..<ow {
-                        output[(c * oh + y) * ow + x] += input[(c * height + y / s) * width + x / s]
-                    }
+        if spec.addNearestInput { addNearestInput(input, channels, height, width, output) }
+    }
+
+    /// Adds a nearest-neighbour `scale×` copy of the input to the output (Real-CUGAN 4×).
+    func addNearestInput(_ input: UnsafeBufferPointer<Float>, _ channels: Int, _ height: Int, _ width: Int,
+                         _ output: UnsafeMutableBufferPointer<Float>) {
+        let s = spec.scale, oh = height * s, ow = width * s
+        for c in 0..<channels {
+            for y in 0..<oh {
+                for x in 0..<ow {
+                    output[(c * oh + y) * ow + x] += input[(c * height + y / s) * width + x / s]
                 }
             }
         }
@@ -212,7 +244,7 @@ public final class TiledRunner {
 
     /// Copies the window starting at (top, left) of size `shape`, mapping outside pixels by
     /// the border rule.
-    private func fillTile(_ input: UnsafeBufferPointer<Float>, _ channels: Int, _ height: Int, _ width: Int,
+    func fillTile(_ input: UnsafeBufferPointer<Float>, _ channels: Int, _ height: Int, _ width: Int,
                           _ top: Int, _ left: Int, _ shape: Shape) {
         @inline(__always) func map(_ i: Int, _ n: Int) -> Int {
             if i >= 0 && i < n { return i }
@@ -260,6 +292,9 @@ extension TiledRunner {
     /// Multiply-adds to run the model over a `height`×`width` picture in this runner's tiles
     /// (borders and the flush last row/column included, as they are really computed).
     public func multiplyAdds(channels: Int, height: Int, width: Int) throws -> Int {
+        if let statistics, height > tileSize || width > tileSize {
+            return try statisticsMultiplyAdds(statistics, channels: channels, height: height, width: width)
+        }
         let (th, tw) = tileInterior(height: height, width: width)
         let tiles = Self.origins(length: height, tile: th).count * Self.origins(length: width, tile: tw).count
         let shape = Shape(c: channels, h: th + 2 * spec.padding, w: tw + 2 * spec.padding)
