@@ -80,18 +80,101 @@ final class CoreMLCustomLayerTests: XCTestCase {
         print("Core ML custom-layer style network, max abs diff in [0,1] units, 3x40x40 whole frame:\n" + report.joined(separator: "\n"))
     }
 
-    /// Instance normalisation sees the whole picture: a tiled run of the style network is a
-    /// whole-frame run (one tile, no border added: a border would change the statistics), so
-    /// its output is the whole-frame output.
-    func testInstanceNormStyleNetworkRunsWholeFrameWhenTiled() throws {
+    /// A 3×h×w picture of 0–255 pixels (the fixture's pixels repeated and shifted).
+    static func stylePicture(height h: Int, width w: Int) throws -> [Float] {
+        let base = try floats("style.input.f32")
+        return (0..<(3 * h * w)).map { i -> Float in
+            let (c, y, x) = (i / (h * w), i / w % h, i % w)
+            return base[c * 1600 + (y * 7 + x / 3) % 40 * 40 + (x + y) % 40]
+        }
+    }
+
+    static func run(_ runner: TiledRunner, _ input: [Float], height: Int, width: Int) throws -> [Float] {
+        var out = [Float](repeating: .nan, count: input.count)
+        try input.withUnsafeBufferPointer { i in try out.withUnsafeMutableBufferPointer { try runner.run(input: i, channels: 3, height: height, width: width, output: $0) } }
+        return out
+    }
+
+    /// Instance normalisation in tiles: with a statistics pass per norm the style network in
+    /// small tiles (several per axis, odd picture sizes, a flush last tile) normalises by the
+    /// whole picture's statistics and matches the whole frame within the bar on both
+    /// backends; a picture that fits one tile runs whole in one pass, bit for bit the
+    /// whole-frame run checked against numpy above.
+    func testInstanceNormStyleNetworkTilesLikeTheWholeFrame() throws {
         let model = try CoreMLImporter.load(path: Self.fixtures.appendingPathComponent("style_fp32.mlmodel").path)
         XCTAssertTrue(model.graph.needsWholeFrame)
-        let input = try Self.floats("style.input.f32"), expected = try Self.floats("style_fp32.output.f32")
-        let runner = try TiledRunner(graph: model.graph, spec: TilingSpec(scale: 1, padding: 0, border: .reflect, multiple: 4), backend: try DNNLBackend(), tileSize: 16)
-        XCTAssertEqual(runner.tileSize, 1 << 16)
-        var out = [Float](repeating: 0, count: expected.count)
-        try input.withUnsafeBufferPointer { i in try out.withUnsafeMutableBufferPointer { try runner.run(input: i, channels: 3, height: 40, width: 40, output: $0) } }
-        XCTAssertLessThanOrEqual(CoreMLNeuralNetworkTests.maxDiff(out, expected) / 255, 1e-4)
+        let spec = try TilingSpec.inferred(for: model.graph)
+        XCTAssertEqual(spec, TilingSpec(scale: 1, padding: 0, border: .reflect, multiple: 4), "the resolver's spec: one tile, no border")
+        let norms = model.graph.instanceNormIndices.count
+        XCTAssertGreaterThanOrEqual(norms, 7)
+        let fixture = try Self.floats("style.input.f32"), expected = try Self.floats("style_fp32.output.f32")
+        var report: [String] = []
+        for backend in [try DNNLBackend(), ReferenceBackend()] as [InferenceBackend] {
+            let one = try TiledRunner(graph: model.graph, spec: spec, backend: backend, tileSize: 40)
+            XCTAssertEqual(one.passes(height: 40, width: 40), 1)
+            let shape = Shape(c: 3, h: 40, w: 40)
+            let whole40 = try backend.prepare(model.graph, input: shape).run(Tensor(shape: shape, data: fixture)).data
+            let out40 = try Self.run(one, fixture, height: 40, width: 40)
+            XCTAssertEqual(out40, whole40, "one tile is the whole frame, bit for bit, on \(backend.name)")
+            XCTAssertLessThanOrEqual(CoreMLNeuralNetworkTests.maxDiff(out40, expected) / 255, 1e-4)
+
+            // Odd sizes (rounded up to 4 by the border rule, as the whole frame is), tiles of 20
+            // and 28: 5–6 tiles a side, each window the tile and its border clipped to the picture.
+            for (h, w, tile) in [(93, 78, 20), (61, 110, 28)] {
+                let input = try Self.stylePicture(height: h, width: w)
+                let tiled = try TiledRunner(graph: model.graph, spec: spec, backend: backend, tileSize: tile)
+                let whole = try TiledRunner(graph: model.graph, spec: spec, backend: backend, tileSize: 4096)
+                XCTAssertEqual(tiled.passes(height: h, width: w), norms + 1)
+                let a = try Self.run(tiled, input, height: h, width: w), b = try Self.run(whole, input, height: h, width: w)
+                XCTAssertFalse(a.contains { $0.isNaN }, "every output pixel written")
+                let d = CoreMLNeuralNetworkTests.maxDiff(a, b) / 255
+                XCTAssertLessThanOrEqual(d, 1e-4, "\(w)x\(h) in \(tile)-pixel tiles on \(backend.name)")
+                let macs = Double(try tiled.multiplyAdds(channels: 3, height: h, width: w)) / Double(try whole.multiplyAdds(channels: 3, height: h, width: w))
+                report.append(String(format: "%@ %dx%d/%d: %.1e (%.1f× the whole frame's multiply-adds)", backend.name, w, h, tile, d, macs))
+            }
+        }
+        print("style_fp32 (\(norms) instance norms, \(norms + 1) passes, radius \(model.graph.receptiveRadius())) tiled vs whole, [0,1] units: "
+              + report.joined(separator: "; "))
+    }
+
+    /// What the statistics passes cost (the README's figures; `VIVIFY_TILING_FIGURES=1`): the
+    /// style network on a 640×360 picture on oneDNN in 128-pixel tiles against the whole frame,
+    /// and against its batch-norm twin in the same tiles (one pass, the same borders), in
+    /// multiply-adds, activation memory of the largest tile, and time per picture (a tiled
+    /// picture prepares its graphs anew, as statistics change per picture).
+    func testStyleTilingCostFigures() throws {
+        guard ProcessInfo.processInfo.environment["VIVIFY_TILING_FIGURES"] == "1" else { throw XCTSkip("figures only with VIVIFY_TILING_FIGURES=1") }
+        let style = try CoreMLImporter.load(path: Self.fixtures.appendingPathComponent("style_fp32.mlmodel").path).graph
+        let twin = try CoreMLImporter.load(path: Self.fixtures.appendingPathComponent("style_bn.mlmodel").path).graph
+        let (h, w, tile) = (360, 640, 128)
+        let input = try Self.stylePicture(height: h, width: w)
+        let backend = try DNNLBackend()
+        let spec = try TilingSpec.inferred(for: style)
+        let tiled = try TiledRunner(graph: style, spec: spec, backend: backend, tileSize: tile)
+        let whole = try TiledRunner(graph: style, spec: spec, backend: backend, tileSize: 4096)
+        // The twin with the border the statistics tiling gives (the radius + 2, in fours).
+        let border = (style.receptiveRadius() + 2 + 3) / 4 * 4
+        let onePass = try TiledRunner(graph: twin, spec: TilingSpec(scale: 1, padding: border, border: .reflect, multiple: 4), backend: backend, tileSize: tile)
+        func seconds(_ runner: TiledRunner) throws -> Double {
+            _ = try Self.run(runner, input, height: h, width: w)
+            var best = Double.infinity
+            for _ in 0..<3 {
+                let t0 = DispatchTime.now().uptimeNanoseconds
+                _ = try Self.run(runner, input, height: h, width: w)
+                best = min(best, Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9)
+            }
+            return best
+        }
+        let (tt, tw, tb) = (try seconds(tiled), try seconds(whole), try seconds(onePass))
+        let (mt, mw, mb) = (try tiled.multiplyAdds(channels: 3, height: h, width: w), try whole.multiplyAdds(channels: 3, height: h, width: w),
+                            try onePass.multiplyAdds(channels: 3, height: h, width: w))
+        func activationBytes(_ side: (Int, Int)) throws -> Int {
+            try style.inferShapes(input: Shape(c: 3, h: side.0, w: side.1)).compactMap { $0?.count }.reduce(0, +) * 4
+        }
+        let tileSide = tile + 2 * border
+        print(String(format: "style_fp32 %dx%d on onednn, %d-px tiles (border %d), %d passes: time %.3f s tiled, %.3f s whole (×%.2f), %.3f s batch-norm twin in the same tiles (×%.2f); multiply-adds ×%.2f whole, ×%.2f twin; activations %.1f MB largest tile, %.1f MB whole",
+                     w, h, tile, border, tiled.passes(height: h, width: w), tt, tw, tt / tw, tb, tt / tb, Double(mt) / Double(mw), Double(mt) / Double(mb),
+                     Double(try activationBytes((tileSide, tileSide))) / 1e6, Double(try activationBytes((h, w))) / 1e6))
     }
 
     /// The batch-norm variant has no whole-picture statistics: in 24-pixel tiles with its
@@ -108,11 +191,7 @@ final class CoreMLCustomLayerTests: XCTestCase {
         XCTAssertGreaterThan(radius, 16)
         // A 3×120×104 picture of 0–255 pixels (the fixture's pixels repeated and shifted).
         let (h, w) = (120, 104)
-        let base = try Self.floats("style.input.f32")
-        let input = (0..<(3 * h * w)).map { i -> Float in
-            let (c, y, x) = (i / (h * w), i / w % h, i % w)
-            return base[c * 1600 + (y * 7 + x / 3) % 40 * 40 + (x + y) % 40]
-        }
+        let input = try Self.stylePicture(height: h, width: w)
         let shape = Shape(c: 3, h: h, w: w)
         var report: [String] = []
         for backend in [try DNNLBackend(), ReferenceBackend()] as [InferenceBackend] {
