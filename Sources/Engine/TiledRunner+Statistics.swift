@@ -145,6 +145,13 @@ extension TiledRunner {
                 plan.axis(length: virtual.w, picture: roundUp(width), tile: tileSize))
     }
 
+    /// The interior of the first tile of each axis (the whole virtual picture on an axis it
+    /// fits in one).
+    func statisticsTileInterior(_ plan: StatisticsTiling, height: Int, width: Int) -> (h: Int, w: Int) {
+        let (_, rows, columns) = layout(plan, channels: 1, height: height, width: width)
+        return (rows.bounds[1] - rows.bounds[0], columns.bounds[1] - columns.bounds[0])
+    }
+
     /// Runs `input` in tiles in `plan.norms.count + 1` passes (see `StatisticsTiling`).
     func runWithStatistics(_ plan: StatisticsTiling, input: UnsafeBufferPointer<Float>, channels: Int, height: Int, width: Int,
                            output: UnsafeMutableBufferPointer<Float>) throws {

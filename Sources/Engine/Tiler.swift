@@ -113,6 +113,11 @@ public final class TiledRunner {
         }
     }
 
+    /// Passes over the tiles of a picture larger than one tile when the model normalises by
+    /// whole-picture statistics (one per instance normalisation and one for the output); nil
+    /// for a model without them, or one that runs on whole frames anyway.
+    public var statisticsPasses: Int? { statistics.map { $0.norms.count + 1 } }
+
     /// How many times a `height`×`width` picture goes through the model's tiles: once, or,
     /// for a model with instance normalisations run in more than one tile, once per
     /// normalisation (gathering its statistics) and once more for the output.
@@ -146,6 +151,7 @@ public final class TiledRunner {
     /// picture evenly: as few tiles as the size needs and none wasted on overlap (1080 rows as
     /// six 180-row tiles, not five of 192 and a sixth flush to the edge over the fifth).
     public func tileInterior(height: Int, width: Int) -> (h: Int, w: Int) {
+        if let statistics, height > tileSize || width > tileSize { return statisticsTileInterior(statistics, height: height, width: width) }
         func balanced(_ n: Int) -> Int {
             let count = (n + tileSize - 1) / tileSize
             return roundUp((n + count - 1) / count)

@@ -74,9 +74,12 @@ public enum ImageJob {
         case .planar(let p): image.color = p
         }
         image.alpha = result.alpha
-        if let upscaler = models.compactMap({ ($0 as? UpscaleProcessor)?.upscaler }).first {
+        // The upscaler's tiles, or a filter's when there is no upscaler.
+        if let upscaler = models.compactMap({ ($0 as? UpscaleProcessor)?.upscaler }).first ?? models.compactMap({ ($0 as? FilterProcessor)?.model }).first {
             let (th, tw) = upscaler.tileInterior(height: chain.input.height, width: chain.input.width)
-            let tiles = th >= chain.input.height && tw >= chain.input.width ? "whole picture" : "tiles \(tw)x\(th)"
+            let passes = upscaler.passes(height: chain.input.height, width: chain.input.width)
+            let tiles = th >= chain.input.height && tw >= chain.input.width ? "whole picture"
+                : "tiles \(tw)x\(th)" + (passes > 1 ? ", \(passes) passes" : "")
             log(String(format: "%@: %dx%d with %@ (%d×, %@) in %.2f s", (input as NSString).lastPathComponent,
                        chain.input.width, chain.input.height, upscaler.name, upscaler.scale, tiles, Date().timeIntervalSince(started)))
         }

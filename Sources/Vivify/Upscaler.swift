@@ -83,9 +83,17 @@ public final class Upscaler {
         scale = spec.scale
         runner = try TiledRunner(graph: graph, spec: spec, backend: engine, tileSize: tile)
         if let tile, graph.needsWholeFrame {
-            log("warning: \(name) sees the whole picture (instance normalisation or the like), so it runs on whole frames: --tile \(tile) is not used.")
+            if let passes = runner.statisticsPasses {
+                log("note: \(name) normalises by statistics of the whole picture (instance normalisation): a picture larger than --tile \(runner.tileSize) runs in \(passes) passes over its tiles, one per normalisation and one for the output.")
+            } else {
+                log("warning: \(name) sees the whole picture (a reshape, a softmax along rows, an external layer or the like), so it runs on whole frames: --tile \(tile) is not used.")
+            }
         }
     }
+
+    /// How many times a `height`×`width` picture goes through the model's tiles: 1, or one
+    /// pass per instance normalisation and one more when the picture takes several tiles.
+    public func passes(height: Int, width: Int) -> Int { runner.passes(height: height, width: width) }
 
     /// Interior tile side in input pixels.
     public var tileSize: Int { runner.tileSize }

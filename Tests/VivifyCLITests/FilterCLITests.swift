@@ -100,6 +100,39 @@ final class FilterCLITests: XCTestCase {
         XCTAssertLessThanOrEqual(worst, 1)
     }
 
+    /// `vivify image --filter style --tile 24` on a 94×117 picture: the style network's
+    /// instance norms get the whole picture's statistics in passes over the tiles (said on
+    /// stderr), and the picture is the whole-frame one within an 8-bit level.
+    func testStyleFilterInTilesMatchesTheWholePicture() throws {
+        let dir = try CLI.tempDir()
+        let (_, model) = try Self.setUp(dir)
+        let (w, h) = (94, 117)
+        let base = try Self.floats("style.input.f32")
+        let chw = (0..<(3 * h * w)).map { i -> Float in
+            let (c, y, x) = (i / (h * w), i / w % h, i % w)
+            return base[c * 1600 + (y * 7 + x / 3) % 40 * 40 + (x + y) % 40]
+        }
+        FileManager.default.createFile(atPath: dir + "/big.rgb", contents: Data(Self.interleaved(chw, width: w, height: h)))
+        let input = dir + "/big.png"
+        try CLI.ffmpeg(["-f", "rawvideo", "-pix_fmt", "rgb24", "-s", "\(w)x\(h)", "-i", dir + "/big.rgb", input])
+        var r = try CLI.vivify(["image", input, dir + "/whole.png", "--filter", model, "--backend", "onednn"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("whole picture"), r.stderr)
+        r = try CLI.vivify(["image", input, dir + "/tiled.png", "--filter", model, "--backend", "onednn", "--tile", "24"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        for part in ["normalises by statistics of the whole picture", "runs in 10 passes", "tiles 24x24, 10 passes"] {
+            XCTAssertTrue(r.stderr.contains(part), "'\(part)' missing: \(r.stderr)")
+        }
+        let whole = try Self.pixels(dir + "/whole.png"), tiled = try Self.pixels(dir + "/tiled.png")
+        XCTAssertEqual(tiled.count, 3 * w * h)
+        XCTAssertEqual(whole.count, tiled.count)
+        let worst = zip(whole, tiled).map { abs(Int($0) - Int($1)) }.max() ?? 255
+        let differing = zip(whole, tiled).filter { $0 != $1 }.count
+        XCTAssertLessThanOrEqual(worst, 1, "tiles against the whole picture")
+        XCTAssertLessThan(differing, whole.count / 100, "only rounding flips")
+        print("vivify image --filter style --tile 24 (94x117, 10 passes) vs whole: max \(worst) level, \(differing) of \(whole.count) values differ")
+    }
+
     /// `vivify run clip --filter style.wifm --colorize --upscale` and the filter last: frames
     /// and size as the chain says, the order recorded in --stats, and different pictures
     /// (the style network sees a 320×180 grey-turned-colour frame, or the 640×360 result).
