@@ -84,7 +84,9 @@ public final class TiledRunner {
     /// The cap automatic tiles get on a backend that prefers `preferred`-pixel tiles.
     public static func automaticTileCap(preferred: Int) -> Int { budgetGiven.load(ordering: .relaxed) ? 1024 : preferred }
 
-    /// Makes a runner. `tileSize` nil picks one from `memoryBudget` bytes.
+    /// Makes a runner. `tileSize` nil picks one from `memoryBudget` bytes; for a model with
+    /// instance normalisations, whose tiles cost a pass per normalisation, nil means whole
+    /// frames unless `defaultMemoryBudget` was set (`--max-memory`).
     public init(graph: Graph, spec: TilingSpec, backend: InferenceBackend, tileSize: Int? = nil,
                 memoryBudget: Int = TiledRunner.defaultMemoryBudget) throws {
         self.graph = graph
@@ -100,9 +102,12 @@ public final class TiledRunner {
                 throw EngineError(.invalidSetting, "Tile size \(tileSize) is too small for \(graph.source); use at least \(max(8, grid)).")
             }
             self.tileSize = tileSize / grid * grid
+        } else if let statistics, !Self.memoryBudgetGiven {
+            // Tiles cost this model a pass per instance normalisation: whole frames, as before,
+            // unless --tile or --max-memory asks for tiles.
+            self.tileSize = 1 << 16
         } else if let statistics {
-            // Tiles cost this model a pass per instance normalisation: the whole frame unless
-            // the memory budget says otherwise (no speed cap).
+            // Tiles as large as the budget allows (no speed cap): as few passes' borders as can be.
             var bordered = spec
             bordered.padding = statistics.padding
             let a = statistics.alignment
