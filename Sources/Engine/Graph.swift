@@ -286,8 +286,8 @@ public enum Operation: Sendable, Equatable {
     /// (`fusingUpsampleDetailTails`) makes it from the add of the three separate operations.
     case upsampleDetail(ResizeMode, order: ShuffleOrder)
     /// Per-channel normalisation over the channel's own pixels (mean 0, variance 1, then
-    /// `· scale + bias`): instance normalisation. It sees the whole input, so a tiled run
-    /// normalises each tile by its own statistics.
+    /// `· scale + bias`): instance normalisation. It sees the whole input: a graph with it runs
+    /// whole, or in tiles with a statistics pass per norm (`TiledRunner`, `StatisticsTiling`).
     case instanceNorm(scale: [Float], bias: [Float], epsilon: Float)
     /// Max or average pooling over windows.
     case pool(PoolParameters)
@@ -368,7 +368,9 @@ public struct Graph: Sendable {
     /// Whether an operation sees the whole picture (instance normalisation's statistics, a
     /// softmax along rows or columns, a reshape that moves pixels between rows, a crop and
     /// resize by a region given as fractions of the picture), so
-    /// that tiles would give a different result: such graphs run on whole frames.
+    /// that plain tiles would give a different result: such graphs run on whole frames, or,
+    /// when instance normalisation is the only such operation, in tiles with statistics passes
+    /// (`TiledRunner`).
     public var needsWholeFrame: Bool {
         nodes.contains {
             switch $0.op {

@@ -53,7 +53,8 @@ extension Graph {
                 // Per pixel: sees nothing beyond its inputs' reach.
                 break
             case .globalAveragePool, .fullyConnected, .instanceNorm, .reshape, .softmax, .concat, .transpose, .rowMatMul, .external:
-                // See everything by design (instance norm's statistics): no border makes a tile exact.
+                // See everything by design: no border makes a tile exact. (Instance norm with
+                // its statistics frozen, as statistics tiling runs it, is per pixel.)
                 break
             }
             radius[node.output] = r

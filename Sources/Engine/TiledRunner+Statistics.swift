@@ -157,7 +157,12 @@ extension TiledRunner {
                            output: UnsafeMutableBufferPointer<Float>) throws {
         let s = spec.scale, p = spec.padding
         let (virtual, rows, columns) = layout(plan, channels: channels, height: height, width: width)
-        let whole = try graph.inferShapes(input: virtual)
+        // The whole picture's value sizes, one axis at a time beside a window's other side: a
+        // whole-picture tensor may be beyond the engine's limit (that is why it is tiled), and
+        // rows and columns of every placeable operation are sized independently.
+        let tall = try graph.inferShapes(input: Shape(c: channels, h: virtual.h, w: columns.ends[0] - columns.starts[0]))
+        let wide = try graph.inferShapes(input: Shape(c: channels, h: rows.ends[0] - rows.starts[0], w: virtual.w))
+        let whole = zip(tall, wide).map { a, b in a.flatMap { a in b.map { Shape(c: a.c, h: a.h, w: $0.w) } } }
         guard let wholeOut = whole[graph.output] else { throw EngineError(.invalidGraph, "\(graph.source): the output is never produced.") }
         guard wholeOut.c == channels else {
             throw EngineError(.invalidGraph, "\(graph.source) makes \(graph.valueNames[graph.output]) with \(wholeOut.c) channels from a \(channels)-channel picture; an upscaler must give as many channels as it takes. Use a model with \(channels) output channels.")

@@ -22,7 +22,9 @@ extension TilingSpec {
         let loss = loss2 / (2 * s)
         if graph.needsWholeFrame {
             // One tile, the frame: a border around it would enter its statistics (instance
-            // normalisation), which the model computes over the picture alone.
+            // normalisation), which the model computes over the picture alone. (Asked for
+            // tiles, the runner tiles an instance-norm model in statistics passes with a border
+            // of its own: `StatisticsTiling`.)
             return TilingSpec(scale: s, padding: 0, border: .reflect, multiple: 4)
         }
         if loss == 0 {

@@ -9,8 +9,8 @@ internal import MediaIO
 ///
 /// The model runs through the upscaler's machinery: its input and output ranges (0–255
 /// pixels or 0–1, a bundle's normalisation) are adapted to the chain's [0, 1] RGB by the
-/// resolver, and it is tiled by its own rules (a model that sees the whole picture, such as
-/// one with instance normalisation, runs on whole frames). With `strength` below 1 the output
+/// resolver, and it is tiled by its own rules (a model that sees the whole picture runs on
+/// whole frames; one with instance normalisation, asked for tiles, in statistics passes). With `strength` below 1 the output
 /// is blended with the input (nearest-neighbour enlarged for an N× model). An alpha plane
 /// passes unchanged through a 1× filter and is enlarged as an upscaler does for an N× one.
 public final class FilterProcessor: FrameProcessor {
