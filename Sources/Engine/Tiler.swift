@@ -102,7 +102,7 @@ public final class TiledRunner {
                 throw EngineError(.invalidSetting, "Tile size \(tileSize) is too small for \(graph.source); use at least \(max(8, grid)).")
             }
             self.tileSize = tileSize / grid * grid
-        } else if let statistics, !Self.memoryBudgetGiven {
+        } else if statistics != nil, !Self.memoryBudgetGiven {
             // Tiles cost this model a pass per instance normalisation: whole frames, as before,
             // unless --tile or --max-memory asks for tiles.
             self.tileSize = 1 << 16
@@ -256,7 +256,7 @@ public final class TiledRunner {
     /// Copies the window starting at (top, left) of size `shape`, mapping outside pixels by
     /// the border rule.
     func fillTile(_ input: UnsafeBufferPointer<Float>, _ channels: Int, _ height: Int, _ width: Int,
-                          _ top: Int, _ left: Int, _ shape: Shape) {
+                  _ top: Int, _ left: Int, _ shape: Shape) {
         @inline(__always) func map(_ i: Int, _ n: Int) -> Int {
             if i >= 0 && i < n { return i }
             switch spec.border {
