@@ -127,8 +127,7 @@ extension FuzzTarget {
         _ = try? job.status(verify: true)
         let m = job.manifest
         _ = m.framesDone
-        let configuration = m.settings.configuration()
-        _ = SegmentManifest.Settings(configuration, models: m.settings.models).differences(to: m.settings)
+        _ = SegmentManifest.Settings(m.settings.configuration, models: m.settings.models).differences(to: m.settings)
     }
 
     // MARK: .npy

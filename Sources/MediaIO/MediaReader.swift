@@ -76,6 +76,8 @@ public final class MediaReader: FrameSource {
     private let scaler = SwsScaler()
     private let path: String
     private let strict: Bool
+    /// Seconds without data after which a network input ends.
+    private let networkTimeout: Double
     private var demuxerDone = false
     private var flushSent = false
     private var copyIndices: Set<Int32> = []
@@ -102,6 +104,8 @@ public final class MediaReader: FrameSource {
     ///   - copyStreams: hand out audio and subtitle packets for copying.
     ///   - strict: make damaged packets an error instead of skipping them.
     ///   - matrixOverride: the YUV matrix to use instead of the file's tag or the size rule.
+    ///   - networkTimeout: for a network URL, the seconds without data after which the input
+    ///     ends (before its first packet: fails).
     /// `avformat_find_stream_info` with each stream's probing decoder limited to
     /// `MediaLimits.maxPixels`, so probing a huge picture fails instead of allocating it.
     private static func findStreamInfo(_ ctx: UnsafeMutablePointer<AVFormatContext>?) -> Int32 {
@@ -114,8 +118,9 @@ public final class MediaReader: FrameSource {
     }
 
     public init(path: String, outputFormat: PixelFormat? = nil, copyStreams: Bool = true, strict: Bool = false,
-                matrixOverride: Int32? = nil) throws {
+                matrixOverride: Int32? = nil, networkTimeout: Double = NetworkURL.defaultTimeout) throws {
         self.path = path
+        self.networkTimeout = networkTimeout
         self.strict = strict
         self.outputFormat = outputFormat
         // A pipe (standard input) or FIFO is read through a non-blocking descriptor of our
@@ -134,7 +139,7 @@ public final class MediaReader: FrameSource {
         let network = NetworkURL.isNetwork(path)
         if network {
             NetworkURL.initialise()
-            for (k, v) in NetworkURL.inputOptions(for: path) { av_dict_set(&options, k, v, 0) }
+            for (k, v) in NetworkURL.inputOptions(for: path, timeout: networkTimeout) { av_dict_set(&options, k, v, 0) }
         }
         let openCode = avformat_open_input(&ctx, url, nil, &options)
         av_dict_free(&options)
@@ -142,7 +147,7 @@ public final class MediaReader: FrameSource {
             throw MediaError(.interrupted, "Interrupted while opening '\(path)'; nothing was read.")
         }
         if openCode < 0 && network {
-            throw MediaError(.inputUnreadable, "No stream from '\(path)' within \(String(format: "%g", NetworkURL.timeout)) s (\(avErrorString(openCode))). Check that the sender is running and the address and port, or raise --timeout.")
+            throw MediaError(.inputUnreadable, "No stream from '\(path)' within \(String(format: "%g", networkTimeout)) s (\(avErrorString(openCode))). Check that the sender is running and the address and port, or raise --timeout.")
         }
         if openCode < 0 { throw Self.openFailure(path, openCode) }
         format = ctx
@@ -347,7 +352,7 @@ public final class MediaReader: FrameSource {
                 }
                 if NetworkURL.isNetwork(path) {
                     // A live source that goes quiet for the timeout has ended.
-                    onWarning?("'\(path)': no data for \(String(format: "%g", NetworkURL.timeout)) s (\(avErrorString(r))); the stream is taken as ended.")
+                    onWarning?("'\(path)': no data for \(String(format: "%g", networkTimeout)) s (\(avErrorString(r))); the stream is taken as ended.")
                     demuxerDone = true
                     continue
                 }

@@ -9,15 +9,11 @@ public enum NetworkURL {
     public static let schemes: Set<String> = ["udp", "rtp", "srt", "rtmp", "rtmps", "tcp", "tls", "http", "https", "rtsp", "rtsps"]
 
     private static let lock = NSLock()
-    nonisolated(unsafe) private static var _timeout = 10.0
     nonisolated(unsafe) private static var initialised = false
 
     /// Seconds without data after which a network input ends (or, before its first packet,
-    /// fails); `--timeout` sets it.
-    public static var timeout: Double {
-        get { lock.withLock { _timeout } }
-        set { lock.withLock { _timeout = newValue } }
-    }
+    /// fails) unless the reader is given another (`--timeout`).
+    public static let defaultTimeout = 10.0
 
     /// The lower-case scheme of `text` when it is a network URL ("udp" for "udp://…").
     public static func scheme(_ text: String) -> String? {
@@ -47,9 +43,9 @@ public enum NetworkURL {
         }
     }
 
-    /// Demuxer and protocol options for a live network input: a timeout without data, UDP
-    /// buffering that survives bursts, reconnection for HTTP, and short probing.
-    static func inputOptions(for url: String) -> [(String, String)] {
+    /// Demuxer and protocol options for a live network input: `timeout` seconds without data,
+    /// UDP buffering that survives bursts, reconnection for HTTP, and short probing.
+    static func inputOptions(for url: String, timeout: Double) -> [(String, String)] {
         let micros = String(Int64(timeout * 1_000_000))
         var options: [(String, String)] = [("rw_timeout", micros), ("probesize", "1000000"), ("analyzeduration", "2000000")]
         switch scheme(url) {

@@ -32,11 +32,11 @@ public enum Bench {
                            targetFPS: Double, limits: RunLimits = RunLimits(), log: @escaping (String) -> Void = { _ in }) throws -> Result {
         var c = RunConfiguration(input: "generated", output: "-")
         c.limits = limits
-        c.synthetic = (size, frames)
-        c.discardOutput = true
+        c.input.synthetic = SyntheticInput(size: size, frames: frames)
+        c.output.discard = true
         c.stages = stages
-        c.backend = backend
-        c.targetFPS = targetFPS
+        c.run.backend = backend
+        c.run.targetFPS = targetFPS
         let job = Job(configuration: c)
         job.onWarning = log
         let result = try job.run()

@@ -36,82 +36,34 @@ public enum StreamFormat: String, Codable, Sendable, CaseIterable {
     case gray
 }
 
-/// Everything `vivify run` needs to know. The CLI maps its flags onto this and nothing else.
-/// As JSON it holds every field but `synthetic` (a benchmark's generated input).
-public struct RunConfiguration: Codable, Sendable {
-    /// Input path, or "-" for standard input.
-    public var input: String
-    /// Output path, or "-" for standard output.
-    public var output: String
-    /// Frame layout of the input when it is not a media file; nil decides from the name
-    /// ("-" and ".y4m" are y4m, everything else goes to FFmpeg).
-    public var inputFormat: StreamFormat?
-    /// Frame layout of the output when it is not a media file; nil decides from the name
-    /// ("-" and ".y4m" are y4m, everything else is encoded into the container the extension names).
-    public var outputFormat: StreamFormat?
-    /// Frame size of raw input.
-    public var rawSize: FrameSize?
-    /// Frame rate of raw input.
-    public var rawRate: Rational?
-    /// Encoder settings for media outputs.
-    public var encoder: EncoderSettings
-    /// Copy audio and subtitle streams (when the container can hold them).
-    public var copyAudioAndSubtitles: Bool
-    /// Make damaged input data fatal instead of skipping it.
-    public var strict: Bool
-    /// YUV matrix to assume instead of the input's tag or the size rule (FFmpeg name).
-    public var assumeMatrix: String?
+/// Everything a run needs to know, as one value in five groups. The CLI maps its flags onto
+/// this and nothing else; the library reads every setting and limit from it; a segmented job
+/// stores it in its manifest and every worker rebuilds its run from it.
+///
+///     input ──▶ stages (the only place their order is decided) ──▶ output
+///     run:    the backend, offline or live, pacing, how many frames, the timing budget
+///     limits: threads, pixels per frame, the tiles' memory, precision (put in force at start)
+///
+/// As JSON it holds every field but `input.synthetic` (a benchmark's generated input).
+public struct RunConfiguration: Codable, Sendable, Equatable {
+    /// Where frames come from and how to read them.
+    public var input: InputSettings
     /// The stages: which models run, how and in which order, then resize.
     public var stages: StageSettings
-    /// Stop after this many input frames.
-    public var maxFrames: Int?
-    /// Backend running the models.
-    public var backend: BackendChoice
-    /// Offline (nothing dropped) or live (stale frames dropped before the model).
-    public var mode: RunMode
-    /// In live mode: emit only processed frames, or repeat the last one to keep the rate.
-    public var liveOutput: LiveOutput
-    /// Pace a file at its native frame rate, as if it were arriving live.
-    public var realtime: Bool
-    /// The frame rate the budget is computed from; nil uses the source's rate (30 when it has none).
-    public var targetFPS: Double?
-    /// Generate this many frames of this size instead of reading `input` (`vivify bench`).
-    public var synthetic: (size: FrameSize, frames: Int)?
-    /// Throw the frames away instead of writing `output` (`vivify bench`).
-    public var discardOutput: Bool
-    /// What to do when `output` exists: refuse (default), replace (`-y`) or skip (`-n`).
-    public var existingOutput: ExistingOutput
-    /// Threads, pixel limit, memory budget, precision and network timeout, put in force when
-    /// the run starts (nil fields leave what is in force).
+    /// Where frames go and how they are written.
+    public var output: OutputSettings
+    /// How the run goes: backend, mode, pacing, frame count, timing budget.
+    public var run: RunSettings
+    /// Threads, pixel limit, memory budget and precision, put in force when the run starts
+    /// (nil fields leave what is in force).
     public var limits: RunLimits
 
-    private enum CodingKeys: String, CodingKey {
-        case input, output, inputFormat, outputFormat, rawSize, rawRate, encoder, copyAudioAndSubtitles, strict, assumeMatrix
-        case stages, maxFrames, backend, mode, liveOutput, realtime, targetFPS, discardOutput, existingOutput, limits
-    }
-
-    /// A configuration with defaults: auto formats, libx264, audio copied, lenient.
+    /// A configuration with defaults: auto formats, libx264, audio copied, lenient, offline.
     public init(input: String, output: String) {
-        self.input = input
-        self.output = output
-        inputFormat = nil
-        outputFormat = nil
-        rawSize = nil
-        rawRate = nil
-        encoder = EncoderSettings()
-        copyAudioAndSubtitles = true
-        strict = false
-        assumeMatrix = nil
+        self.input = InputSettings(path: input)
         stages = StageSettings()
-        maxFrames = nil
-        backend = .onednn
-        mode = .offline
-        liveOutput = .vfr
-        realtime = false
-        targetFPS = nil
-        synthetic = nil
-        discardOutput = false
-        existingOutput = .refuse
+        self.output = OutputSettings(path: output)
+        run = RunSettings()
         limits = RunLimits()
     }
 
@@ -120,53 +72,120 @@ public struct RunConfiguration: Codable, Sendable {
     /// hints picture. Reports may replace none of them.
     public var readFiles: [String] {
         var files: [String] = []
-        for model in [upscale, colorize].compactMap({ $0 }) + filters.map(\.model) where FileManager.default.fileExists(atPath: model) {
+        for model in [stages.upscale, stages.colorize].compactMap({ $0 }) + stages.filters.map(\.model)
+        where FileManager.default.fileExists(atPath: model) {
             files.append(model)
             let stem = (model as NSString).deletingPathExtension
             if let weights = ModelFileFormat.weightsFile(beside: model) { files += [weights, stem + ".json"] }
         }
-        return files + colourGuide.files
+        return files + stages.colourGuide.files
+    }
+}
+
+/// The input of a run: a media file, a URL, standard input or a frame stream.
+public struct InputSettings: Codable, Sendable, Equatable {
+    /// Input path or URL, or "-" for standard input.
+    public var path: String
+    /// Frame layout when it is not a media file; nil decides from the name ("-" and ".y4m"
+    /// are y4m, everything else goes to FFmpeg).
+    public var format: StreamFormat?
+    /// Frame size of raw input.
+    public var rawSize: FrameSize?
+    /// Frame rate of raw input.
+    public var rawRate: Rational?
+    /// YUV matrix to assume instead of the input's tag or the size rule (FFmpeg name).
+    public var assumeMatrix: String?
+    /// Make damaged input data fatal instead of skipping it.
+    public var strict = false
+    /// Seconds without data after which a network input ends (before its first packet:
+    /// fails); nil is `NetworkURL.defaultTimeout`.
+    public var networkTimeout: Double?
+    /// Generate frames instead of reading `path` (`vivify bench`); not part of the JSON.
+    public var synthetic: SyntheticInput?
+
+    private enum CodingKeys: String, CodingKey {
+        case path, format, rawSize, rawRate, assumeMatrix, strict, networkTimeout
     }
 
-    /// The input layout after applying the naming rule.
-    public var effectiveInputFormat: StreamFormat? {
-        if let inputFormat { return inputFormat }
-        if input == "-" || input.lowercased().hasSuffix(".y4m") { return .y4m }
+    /// An input read by its name's rule, lenient, with the default network timeout.
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// The layout after applying the naming rule (nil: a media file or URL for FFmpeg).
+    public var effectiveFormat: StreamFormat? {
+        if let format { return format }
+        if path == "-" || path.lowercased().hasSuffix(".y4m") { return .y4m }
         return nil
     }
 
-    /// The output layout after applying the naming rule (nil: encoded media file).
-    public var effectiveOutputFormat: StreamFormat? {
-        if let outputFormat { return outputFormat }
-        if output == "-" || output.lowercased().hasSuffix(".y4m") { return .y4m }
+    /// How messages name the input: "standard input" or the quoted path.
+    var displayName: String { path == "-" ? "standard input" : "'\(path)'" }
+}
+
+/// Frames a benchmark generates instead of reading an input.
+public struct SyntheticInput: Sendable, Equatable {
+    /// Their size.
+    public var size: FrameSize
+    /// How many.
+    public var frames: Int
+
+    /// Makes the description.
+    public init(size: FrameSize, frames: Int) {
+        self.size = size
+        self.frames = frames
+    }
+}
+
+/// The output of a run: a media file, a URL, standard output or a frame stream, and the
+/// frame-timing reports written beside it.
+public struct OutputSettings: Codable, Sendable, Equatable {
+    /// Output path or URL, or "-" for standard output.
+    public var path: String
+    /// Frame layout when it is not a media file; nil decides from the name ("-" and ".y4m"
+    /// are y4m, everything else is encoded into the container the extension names).
+    public var format: StreamFormat?
+    /// Encoder settings for media outputs.
+    public var encoder = EncoderSettings()
+    /// Copy audio and subtitle streams (when the container can hold them).
+    public var copyAudioAndSubtitles = true
+    /// What to do when `path` exists: refuse (default), replace (`-y`) or skip (`-n`).
+    public var existing = ExistingOutput.refuse
+    /// The frame-timing statistics, trace and plot (`--stats`, `--trace`, `--plot`).
+    public var reports = TraceOutputs()
+    /// Throw the frames away instead of writing `path` (`vivify bench`).
+    public var discard = false
+
+    /// An output written by its name's rule with libx264, audio copied, never replacing a file.
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// The layout after applying the naming rule (nil: an encoded media file).
+    public var effectiveFormat: StreamFormat? {
+        if let format { return format }
+        if path == "-" || path.lowercased().hasSuffix(".y4m") { return .y4m }
         return nil
     }
 }
 
-extension RunConfiguration {
-    // The stage settings by their own names, for the callers in this package that
-    // set one or two; other callers use `stages`.
+/// How a run goes, apart from what it reads, computes and writes.
+public struct RunSettings: Codable, Sendable, Equatable {
+    /// Backend running the models.
+    public var backend = BackendChoice.onednn
+    /// Offline (nothing dropped) or live (stale frames dropped before the model).
+    public var mode = RunMode.offline
+    /// In live mode: emit only processed frames, or repeat the last one to keep the rate.
+    public var liveOutput = LiveOutput.vfr
+    /// Pace a file at its native frame rate, as if it were arriving live.
+    public var realtime = false
+    /// Stop after this many input frames.
+    public var maxFrames: Int?
+    /// The frame rate the budget is computed from; nil uses the source's rate (30 when it has none).
+    public var targetFPS: Double?
 
-    /// `stages.resize`.
-    package var resize: FrameSize? { get { stages.resize } set { stages.resize = newValue } }
-    /// `stages.upscale`.
-    package var upscale: String? { get { stages.upscale } set { stages.upscale = newValue } }
-    /// `stages.tile`.
-    package var tile: Int? { get { stages.tile } set { stages.tile = newValue } }
-    /// `stages.colorize`.
-    package var colorize: String? { get { stages.colorize } set { stages.colorize = newValue } }
-    /// `stages.colorizeAfter`.
-    package var colorizeAfter: Bool { get { stages.colorizeAfter } set { stages.colorizeAfter = newValue } }
-    /// `stages.stabilize`.
-    package var stabilize: Bool { get { stages.stabilize } set { stages.stabilize = newValue } }
-    /// `stages.anchorShots`.
-    package var anchorShots: Bool { get { stages.anchorShots } set { stages.anchorShots = newValue } }
-    /// `stages.saturation`.
-    package var saturation: Float { get { stages.saturation } set { stages.saturation = newValue } }
-    /// `stages.colourGuide`.
-    package var colourGuide: ColourGuideSpec { get { stages.colourGuide } set { stages.colourGuide = newValue } }
-    /// `stages.filters`.
-    package var filters: [FilterStage] { get { stages.filters } set { stages.filters = newValue } }
+    /// Offline, on oneDNN, every frame, unpaced.
+    public init() {}
 }
 
 /// How the pipeline treats frames that arrive faster than the model can take them.

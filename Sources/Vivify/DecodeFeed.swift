@@ -43,18 +43,18 @@ final class DecodeFeed {
     init(source: FrameSource, video: VideoStreamInfo, configuration c: RunConfiguration, window: SegmentWindow?,
          resolvedColor: ColorInfo, timestamps: TimestampLog, shouldStop: @escaping () -> Bool, warn: @escaping (String) -> Void) {
         self.source = source
-        input = c.input
+        input = c.input.path
         self.window = window
         self.timestamps = timestamps
         self.shouldStop = shouldStop
         self.warn = warn
-        pacer = c.realtime ? Pacer(clock: FrameTracer.monotonic) : nil
+        pacer = c.run.realtime ? Pacer(clock: FrameTracer.monotonic) : nil
         self.resolvedColor = resolvedColor
-        assumeMatrix = c.assumeMatrix != nil
-        maxFrames = c.maxFrames ?? Int.max
-        trimming = c.maxFrames != nil
+        assumeMatrix = c.input.assumeMatrix != nil
+        maxFrames = c.run.maxFrames ?? Int.max
+        trimming = c.run.maxFrames != nil
         frame = VideoFrame(format: video.pixelFormat, width: video.width, height: video.height)
-        checkSourceColour = c.colorize != nil && window == nil && c.colourGuide.keyframes.isEmpty
+        checkSourceColour = c.stages.colorize != nil && window == nil && c.stages.colourGuide.keyframes.isEmpty
     }
 
     /// The next item for the pipeline, or nil at the end (of the source, of `--max-frames`, or

@@ -83,41 +83,42 @@ public final class Job {
         var c = configuration
         // `auto` as the backend it chose, so the stats name what ran (a bad
         // VIVIFY_VULKAN_DEVICE is reported when the models are made).
-        if c.backend == .auto, let chosen = try? c.backend.resolved() { c.backend = chosen }
+        if c.run.backend == .auto, let chosen = try? c.run.backend.resolved() { c.run.backend = chosen }
         self.configuration = c
     }
 
-    /// Opens the input described by `configuration`.
-    public static func openSource(_ c: RunConfiguration, decodeTo: PixelFormat? = nil) throws -> FrameSource {
-        if let synthetic = c.synthetic { return SyntheticSource(size: synthetic.size, frames: synthetic.frames) }
-        if c.input != "-" && !NetworkURL.isNetwork(c.input) && !FileManager.default.fileExists(atPath: c.input) {
-            throw MediaError(.inputUnreadable, "Cannot open '\(c.input)': no such file. Check the path.")
+    /// Opens `input`; `copyStreams` hands out its audio and subtitle packets for copying.
+    public static func openSource(_ input: InputSettings, copyStreams: Bool, decodeTo: PixelFormat? = nil) throws -> FrameSource {
+        if let synthetic = input.synthetic { return SyntheticSource(size: synthetic.size, frames: synthetic.frames) }
+        let path = input.path
+        if path != "-" && !NetworkURL.isNetwork(path) && !FileManager.default.fileExists(atPath: path) {
+            throw MediaError(.inputUnreadable, "Cannot open '\(path)': no such file. Check the path.")
         }
-        switch c.effectiveInputFormat {
+        switch input.effectiveFormat {
         case .y4m:
-            return try Y4MReader(path: c.input)
+            return try Y4MReader(path: path)
         case .rgb24, .gray:
-            guard let size = c.rawSize else {
-                throw MediaError(.invalidOptions, "Raw \(c.effectiveInputFormat!.rawValue) input needs its frame size. Pass --size WxH (e.g. --size 640x360).")
+            guard let size = input.rawSize else {
+                throw MediaError(.invalidOptions, "Raw \(input.effectiveFormat!.rawValue) input needs its frame size. Pass --size WxH (e.g. --size 640x360).")
             }
-            guard let rate = c.rawRate else {
-                throw MediaError(.invalidOptions, "Raw \(c.effectiveInputFormat!.rawValue) input needs its frame rate. Pass --rate R (e.g. --rate 30 or --rate 30000/1001).")
+            guard let rate = input.rawRate else {
+                throw MediaError(.invalidOptions, "Raw \(input.effectiveFormat!.rawValue) input needs its frame rate. Pass --rate R (e.g. --rate 30 or --rate 30000/1001).")
             }
-            return try RawVideoReader(path: c.input, format: c.effectiveInputFormat == .rgb24 ? .rgb24 : .gray,
+            return try RawVideoReader(path: path, format: input.effectiveFormat == .rgb24 ? .rgb24 : .gray,
                                       width: size.width, height: size.height, rate: rate)
         case nil:
             var matrix: Int32?
-            if let name = c.assumeMatrix {
+            if let name = input.assumeMatrix {
                 guard let code = ColorInfo.matrixCode(named: name) else {
                     throw MediaError(.invalidOptions, "Unknown colour matrix '\(name)'. Use bt709, smpte170m (BT.601), bt470bg or bt2020nc.")
                 }
                 matrix = code
             }
-            let reader = try MediaReader(path: c.input, outputFormat: decodeTo, copyStreams: c.copyAudioAndSubtitles,
-                                         strict: c.strict, matrixOverride: matrix)
+            let reader = try MediaReader(path: path, outputFormat: decodeTo, copyStreams: copyStreams, strict: input.strict,
+                                         matrixOverride: matrix, networkTimeout: input.networkTimeout ?? NetworkURL.defaultTimeout)
             // A picture would become a one-frame video: point to the command for pictures.
             if reader.info.container == "image2" || reader.info.container.hasSuffix("_pipe") {
-                throw MediaError(.invalidOptions, "'\(c.input)' is a still image (\(reader.info.container)); `vivify run` is for video and frame streams. Use `vivify image \(c.input) OUTPUT.png` for pictures.")
+                throw MediaError(.invalidOptions, "'\(path)' is a still image (\(reader.info.container)); `vivify run` is for video and frame streams. Use `vivify image \(path) OUTPUT.png` for pictures.")
             }
             return reader
         }
@@ -133,7 +134,7 @@ public final class Job {
         let target: URL?
         switch try checkRequest(c) {
         case .skip:
-            let empty = FrameTracer(stageNames: ["decode"], targetFPS: c.targetFPS ?? 30).report()
+            let empty = FrameTracer(stageNames: ["decode"], targetFPS: c.run.targetFPS ?? 30).report()
             return JobResult(framesIn: 0, framesOut: 0, corrupt: 0, interrupted: false, warnings: [], dropped: 0, report: empty, skipped: true)
         case .write(let url):
             target = url
@@ -142,37 +143,39 @@ public final class Job {
         let warn = warnings.add
 
         // Models load before anything is opened for writing, so a bad model name costs nothing.
-        let models = try preloadedModels ?? c.modelStages.map { try ProcessorFactory.make($0, backend: c.backend, log: onInfo) }
+        let models = try preloadedModels ?? c.stages.modelStages.map { try ProcessorFactory.make($0, backend: c.run.backend, log: onInfo) }
         models.forEach { $0.reset() }
         let source = try openInput(c, warn: warn)
         let video = source.info.video
         // Keyframes past the end are refused before any frame is processed (segments are
         // windows of the whole video: its own length counts).
         if segment == nil {
-            try c.colourGuide.checkKeyframes(frameCount: video.frameCount, duration: video.duration, frameRate: video.frameRate.doubleValue, input: c.input)
+            try c.stages.colourGuide.checkKeyframes(frameCount: video.frameCount, duration: video.duration, frameRate: video.frameRate.doubleValue,
+                                                    input: c.input.path)
         }
         let settled = try settleFormats(c, source: source, models: models, target: target, warn: warn)
         let chain = settled.chain
-        if c.mode == .live { try chain.warmUp() }
+        let live = c.run.mode == .live
+        if live { try chain.warmUp() }
         lastChain = chain
         // The total for the progress line: the stored count, else (Matroska and the like) the
         // count the duration and rate give.
         let rate = video.frameRate.doubleValue
         let estimated = video.duration.flatMap { d in d > 0 && rate > 0 && rate <= 1000 ? Int((d * rate).rounded()) : nil }
         let declared = video.frameCount ?? (segment == nil ? estimated : nil)
-        onStart(declared.map { min($0, c.maxFrames ?? $0) })
+        onStart(declared.map { min($0, c.run.maxFrames ?? $0) })
 
         let timestamps = TimestampLog()
         let feed = DecodeFeed(source: source, video: video, configuration: c, window: segment, resolvedColor: settled.resolvedColor,
                               timestamps: timestamps, shouldStop: shouldStop, warn: warn)
         // With --live-output hold, dropped frames are replaced by the last processed one at
         // their own timestamps, so the output keeps the source's rate.
-        let writer = HoldingWriter(sink: settled.sink, timestamps: timestamps, hold: c.mode == .live && c.liveOutput == .hold)
-        let output = JobOutput(sink: settled.sink, writer: writer, partial: settled.partial, temporary: settled.temporary, output: c.output)
-        let stages = makeStages(chain, live: c.mode == .live, sink: settled.sink, writer: writer)
+        let writer = HoldingWriter(sink: settled.sink, timestamps: timestamps, hold: live && c.run.liveOutput == .hold)
+        let output = JobOutput(sink: settled.sink, writer: writer, partial: settled.partial, temporary: settled.temporary, output: c.output.path)
+        let stages = makeStages(chain, live: live, sink: settled.sink, writer: writer)
         // The budget is the source's own rate unless asked otherwise (a 25 fps clip is not
         // measured against 30).
-        let targetFPS = c.targetFPS ?? (rate.isFinite && rate > 0 && rate <= 1000 ? rate : 30)
+        let targetFPS = c.run.targetFPS ?? (rate.isFinite && rate > 0 && rate <= 1000 ? rate : 30)
         let tracer = FrameTracer(stageNames: ["decode"] + stages.map(\.name), targetFPS: targetFPS)
         feed.tracer = tracer
         lastTracer = tracer
@@ -192,31 +195,33 @@ public final class Job {
     /// (never a device, FIFO or directory, never an input, an existing one only replaced with
     /// -y or left alone with -n).
     private func checkRequest(_ c: RunConfiguration) throws -> OutputDecision {
-        if let name = c.assumeMatrix, ColorInfo.matrixCode(named: name) == nil {
+        if let name = c.input.assumeMatrix, ColorInfo.matrixCode(named: name) == nil {
             throw MediaError(.invalidOptions, "Unknown colour matrix '\(name)'. Use bt709, smpte170m (BT.601), bt470bg or bt2020nc.")
         }
         var target: URL?
         // A network URL output is streamed as it is made: no file to guard, nothing to rename.
-        if c.output != "-" && !c.discardOutput && !NetworkURL.isNetwork(c.output) {
-            switch try OutputGuard.check(output: c.output, inputs: [c.input], existing: c.existingOutput) {
+        let output = c.output.path
+        if output != "-" && !c.output.discard && !NetworkURL.isNetwork(output) {
+            switch try OutputGuard.check(output: output, inputs: [c.input.path], existing: c.output.existing) {
             case .write(let url): target = url
             case .skip: return .skip
             }
         }
-        if c.output == "-" && c.effectiveOutputFormat == nil {
+        if output == "-" && c.output.effectiveFormat == nil {
             throw MediaError(.invalidOptions, "Standard output takes y4m or raw frames only. Pass --output-format y4m|rgb24|gray, or write to a file.")
         }
-        if !c.colourGuide.isEmpty && c.colorize == nil {
+        if !c.stages.colourGuide.isEmpty && c.stages.colorize == nil {
             throw MediaError(.invalidOptions, "--reference, --keyframe and --hint guide the colorizer, but no colorizer runs. Add --colorize.")
         }
-        try c.colourGuide.checkFiles()
+        try c.stages.colourGuide.checkFiles()
         return .write(target)
     }
 
     /// Opens the input (the segment's window of it when this job is a segment), its warnings
     /// sent to `warn`.
     private func openInput(_ c: RunConfiguration, warn: @escaping (String) -> Void) throws -> FrameSource {
-        let source: FrameSource = try segment.map { try SegmentWindowSource(configuration: c, window: $0) } ?? Self.openSource(c)
+        let source: FrameSource = try segment.map { try SegmentWindowSource(input: c.input, window: $0) }
+            ?? Self.openSource(c.input, copyStreams: c.output.copyAudioAndSubtitles)
         if let reader = source as? MediaReader {
             reader.onWarning = warn
         }
@@ -224,7 +229,7 @@ public final class Job {
             windowed.reader.onWarning = warn
         }
         if let y4m = source as? Y4MReader {
-            for a in y4m.assumptions { warn("\(c.input == "-" ? "standard input" : "'\(c.input)'"): assuming \(a).") }
+            for a in y4m.assumptions { warn("\(c.input.displayName): assuming \(a).") }
         }
         return source
     }
@@ -253,8 +258,8 @@ public final class Job {
         let video = source.info.video
         var models = models
         var processors: [FrameProcessor] = []
-        for spec in c.stageSpecs(sourceFormat: video.pixelFormat) {
-            processors.append(spec.runsModel ? models.removeFirst() : try ProcessorFactory.make(spec, backend: c.backend))
+        for spec in c.stages.stageSpecs(sourceFormat: video.pixelFormat) {
+            processors.append(spec.runsModel ? models.removeFirst() : try ProcessorFactory.make(spec, backend: c.run.backend))
         }
         var chain = try ProcessingChain(processors, input: FrameDescription(
             width: video.width, height: video.height, frameRate: video.frameRate, layout: .packed(video.pixelFormat)))
@@ -262,7 +267,7 @@ public final class Job {
         var produced = video
         produced.pixelFormat = chain.output.layout.packedFormat
         var resolved = video.color.resolved(height: video.height)
-        if let name = c.assumeMatrix, let code = ColorInfo.matrixCode(named: name) {
+        if let name = c.input.assumeMatrix, let code = ColorInfo.matrixCode(named: name) {
             resolved.info.matrix = code
             resolved.assumptions.removeAll { $0.hasPrefix("matrix") }
         }
@@ -270,8 +275,8 @@ public final class Job {
         // Temporary file beside the target, renamed at the end.
         // Without -y the output is created, never replaced: a file that appears meanwhile (a
         // second run to the same new name) makes this run fail and keep what it wrote.
-        let partial = target.map { PartialFile(target: $0, replacing: c.existingOutput == .replace) }
-        let temp = partial?.temporary.path ?? (NetworkURL.isNetwork(c.output) ? c.output : "-")
+        let partial = target.map { PartialFile(target: $0, replacing: c.output.existing == .replace) }
+        let temp = partial?.temporary.path ?? (NetworkURL.isNetwork(c.output.path) ? c.output.path : "-")
         let sink: FrameSink
         do {
             sink = try makeSink(c, path: temp, source: source, video: produced, size: chain.output.size, resolvedColor: resolved, warn: warn)
@@ -283,7 +288,7 @@ public final class Job {
         let sinkFormat = sink.requiredFormat ?? produced.pixelFormat
         if chain.output.layout != .packed(sinkFormat) { try chain.append(OutputConversionProcessor(format: sinkFormat)) }
         if !resolved.assumptions.isEmpty, sink.requiredFormat == .rgb24, video.pixelFormat.isYUV {
-            warn("\(c.input == "-" ? "standard input" : "'\(c.input)'") has no colour tags; converting to RGB assuming \(resolved.assumptions.joined(separator: ", ")). Pass --assume-matrix to choose.")
+            warn("\(c.input.displayName) has no colour tags; converting to RGB assuming \(resolved.assumptions.joined(separator: ", ")). Pass --assume-matrix to choose.")
         }
         return Settled(chain: chain, sink: sink, partial: partial, temporary: temp, resolvedColor: resolved.info)
     }
@@ -357,13 +362,12 @@ public final class Job {
         // Interrupted before any frame: nothing to keep, and nothing is left behind.
         if timestamps.count == 0 && shouldStop() {
             output.partial?.discard()
-            throw MediaError(.interrupted, "Interrupted before the first frame of \(c.input == "-" ? "standard input" : "'\(c.input)'"); nothing was written.")
+            throw MediaError(.interrupted, "Interrupted before the first frame of \(c.input.displayName); nothing was written.")
         }
         // An input with no frames is an error, not an empty output that looks like success.
         if timestamps.count == 0 && !shouldStop() {
             output.partial?.discard()
-            let name = c.input == "-" ? "standard input" : "'\(c.input)'"
-            throw MediaError(.corruptInput, "\(name) has a video stream with no frames; nothing was written. Check the source.")
+            throw MediaError(.corruptInput, "\(c.input.displayName) has a video stream with no frames; nothing was written. Check the source.")
         }
         do {
             _ = try output.finalize(frames: timestamps.count)
@@ -374,8 +378,8 @@ public final class Job {
         let report = tracer.report()
         // A file that ends early (truncated in a copy or download) decodes without an error:
         // said, with the count its header declares.
-        if let stored = video.frameCount, segment == nil, c.maxFrames == nil, !shouldStop(), timestamps.count + 1 < stored {
-            warnings.add("'\(c.input)' ended after \(timestamps.count) of the \(stored) frames its header declares: the file is truncated or damaged. Check the source (the frames read were processed).")
+        if let stored = video.frameCount, segment == nil, c.run.maxFrames == nil, !shouldStop(), timestamps.count + 1 < stored {
+            warnings.add("'\(c.input.path)' ended after \(timestamps.count) of the \(stored) frames its header declares: the file is truncated or damaged. Check the source (the frames read were processed).")
         }
         return JobResult(framesIn: timestamps.count, framesOut: writer.framesWritten, corrupt: source.corruptCount,
                          interrupted: shouldStop(), warnings: warnings.all, dropped: report.framesDropped, report: report)
@@ -394,50 +398,52 @@ public final class Job {
                 let url = URL(fileURLWithPath: f)
                 hashes[f] = isDirectory.boolValue ? try SHA256.treeDigest(directoryAt: url).digest.hex : try SHA256.hash(fileAt: url).hex
             }
-            models.append(RunDescription.Model(task: p.name, name: p.modelName, files: hashes, backend: c.backend.rawValue,
-                                               precision: c.backend == .onednn ? p.computePrecision : "fp32"))
+            models.append(RunDescription.Model(task: p.name, name: p.modelName, files: hashes, backend: c.run.backend.rawValue,
+                                               precision: c.run.backend == .onednn ? p.computePrecision : "fp32"))
         }
         // References, keyframes and the hints picture, with their SHA-256 like the models'.
-        for (task, path) in c.colourGuide.references.map({ ("reference", $0) }) + c.colourGuide.keyframes.map({ ("keyframe \($0.position.text)", $0.file) })
-            + (c.colourGuide.hintsImage.map { [("hints", $0)] } ?? []) {
+        let guide = c.stages.colourGuide
+        for (task, path) in guide.references.map({ ("reference", $0) }) + guide.keyframes.map({ ("keyframe \($0.position.text)", $0.file) })
+            + (guide.hintsImage.map { [("hints", $0)] } ?? []) {
             models.append(RunDescription.Model(task: task, name: path, files: [path: try SHA256.hash(fileAt: URL(fileURLWithPath: path)).hex]))
         }
         var settings: [String: String] = [
-            "mode": c.mode.rawValue, "live_output": c.liveOutput.rawValue, "realtime": String(c.realtime),
-            "codec": c.encoder.encoderName, "backend": c.backend.rawValue, "strict": String(c.strict),
-            "copy_audio_and_subtitles": String(c.copyAudioAndSubtitles), "existing_output": c.existingOutput.rawValue,
+            "mode": c.run.mode.rawValue, "live_output": c.run.liveOutput.rawValue, "realtime": String(c.run.realtime),
+            "codec": c.output.encoder.encoderName, "backend": c.run.backend.rawValue, "strict": String(c.input.strict),
+            "copy_audio_and_subtitles": String(c.output.copyAudioAndSubtitles), "existing_output": c.output.existing.rawValue,
             "threads": String(ComputeThreads.count), "max_pixels": String(MediaLimits.maxPixels),
             "max_memory": String(TiledRunner.defaultMemoryBudget),
         ]
         // As asked (`--precision`); each model's entry says what it ran in.
-        if c.backend == .onednn { settings["precision"] = PrecisionChoice.inForce.rawValue }
-        if c.colorize != nil {
-            settings["stabilize"] = String(c.stabilize)
-            settings["anchor_shots"] = String(c.stabilize && c.anchorShots)
-            settings["saturation"] = String(c.saturation)
-            settings["colorize_after"] = String(c.colorizeAfter)
-            if !c.colourGuide.hints.isEmpty { settings["hints"] = c.colourGuide.hints.map(\.description).joined(separator: " ") }
+        if c.run.backend == .onednn { settings["precision"] = PrecisionChoice.inForce.rawValue }
+        let stages = c.stages
+        if stages.colorize != nil {
+            settings["stabilize"] = String(stages.stabilize)
+            settings["anchor_shots"] = String(stages.stabilize && stages.anchorShots)
+            settings["saturation"] = String(stages.saturation)
+            settings["colorize_after"] = String(stages.colorizeAfter)
+            if !guide.hints.isEmpty { settings["hints"] = guide.hints.map(\.description).joined(separator: " ") }
         }
         let optional: [(String, String?)] = [
-            ("crf", c.encoder.crf.map { String($0) }), ("preset", c.encoder.preset), ("pix_fmt", c.encoder.pixelFormat),
-            ("resize", c.resize?.description), ("max_frames", c.maxFrames.map(String.init)), ("tile", c.tile.map(String.init)),
-            ("target_fps", c.targetFPS.map { String($0) }), ("assume_matrix", c.assumeMatrix),
-            ("input_format", c.inputFormat?.rawValue), ("output_format", c.outputFormat?.rawValue),
-            ("size", c.rawSize?.description), ("rate", c.rawRate.map { "\($0.num)/\($0.den)" }),
+            ("crf", c.output.encoder.crf.map { String($0) }), ("preset", c.output.encoder.preset), ("pix_fmt", c.output.encoder.pixelFormat),
+            ("resize", stages.resize?.description), ("max_frames", c.run.maxFrames.map(String.init)), ("tile", stages.tile.map(String.init)),
+            ("target_fps", c.run.targetFPS.map { String($0) }), ("assume_matrix", c.input.assumeMatrix),
+            ("input_format", c.input.format?.rawValue), ("output_format", c.output.format?.rawValue),
+            ("size", c.input.rawSize?.description), ("rate", c.input.rawRate.map { "\($0.num)/\($0.den)" }),
         ]
         for (k, v) in optional { if let v { settings[k] = v } }
-        return RunDescription(input: c.input, output: c.output, models: models, settings: settings)
+        return RunDescription(input: c.input.path, output: c.output.path, models: models, settings: settings)
     }
 
     private func makeSink(_ c: RunConfiguration, path: String, source: FrameSource, video: VideoStreamInfo, size: FrameSize,
                           resolvedColor: (info: ColorInfo, assumptions: [String]), warn: (String) -> Void) throws -> FrameSink {
-        if c.discardOutput { return NullSink() }
-        switch c.effectiveOutputFormat {
+        if c.output.discard { return NullSink() }
+        switch c.output.effectiveFormat {
         case .y4m:
             var header: Y4MHeader
             // --pix-fmt is honoured; RGB frames (a model ran) otherwise become 4:2:0 when both
             // sides are even (what players and encoders downstream expect), 4:4:4 if not.
-            let requested = c.encoder.pixelFormat.flatMap(PixelFormat.init(rawValue:)).flatMap { $0 == .rgb24 ? nil : $0 }
+            let requested = c.output.encoder.pixelFormat.flatMap(PixelFormat.init(rawValue:)).flatMap { $0 == .rgb24 ? nil : $0 }
             if let y4m = source as? Y4MReader, video.pixelFormat == y4m.info.video.pixelFormat, requested == nil || requested == video.pixelFormat {
                 header = y4m.header
                 header.set("W", String(size.width))
@@ -449,7 +455,7 @@ public final class Job {
                                    aspect: video.sampleAspectRatio, colorTag: Y4MHeader.colorTag(for: format)!,
                                    fullRange: video.color.hasRange ? video.color.isFullRange : nil)
                 if video.isVariableFrameRate {
-                    warn("y4m has a constant frame rate; the variable timestamps of '\(c.input)' are not kept (frames are written in order at \(video.frameRate) fps).")
+                    warn("y4m has a constant frame rate; the variable timestamps of '\(c.input.path)' are not kept (frames are written in order at \(video.frameRate) fps).")
                 }
             }
             return try Y4MWriter(path: path, header: header)
@@ -462,8 +468,8 @@ public final class Job {
                                              frameRate: video.frameRate, timeBase: video.timeBase,
                                              sampleAspectRatio: video.sampleAspectRatio, color: resolvedColor.info,
                                              displayMatrix: video.displayMatrix)
-            return try MediaWriter(path: path, targetName: c.output, video: out, settings: c.encoder,
-                                   copyStreams: c.copyAudioAndSubtitles && segment == nil ? source.copyableStreams : [],
+            return try MediaWriter(path: path, targetName: c.output.path, video: out, settings: c.output.encoder,
+                                   copyStreams: c.output.copyAudioAndSubtitles && segment == nil ? source.copyableStreams : [],
                                    headersFor: segment?.finalOutput)
         }
     }

@@ -3,15 +3,13 @@ public import MediaIO
 
 /// `vivify probe`: what an input holds, as text or JSON.
 public enum Probe {
-    /// Describes the input of `configuration` (only its input fields matter). With
-    /// `countFrames`, a media file is demuxed to count its frames and tell whether the rate varies.
-    public static func describe(_ configuration: RunConfiguration, countFrames: Bool) throws -> MediaInfo {
-        var c = configuration
-        c.copyAudioAndSubtitles = true
-        let source = try Job.openSource(c)
+    /// Describes `input`. With `countFrames`, a media file is demuxed to count its frames and
+    /// tell whether the rate varies.
+    public static func describe(_ input: InputSettings, countFrames: Bool) throws -> MediaInfo {
+        let source = try Job.openSource(input, copyStreams: true)
         var info = source.info
         if countFrames, source is MediaReader {
-            let scan = try MediaReader.scanVideoPackets(path: c.input)
+            let scan = try MediaReader.scanVideoPackets(path: input.path)
             info.video.frameCount = scan.count
             info.video.isVariableFrameRate = scan.isVariableFrameRate
         }

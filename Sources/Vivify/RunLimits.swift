@@ -6,7 +6,7 @@ internal import ModelFormats
 import Synchronization
 
 /// The limits a run computes under: threads, the pixels-per-frame limit, the tiles' memory
-/// budget, the convolutions' number format and the network timeout. Each is process-wide
+/// budget and the convolutions' number format. Each is process-wide
 /// state underneath (FFmpeg's decoders, oneDNN and the tiler read it where they run), so the
 /// value travels with the run (`RunConfiguration.limits`, the parameters of the image, bench,
 /// infer and model-tool entry points) and each library entry point puts it in force with
@@ -25,21 +25,17 @@ public struct RunLimits: Codable, Sendable, Equatable {
     /// The number format of the oneDNN convolutions (`--precision`; the library's default is
     /// fp32, the `vivify` command's auto).
     public var precision: PrecisionChoice?
-    /// Seconds without data after which a network input ends (`--timeout`; default 10).
-    public var networkTimeout: Double?
     /// The compiled custom layer library (`--custom-layers`) the Core ML models loaded from
     /// now on may use for custom layers nothing declares (process-wide like the rest; only
     /// this flag sets it, never a model or bundle). nil leaves it as it is.
     public var customLayers: String?
 
     /// Limits; every one left out stays as it is in force.
-    public init(threads: Int? = nil, maxPixels: Int? = nil, maxMemory: Int? = nil, precision: PrecisionChoice? = nil,
-                networkTimeout: Double? = nil) {
+    public init(threads: Int? = nil, maxPixels: Int? = nil, maxMemory: Int? = nil, precision: PrecisionChoice? = nil) {
         self.threads = threads
         self.maxPixels = maxPixels
         self.maxMemory = maxMemory
         self.precision = precision
-        self.networkTimeout = networkTimeout
     }
 
     /// Puts every limit given in force for the rest of the process (the models loaded and the
@@ -48,7 +44,6 @@ public struct RunLimits: Codable, Sendable, Equatable {
         if let threads { ComputeThreads.set(threads) }
         if let maxPixels { MediaLimits.maxPixels = maxPixels }
         if let maxMemory { TiledRunner.defaultMemoryBudget = maxMemory }
-        if let networkTimeout { NetworkURL.timeout = networkTimeout }
         if let customLayers { CompiledCustomLayers.libraryPath = customLayers }
         if let precision {
             // Models that decide nothing for themselves (the colorizer) run in what an
@@ -63,6 +58,6 @@ public struct RunLimits: Codable, Sendable, Equatable {
     package static var inForce: RunLimits {
         RunLimits(threads: ComputeThreads.count, maxPixels: MediaLimits.maxPixels,
                   maxMemory: TiledRunner.memoryBudgetGiven ? TiledRunner.defaultMemoryBudget : nil,
-                  precision: PrecisionChoice.inForce, networkTimeout: NetworkURL.timeout)
+                  precision: PrecisionChoice.inForce)
     }
 }

@@ -87,11 +87,3 @@ public struct FilterStage: Codable, Sendable, Equatable {
     /// The strengths a filter may have.
     public static let strengthRange: ClosedRange<Float> = 0...1
 }
-
-extension RunConfiguration {
-    /// The model stages in order (`StageSettings.modelStages`).
-    package var modelStages: [StageSpec] { stages.modelStages }
-
-    /// Every stage of a run whose frames arrive as `sourceFormat` (`StageSettings.stageSpecs`).
-    package func stageSpecs(sourceFormat: PixelFormat) -> [StageSpec] { stages.stageSpecs(sourceFormat: sourceFormat) }
-}

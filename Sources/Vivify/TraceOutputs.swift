@@ -4,7 +4,7 @@ import SafeFiles
 public import Tracing
 
 /// Where a run's frame-timing outputs go.
-public struct TraceOutputs: Sendable {
+public struct TraceOutputs: Codable, Sendable, Equatable {
     /// `--stats FILE.json`.
     public var stats: String?
     /// `--trace FILE.json` (Chrome trace-event format).
@@ -18,6 +18,9 @@ public struct TraceOutputs: Sendable {
         self.trace = trace
         self.plot = plot
     }
+
+    /// Whether no report is asked for.
+    public var isEmpty: Bool { stats == nil && trace == nil && plot == nil }
 
     /// Checks, before any work, that every requested file can be written: its folder exists and
     /// is writable, and it is not a device, FIFO, directory or one of `inputs` (model files

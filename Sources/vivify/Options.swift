@@ -101,11 +101,11 @@ struct InputFormatOptions: ParsableArguments {
         }
     }
 
-    func apply(to c: inout RunConfiguration) {
-        c.inputFormat = inputFormat
-        c.rawSize = size.flatMap(FrameSize.init(parsing:))
-        c.rawRate = rate.flatMap(Rational.init(parsing:))
-        c.assumeMatrix = assumeMatrix
+    func apply(to input: inout InputSettings) {
+        input.format = inputFormat
+        input.rawSize = size.flatMap(FrameSize.init(parsing:))
+        input.rawRate = rate.flatMap(Rational.init(parsing:))
+        input.assumeMatrix = assumeMatrix
     }
 }
 
@@ -139,6 +139,9 @@ struct TimingOptions: ParsableArguments {
     }
 
     var outputs: TraceOutputs { TraceOutputs(stats: stats, trace: trace, plot: plot) }
+
+    /// Whether the run is timed: a report asked for, or the summary.
+    var timed: Bool { !outputs.isEmpty || summary }
 }
 
 /// `--threads N` of every command that runs a model.
@@ -250,9 +253,9 @@ struct ModelOptions: ParsableArguments {
     }
 
     /// The limits of a command with these options (threads, memory and precision) and the
-    /// given groups.
-    func limits(pixels: LimitOptions?, network: NetworkOptions? = nil) -> RunLimits {
-        var limits = RunLimits(threads: threadOptions, memory: memoryOptions, precision: precisionOptions, pixels: pixels, network: network)
+    /// pixel limit.
+    func limits(pixels: LimitOptions?) -> RunLimits {
+        var limits = RunLimits(threads: threadOptions, memory: memoryOptions, precision: precisionOptions, pixels: pixels)
         limits.customLayers = customLayers
         return limits
     }
@@ -400,20 +403,21 @@ struct JobOptions: ParsableArguments {
     /// timeout, for commands that read network inputs).
     func configuration(input: String, output: String, network: NetworkOptions? = nil) -> RunConfiguration {
         var c = RunConfiguration(input: input, output: output)
-        inputOptions.apply(to: &c)
+        inputOptions.apply(to: &c.input)
+        c.input.strict = strict
+        c.input.networkTimeout = network?.timeout
         c.stages = modelOptions.stages
-        c.backend = modelOptions.backend
         c.stages.resize = resize.flatMap(FrameSize.init(parsing:))
         c.stages.stabilize = stabilize
         c.stages.anchorShots = anchor
         c.stages.colourGuide.keyframes = keyframe.compactMap(Keyframe.init(parsing:))
-        c.outputFormat = outputFormat
-        c.encoder = EncoderSettings(codec: codec ?? EncoderSettings.defaultCodec(forOutput: output), crf: crf, preset: preset, pixelFormat: pixFmt)
-        c.copyAudioAndSubtitles = !noAudio
-        c.strict = strict
-        c.maxFrames = maxFrames
-        c.existingOutput = overwriteOptions.existing
-        c.limits = modelOptions.limits(pixels: limitOptions, network: network)
+        c.output.format = outputFormat
+        c.output.encoder = EncoderSettings(codec: codec ?? EncoderSettings.defaultCodec(forOutput: output), crf: crf, preset: preset, pixelFormat: pixFmt)
+        c.output.copyAudioAndSubtitles = !noAudio
+        c.output.existing = overwriteOptions.existing
+        c.run.backend = modelOptions.backend
+        c.run.maxFrames = maxFrames
+        c.limits = modelOptions.limits(pixels: limitOptions)
         return c
     }
 }
@@ -421,10 +425,8 @@ struct JobOptions: ParsableArguments {
 extension RunLimits {
     /// The limits the option groups of a command set (a group the command lacks: nil): the
     /// groups only check their values, and the library puts these in force when the run starts.
-    init(threads: ThreadOptions? = nil, memory: MemoryOptions? = nil, precision: PrecisionOptions? = nil,
-         pixels: LimitOptions? = nil, network: NetworkOptions? = nil) {
-        self.init(threads: threads?.threads, maxPixels: pixels?.maxPixels, maxMemory: memory?.bytes,
-                  precision: precision?.precision, networkTimeout: network?.timeout)
+    init(threads: ThreadOptions? = nil, memory: MemoryOptions? = nil, precision: PrecisionOptions? = nil, pixels: LimitOptions? = nil) {
+        self.init(threads: threads?.threads, maxPixels: pixels?.maxPixels, maxMemory: memory?.bytes, precision: precision?.precision)
     }
 }
 

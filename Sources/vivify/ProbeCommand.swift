@@ -45,9 +45,9 @@ struct ProbeCommand: ParsableCommand {
         }
         guard let input else { return }
         FFmpegLog.configure(verbose: false)
-        var c = RunConfiguration(input: input, output: "-")
-        inputOptions.apply(to: &c)
-        let info = try Probe.describe(c, countFrames: countFrames)
+        var settings = InputSettings(path: input)
+        inputOptions.apply(to: &settings)
+        let info = try Probe.describe(settings, countFrames: countFrames)
         print(json ? Probe.json(info, name: input) : Probe.text(info, name: input), terminator: "")
     }
 }

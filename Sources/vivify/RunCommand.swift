@@ -47,10 +47,11 @@ struct Run: ParsableCommand {
     /// The job these options describe.
     var runConfiguration: RunConfiguration {
         var c = jobOptions.configuration(input: input, output: output, network: networkOptions)
-        c.mode = mode
-        c.liveOutput = liveOutput
-        c.realtime = realtime
-        c.targetFPS = timing.targetFps
+        c.output.reports = timing.outputs
+        c.run.mode = mode
+        c.run.liveOutput = liveOutput
+        c.run.realtime = realtime
+        c.run.targetFPS = timing.targetFps
         return c
     }
 
@@ -60,12 +61,11 @@ struct Run: ParsableCommand {
 
         // A segmented file job runs with OpenMP's passive waits (see OpenMPWaitPolicy): decided
         // before anything starts, since it may start the program again.
-        let timed = timing.stats != nil || timing.trace != nil || timing.plot != nil || timing.summary
-        let segments = segmentOptions.segmentSeconds > 0 && !timed && SegmentedJob.canSegment(c)
+        let segments = segmentOptions.segmentSeconds > 0 && !timing.timed && SegmentedJob.canSegment(c)
         if segments { OpenMPWaitPolicy.preferPassive() }
         let interrupts = InterruptMonitor()
         // Side files are checked before the work, like the output.
-        try timing.outputs.check(inputs: [input] + c.readFiles, outputs: [output])
+        try c.output.reports.check(inputs: [input] + c.readFiles, outputs: [output])
         let quiet = self.quiet
         let warn: (String) -> Void = { if !quiet { ProgressReporter.writeStderr("vivify: warning: \($0)\n") } }
         let showProgress = !quiet && output != "-"
@@ -118,7 +118,7 @@ struct Run: ParsableCommand {
         job.onInfo = { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } }
         var reporter: ProgressReporter?
         // Progress is for file jobs; on a pipe the consumer sets the pace and stderr stays clean.
-        let isLive = c.mode == .live
+        let isLive = c.run.mode == .live
         // Weak: the job holds this closure, and a strong capture would be a cycle (a leak at exit).
         job.onStart = { [weak job] total in
             if showProgress {
@@ -138,8 +138,8 @@ struct Run: ParsableCommand {
             reporter?.finish(framesDone: result.framesOut)
             if let tracer = job.lastTracer {
                 var report = result.report
-                if timing.stats != nil { report.run = try job.runDescription() }
-                try timing.outputs.write(tracer, report: report)
+                if c.output.reports.stats != nil { report.run = try job.runDescription() }
+                try c.output.reports.write(tracer, report: report)
             }
             if !quiet && (timing.summary || mode == .live) { ProgressReporter.writeStderr(result.report.text) }
             if result.corrupt > 0 && !quiet {

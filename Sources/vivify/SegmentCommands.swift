@@ -40,15 +40,15 @@ struct PlanCommand: ParsableCommand {
         guard SegmentedJob.canSegment(c) else {
             throw MediaError(.invalidOptions, "Only a media file into a media file can be planned into segments ('\(input)' → '\(output)'). Use `vivify run` for pipes, y4m and raw frames.")
         }
-        if case .skip = try OutputGuard.check(output: output, inputs: [input], existing: c.existingOutput) {
+        if case .skip = try OutputGuard.check(output: output, inputs: [input], existing: c.output.existing) {
             ProgressReporter.writeStderr("vivify: '\(output)' exists; nothing planned (-n).\n")
             return
         }
-        try MediaWriter.validate(targetName: output, settings: c.encoder)
+        try MediaWriter.validate(targetName: output, settings: c.output.encoder)
         let models = try SegmentedJob.loadModels(c, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
         var manifest = try SegmentedJob.plan(c, segmentSeconds: segmentOptions.segmentSeconds, models: models)
         // Recorded for `status`; a manifest never grants the join an overwrite: `join -y` does.
-        manifest.settings.replaceExistingOutput = c.existingOutput == .replace
+        manifest.settings.replaceExistingOutput = c.output.existing == .replace
         let job = try SegmentedJob.create(at: URL(fileURLWithPath: work), manifest: manifest)
         print(job.manifest.segments.count)
     }

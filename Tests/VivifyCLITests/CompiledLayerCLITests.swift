@@ -70,7 +70,8 @@ final class CompiledLayerCLITests: XCTestCase {
         XCTAssertEqual(r.code, 0, r.stderr)
         let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: work + "/manifest.json"))) as? [String: Any]
         let settings = manifest?["settings"] as? [String: Any]
-        XCTAssertEqual(settings?["customLayers"] as? String, URL(fileURLWithPath: dir + "/libs/libstyle_layers_c.so").standardizedFileURL.path)
+        let limits = (settings?["configuration"] as? [String: Any])?["limits"] as? [String: Any]
+        XCTAssertEqual(limits?["customLayers"] as? String, URL(fileURLWithPath: dir + "/libs/libstyle_layers_c.so").standardizedFileURL.path)
         XCTAssertNotNil((settings?["models"] as? [String: String])?["custom layers"])
         for index in ["0", "1"] {
             r = try CLI.vivify(["work", work, "--index", index])

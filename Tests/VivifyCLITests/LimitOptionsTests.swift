@@ -14,7 +14,8 @@ final class LimitOptionsTests: XCTestCase {
                                  "--precision", "fp32", "--timeout", "5"])
         XCTAssertEqual(RunLimits.inForce, before, "the options are checked, not put in force")
         var c = run.runConfiguration
-        XCTAssertEqual(c.limits, RunLimits(threads: 3, maxPixels: 1234, maxMemory: 128 << 20, precision: .fp32, networkTimeout: 5))
+        XCTAssertEqual(c.limits, RunLimits(threads: 3, maxPixels: 1234, maxMemory: 128 << 20, precision: .fp32))
+        XCTAssertEqual(c.input.networkTimeout, 5, "the timeout travels with the input, to the reader that waits")
 
         // The other commands' groups map the same way.
         let image = try ImageCommand.parse(["a.png", "b.png", "--threads", "2", "--max-pixels", "99", "--precision", "bf16"])
@@ -27,7 +28,7 @@ final class LimitOptionsTests: XCTestCase {
         // given, this process could not take it back).
         c.limits.maxMemory = nil
         _ = try SegmentedJob.loadModels(c)
-        XCTAssertEqual(RunLimits.inForce, RunLimits(threads: 3, maxPixels: 1234, maxMemory: before.maxMemory, precision: .fp32, networkTimeout: 5))
+        XCTAssertEqual(RunLimits.inForce, RunLimits(threads: 3, maxPixels: 1234, maxMemory: before.maxMemory, precision: .fp32))
     }
 
     func testBadValuesAreStillRefusedWhenParsed() {

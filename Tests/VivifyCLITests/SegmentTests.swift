@@ -295,7 +295,8 @@ final class SegmentTests: XCTestCase {
         var r = try CLI.vivify(["plan", source, out, "--work", work, "--precision", "int8"] + Self.upscaleJob, environment: planner)
         XCTAssertEqual(r.code, 0, r.stderr)
         let settings = Self.manifest(work)?["settings"] as? [String: Any]
-        XCTAssertEqual(settings?["precision"] as? String, "int8")
+        let limits = (settings?["configuration"] as? [String: Any])?["limits"] as? [String: Any]
+        XCTAssertEqual(limits?["precision"] as? String, "int8")
         XCTAssertFalse((settings?["int8Calibration"] as? String ?? "").isEmpty, "the calibration is in the manifest")
         for i in 0..<4 {
             r = try CLI.vivify(["work", work, "--index", String(i)], environment: ["VIVIFY_MODELS": dir + "/store-node\(i)"])

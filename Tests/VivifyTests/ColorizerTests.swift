@@ -283,14 +283,14 @@ final class ColorizerTests: XCTestCase {
         var results: [Bool: Double] = [:]
         for stabilize in [false, true] {
             var c = RunConfiguration(input: clip, output: "\(dir)/out-\(stabilize).mkv")
-            c.colorize = "\(Self.fixtures)/eccv16-tiny.param"
-            c.stabilize = stabilize
-            c.anchorShots = false
-            c.encoder = EncoderSettings(codec: "ffv1")
+            c.stages.colorize = "\(Self.fixtures)/eccv16-tiny.param"
+            c.stages.stabilize = stabilize
+            c.stages.anchorShots = false
+            c.output.encoder = EncoderSettings(codec: "ffv1")
             // 120 frames keep the test short; lossless output so the metric sees the stage's colour.
-            c.maxFrames = 120
+            c.run.maxFrames = 120
             _ = try Job(configuration: c).run()
-            results[stabilize] = try Flicker.measure(path: c.output).value
+            results[stabilize] = try Flicker.measure(path: c.output.path).value
         }
         let off = results[false]!, on = results[true]!
         print(String(format: "flicker on archival film: %.4f without stabilization, %.4f with (%.0f%% less)", off, on, 100 * (1 - on / off)))

@@ -48,9 +48,9 @@ final class FilterStageTests: XCTestCase {
     /// named in order.
     func testFiltersTakeTheirPlacesAmongTheModels() {
         var c = RunConfiguration(input: "in.mp4", output: "out.mp4")
-        c.colorize = "vivify-color"
-        c.upscale = "2"
-        c.filters = [FilterStage(model: "a", after: 0), FilterStage(model: "b", strength: 0.5, after: 1), FilterStage(model: "c", after: 2),
+        c.stages.colorize = "vivify-color"
+        c.stages.upscale = "2"
+        c.stages.filters = [FilterStage(model: "a", after: 0), FilterStage(model: "b", strength: 0.5, after: 1), FilterStage(model: "c", after: 2),
                      FilterStage(model: "d", after: 0)]
         func names(_ specs: [StageSpec]) -> [String] {
             specs.map {
@@ -62,10 +62,10 @@ final class FilterStageTests: XCTestCase {
                 }
             }
         }
-        XCTAssertEqual(names(c.modelStages), ["filter:a@1.0", "filter2:d@1.0", "colorize", "filter3:b@0.5", "upscale", "filter4:c@1.0"])
-        c.colorizeAfter = true
-        XCTAssertEqual(names(c.modelStages), ["filter:a@1.0", "filter2:d@1.0", "upscale", "filter3:b@0.5", "colorize", "filter4:c@1.0"])
-        c.colorize = nil
-        XCTAssertEqual(names(c.modelStages), ["filter:a@1.0", "filter2:d@1.0", "upscale", "filter3:b@0.5", "filter4:c@1.0"])
+        XCTAssertEqual(names(c.stages.modelStages), ["filter:a@1.0", "filter2:d@1.0", "colorize", "filter3:b@0.5", "upscale", "filter4:c@1.0"])
+        c.stages.colorizeAfter = true
+        XCTAssertEqual(names(c.stages.modelStages), ["filter:a@1.0", "filter2:d@1.0", "upscale", "filter3:b@0.5", "colorize", "filter4:c@1.0"])
+        c.stages.colorize = nil
+        XCTAssertEqual(names(c.stages.modelStages), ["filter:a@1.0", "filter2:d@1.0", "upscale", "filter3:b@0.5", "filter4:c@1.0"])
     }
 }

@@ -23,7 +23,7 @@ final class RunLimitsTests: XCTestCase {
         // `plan --max-pixels 33177600 --max-memory 256M --precision int8`.
         let int8 = try decode(Self.settingsJSON(maxMemory: 256 << 20, precision: "int8"))
         XCTAssertEqual(int8.limits, RunLimits(maxPixels: 33_177_600, maxMemory: 256 << 20, precision: .int8))
-        XCTAssertEqual(int8.configuration().limits, int8.limits, "the rebuilt run carries them")
+        XCTAssertEqual(int8.configuration.limits, int8.limits, "the rebuilt run carries them")
         // From before `--precision` and `--max-memory`: fp32, the default budget.
         let old = try decode(Self.settingsJSON())
         XCTAssertEqual(old.limits, RunLimits(maxPixels: 33_177_600, precision: .fp32))
@@ -31,8 +31,9 @@ final class RunLimitsTests: XCTestCase {
         XCTAssertEqual(try decode(Self.settingsJSON(precision: "fp16")).limits.precision, .fp32)
         XCTAssertEqual(try decode(Self.settingsJSON(precision: "bf16")).limits.precision, .bf16)
 
-        // Written back under the same keys, so older workers read the manifest too.
-        let written = try JSONSerialization.jsonObject(with: JSONEncoder().encode(int8)) as? [String: Any] ?? [:]
+        // Written back as the run configuration's limits (manifest version 2), read back alike.
+        let root = try JSONSerialization.jsonObject(with: JSONEncoder().encode(int8)) as? [String: Any] ?? [:]
+        let written = (root["configuration"] as? [String: Any])?["limits"] as? [String: Any] ?? [:]
         XCTAssertEqual(written["maxPixels"] as? Int, 33_177_600)
         XCTAssertEqual(written["maxMemory"] as? Int, 256 << 20)
         XCTAssertEqual(written["precision"] as? String, "int8")
@@ -40,7 +41,7 @@ final class RunLimitsTests: XCTestCase {
     }
 
     func testLimitsAreOneCodableValue() throws {
-        let limits = RunLimits(threads: 3, maxPixels: 1234, maxMemory: 128 << 20, precision: .bf16, networkTimeout: 2.5)
+        let limits = RunLimits(threads: 3, maxPixels: 1234, maxMemory: 128 << 20, precision: .bf16)
         XCTAssertEqual(try JSONDecoder().decode(RunLimits.self, from: JSONEncoder().encode(limits)), limits)
         // Limits not given are left out (they leave what is in force).
         XCTAssertEqual(String(decoding: try JSONEncoder().encode(RunLimits(maxPixels: 5)), as: UTF8.self), "{\"maxPixels\":5}")

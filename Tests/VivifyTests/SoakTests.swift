@@ -14,9 +14,9 @@ final class SoakTests: XCTestCase {
 
     func testTwoHundredThousandFramesAtFlatMemory() throws {
         var c = RunConfiguration(input: "generated", output: "-")
-        c.synthetic = (FrameSize(width: 16, height: 16), 200_000)
-        c.discardOutput = true
-        c.mode = .live
+        c.input.synthetic = SyntheticInput(size: FrameSize(width: 16, height: 16), frames: 200_000)
+        c.output.discard = true
+        c.run.mode = .live
         let job = Job(configuration: c)
         var samples: [(frames: Int, bytes: Int)] = []
         job.onProgress = { done in

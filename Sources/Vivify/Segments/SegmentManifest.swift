@@ -5,8 +5,8 @@ public import MediaIO
 public import SafeFiles
 
 /// The plan and state of a resumable segmented job, kept as `manifest.json` in its work
-/// directory. Everything a worker needs is in it: the input's fingerprint, every setting that
-/// changes pixels, the segments with their frame ranges and timestamps, and each finished
+/// directory. Everything a worker needs is in it: the input's fingerprint, the run
+/// configuration it rebuilds its run from, the segments with their frame ranges and timestamps, and each finished
 /// segment's frame count and SHA-256.
 public struct SegmentManifest: Codable, Sendable, Equatable {
     /// What identifies an input file without reading all of it.
@@ -85,133 +85,99 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
     /// The most frames a manifest may count (per segment, in all): far beyond any video.
     static let maxFrames = 1 << 40
 
-    /// Every setting that changes the output's pixels or packets (and how to rebuild the run).
+    /// What a job was planned as: the run configuration every worker rebuilds its run from
+    /// (so every setting and limit of the plan is honoured), and what the plan found.
+    ///
+    /// Manifests of versions before 0.14 kept every setting as a flat field beside the others
+    /// (`upscale`, `codec`, `maxPixels`, …); they are read into the same value
+    /// (`LegacySettings`) and written back in this layout.
     public struct Settings: Codable, Sendable, Equatable {
+        /// The vivify version that planned the job.
         public var vivifyVersion: String
-        public var input: String
-        public var output: String
-        public var upscale: String?
-        public var tile: Int?
-        public var backend: String
-        /// The oneDNN convolutions' number format ("fp32", "bf16"); nil in manifests of
-        /// versions before `--precision` (fp32).
-        public var precision: String?
+        /// The run as planned: absolute paths, the backend it chose, and the limits in force
+        /// when it was planned (the pixel limit, the memory budget when given, the precision
+        /// the upscaler computes in, the custom layer library). Threads are each worker's own;
+        /// no reports, no network timeout (a segmented job reads a file), no overwrite (only
+        /// `join -y` grants one).
+        public var configuration: RunConfiguration
+        /// SHA-256 of each model's files ("colorize vivify-color" → digest), of the guide's
+        /// pictures ("reference PATH"), and of the custom layer library ("custom layers").
+        public var models: [String: String]
         /// The upscaler's int8 calibration (JSON; `--precision int8`), taken on the input's
         /// first frame when the job was planned, so that every segment quantises alike.
         public var int8Calibration: String?
-        public var colorize: String?
-        public var colorizeAfter: Bool
-        /// The `--filter` stages with their strengths and places; nil when there are none
-        /// (and in manifests of versions before them).
-        public var filters: [FilterStage]?
-        public var stabilize: Bool
-        /// Shot anchors (with the stabilizer); nil in manifests of versions before them (off).
-        public var anchorShots: Bool?
-        public var saturation: Float
-        /// References, keyframes and hints (absolute paths; their digests are in `models`);
-        /// nil in manifests of versions before them.
-        public var colourGuide: ColourGuideSpec?
-        public var resize: String?
-        public var codec: String
-        public var crf: Double?
-        public var preset: String?
-        public var pixelFormat: String?
-        public var copyAudioAndSubtitles: Bool
-        public var strict: Bool
-        public var assumeMatrix: String?
-        public var maxFrames: Int?
-        public var maxPixels: Int
-        /// The tiles' memory budget when `--max-memory` was given (bytes); nil without it
-        /// (the default budget and tile cap) and in manifests from before it was recorded.
-        public var maxMemory: Int?
-        /// SHA-256 of each model's files ("colorize vivify-color" → digest), and of the
-        /// custom layer library ("custom layers PATH").
-        public var models: [String: String]
-        /// The compiled custom layer library (`--custom-layers`, absolute); nil without one.
-        public var customLayers: String?
-        /// Whether the join may replace an existing output (`plan -y`); not a pixel setting.
+        /// Whether the plan was made with -y; not a setting, and never a grant (`join -y` is).
         public var replaceExistingOutput: Bool?
 
-        /// The settings of `c` (absolute paths), with the loaded models' digests.
+        private enum CodingKeys: String, CodingKey {
+            case vivifyVersion, configuration, models, int8Calibration, replaceExistingOutput
+        }
+
+        /// The settings of `c` as planned now (limits in force, absolute paths), with the
+        /// loaded models' digests.
         public init(_ c: RunConfiguration, models: [String: String]) {
             vivifyVersion = VivifyVersion.number
-            input = URL(fileURLWithPath: c.input).standardizedFileURL.path
-            output = URL(fileURLWithPath: c.output).standardizedFileURL.path
-            upscale = c.upscale
-            tile = c.tile
-            let chosen = (try? c.backend.resolved()) ?? c.backend
-            backend = chosen.rawValue
-            precision = chosen == .onednn ? PrecisionChoice.current : nil
-            colorize = c.colorize
-            colorizeAfter = c.colorizeAfter
-            filters = c.filters.isEmpty ? nil : c.filters.map { FilterStage(model: Self.absoluteIfFile($0.model), strength: $0.strength, after: $0.after) }
-            stabilize = c.stabilize
-            anchorShots = c.anchorShots
-            saturation = c.saturation
-            if !c.colourGuide.isEmpty {
-                var g = c.colourGuide
-                let absolute = { (p: String) in URL(fileURLWithPath: p).standardizedFileURL.path }
-                g.references = g.references.map(absolute)
-                g.keyframes = g.keyframes.map { Keyframe(position: $0.position, file: absolute($0.file)) }
-                g.hintsImage = g.hintsImage.map(absolute)
-                colourGuide = g
-            }
-            resize = c.resize?.description
-            codec = c.encoder.encoderName
-            crf = c.encoder.crf
-            preset = c.encoder.preset
-            pixelFormat = c.encoder.pixelFormat
-            copyAudioAndSubtitles = c.copyAudioAndSubtitles
-            strict = c.strict
-            assumeMatrix = c.assumeMatrix
-            maxFrames = c.maxFrames
-            maxPixels = MediaLimits.maxPixels
-            maxMemory = TiledRunner.memoryBudgetGiven ? TiledRunner.defaultMemoryBudget : nil
-            customLayers = c.limits.customLayers.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+            var planned = c
+            let chosen = (try? c.run.backend.resolved()) ?? c.run.backend
+            planned.run.backend = chosen
+            planned.limits = RunLimits(maxPixels: MediaLimits.maxPixels,
+                                       maxMemory: TiledRunner.memoryBudgetGiven ? TiledRunner.defaultMemoryBudget : nil,
+                                       precision: chosen == .onednn ? PrecisionChoice(rawValue: PrecisionChoice.current) ?? .fp32 : .fp32)
+            planned.limits.customLayers = c.limits.customLayers
+            self.init(planned: planned, models: models)
+        }
+
+        /// `planned` in the form a manifest keeps: absolute paths (workers may run elsewhere
+        /// in the tree), and nothing that is each worker's own or no setting of the job.
+        init(planned: RunConfiguration, models: [String: String], version: String = VivifyVersion.number) {
+            var c = planned
+            let absolute = { (p: String) in URL(fileURLWithPath: p).standardizedFileURL.path }
+            c.input.path = absolute(c.input.path)
+            c.input.networkTimeout = nil
+            c.input.synthetic = nil
+            c.output.path = absolute(c.output.path)
+            c.output.existing = .refuse
+            c.output.reports = TraceOutputs()
+            c.output.discard = false
+            c.run.targetFPS = nil
+            c.limits.threads = nil
+            c.limits.customLayers = c.limits.customLayers.map(absolute)
+            c.stages.filters = c.stages.filters.map { FilterStage(model: Self.absoluteIfFile($0.model), strength: $0.strength, after: $0.after) }
+            var g = c.stages.colourGuide
+            g.references = g.references.map(absolute)
+            g.keyframes = g.keyframes.map { Keyframe(position: $0.position, file: absolute($0.file)) }
+            g.hintsImage = g.hintsImage.map(absolute)
+            c.stages.colourGuide = g
+            vivifyVersion = version
+            configuration = c
             self.models = models
         }
+
+        /// Reads the settings of this version, or the flat ones of earlier versions.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            guard container.contains(.configuration) else {
+                self = try LegacySettings(from: decoder).settings
+                return
+            }
+            vivifyVersion = try container.decode(String.self, forKey: .vivifyVersion)
+            configuration = try container.decode(RunConfiguration.self, forKey: .configuration)
+            models = try container.decode([String: String].self, forKey: .models)
+            int8Calibration = try container.decodeIfPresent(String.self, forKey: .int8Calibration)
+            replaceExistingOutput = try container.decodeIfPresent(Bool.self, forKey: .replaceExistingOutput)
+        }
+
+        /// The input, absolute.
+        public var input: String { configuration.input.path }
+        /// The output the segments are joined into, absolute.
+        public var output: String { configuration.output.path }
+        /// The limits the job was planned under, which every `work` and the join run under.
+        public var limits: RunLimits { configuration.limits }
 
         /// A model argument that names a file, as an absolute path (workers may run elsewhere
         /// in the tree); names of built-in and catalog models as they are.
         static func absoluteIfFile(_ model: String) -> String {
             FileManager.default.fileExists(atPath: model) ? URL(fileURLWithPath: model).standardizedFileURL.path : model
-        }
-
-        /// The limits the job was planned under, which every `work` and the join run under
-        /// (`plan --max-pixels`, `--max-memory` and the precision the upscaler computed in):
-        /// kept in the manifest as `maxPixels`, `maxMemory` and `precision`, where manifests
-        /// of every version have them. A precision that is missing (manifests from before
-        /// `--precision`, the reference backend) or unknown is fp32; threads and the network
-        /// timeout are the worker's own.
-        public var limits: RunLimits {
-            var limits = RunLimits(maxPixels: maxPixels, maxMemory: maxMemory,
-                                   precision: precision.flatMap(PrecisionChoice.init(rawValue:)) ?? .fp32)
-            limits.customLayers = customLayers
-            return limits
-        }
-
-        /// The run configuration these settings describe (offline, file to file).
-        public func configuration(existing: ExistingOutput = .refuse) -> RunConfiguration {
-            var c = RunConfiguration(input: input, output: output)
-            c.upscale = upscale
-            c.tile = tile
-            c.backend = BackendChoice(rawValue: backend) ?? .onednn
-            c.colorize = colorize
-            c.colorizeAfter = colorizeAfter
-            c.filters = filters ?? []
-            c.stabilize = stabilize
-            c.anchorShots = anchorShots ?? false
-            c.saturation = saturation
-            c.colourGuide = colourGuide ?? ColourGuideSpec()
-            c.resize = resize.flatMap(FrameSize.init(parsing:))
-            c.encoder = EncoderSettings(codec: codec, crf: crf, preset: preset, pixelFormat: pixelFormat)
-            c.copyAudioAndSubtitles = copyAudioAndSubtitles
-            c.strict = strict
-            c.assumeMatrix = assumeMatrix
-            c.maxFrames = maxFrames
-            c.existingOutput = existing
-            c.limits = limits
-            return c
         }
 
         /// The settings that differ from `other`, as "name old → new", empty when none.
@@ -223,20 +189,94 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
             return Set(mine.keys).union(theirs.keys).sorted().compactMap { k in mine[k] == theirs[k] ? nil : "\(k) \(mine[k] ?? "none") → \(theirs[k] ?? "none")" }
         }
 
+        /// Every leaf of the settings as JSON, by its dotted path ("configuration.stages.resize").
         private static func fields(_ s: Settings) -> [String: String] {
             let encoder = JSONEncoder()
             encoder.outputFormatting = .sortedKeys
-            guard let data = try? encoder.encode(s),
-                  let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
+            guard let data = try? encoder.encode(s), let object = try? JSONSerialization.jsonObject(with: data) else { return [:] }
             var out: [String: String] = [:]
-            for (k, v) in object {
-                if let d = v as? [String: Any] {
-                    for (mk, mv) in d { out["\(k).\(mk)"] = "\(mv)" }
+            func walk(_ value: Any, _ path: String) {
+                if let d = value as? [String: Any] {
+                    for (k, v) in d { walk(v, path.isEmpty ? k : "\(path).\(k)") }
                 } else {
-                    out[k] = "\(v)"
+                    out[path] = "\(value)"
                 }
             }
+            walk(object, "")
             return out
+        }
+    }
+
+    /// The settings as manifests of versions before 0.14 wrote them: every setting a flat
+    /// field, the limits in force as `maxPixels`, `maxMemory` and `precision`.
+    struct LegacySettings: Decodable {
+        var vivifyVersion: String
+        var input: String
+        var output: String
+        var upscale: String?
+        var tile: Int?
+        var backend: String
+        /// nil in manifests of versions before `--precision` (fp32).
+        var precision: String?
+        var int8Calibration: String?
+        var colorize: String?
+        var colorizeAfter: Bool
+        /// nil when there are none (and in manifests of versions before them).
+        var filters: [FilterStage]?
+        var stabilize: Bool
+        /// nil in manifests of versions before shot anchors (off).
+        var anchorShots: Bool?
+        var saturation: Float
+        /// nil in manifests of versions before guides.
+        var colourGuide: ColourGuideSpec?
+        var resize: String?
+        var codec: String
+        var crf: Double?
+        var preset: String?
+        var pixelFormat: String?
+        var copyAudioAndSubtitles: Bool
+        var strict: Bool
+        var assumeMatrix: String?
+        var maxFrames: Int?
+        var maxPixels: Int
+        /// nil without `--max-memory` and in manifests from before it was recorded.
+        var maxMemory: Int?
+        var models: [String: String]
+        var customLayers: String?
+        var replaceExistingOutput: Bool?
+
+        /// The same job in this version's layout. A precision that is missing (manifests from
+        /// before `--precision`, the reference backend) or unknown is fp32, as those versions
+        /// ran it; a backend this version does not know is oneDNN.
+        var settings: Settings {
+            var c = RunConfiguration(input: input, output: output)
+            c.stages.upscale = upscale
+            c.stages.tile = tile
+            c.stages.colorize = colorize
+            c.stages.colorizeAfter = colorizeAfter
+            c.stages.filters = filters ?? []
+            c.stages.stabilize = stabilize
+            c.stages.anchorShots = anchorShots ?? false
+            c.stages.saturation = saturation
+            c.stages.colourGuide = colourGuide ?? ColourGuideSpec()
+            c.stages.resize = resize.flatMap(FrameSize.init(parsing:))
+            c.run.backend = BackendChoice(rawValue: backend) ?? .onednn
+            c.output.encoder = EncoderSettings(codec: codec, crf: crf, preset: preset, pixelFormat: pixelFormat)
+            c.output.copyAudioAndSubtitles = copyAudioAndSubtitles
+            c.input.strict = strict
+            c.input.assumeMatrix = assumeMatrix
+            c.run.maxFrames = maxFrames
+            c.limits = RunLimits(maxPixels: maxPixels, maxMemory: maxMemory,
+                                 precision: precision.flatMap(PrecisionChoice.init(rawValue:)) ?? .fp32)
+            c.limits.customLayers = customLayers
+            // Stored as they were (already absolute when planned).
+            var s = Settings(planned: c, models: models, version: vivifyVersion)
+            s.configuration.input.path = input
+            s.configuration.output.path = output
+            s.configuration.stages.filters = filters ?? []
+            s.int8Calibration = int8Calibration
+            s.replaceExistingOutput = replaceExistingOutput
+            return s
         }
     }
 
@@ -328,8 +368,9 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
 
     /// "vivify-segments".
     public var format = "vivify-segments"
-    /// Layout version of this file.
-    public var version = 1
+    /// Layout version of this file: 2 keeps the settings as a `RunConfiguration`, 1 (read
+    /// too) as flat fields.
+    public var version = 2
     /// The input.
     public var input: Fingerprint
     /// The settings.

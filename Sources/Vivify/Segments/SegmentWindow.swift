@@ -37,15 +37,13 @@ final class SegmentWindowSource: FrameSource {
     private var started = false
     private var ended = false
 
-    init(configuration c: RunConfiguration, window: SegmentWindow) throws {
-        var copy = c
-        copy.copyAudioAndSubtitles = false
-        guard let reader = try Job.openSource(copy) as? MediaReader else {
-            throw MediaError(.invalidOptions, "Only media files can be cut into segments; '\(c.input)' is a frame stream. Pass --segment-seconds 0.")
+    init(input: InputSettings, window: SegmentWindow) throws {
+        guard let reader = try Job.openSource(input, copyStreams: false) as? MediaReader else {
+            throw MediaError(.invalidOptions, "Only media files can be cut into segments; '\(input.path)' is a frame stream. Pass --segment-seconds 0.")
         }
         self.reader = reader
         self.window = window
-        input = c.input
+        self.input = input.path
     }
 
     var info: MediaInfo { reader.info }

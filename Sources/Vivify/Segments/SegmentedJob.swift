@@ -44,17 +44,18 @@ public final class SegmentedJob {
 
     /// Whether `c` is a job that can be segmented: a media file in, a media file out, offline.
     public static func canSegment(_ c: RunConfiguration) -> Bool {
-        guard c.synthetic == nil, !c.discardOutput, c.mode == .offline, !c.realtime else { return false }
-        guard c.input != "-", c.output != "-", !NetworkURL.isNetwork(c.input), !NetworkURL.isNetwork(c.output) else { return false }
-        guard c.effectiveInputFormat == nil, c.effectiveOutputFormat == nil else { return false }
+        guard c.input.synthetic == nil, !c.output.discard, c.run.mode == .offline, !c.run.realtime else { return false }
+        let input = c.input.path, output = c.output.path
+        guard input != "-", output != "-", !NetworkURL.isNetwork(input), !NetworkURL.isNetwork(output) else { return false }
+        guard c.input.effectiveFormat == nil, c.output.effectiveFormat == nil else { return false }
         var st = stat()
-        return stat(c.input, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
+        return stat(input, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
     }
 
     /// Loads the models of `c`, in `modelStages` order, under `c.limits` (put in force first).
     public static func loadModels(_ c: RunConfiguration, log: (String) -> Void = { _ in }) throws -> [FrameProcessor] {
         c.limits.putInForce()
-        return try c.modelStages.map { try ProcessorFactory.make($0, backend: c.backend, log: log) }
+        return try c.stages.modelStages.map { try ProcessorFactory.make($0, backend: c.run.backend, log: log) }
     }
 
     /// SHA-256 of every model's files, by task and name (built-in models by name and version).
@@ -103,15 +104,13 @@ public final class SegmentedJob {
         }
         // Opened as an unsegmented run opens it first, so bad input (not media, no video
         // stream, no decoder, beyond the pixel limit) gets the same error and exit code.
-        var probe = c
-        probe.copyAudioAndSubtitles = false
-        _ = try Job.openSource(probe)
-        let fingerprint = try SegmentManifest.Fingerprint.of(c.input)
-        let index = try VideoIndex.read(path: c.input)
+        _ = try Job.openSource(c.input, copyStreams: false)
+        let fingerprint = try SegmentManifest.Fingerprint.of(c.input.path)
+        let index = try VideoIndex.read(path: c.input.path)
         var stamps = index.timestamps
-        if let n = c.maxFrames { stamps = Array(stamps.prefix(n)) }
+        if let n = c.run.maxFrames { stamps = Array(stamps.prefix(n)) }
         guard !stamps.isEmpty else {
-            throw MediaError(.corruptInput, "'\(c.input)' has a video stream with no frames; nothing to do. Check the source.")
+            throw MediaError(.corruptInput, "'\(c.input.path)' has a video stream with no frames; nothing to do. Check the source.")
         }
         let tb = index.timeBase
         // The chain's warm-up: the most any stateful stage needs (the stabilizer's 64 frames).
@@ -154,16 +153,16 @@ public final class SegmentedJob {
                 startSeconds: index.seconds(stamps[first]), endSeconds: index.seconds(end), done: nil, failed: nil))
         }
         var settings = SegmentManifest.Settings(c, models: try modelDigests(models))
-        if (try? c.backend.resolved()) == .onednn, let upscaler = models.lazy.compactMap({ ($0 as? UpscaleProcessor)?.upscaler }).first {
+        if (try? c.run.backend.resolved()) == .onednn, let upscaler = models.lazy.compactMap({ ($0 as? UpscaleProcessor)?.upscaler }).first {
             // What the upscaler computes in (`auto` decides per model) is what every worker forces.
             if upscaler.quantisesToInt8 {
                 settings.int8Calibration = try int8Calibration(upscaler, c)
             }
-            settings.precision = upscaler.computePrecision
+            settings.configuration.limits.precision = PrecisionChoice(rawValue: upscaler.computePrecision) ?? .fp32
         }
         return SegmentManifest(input: fingerprint, settings: settings, segmentSeconds: segmentSeconds,
                                timeBase: "\(tb.num)/\(tb.den)", totalFrames: total, warmUpFrames: warmUp,
-                               tags: try tags(c), videoSpan: c.maxFrames != nil ? [index.seconds(stamps[0]), index.seconds(lastEnd)] : nil,
+                               tags: try tags(c), videoSpan: c.run.maxFrames != nil ? [index.seconds(stamps[0]), index.seconds(lastEnd)] : nil,
                                segments: segments, interruptedOutput: nil)
     }
 
@@ -171,9 +170,7 @@ public final class SegmentedJob {
     /// frame with detail (`Upscaler.canCalibrate`; the last of the first 300 frames if none has).
     static func int8Calibration(_ upscaler: Upscaler, _ c: RunConfiguration) throws -> String? {
         if let json = upscaler.int8CalibrationJSON { return json }
-        var probe = c
-        probe.copyAudioAndSubtitles = false
-        let source = try Job.openSource(probe, decodeTo: .rgb24)
+        let source = try Job.openSource(c.input, copyStreams: false, decodeTo: .rgb24)
         var frame = VideoFrame(format: .rgb24, width: 1, height: 1)
         var image: FloatPlanarImage?
         var frames = 0
@@ -245,7 +242,7 @@ public final class SegmentedJob {
         }
         do {
             let m = try JSONDecoder().decode(SegmentManifest.self, from: data)
-            guard m.format == "vivify-segments", m.version == 1 else { throw MediaError(.corruptInput, "") }
+            guard m.format == "vivify-segments", (1...2).contains(m.version) else { throw MediaError(.corruptInput, "") }
             if let problem = m.segmentProblem {
                 throw MediaError(.corruptInput, "'\(url.path)' is damaged or was edited: \(problem). Plan the job again.")
             }
@@ -356,13 +353,13 @@ public final class SegmentedJob {
         if isForeign(file(segment)) {
             throw MediaError(.outputUnwritable, "'\(file(segment).path)' is a symbolic link or not a regular file; a segment is written only as a plain file inside the work directory. Remove it, or plan the job again.")
         }
-        // Every segment computes as the job was planned (`--precision`, the pixel limit and
-        // the memory budget are process-wide; the pixel limit was recorded but never applied,
-        // so a planned job beyond the default 40 Mpx was refused by every worker).
-        var c = manifest.settings.configuration(existing: .replace)
-        c.output = file(segment).path
-        c.copyAudioAndSubtitles = false
-        c.maxFrames = nil
+        // Every segment runs the planned configuration, every setting and limit of it, into
+        // its own file (video only, every frame of its window).
+        var c = manifest.settings.configuration
+        c.output.path = file(segment).path
+        c.output.existing = .replace
+        c.output.copyAudioAndSubtitles = false
+        c.run.maxFrames = nil
         c.limits.threads = threads
         c.limits.putInForce()
         let loaded = try models ?? Self.loadModels(c, log: onWarning)
@@ -437,18 +434,16 @@ public final class SegmentedJob {
 
     /// The tags the unsegmented writer gives the video stream (from the source's description).
     static func tags(_ c: RunConfiguration) throws -> SegmentManifest.Tags {
-        var copy = c
-        copy.copyAudioAndSubtitles = false
-        guard let reader = try Job.openSource(copy) as? MediaReader else {
-            throw MediaError(.invalidOptions, "Only media files can be cut into segments; '\(c.input)' is a frame stream. Pass --segment-seconds 0.")
+        guard let reader = try Job.openSource(c.input, copyStreams: false) as? MediaReader else {
+            throw MediaError(.invalidOptions, "Only media files can be cut into segments; '\(c.input.path)' is a frame stream. Pass --segment-seconds 0.")
         }
         let video = reader.info.video
         var resolved = video.color.resolved(height: video.height)
-        if let name = c.assumeMatrix, let code = ColorInfo.matrixCode(named: name) { resolved.info.matrix = code }
+        if let name = c.input.assumeMatrix, let code = ColorInfo.matrixCode(named: name) { resolved.info.matrix = code }
         let col = resolved.info
         // As MediaWriter: the source's time base, or the frame period for MPEG-4 part 2 when it does not fit 16 bits.
         var tb = video.timeBase
-        if c.encoder.encoderName == "mpeg4" && (tb.den > 65535 || tb.num > 65535) { tb = video.frameRate.inverted }
+        if c.output.encoder.encoderName == "mpeg4" && (tb.den > 65535 || tb.num > 65535) { tb = video.frameRate.inverted }
         return SegmentManifest.Tags(frameRate: [Int(video.frameRate.num), Int(video.frameRate.den)],
                                     sampleAspectRatio: [Int(video.sampleAspectRatio.num), Int(video.sampleAspectRatio.den)],
                                     color: [col.primaries, col.transfer, col.matrix, col.range], displayMatrix: video.displayMatrix,
@@ -471,7 +466,7 @@ public final class SegmentedJob {
     public func join(existing: ExistingOutput, removeDirectory: Bool = true) throws -> JoinOutcome {
         try reload()
         // The planned pixel limit and memory budget (the join runs no model).
-        RunLimits(maxPixels: manifest.settings.maxPixels, maxMemory: manifest.settings.maxMemory).putInForce()
+        RunLimits(maxPixels: manifest.settings.limits.maxPixels, maxMemory: manifest.settings.limits.maxMemory).putInForce()
         try checkInput()
         let states = try status(verify: true)
         let unfinished = states.filter { $0.state != "done" }
@@ -489,14 +484,14 @@ public final class SegmentedJob {
         case .write(let url): target = url
         case .skip: return JoinOutcome(frames: 0, output: output, warnings: ["'\(output)' exists; not joined (-n)."])
         }
-        let c = manifest.settings.configuration()
+        let c = manifest.settings.configuration
         let partial = PartialFile(target: target, replacing: rule == .replace)
         let expected = manifest.framesDone
         let result: SegmentJoiner.Result
         do {
-            result = try SegmentJoiner.join(segments: manifest.segments.map { file($0).path }, source: c.input,
+            result = try SegmentJoiner.join(segments: manifest.segments.map { file($0).path }, source: c.input.path,
                                             path: partial.temporary.path, targetName: output, tags: manifest.tags.joinerTags,
-                                            copyStreams: c.copyAudioAndSubtitles, window: manifest.videoSpan.map { $0[0]...$0[1] })
+                                            copyStreams: c.output.copyAudioAndSubtitles, window: manifest.videoSpan.map { $0[0]...$0[1] })
             // The segment files were verified by size and SHA-256, so a count that differs is
             // the manifest's: damaged or edited data (65), not an internal failure.
             if result.videoPackets != expected {
@@ -542,11 +537,11 @@ public final class SegmentedJob {
         var rule = existing
         if let own = manifest.interruptedOutput, SegmentManifest.OutputIdentity.of(output) == own { rule = .replace }
         guard case .write(let target) = try OutputGuard.check(output: output, inputs: [manifest.settings.input], existing: rule) else { return nil }
-        let c = manifest.settings.configuration()
+        let c = manifest.settings.configuration
         let partial = PartialFile(target: target, replacing: rule == .replace)
         do {
-            let r = try SegmentJoiner.join(segments: files, source: c.input, path: partial.temporary.path, targetName: output,
-                                           tags: manifest.tags.joinerTags, copyStreams: c.copyAudioAndSubtitles, window: start...end)
+            let r = try SegmentJoiner.join(segments: files, source: c.input.path, path: partial.temporary.path, targetName: output,
+                                           tags: manifest.tags.joinerTags, copyStreams: c.output.copyAudioAndSubtitles, window: start...end)
             try partial.commit()
             try update { $0.interruptedOutput = SegmentManifest.OutputIdentity.of(output) }
             return JoinOutcome(frames: r.videoPackets, output: output, warnings: r.warnings)

@@ -60,12 +60,13 @@ public final class SegmentedRun {
     public func run() throws -> Outcome {
         let c = configuration
         c.limits.putInForce()
-        let directory = SegmentedJob.defaultDirectory(forOutput: c.output)
+        let input = c.input.path, output = c.output.path
+        let directory = SegmentedJob.defaultDirectory(forOutput: output)
         let earlier = try? SegmentedJob(directory: directory)
-        var rule = c.existingOutput
-        if let own = earlier?.manifest.interruptedOutput, SegmentManifest.OutputIdentity.of(c.output) == own { rule = .replace }
-        if case .skip = try OutputGuard.check(output: c.output, inputs: [c.input], existing: rule) { return .skipped }
-        try MediaWriter.validate(targetName: c.output, settings: c.encoder)
+        var rule = c.output.existing
+        if let own = earlier?.manifest.interruptedOutput, SegmentManifest.OutputIdentity.of(output) == own { rule = .replace }
+        if case .skip = try OutputGuard.check(output: output, inputs: [input], existing: rule) { return .skipped }
+        try MediaWriter.validate(targetName: output, settings: c.output.encoder)
 
         // Fetching a model is news, not a warning.
         let models = try SegmentedJob.loadModels(c, log: onInfo)
@@ -75,7 +76,7 @@ public final class SegmentedRun {
         } catch let e as MediaError where e.kind == .unsupported && e.message.contains("cannot be cut into segments") && earlier == nil {
             // Timestamps that restart (two .ts files joined with cat) or are missing: such a
             // file still runs, in one piece (issue 33: it failed).
-            onInfo("'\(c.input)' cannot be cut into segments (its timestamps repeat or are missing); processing it in one piece, which an interruption cannot resume.")
+            onInfo("'\(input)' cannot be cut into segments (its timestamps repeat or are missing); processing it in one piece, which an interruption cannot resume.")
             return .single(models: models)
         }
         if plan.segments.count == 1 && earlier == nil { return .single(models: models) }
