@@ -1,4 +1,5 @@
 import Foundation
+import MediaIO
 import Vivify
 import XCTest
 

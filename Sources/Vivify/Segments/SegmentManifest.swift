@@ -116,7 +116,6 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
         /// The settings of `c` as planned now (limits in force, absolute paths), with the
         /// loaded models' digests.
         public init(_ c: RunConfiguration, models: [String: String]) {
-            vivifyVersion = VivifyVersion.number
             var planned = c
             let chosen = (try? c.run.backend.resolved()) ?? c.run.backend
             planned.run.backend = chosen
@@ -189,7 +188,9 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
             return Set(mine.keys).union(theirs.keys).sorted().compactMap { k in mine[k] == theirs[k] ? nil : "\(k) \(mine[k] ?? "none") → \(theirs[k] ?? "none")" }
         }
 
-        /// Every leaf of the settings as JSON, by its dotted path ("configuration.stages.resize").
+        /// Every leaf of the settings as JSON, by its path ("configuration.stages.resize.width",
+        /// "configuration.stages.filters[0].model"): compared leaf by leaf, since a dictionary's
+        /// description lists its keys in no fixed order.
         private static func fields(_ s: Settings) -> [String: String] {
             let encoder = JSONEncoder()
             encoder.outputFormatting = .sortedKeys
@@ -198,6 +199,9 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
             func walk(_ value: Any, _ path: String) {
                 if let d = value as? [String: Any] {
                     for (k, v) in d { walk(v, path.isEmpty ? k : "\(path).\(k)") }
+                } else if let a = value as? [Any] {
+                    out[path + ".count"] = String(a.count)
+                    for (i, v) in a.enumerated() { walk(v, "\(path)[\(i)]") }
                 } else {
                     out[path] = "\(value)"
                 }
@@ -370,7 +374,9 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
     public var format = "vivify-segments"
     /// Layout version of this file: 2 keeps the settings as a `RunConfiguration`, 1 (read
     /// too) as flat fields.
-    public var version = 2
+    public var version = Self.currentVersion
+    /// The layout this version writes.
+    public static let currentVersion = 2
     /// The input.
     public var input: Fingerprint
     /// The settings.

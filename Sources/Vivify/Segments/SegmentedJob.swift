@@ -241,8 +241,10 @@ public final class SegmentedJob {
             throw MediaError(.inputUnreadable, "'\(directory.path)' holds no \(manifestName). Make one with `vivify plan INPUT OUTPUT … --work \(directory.path)`.")
         }
         do {
-            let m = try JSONDecoder().decode(SegmentManifest.self, from: data)
-            guard m.format == "vivify-segments", (1...2).contains(m.version) else { throw MediaError(.corruptInput, "") }
+            var m = try JSONDecoder().decode(SegmentManifest.self, from: data)
+            guard m.format == "vivify-segments", (1...SegmentManifest.currentVersion).contains(m.version) else { throw MediaError(.corruptInput, "") }
+            // Read into this version's layout, which the next update writes.
+            m.version = SegmentManifest.currentVersion
             if let problem = m.segmentProblem {
                 throw MediaError(.corruptInput, "'\(url.path)' is damaged or was edited: \(problem). Plan the job again.")
             }
