@@ -38,7 +38,7 @@ public enum Bench {
         c.run.backend = backend
         c.run.targetFPS = targetFPS
         let job = Job(configuration: c)
-        job.onWarning = log
+        job.events.warning = log
         let result = try job.run()
         // FLOPs from the chain that ran (the same processors, configured for these frames).
         let flops = try job.lastChain?.flopsPerFrame() ?? [:]

@@ -54,16 +54,10 @@ public struct PartialOutputError: Error, CustomStringConvertible {
 public final class Job {
     /// The configuration the job runs.
     public let configuration: RunConfiguration
-    /// Receives warnings (one sentence each) as they happen.
-    public var onWarning: (String) -> Void = { _ in }
-    /// Called with news that is no warning (a model being fetched).
-    public var onInfo: (String) -> Void = { _ in }
-    /// Receives the count of frames done after each frame, and the total when known (at start).
-    public var onProgress: (Int) -> Void = { _ in }
-    /// Told the expected frame count (nil when unknown) once the input is open.
-    public var onStart: (Int?) -> Void = { _ in }
-    /// Asked before each frame is read whether to stop early.
-    public var shouldStop: () -> Bool = { false }
+    /// What the job tells as it goes: warnings, news (a model being fetched), the expected
+    /// frame count once the input is open, the frames done after each frame; and whether to
+    /// stop, asked before each frame is read.
+    public var events = RunEvents()
     /// Run every stage on one thread, one frame at a time (the plain loop the threaded
     /// pipeline is benchmarked against).
     public var sequential = false
@@ -124,7 +118,7 @@ public final class Job {
         }
     }
 
-    /// Runs the job to the end (or until `shouldStop`) and returns what it did:
+    /// Runs the job to the end (or until `events.shouldStop`) and returns what it did:
     ///
     ///     check the request ─▶ load the models ─▶ open the input ─▶ settle the formats
     ///     (chain and sink) ─▶ the stages ─▶ run the pipeline ─▶ put the output in place
@@ -139,11 +133,11 @@ public final class Job {
         case .write(let url):
             target = url
         }
-        let warnings = WarningLog(forward: onWarning)
+        let warnings = WarningLog(forward: events.warning)
         let warn = warnings.add
 
         // Models load before anything is opened for writing, so a bad model name costs nothing.
-        let models = try preloadedModels ?? c.stages.modelStages.map { try ProcessorFactory.make($0, backend: c.run.backend, log: onInfo) }
+        let models = try preloadedModels ?? c.stages.modelStages.map { try ProcessorFactory.make($0, backend: c.run.backend, log: events.info) }
         models.forEach { $0.reset() }
         let source = try openInput(c, warn: warn)
         let video = source.info.video
@@ -163,11 +157,12 @@ public final class Job {
         let rate = video.frameRate.doubleValue
         let estimated = video.duration.flatMap { d in d > 0 && rate > 0 && rate <= 1000 ? Int((d * rate).rounded()) : nil }
         let declared = video.frameCount ?? (segment == nil ? estimated : nil)
-        onStart(declared.map { min($0, c.run.maxFrames ?? $0) })
+        events.start(RunStart(total: declared.map { min($0, c.run.maxFrames ?? $0) }, reused: 0,
+                              dropped: { [weak self] in self?.lastTracer?.droppedSoFar ?? 0 }))
 
         let timestamps = TimestampLog()
         let feed = DecodeFeed(source: source, video: video, configuration: c, window: segment, resolvedColor: settled.resolvedColor,
-                              timestamps: timestamps, shouldStop: shouldStop, warn: warn)
+                              timestamps: timestamps, shouldStop: events.shouldStop, warn: warn)
         // With --live-output hold, dropped frames are replaced by the last processed one at
         // their own timestamps, so the output keeps the source's rate.
         let writer = HoldingWriter(sink: settled.sink, timestamps: timestamps, hold: live && c.run.liveOutput == .hold)
@@ -301,7 +296,7 @@ public final class Job {
         var stages: [Stage<JobItem>] = []
         var firstModel = true
         let lastStateful = chain.lastStateful
-        let stop = shouldStop
+        let stop = events.shouldStop
         for group in chain.stageGroups {
             let isModel = group.processors.contains { $0.runsModel }
             let policy = live && isModel && firstModel ? QueuePolicy.newestOnly : offlineQueue
@@ -318,7 +313,7 @@ public final class Job {
                 try runner.flush().map { .frame($0) }
             }))
         }
-        let progress = onProgress
+        let progress = events.progress
         stages.append(Stage(name: "encode", inputPolicy: offlineQueue) { item in
             switch item {
             case .packet(let p): try sink.copy(p)
@@ -338,17 +333,18 @@ public final class Job {
     private func drive(_ pipeline: Pipeline<JobItem>, output: JobOutput, source: FrameSource, video: VideoStreamInfo,
                        timestamps: TimestampLog, tracer: FrameTracer, warnings: WarningLog) throws -> JobResult {
         let c = configuration
+        let stop = events.shouldStop
         let writer = output.writer
         do {
             if sequential { try pipeline.runSequentially() } else { try pipeline.run() }
-            if segment != nil && shouldStop() {
+            if segment != nil && stop() {
                 // An interrupted segment is not finished: it is kept playable beside its name
                 // (a resumable run joins it into the interrupted output) and redone next time.
                 _ = try output.finalize(failed: true, frames: timestamps.count)
                 return JobResult(framesIn: timestamps.count, framesOut: writer.framesWritten, corrupt: source.corruptCount,
                                  interrupted: true, warnings: warnings.all, dropped: 0, report: tracer.report())
             }
-        } catch let error as MediaError where shouldStop() && error.kind == .corruptInput && writer.framesWritten > 0 {
+        } catch let error as MediaError where stop() && error.kind == .corruptInput && writer.framesWritten > 0 {
             // A signal cut the input mid-frame while it waited: an interrupted run, not damage.
             _ = error
         } catch let error as MediaError where error.kind == .corruptInput && writer.framesWritten > 0 {
@@ -360,12 +356,12 @@ public final class Job {
             throw error
         }
         // Interrupted before any frame: nothing to keep, and nothing is left behind.
-        if timestamps.count == 0 && shouldStop() {
+        if timestamps.count == 0 && stop() {
             output.partial?.discard()
             throw MediaError(.interrupted, "Interrupted before the first frame of \(c.input.displayName); nothing was written.")
         }
         // An input with no frames is an error, not an empty output that looks like success.
-        if timestamps.count == 0 && !shouldStop() {
+        if timestamps.count == 0 && !stop() {
             output.partial?.discard()
             throw MediaError(.corruptInput, "\(c.input.displayName) has a video stream with no frames; nothing was written. Check the source.")
         }
@@ -378,11 +374,11 @@ public final class Job {
         let report = tracer.report()
         // A file that ends early (truncated in a copy or download) decodes without an error:
         // said, with the count its header declares.
-        if let stored = video.frameCount, segment == nil, c.run.maxFrames == nil, !shouldStop(), timestamps.count + 1 < stored {
+        if let stored = video.frameCount, segment == nil, c.run.maxFrames == nil, !stop(), timestamps.count + 1 < stored {
             warnings.add("'\(c.input.path)' ended after \(timestamps.count) of the \(stored) frames its header declares: the file is truncated or damaged. Check the source (the frames read were processed).")
         }
         return JobResult(framesIn: timestamps.count, framesOut: writer.framesWritten, corrupt: source.corruptCount,
-                         interrupted: shouldStop(), warnings: warnings.all, dropped: report.framesDropped, report: report)
+                         interrupted: stop(), warnings: warnings.all, dropped: report.framesDropped, report: report)
     }
 
     /// What the last run was, for the stats file: input, output, each model with the SHA-256

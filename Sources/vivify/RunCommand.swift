@@ -58,102 +58,60 @@ struct Run: ParsableCommand {
     func run() throws {
         FFmpegLog.configure(verbose: verbose)
         let c = runConfiguration
-
+        // The summary, like the reports, needs the run in one pass.
+        let segmentSeconds = timing.summary ? 0 : segmentOptions.segmentSeconds
         // A segmented file job runs with OpenMP's passive waits (see OpenMPWaitPolicy): decided
         // before anything starts, since it may start the program again.
-        let segments = segmentOptions.segmentSeconds > 0 && !timing.timed && SegmentedJob.canSegment(c)
-        if segments { OpenMPWaitPolicy.preferPassive() }
+        if Vivify.runsInSegments(c, segmentSeconds: segmentSeconds) { OpenMPWaitPolicy.preferPassive() }
         let interrupts = InterruptMonitor()
         // Side files are checked before the work, like the output.
         try c.output.reports.check(inputs: [input] + c.readFiles, outputs: [output])
         let quiet = self.quiet
-        let warn: (String) -> Void = { if !quiet { ProgressReporter.writeStderr("vivify: warning: \($0)\n") } }
-        let showProgress = !quiet && output != "-"
-
-        // A file job longer than one segment runs resumably (the timing reports need one pass).
-        var preloaded: [FrameProcessor]?
-        if segments {
-            let segmented = SegmentedRun(configuration: c, segmentSeconds: segmentOptions.segmentSeconds, resume: !noResume)
-            var reporter: ProgressReporter?
-            segmented.onInfo = { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } }
-            segmented.onWarning = warn
-            segmented.onStart = { total, reused in
-                if showProgress { reporter = ProgressReporter(total: total, interactive: ProgressReporter.stderrIsTerminal, reused: reused) }
-            }
-            segmented.onProgress = { reporter?.update(framesDone: $0) }
-            segmented.shouldStop = { interrupts.isInterrupted }
-            do {
-                switch try segmented.run() {
-                case .skipped:
-                    if !quiet { ProgressReporter.writeStderr("vivify: '\(output)' exists; skipped (-n).\n") }
-                    return
-                case .single(let models):
-                    preloaded = models
-                case .finished(let summary):
-                    reporter?.finish(framesDone: summary.framesOut)
-                    if summary.interrupted {
-                        if summary.framesOut > 0 {
-                            ProgressReporter.writeStderr("vivify: interrupted: \(summary.framesOut) frames saved to \(output); \(summary.reusedSegments + summary.processedSegments) of \(summary.segments) segments are kept in \(summary.workDirectory). Run the same command again to resume.\n")
-                        } else {
-                            ProgressReporter.writeStderr("vivify: interrupted before the first segment was done; nothing was written. Run the same command again to resume.\n")
-                        }
-                        throw ExitCode(VivifyExitCode.interrupted.rawValue)
-                    }
-                    if !quiet {
-                        ProgressReporter.writeStderr("vivify: \(summary.framesOut) frames; \(summary.segments) segments (\(summary.reusedSegments) reused, \(summary.processedSegments) processed).\n")
-                    }
-                    return
-                }
-            } catch let code as ExitCode {
-                throw code
-            } catch {
-                reporter?.finish(framesDone: 0)
-                throw error
-            }
-        }
-
-        let job = Job(configuration: c)
-        job.preloadedModels = preloaded
-        job.onWarning = warn
-        job.onInfo = { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } }
-        var reporter: ProgressReporter?
         // Progress is for file jobs; on a pipe the consumer sets the pace and stderr stays clean.
-        let isLive = c.run.mode == .live
-        // Weak: the job holds this closure, and a strong capture would be a cycle (a leak at exit).
-        job.onStart = { [weak job] total in
+        let showProgress = !quiet && output != "-"
+        var reporter: ProgressReporter?
+        var events = RunEvents()
+        events.info = { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } }
+        events.warning = { if !quiet { ProgressReporter.writeStderr("vivify: warning: \($0)\n") } }
+        events.start = { start in
             if showProgress {
-                reporter = ProgressReporter(total: total, interactive: ProgressReporter.stderrIsTerminal, live: isLive,
-                                            dropped: { [weak job] in job?.lastTracer?.droppedSoFar ?? 0 })
+                reporter = ProgressReporter(total: start.total, interactive: ProgressReporter.stderrIsTerminal, live: c.run.mode == .live,
+                                            dropped: start.dropped, reused: start.reused)
             }
         }
-        job.onProgress = { reporter?.update(framesDone: $0) }
-        job.shouldStop = { interrupts.isInterrupted }
-        job.sequential = sequential
+        events.progress = { reporter?.update(framesDone: $0) }
+        events.shouldStop = { interrupts.isInterrupted }
+        let outcome: RunOutcome
         do {
-            let result = try job.run()
-            if result.skipped {
-                if !quiet { ProgressReporter.writeStderr("vivify: '\(output)' exists; skipped (-n).\n") }
-                return
-            }
-            reporter?.finish(framesDone: result.framesOut)
-            if let tracer = job.lastTracer {
-                var report = result.report
-                if c.output.reports.stats != nil { report.run = try job.runDescription() }
-                try c.output.reports.write(tracer, report: report)
-            }
-            if !quiet && (timing.summary || mode == .live) { ProgressReporter.writeStderr(result.report.text) }
-            if result.corrupt > 0 && !quiet {
-                ProgressReporter.writeStderr("vivify: warning: skipped \(result.corrupt) damaged packets or frames in '\(input)'.\n")
-            }
-            if result.interrupted {
-                ProgressReporter.writeStderr("vivify: interrupted: \(result.framesOut) frames saved to \(output).\n")
-                throw ExitCode(VivifyExitCode.interrupted.rawValue)
-            }
-        } catch let code as ExitCode {
-            throw code
+            outcome = try Vivify.run(c, segmentSeconds: segmentSeconds, resume: !noResume, sequential: sequential, events: events)
         } catch {
             reporter?.finish(framesDone: 0)
             throw error
         }
+        if outcome.ending == .skipped {
+            if !quiet { ProgressReporter.writeStderr("vivify: '\(output)' exists; skipped (-n).\n") }
+            return
+        }
+        reporter?.finish(framesDone: outcome.framesOut)
+        if let report = outcome.report, !quiet && (timing.summary || mode == .live) { ProgressReporter.writeStderr(report.text) }
+        if outcome.corrupt > 0 && !quiet {
+            ProgressReporter.writeStderr("vivify: warning: skipped \(outcome.corrupt) damaged packets or frames in '\(input)'.\n")
+        }
+        if outcome.ending == .interrupted {
+            ProgressReporter.writeStderr("vivify: \(Self.interruption(outcome, output: output))\n")
+            throw ExitCode(VivifyExitCode.interrupted.rawValue)
+        }
+        if let s = outcome.segments, !quiet {
+            ProgressReporter.writeStderr("vivify: \(s.framesOut) frames; \(s.segments) segments (\(s.reusedSegments) reused, \(s.processedSegments) processed).\n")
+        }
+    }
+
+    /// What an interrupted run kept, and how to go on (the line after "vivify: ").
+    static func interruption(_ outcome: RunOutcome, output: String) -> String {
+        guard let s = outcome.segments else { return "interrupted: \(outcome.framesOut) frames saved to \(output)." }
+        guard s.framesOut > 0 else {
+            return "interrupted before the first segment was done; nothing was written. Run the same command again to resume."
+        }
+        return "interrupted: \(s.framesOut) frames saved to \(output); \(s.reusedSegments + s.processedSegments) of \(s.segments) segments are kept in \(s.workDirectory). Run the same command again to resume."
     }
 }

@@ -36,20 +36,13 @@ struct PlanCommand: ParsableCommand {
 
     func run() throws {
         FFmpegLog.configure(verbose: false)
+        var events = RunEvents()
+        events.info = { ProgressReporter.writeStderr("vivify: \($0)\n") }
         let c = jobOptions.configuration(input: input, output: output)
-        guard SegmentedJob.canSegment(c) else {
-            throw MediaError(.invalidOptions, "Only a media file into a media file can be planned into segments ('\(input)' → '\(output)'). Use `vivify run` for pipes, y4m and raw frames.")
-        }
-        if case .skip = try OutputGuard.check(output: output, inputs: [input], existing: c.output.existing) {
+        guard let job = try SegmentedJob.plan(c, segmentSeconds: segmentOptions.segmentSeconds, at: URL(fileURLWithPath: work), events: events) else {
             ProgressReporter.writeStderr("vivify: '\(output)' exists; nothing planned (-n).\n")
             return
         }
-        try MediaWriter.validate(targetName: output, settings: c.output.encoder)
-        let models = try SegmentedJob.loadModels(c, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
-        var manifest = try SegmentedJob.plan(c, segmentSeconds: segmentOptions.segmentSeconds, models: models)
-        // Recorded for `status`; a manifest never grants the join an overwrite: `join -y` does.
-        manifest.settings.replaceExistingOutput = c.output.existing == .replace
-        let job = try SegmentedJob.create(at: URL(fileURLWithPath: work), manifest: manifest)
         print(job.manifest.segments.count)
     }
 }
@@ -85,8 +78,8 @@ struct WorkCommand: ParsableCommand {
         let quiet = self.quiet
         let job = try SegmentedJob(directory: URL(fileURLWithPath: directory))
         try job.checkInput()
-        job.onWarning = { if !quiet { ProgressReporter.writeStderr("vivify: warning: \($0)\n") } }
-        job.shouldStop = { interrupts.isInterrupted }
+        job.events.warning = { if !quiet { ProgressReporter.writeStderr("vivify: warning: \($0)\n") } }
+        job.events.shouldStop = { interrupts.isInterrupted }
         switch try job.work(index: chosen, threads: threadOptions.threads) {
         case .alreadyDone(let frames):
             if !quiet { ProgressReporter.writeStderr("vivify: segment \(chosen) is already done (\(frames) frames).\n") }

@@ -19,7 +19,7 @@ final class SoakTests: XCTestCase {
         c.run.mode = .live
         let job = Job(configuration: c)
         var samples: [(frames: Int, bytes: Int)] = []
-        job.onProgress = { done in
+        job.events.progress = { done in
             if done % 20_000 == 0 { samples.append((done, Self.residentBytes())) }
         }
         let result = try job.run()

@@ -4,7 +4,7 @@ import Glibc
 import Foundation
 internal import ModelCatalog
 internal import ModelFormats
-public import MediaIO
+internal import MediaIO
 public import SafeFiles
 
 /// A file job cut into segments that are processed and encoded one by one (or by many
@@ -29,12 +29,10 @@ public final class SegmentedJob {
     /// The manifest as last read or written.
     public private(set) var manifest: SegmentManifest
 
-    /// Receives warnings.
-    public var onWarning: (String) -> Void = { _ in }
-    /// Receives the frames written by the segment being worked on, after each frame.
-    public var onProgress: (Int) -> Void = { _ in }
-    /// Asked before each frame whether to stop (SIGINT, SIGTERM).
-    public var shouldStop: () -> Bool = { false }
+    /// What working a segment tells: warnings (a model being fetched among them), the frames
+    /// the segment being worked on has written after each frame, and whether to stop (SIGINT,
+    /// SIGTERM), asked before each frame.
+    public var events = RunEvents()
 
     /// The work directory of `output` when none is named: `.NAME.vivify-work` beside it.
     public static func defaultDirectory(forOutput output: String) -> URL {
@@ -52,8 +50,24 @@ public final class SegmentedJob {
         return stat(input, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
     }
 
+    /// Plans `c` into segments of about `segmentSeconds` in a new work directory at `directory`
+    /// (`vivify plan`), the models loaded to measure the plan and recorded by digest; nil when
+    /// the output exists and `c.output.existing` says leave it.
+    public static func plan(_ c: RunConfiguration, segmentSeconds: Double, at directory: URL, events: RunEvents = RunEvents()) throws -> SegmentedJob? {
+        guard canSegment(c) else {
+            throw MediaError(.invalidOptions, "Only a media file into a media file can be planned into segments ('\(c.input.path)' → '\(c.output.path)'). Use `vivify run` for pipes, y4m and raw frames.")
+        }
+        if case .skip = try OutputGuard.check(output: c.output.path, inputs: [c.input.path], existing: c.output.existing) { return nil }
+        try MediaWriter.validate(targetName: c.output.path, settings: c.output.encoder)
+        let models = try loadModels(c, log: events.info)
+        var manifest = try plan(c, segmentSeconds: segmentSeconds, models: models)
+        // Recorded for `status`; a manifest never grants the join an overwrite: `join -y` does.
+        manifest.settings.replaceExistingOutput = c.output.existing == .replace
+        return try create(at: directory, manifest: manifest)
+    }
+
     /// Loads the models of `c`, in `modelStages` order, under `c.limits` (put in force first).
-    public static func loadModels(_ c: RunConfiguration, log: (String) -> Void = { _ in }) throws -> [FrameProcessor] {
+    package static func loadModels(_ c: RunConfiguration, log: (String) -> Void = { _ in }) throws -> [FrameProcessor] {
         c.limits.putInForce()
         return try c.stages.modelStages.map { try ProcessorFactory.make($0, backend: c.run.backend, log: log) }
     }
@@ -97,7 +111,7 @@ public final class SegmentedJob {
     /// moves to a keyframe within a quarter of a segment of its even place, else it stays at
     /// the frame there (its worker then decodes from the keyframe before and discards frames).
     /// The manifest records `c.limits` (put in force first) as the limits in force.
-    public static func plan(_ c: RunConfiguration, segmentSeconds: Double, models: [FrameProcessor]) throws -> SegmentManifest {
+    package static func plan(_ c: RunConfiguration, segmentSeconds: Double, models: [FrameProcessor]) throws -> SegmentManifest {
         c.limits.putInForce()
         guard segmentSeconds > 0, segmentSeconds.isFinite else {
             throw MediaError(.invalidOptions, "'--segment-seconds \(segmentSeconds)' must be above 0.")
@@ -364,7 +378,7 @@ public final class SegmentedJob {
         c.run.maxFrames = nil
         c.limits.threads = threads
         c.limits.putInForce()
-        let loaded = try models ?? Self.loadModels(c, log: onWarning)
+        let loaded = try models ?? Self.loadModels(c, log: events.warning)
         if models == nil {
             // The models found now must be the planned ones.
             let digests = try Self.modelDigests(loaded)
@@ -378,14 +392,14 @@ public final class SegmentedJob {
         let job = Job(configuration: c)
         job.segment = window(segment)
         job.preloadedModels = loaded
-        job.onWarning = onWarning
-        job.onProgress = onProgress
-        job.shouldStop = shouldStop
+        job.events.warning = events.warning
+        job.events.progress = events.progress
+        job.events.shouldStop = events.shouldStop
         let result: JobResult
         do {
             result = try job.run()
         } catch {
-            if !shouldStop() {
+            if !events.shouldStop() {
                 let message = ErrorReport.message(for: error)
                 try? update { $0.segments[index].failed = message }
             }

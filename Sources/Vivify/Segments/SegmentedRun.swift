@@ -1,5 +1,5 @@
 import Foundation
-public import MediaIO
+internal import MediaIO
 import SafeFiles
 
 /// `vivify run` on a file, resumable: plans the job into segments (or picks up the plan a
@@ -7,7 +7,7 @@ import SafeFiles
 /// joins them into the output.
 public final class SegmentedRun {
     /// What happened.
-    public enum Outcome {
+    enum Outcome {
         /// The input is one segment long: nothing was done; run it as one job with these models.
         case single(models: [FrameProcessor])
         /// The output exists and -n says leave it.
@@ -33,31 +33,28 @@ public final class SegmentedRun {
     }
 
     /// The job's configuration.
-    public let configuration: RunConfiguration
+    let configuration: RunConfiguration
     /// Segment length, seconds.
-    public let segmentSeconds: Double
+    let segmentSeconds: Double
     /// Whether finished segments of an earlier run of the same job are reused.
-    public let resume: Bool
-    /// Receives notes ("resuming: 7 of 12 segments done").
-    public var onInfo: (String) -> Void = { _ in }
-    /// Receives warnings.
-    public var onWarning: (String) -> Void = { _ in }
-    /// Told the job's total frames and the frames already done by earlier runs, once planned.
-    public var onStart: (_ total: Int, _ reused: Int) -> Void = { _, _ in }
-    /// Receives the frames done over the whole job (reused ones included) after each frame.
-    public var onProgress: (Int) -> Void = { _ in }
-    /// Asked before each frame whether to stop.
-    public var shouldStop: () -> Bool = { false }
+    let resume: Bool
+    /// Notes ("resuming: 7 of 12 segments done"), warnings, the job's total frames and those
+    /// earlier runs did (once planned), the frames done over the whole job after each frame
+    /// (reused ones included), and whether to stop.
+    let events: RunEvents
 
     /// Prepares a run; nothing happens until `run()`.
-    public init(configuration: RunConfiguration, segmentSeconds: Double = SegmentedJob.defaultSegmentSeconds, resume: Bool = true) {
+    init(configuration: RunConfiguration, segmentSeconds: Double = SegmentedJob.defaultSegmentSeconds, resume: Bool = true,
+         events: RunEvents = RunEvents()) {
         self.configuration = configuration
         self.segmentSeconds = segmentSeconds
         self.resume = resume
+        self.events = events
     }
 
     /// Plans (or resumes), works and joins, under `configuration.limits` (put in force first).
-    public func run() throws -> Outcome {
+    func run() throws -> Outcome {
+        let onInfo = events.info, shouldStop = events.shouldStop
         let c = configuration
         c.limits.putInForce()
         let input = c.input.path, output = c.output.path
@@ -111,21 +108,21 @@ public final class SegmentedRun {
             }
             job = try SegmentedJob.create(at: directory, manifest: plan)
         }
-        job.onWarning = onWarning
-        job.shouldStop = shouldStop
+        job.events.warning = events.warning
+        job.events.shouldStop = shouldStop
 
         let verified = Set(job.manifest.segments.filter { job.isVerified($0) }.map(\.index))
         let total = job.manifest.segments.count
         if !verified.isEmpty { onInfo("resuming: \(verified.count) of \(total) segments done.") }
         var done = job.manifest.segments.filter { verified.contains($0.index) }.reduce(0) { $0 + $1.done!.frames }
-        onStart(job.manifest.totalFrames, done)
-        onProgress(done)
+        events.start(RunStart(total: job.manifest.totalFrames, reused: done, dropped: { 0 }))
+        events.progress(done)
         var processed = 0
         for segment in job.manifest.segments where !verified.contains(segment.index) {
             if shouldStop() { break }
             let base = done
-            let progress = onProgress
-            job.onProgress = { progress(base + $0) }
+            let progress = events.progress
+            job.events.progress = { progress(base + $0) }
             let outcome: SegmentedJob.WorkOutcome
             do {
                 outcome = try job.work(index: segment.index, models: models, threads: c.limits.threads)
@@ -148,7 +145,7 @@ public final class SegmentedRun {
                                      processedSegments: processed, interrupted: true, workDirectory: directory.path))
         }
         let joined = try job.join(existing: rule)
-        joined.warnings.forEach(onWarning)
+        joined.warnings.forEach(events.warning)
         return .finished(Summary(framesOut: joined.frames, segments: total, reusedSegments: verified.count,
                                  processedSegments: processed, interrupted: false, workDirectory: directory.path))
     }

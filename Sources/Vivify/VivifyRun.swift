@@ -1,0 +1,96 @@
+public import Tracing
+
+/// What a run tells its caller as it goes: one value for a run in one piece, a segmented run
+/// and one segment of a planned job, in place of a callback set per job type.
+public struct RunEvents {
+    /// News that is no warning: a model being fetched, "resuming: 7 of 12 segments done".
+    public var info: (String) -> Void = { _ in }
+    /// A warning, one sentence.
+    public var warning: (String) -> Void = { _ in }
+    /// Frames start to flow: what is known of the work.
+    public var start: (RunStart) -> Void = { _ in }
+    /// The frames done so far (an earlier run's included), after each frame.
+    public var progress: (Int) -> Void = { _ in }
+    /// Asked before each frame whether to stop (SIGINT, SIGTERM): the run then ends early
+    /// with the frames done so far kept, playable.
+    public var shouldStop: () -> Bool = { false }
+
+    /// Events nobody listens to.
+    public init() {}
+}
+
+/// What a run knows when its frames start to flow.
+public struct RunStart {
+    /// Frames expected; nil when unknown.
+    public var total: Int?
+    /// Frames an earlier run of the same job finished (a resumed segmented run).
+    public var reused: Int
+    /// Frames dropped so far (live mode), asked when wanted.
+    public var dropped: () -> Int
+}
+
+/// What a run did.
+public struct RunOutcome: Sendable {
+    /// How it ended.
+    public enum Ending: Sendable, Equatable {
+        /// Every frame was written.
+        case finished
+        /// A signal stopped it; the output holds the frames done so far (`framesOut`, maybe none).
+        case interrupted
+        /// The output exists and the configuration says leave it (`-n`): nothing was done.
+        case skipped
+    }
+
+    /// How it ended.
+    public var ending: Ending
+    /// Frames in the output.
+    public var framesOut: Int
+    /// Damaged packets or frames skipped.
+    public var corrupt: Int
+    /// The segments, for a run done in segments.
+    public var segments: SegmentedRun.Summary?
+    /// The frame-timing summary, for a run done in one piece.
+    public var report: TraceReport?
+}
+
+/// Whether `configuration` runs in resumable segments of about `segmentSeconds`: a file into
+/// a file, offline, no timing report asked for (the reports need one pass), and segments asked
+/// for (`segmentSeconds` above 0).
+public func runsInSegments(_ configuration: RunConfiguration, segmentSeconds: Double) -> Bool {
+    segmentSeconds > 0 && configuration.output.reports.isEmpty && SegmentedJob.canSegment(configuration)
+}
+
+/// Runs `configuration`, the library's one entry point for a job (`vivify run`): in resumable
+/// segments when `runsInSegments` says so and the input is longer than one segment, else in
+/// one piece; it loads the models once and keeps them, and writes the timing reports the
+/// configuration asks for. `resume` reuses the segments an earlier run of the same job
+/// finished; `sequential` runs every stage on one thread (the plain loop the threaded pipeline
+/// is measured against).
+public func run(_ configuration: RunConfiguration, segmentSeconds: Double = SegmentedJob.defaultSegmentSeconds,
+                resume: Bool = true, sequential: Bool = false, events: RunEvents = RunEvents()) throws -> RunOutcome {
+    let c = configuration
+    var models: [FrameProcessor]?
+    if runsInSegments(c, segmentSeconds: segmentSeconds) {
+        switch try SegmentedRun(configuration: c, segmentSeconds: segmentSeconds, resume: resume, events: events).run() {
+        case .skipped:
+            return RunOutcome(ending: .skipped, framesOut: 0, corrupt: 0)
+        case .single(let loaded):
+            models = loaded
+        case .finished(let summary):
+            return RunOutcome(ending: summary.interrupted ? .interrupted : .finished, framesOut: summary.framesOut, corrupt: 0, segments: summary)
+        }
+    }
+    let job = Job(configuration: c)
+    job.preloadedModels = models
+    job.sequential = sequential
+    job.events = events
+    let result = try job.run()
+    if result.skipped { return RunOutcome(ending: .skipped, framesOut: 0, corrupt: 0) }
+    if let tracer = job.lastTracer {
+        var report = result.report
+        if c.output.reports.stats != nil { report.run = try job.runDescription() }
+        try c.output.reports.write(tracer, report: report)
+    }
+    return RunOutcome(ending: result.interrupted ? .interrupted : .finished, framesOut: result.framesOut, corrupt: result.corrupt,
+                      report: result.report)
+}
