@@ -14,7 +14,8 @@ let optimisedInDebug: [SwiftSetting] = ProcessInfo.processInfo.environment["VIVI
 //   Engine      graph IR, shape inference, graph passes, reference backend, tiler (no C libraries)
 //   EngineDNNL  the oneDNN backend and its fast kernels (links libdnnl); importers never see it
 //   SafeFiles   PartialFile: every output written beside its target and renamed into place
-//   Vivify      the library face: Configuration + the job runner wiring the stages
+//   Vivify      the library face: RunConfiguration (input, stages, output, run, limits) and
+//               run(configuration, events:), segmented or in one piece, wiring the stages
 //   vivify      the thin command-line tool
 //   FuzzTargets the parsers of untrusted bytes as fuzz entry points; vivify-fuzz drives them
 //   vivify-gpucheck  the Vulkan backend alone (no FFmpeg, no oneDNN) for a GPU machine

@@ -88,8 +88,8 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
     /// What a job was planned as: the run configuration every worker rebuilds its run from
     /// (so every setting and limit of the plan is honoured), and what the plan found.
     ///
-    /// Manifests of versions before 0.14 kept every setting as a flat field beside the others
-    /// (`upscale`, `codec`, `maxPixels`, …); they are read into the same value
+    /// Manifests of layout version 1 (vivify 0.13.0 and before) kept every setting as a flat
+    /// field (`upscale`, `codec`, `maxPixels`, …); they are read into the same value
     /// (`LegacySettings`) and written back in this layout.
     public struct Settings: Codable, Sendable, Equatable {
         /// The vivify version that planned the job.
@@ -211,7 +211,7 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
         }
     }
 
-    /// The settings as manifests of versions before 0.14 wrote them: every setting a flat
+    /// The settings as manifests of layout version 1 wrote them: every setting a flat
     /// field, the limits in force as `maxPixels`, `maxMemory` and `precision`.
     struct LegacySettings: Decodable {
         var vivifyVersion: String
