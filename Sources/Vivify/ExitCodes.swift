@@ -27,6 +27,28 @@ public enum VivifyExitCode: Int32, Sendable, CaseIterable {
     /// Stopped by SIGINT or SIGTERM; the frames done so far were finalised into a playable file.
     case interrupted = 130
 
+    /// What the code means, in the few words `vivify --help` lists (the README's table says
+    /// more; a test holds the two to these cases).
+    public var summary: String {
+        switch self {
+        case .success: return "success"
+        case .usage: return "bad options"
+        case .dataError: return "damaged input"
+        case .noInput: return "input missing or unreadable"
+        case .unsupported: return "unsupported input, model or encoder"
+        case .software: return "internal error"
+        case .cannotCreateOutput: return "output not writable (or it exists: pass -y or -n)"
+        case .ioError: return "a model could not be fetched"
+        case .unfinished: return "segments not finished (join)"
+        case .interrupted: return "interrupted (output kept, playable)"
+        }
+    }
+
+    /// The list `vivify --help` ends with: every code and its summary.
+    public static var helpText: String {
+        "Exit codes: " + allCases.map { "\($0.rawValue) \($0.summary)" }.joined(separator: ", ") + "."
+    }
+
     /// The exit code for an error of `kind`.
     public init(_ kind: MediaError.Kind) {
         switch kind {
