@@ -6,17 +6,7 @@ import XCTest
 /// Instance normalisation in tiles on the Vulkan backend, which runs the statistics passes'
 /// rewritten graphs (frozen norms as channel affines, graphs cut at a norm's input) as it
 /// runs any graph: tiles against the whole frame on Vulkan and against the reference backend.
-final class VulkanInstanceNormTilingTests: XCTestCase {
-    override class func setUp() {
-        super.setUp()
-        VulkanTesting.enableValidation()
-    }
-
-    override func tearDown() {
-        VulkanTesting.assertSilent()
-        super.tearDown()
-    }
-
+final class VulkanInstanceNormTilingTests: ValidatedVulkanTestCase {
     static func values(_ n: Int, seed: UInt64, amplitude: Float = 0.5) -> [Float] {
         var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
         return (0..<n).map { _ in

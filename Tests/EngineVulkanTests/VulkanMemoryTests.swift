@@ -6,17 +6,7 @@ import XCTest
 /// Memory types and plans: which type each kind of buffer takes on the memory layouts real
 /// devices have (plain functions of the list, no driver), and where the staged plan puts a
 /// graph's values on this machine's device.
-final class VulkanMemoryTests: XCTestCase {
-    override class func setUp() {
-        super.setUp()
-        VulkanTesting.enableValidation()
-    }
-
-    override func tearDown() {
-        VulkanTesting.assertSilent()
-        super.tearDown()
-    }
-
+final class VulkanMemoryTests: ValidatedVulkanTestCase {
     static let local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT.rawValue, visible = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT.rawValue
     static let coherent = VK_MEMORY_PROPERTY_HOST_COHERENT_BIT.rawValue, cached = VK_MEMORY_PROPERTY_HOST_CACHED_BIT.rawValue
 

@@ -7,7 +7,8 @@ import XCTest
 /// The Vulkan backend against the reference backend on the same seeded inputs, on whatever
 /// Vulkan device this machine has (lavapipe on the CPU in CI): every shader alone, shaders and
 /// host steps interleaved, and real models. Tolerance: max |a − b| ≤ 1e-4 · max(1, max |b|).
-final class VulkanParityTests: XCTestCase {
+/// Every test under the Khronos validation layer (synchronization validation on): silent.
+final class VulkanParityTests: ValidatedVulkanTestCase {
     struct SplitMix {
         var state: UInt64
         mutating func next() -> Float {
@@ -21,17 +22,6 @@ final class VulkanParityTests: XCTestCase {
         mutating func array(_ n: Int) -> [Float] { (0..<n).map { _ in next() } }
     }
     var rng = SplitMix(state: 7)
-
-    override class func setUp() {
-        super.setUp()
-        VulkanTesting.enableValidation()
-    }
-
-    /// Every test under the Khronos validation layer (synchronization validation on): silent.
-    override func tearDown() {
-        VulkanTesting.assertSilent()
-        super.tearDown()
-    }
 
     /// The backend; the tests need a Vulkan device (scripts/install-deps installs lavapipe):
     /// without one they skip, or fail under VIVIFY_REQUIRE_VULKAN=1.

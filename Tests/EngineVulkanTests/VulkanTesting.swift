@@ -42,6 +42,20 @@ enum VulkanTesting {
     }
 }
 
+/// A test case whose every test runs under the Khronos validation layer (synchronization
+/// validation on) and must leave it silent.
+class ValidatedVulkanTestCase: XCTestCase {
+    override class func setUp() {
+        super.setUp()
+        VulkanTesting.enableValidation()
+    }
+
+    override func tearDown() {
+        VulkanTesting.assertSilent()
+        super.tearDown()
+    }
+}
+
 /// The validation layer is really on, synchronization validation included, and its messages
 /// really reach `VulkanValidation.messages`: deliberate misuse on the backend's own device is
 /// reported (so the silence the other tests assert is the layer's, not a deaf messenger's).
