@@ -5,7 +5,10 @@
 //   - parity: the largest |Vulkan − reference| on one seeded tile, fp32 (the only precision
 //     the backend has so far), against the plain Swift reference backend;
 //   - speed: milliseconds per frame at each size, run in tiles as vivify runs upscalers
-//     (TiledRunner, the backend's automatic tile), after one untimed warm-up frame.
+//     (TiledRunner, the backend's automatic tile), after one untimed warm-up frame;
+//   - ncnn-Vulkan's time on the same file, device and sizes (whole frames, fp32 and fp16, the
+//     median of --runs after a warm-up, upload and download included) when the `ncnn` Python
+//     package is importable (`python3`, or --python), and our time over ncnn's fp32 time.
 // Exit status: 0 when every model ran and kept parity within --tolerance, 1 when one did not,
 // 64 for bad arguments.
 import Engine
@@ -20,6 +23,7 @@ struct Options {
     var runs = 1
     var tile: Int?
     var tolerance: Float = 1e-3
+    var python: String? = "python3"
 
     static let usage = """
         usage: vivify-gpucheck MODELS_DIR [--sizes WxH,WxH] [--parity-tile N] [--runs N] [--tile N] [--tolerance E]
@@ -29,6 +33,8 @@ struct Options {
           --runs          timed frames per size after one warm-up (default 1)
           --tile          tile size in input pixels (default: the backend's automatic tile)
           --tolerance     largest |Vulkan − reference| / max(1, max |reference|) accepted (default 1e-3)
+          --python P      the Python that times ncnn-Vulkan beside ours (default python3)
+          --no-ncnn       do not time ncnn-Vulkan
         """
 
     init(_ arguments: [String]) throws {
@@ -58,6 +64,8 @@ struct Options {
                 let text = try value(a)
                 guard let e = Float(text), e > 0 else { throw UsageError("'--tolerance \(text)' is not a positive number.") }
                 tolerance = e
+            case "--python": python = try value(a)
+            case "--no-ncnn": python = nil
             case "-h", "--help": throw UsageError("")
             default:
                 guard !a.hasPrefix("-"), folder.isEmpty else { throw UsageError("Unknown argument '\(a)'.") }
@@ -120,6 +128,7 @@ func check(_ path: String, backend: VulkanBackend, options: Options) throws -> B
     say("  parity fp32, \(side)x\(side) tile against the reference backend: max |error| \(String(format: "%.3g", worst)) "
         + "(max |value| \(String(format: "%.3g", scale))) \(ok ? "ok" : "FAILED (tolerance \(options.tolerance) relative)")")
     // Speed in tiles, as vivify runs the model.
+    var ours: [String: Double] = [:]
     let runner = try TiledRunner(graph: graph, spec: spec, backend: backend, tileSize: options.tile)
     for (w, h) in options.sizes {
         let input = seeded.fill(channels * h * w)
@@ -135,8 +144,100 @@ func check(_ path: String, backend: VulkanBackend, options: Options) throws -> B
         let ms = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6 / Double(options.runs)
         let (th, tw) = runner.tileInterior(height: h, width: w)
         say("  \(w)x\(h): \(String(format: "%.1f", ms)) ms per frame (fp32, tiles of \(tw)x\(th))")
+        ours["\(w)x\(h)"] = ms
     }
+    if let python = options.python, NCNNPeer.usable { NCNNPeer.time(path, python: python, device: backend.deviceName, options: options, ours: ours) }
     return ok
+}
+
+/// ncnn-Vulkan, the peer, timed on the same model file and device through its Python package.
+enum NCNNPeer {
+    /// False once ncnn was found missing (said once, not per model).
+    nonisolated(unsafe) static var usable = true
+
+    /// Prints `(w)x(h) fp32|fp16 MS` per size, or exits 3 when ncnn cannot be imported and 4
+    /// when it sees no device of that name. Arguments: param, device name, runs, sizes.
+    static let script = """
+        import sys, time, statistics
+        try:
+            import numpy as np, ncnn
+        except Exception as e:
+            print(e); sys.exit(3)
+        param, device, runs, sizes = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+        gpus = [ncnn.get_gpu_info(i).device_name() for i in range(ncnn.get_gpu_count())]
+        if device not in gpus:
+            print("ncnn-Vulkan sees " + (", ".join(gpus) or "no device")); sys.exit(4)
+        lines = [l.split() for l in open(param).read().splitlines()[2:] if l.strip()]
+        first = lines[0]
+        inp = first[4 + int(first[2])] if first[0] == "Input" else first[1]
+        last = lines[-1]
+        out = last[4 + int(last[2]) + int(last[3]) - 1]
+        for fp16 in (False, True):
+            net = ncnn.Net()
+            net.opt.use_vulkan_compute = True
+            net.set_vulkan_device(gpus.index(device))
+            net.opt.use_fp16_storage = net.opt.use_fp16_packed = net.opt.use_fp16_arithmetic = fp16
+            net.load_param(param)
+            net.load_model(param[:-6] + ".bin")
+            for size in sizes:
+                w, h = map(int, size.split("x"))
+                x = np.random.RandomState(0).rand(3, h, w).astype(np.float32)
+                times = []
+                for i in range(runs + 1):
+                    t = time.perf_counter()
+                    ex = net.create_extractor()
+                    ex.input(inp, ncnn.Mat(x))
+                    rc, y = ex.extract(out)
+                    y = np.array(y)
+                    times.append(time.perf_counter() - t)
+                    if rc != 0:
+                        print("extract failed", rc); sys.exit(5)
+                print(size, "fp16" if fp16 else "fp32", "%.3f" % (1000 * statistics.median(times[1:])), flush=True)
+                del ex
+            net.clear()
+        """
+
+    static func time(_ param: String, python: String, device: String, options: Options, ours: [String: Double]) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        let sizes = options.sizes.map { "\($0.w)x\($0.h)" }
+        process.arguments = [python, "-c", script, param, device, String(options.runs)] + sizes
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch {
+            say("  ncnn-Vulkan: could not run '\(python)' (\(error)); --python names another, --no-ncnn skips it")
+            usable = false
+            return
+        }
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        if process.terminationReason == .uncaughtSignal {
+            say("  ncnn-Vulkan: crashed on this model (signal \(process.terminationStatus)); it does so on frames smaller than the model's own border")
+            return
+        }
+        switch process.terminationStatus {
+        case 0:
+            var times: [String: [String: Double]] = [:]
+            for line in text.split(separator: "\n") {
+                let f = line.split(separator: " ")
+                if f.count == 3, let ms = Double(f[2]) { times[String(f[0]), default: [:]][String(f[1])] = ms }
+            }
+            for size in sizes {
+                guard let fp32 = times[size]?["fp32"], let fp16 = times[size]?["fp16"] else { continue }
+                let ratio = ours[size].map { String(format: "; ours %.2fx its fp32 time", $0 / fp32) } ?? ""
+                say("  ncnn-Vulkan \(size): \(String(format: "%.1f", fp32)) ms fp32, \(String(format: "%.1f", fp16)) ms fp16 (whole frame\(ratio))")
+            }
+        case 3:
+            say("  ncnn-Vulkan: not timed, the ncnn Python package is not importable by '\(python)' (pip install ncnn)")
+            usable = false
+        case 4:
+            say("  ncnn-Vulkan: not timed, \(text.trimmingCharacters(in: .whitespacesAndNewlines)), not '\(device)'")
+            usable = false
+        default:
+            say("  ncnn-Vulkan: failed on this model (exit \(process.terminationStatus)): \(text.trimmingCharacters(in: .whitespacesAndNewlines))")
+        }
+    }
 }
 
 let options: Options

@@ -42,6 +42,30 @@ final class GPUCheckTests: XCTestCase {
         XCTAssertTrue(badOut.contains("FAILED") && badOut.hasSuffix("1 of 2 model(s) failed\n"), badOut)
     }
 
+    /// ncnn-Vulkan, the peer, is timed on the same file and device when its Python package is
+    /// importable (scripts/install-deps installs it), with our time over its own; a frame
+    /// smaller than the model's border, on which ncnn crashes, is said, not fatal.
+    func testNCNNIsTimedBesideOurs() throws {
+        _ = try BackendChoiceCLITests.listed()
+        let source = CLI.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/models/ncnn/waifu2x-upconv7-photo").path
+        guard FileManager.default.fileExists(atPath: source + "/scale2.0x_model.param") else { throw XCTSkip("../shared/models is not present") }
+        let probe = try CLI.run("/usr/bin/env", ["python3", "-c", "import ncnn"])
+        guard probe.code == 0 else { throw XCTSkip("the ncnn Python package is not importable (scripts/install-deps installs it)") }
+        let dir = try CLI.tempDir()
+        for ext in ["param", "bin"] { try FileManager.default.copyItem(atPath: "\(source)/scale2.0x_model.\(ext)", toPath: "\(dir)/w.\(ext)") }
+        let r = try CLI.run(Self.binary, [dir, "--sizes", "24x16", "--parity-tile", "8"])
+        let out = String(decoding: r.stdout, as: UTF8.self)
+        XCTAssertEqual(r.code, 0, out + r.stderr)
+        XCTAssertNotNil(out.range(of: #"ncnn-Vulkan 24x16: [0-9]+\.[0-9] ms fp32, [0-9]+\.[0-9] ms fp16 \(whole frame; ours [0-9]+\.[0-9]+x its fp32 time\)"#,
+                                  options: .regularExpression), out)
+        let tiny = try CLI.run(Self.binary, [dir, "--sizes", "12x8", "--parity-tile", "8"])
+        let tinyOut = String(decoding: tiny.stdout, as: UTF8.self)
+        XCTAssertEqual(tiny.code, 0, tinyOut + tiny.stderr)
+        XCTAssertTrue(tinyOut.contains("ncnn-Vulkan: crashed on this model"), tinyOut)
+        let skipped = try CLI.run(Self.binary, [dir, "--sizes", "12x8", "--parity-tile", "8", "--no-ncnn"])
+        XCTAssertFalse(String(decoding: skipped.stdout, as: UTF8.self).contains("ncnn"))
+    }
+
     func testNoModelAndBadArgumentsAre64() throws {
         let dir = try CLI.tempDir()
         let empty = try CLI.run(Self.binary, [dir])
