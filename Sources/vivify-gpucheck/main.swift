@@ -228,8 +228,8 @@ enum NCNNPeer {
                 let ratio = ours[size].map { String(format: "; ours %.2fx its fp32 time", $0 / fp32) } ?? ""
                 say("  ncnn-Vulkan \(size): \(String(format: "%.1f", fp32)) ms fp32, \(String(format: "%.1f", fp16)) ms fp16 (whole frame\(ratio))")
             }
-        case 3:
-            say("  ncnn-Vulkan: not timed, the ncnn Python package is not importable by '\(python)' (pip install ncnn)")
+        case 3, 126, 127:
+            say("  ncnn-Vulkan: not timed, the ncnn Python package is not importable by '\(python)' (pip install ncnn; --python names another Python)")
             usable = false
         case 4:
             say("  ncnn-Vulkan: not timed, \(text.trimmingCharacters(in: .whitespacesAndNewlines)), not '\(device)'")
