@@ -40,10 +40,12 @@ final class PromptInterruptTests: XCTestCase {
         try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30:duration=20", "-c:v", "ffv1", source])
         let p = Process()
         p.executableURL = URL(fileURLWithPath: CLI.binary)
-        // realesr-animevideov3-4x: about half a second a frame on two cores.
+        // realesr-animevideov3-4x: about half a second a frame on two AVX-512 cores, several
+        // seconds on two older or busy ones.
         p.arguments = ["run", source, out, "--upscale", "realesr-animevideov3-4x", "--codec", "ffv1", "--segment-seconds", "0", "--quiet"]
         p.environment = ProcessInfo.processInfo.environment.merging(["VIVIFY_MODELS": dir + "/models", "VIVIFY_MODEL_MIRROR": mirror]) { $1 }
         p.standardError = FileHandle.nullDevice
+        let launched = Date()
         try p.run()
         Thread.sleep(forTimeInterval: 6)
         XCTAssertTrue(p.isRunning)
@@ -51,9 +53,15 @@ final class PromptInterruptTests: XCTestCase {
         kill(p.processIdentifier, SIGINT)
         p.waitUntilExit()
         let took = Date().timeIntervalSince(start)
-        print("first signal to exit: \(took) s")
         XCTAssertEqual(p.terminationStatus, 130)
-        XCTAssertLessThanOrEqual(took, 2.5, "only the frame in flight finishes")
-        XCTAssertGreaterThan(CLI.decodedFrames(try CLI.probe(out)) ?? 0, 0, "a playable file with the frames done")
+        let frames = CLI.decodedFrames(try CLI.probe(out)) ?? 0
+        XCTAssertGreaterThan(frames, 0, "a playable file with the frames done")
+        // Only the frame in flight finishes: at most two of this machine's frame times (the
+        // whole run over the frames it wrote, model loading included, so an overestimate),
+        // and never more than 2.5 s where frames are fast. The queued frames (three or more)
+        // would take longer than that on any machine.
+        let frameTime = Date().timeIntervalSince(launched) / Double(max(frames, 1))
+        print("first signal to exit: \(took) s; \(frames) frames written, \(frameTime) s a frame")
+        XCTAssertLessThanOrEqual(took, max(2.5, 2 * frameTime), "only the frame in flight finishes")
     }
 }
