@@ -7,7 +7,7 @@ import XCTest
 /// The ML Program importer: seeded fixtures made by `scripts/mlprogram_fixtures.py` (every
 /// supported op, fp32, fp16 and compressed weights) against their numpy references on both
 /// backends, refusals that name the op and file, and the real PiperSR 2× model — loaded, run
-/// on both backends, and scored against bicubic on Set5 (and Set14 when present).
+/// on both backends, and scored against bicubic on Set5 (and Set14 with VIVIFY_PIPERSR_SET14=1).
 final class CoreMLProgramTests: XCTestCase {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/mlprogram")
@@ -252,7 +252,10 @@ final class CoreMLProgramTests: XCTestCase {
                                      backend: try DNNLBackend(), tileSize: tile - 2 * border)
         var lines: [String] = []
         var set5Gain = 0.0
-        for set in ["Set5", "Set14"] {
+        // Set5 carries the assertion; Set14 (14 more pictures, about 45 s of CI) only printed
+        // figures, so it runs when VIVIFY_PIPERSR_SET14=1 asks for them.
+        let sets = ProcessInfo.processInfo.environment["VIVIFY_PIPERSR_SET14"] == "1" ? ["Set5", "Set14"] : ["Set5"]
+        for set in sets {
             let dir = Self.datasets.appendingPathComponent(set)
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else { continue }
             var gains: [Double] = []

@@ -356,10 +356,16 @@ final class SegmentTests: XCTestCase {
                 d[i / 3] = ((p.l - q.l) * (p.l - q.l) + (p.a - q.a) * (p.a - q.a) + (p.b - q.b) * (p.b - q.b)).squareRoot()
             }
             worstMean = max(worstMean, d.reduce(0, +) / Double(d.count))
-            d.sort()
-            worstP99 = max(worstP99, d[Int(Double(d.count - 1) * 0.99)])
-            worstP999 = max(worstP999, d[Int(Double(d.count - 1) * 0.999)])
-            worst = max(worst, d.last!)
+            // Sorted, d is its zeros followed by its sorted non-zero values: sorting only those
+            // gives the same percentiles without sorting ~400,000 values a frame in a debug build.
+            let nonZero = d.filter { $0 > 0 }.sorted(), zeros = d.count - nonZero.count
+            func percentile(_ q: Double) -> Double {
+                let k = Int(Double(d.count - 1) * q)
+                return k < zeros ? 0 : nonZero[k - zeros]
+            }
+            worstP99 = max(worstP99, percentile(0.99))
+            worstP999 = max(worstP999, percentile(0.999))
+            worst = max(worst, nonZero.last ?? 0)
         }
         print("stabilizer across cuts: worst frame mean ΔE \(worstMean), p99 \(worstP99), p99.9 \(worstP999), max \(worst)")
         // The bar: every frame within 1 ΔE of the unsegmented run (mean); what it measures is
