@@ -1,5 +1,6 @@
 // The chapter's two custom layers (see style_layers.c) in Swift, exported with @_cdecl: the
-// same C ABI (vivify_custom_layer.h, version 1), no C compiler needed.
+// same C ABI (vivify_custom_layer.h, version 2: with each layer's geometry, so the network
+// runs in tiles), no C compiler needed.
 // Build: scripts/build-custom-layer-examples OUTDIR (swiftc -emit-library -parse-as-library -O).
 
 #if canImport(Glibc)
@@ -27,7 +28,7 @@ func report(_ text: String, _ error: UnsafeMutablePointer<CChar>?, _ size: Int) 
 }
 
 @_cdecl("vivify_custom_layer_abi_version")
-public func abiVersion() -> Int32 { 1 }
+public func abiVersion() -> Int32 { 2 }
 
 @_cdecl("vivify_custom_layer_supports")
 public func supports(_ name: UnsafePointer<CChar>?) -> Int32 {
@@ -83,6 +84,19 @@ public func evaluate(_ layer: UnsafeMutableRawPointer?, _ x: UnsafePointer<Float
             for col in 0..<w { y[(ch * h + r) * w + col] = x[(ch * ih + r + k) * iw + col + k] }
         }
     }
+    return 0
+}
+
+/// vivify_layer_geometry is seven int32_t: local, scale, top, left, bottom, right, radius.
+@_cdecl("vivify_custom_layer_geometry")
+public func geometry(_ layer: UnsafeMutableRawPointer?, _ geometry: UnsafeMutablePointer<Int32>?,
+                     _ error: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int32 {
+    guard let layer, let geometry else { return report("missing argument", error, size) }
+    let l = Unmanaged<StyleLayer>.fromOpaque(layer).takeUnretainedValue()
+    // The crop removes its amount from every side and reads only the position it copies; the
+    // rescale is pointwise.
+    let k = Int32(l.rescale ? 0 : l.crop)
+    for (i, v) in [1, 1, k, k, k, k, 0].enumerated() { geometry[i] = v }
     return 0
 }
 

@@ -4,6 +4,7 @@
  *   ResCropBlockLambda   x[:, 2:-2, 2:-2]  (the crop of a residual block's skip; the amount
  *                                            may be given as the layer parameter "crop")
  *   RescaleOutputLambda  (x + 1) * 127.5
+ * Both give their geometry (ABI version 2), so the network runs in tiles as well as whole.
  * Build: scripts/build-custom-layer-examples OUTDIR (cc -shared -fPIC -O2).
  */
 #include "vivify_custom_layer.h"
@@ -76,6 +77,16 @@ int32_t vivify_custom_layer_evaluate(void *layer, const float *x, const int64_t 
     for (int64_t c = 0; c < o[0]; c++)
         for (int64_t r = 0; r < o[1]; r++)
             memcpy(y + (c * o[1] + r) * o[2], x + (c * s[1] + r + l->crop) * s[2] + l->crop, (size_t)o[2] * sizeof(float));
+    return 0;
+}
+
+int32_t vivify_custom_layer_geometry(void *layer, vivify_layer_geometry *g, char *error, size_t error_size) {
+    (void)error; (void)error_size;
+    const struct layer *l = layer;
+    /* The crop removes l->crop from every side and reads only the position it copies; the
+     * rescale is pointwise. */
+    int32_t k = l->kind == RES_CROP ? (int32_t)l->crop : 0;
+    *g = (vivify_layer_geometry){.local = 1, .scale = 1, .top = k, .left = k, .bottom = k, .right = k, .radius = 0};
     return 0;
 }
 

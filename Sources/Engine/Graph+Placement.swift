@@ -71,7 +71,8 @@ extension Graph {
     /// operation sees more than a fixed window around each position: global pooling, fully
     /// connected layers, sizes or coordinates relative to the whole picture (resizing to a
     /// given size, aligned corners, crop and resize by fractions), reshapes and the like,
-    /// external kernels (who knows where they look), or inputs that disagree on where they lie.
+    /// external kernels that give no geometry (who knows where they look), or inputs that
+    /// disagree on where they lie.
     /// Instance normalisation keeps its input's placement: with its statistics frozen it is a
     /// per-channel affine operation.
     public func placements() -> [ValuePlacement?]? {
@@ -141,7 +142,13 @@ extension Graph {
             case .cropLike(let t, let l):
                 guard let x else { return nil }
                 out = ValuePlacement(rows: x.rows.shifted(by: -t), columns: x.columns.shifted(by: -l))
-            case .globalAveragePool, .fullyConnected, .reshape, .softmax, .concat, .transpose, .rowMatMul, .external:
+            case .external(let e):
+                // Placed by the geometry its kernel gives (a compiled layer of ABI version 2 that
+                // describes itself), like the engine's own resampling and crops; without one it
+                // may look anywhere.
+                guard let x, let g = e.kernel.geometry else { return nil }
+                out = ValuePlacement(rows: g.placed(x.rows, before: g.top), columns: g.placed(x.columns, before: g.left))
+            case .globalAveragePool, .fullyConnected, .reshape, .softmax, .concat, .transpose, .rowMatMul:
                 return nil
             }
             placed[node.output] = out

@@ -367,15 +367,17 @@ public struct Graph: Sendable {
 
     /// Whether an operation sees the whole picture (instance normalisation's statistics, a
     /// softmax along rows or columns, a reshape that moves pixels between rows, a crop and
-    /// resize by a region given as fractions of the picture), so
+    /// resize by a region given as fractions of the picture, an external kernel without a
+    /// geometry), so
     /// that plain tiles would give a different result: such graphs run on whole frames, or,
     /// when instance normalisation is the only such operation, in tiles with statistics passes
     /// (`TiledRunner`).
     public var needsWholeFrame: Bool {
         nodes.contains {
             switch $0.op {
-            // An external kernel may look anywhere in its input.
-            case .instanceNorm, .reshape, .softmax, .concat, .transpose, .rowMatMul, .external: return true
+            case .instanceNorm, .reshape, .softmax, .concat, .transpose, .rowMatMul: return true
+            // An external kernel may look anywhere in its input unless it gives its geometry.
+            case .external(let e): return e.kernel.geometry == nil
             case .resample(let p): return p.coordinates == .tfCropAndResize
             case .convolution, .deconvolution, .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle,
                  .resize, .pad, .crop, .cropLike, .sliceChannels, .concatChannels, .globalAveragePool, .fullyConnected,
@@ -384,6 +386,16 @@ public struct Graph: Sendable {
                 return false
             }
         }
+    }
+
+    /// The external kernels that give no geometry (`ExternalGeometry`), by label: each makes
+    /// the graph run on whole frames (a compiled layer library of ABI version 1, say).
+    public var unplacedExternalKernels: [String] {
+        var labels: [String] = []
+        for node in nodes {
+            if case .external(let e) = node.op, e.kernel.geometry == nil, !labels.contains(e.kernel.label) { labels.append(e.kernel.label) }
+        }
+        return labels
     }
 
     /// The graph for input `shape`: itself, or the specializer's graph for that shape.

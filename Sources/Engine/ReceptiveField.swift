@@ -52,7 +52,14 @@ extension Graph {
             case .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .sliceChannels, .concatChannels, .constant:
                 // Per pixel: sees nothing beyond its inputs' reach.
                 break
-            case .globalAveragePool, .fullyConnected, .instanceNorm, .reshape, .softmax, .concat, .transpose, .rowMatMul, .external:
+            case .external(let e):
+                // Its own reach at its input's resolution, then the scaling, then unequal
+                // sides as a crop's; without a geometry it may see everything, like the rest.
+                guard let g = e.kernel.geometry else { break }
+                r += Double(g.radius) / s
+                s *= Double(g.scale)
+                r += Double(max(abs(g.top - g.bottom), abs(g.left - g.right))) / 2 / s
+            case .globalAveragePool, .fullyConnected, .instanceNorm, .reshape, .softmax, .concat, .transpose, .rowMatMul:
                 // See everything by design: no border makes a tile exact. (Instance norm with
                 // its statistics frozen, as statistics tiling runs it, is per pixel.)
                 break

@@ -6,6 +6,7 @@ import Foundation
 // stringValue 20, intValue 30, longValue 40, boolValue 50), description 40), lowered through
 // their declarations (`CustomLayerDeclarations`) onto the engine's operations. Output shapes
 // follow from those operations, so shape checks, tiling and receptive fields need nothing new.
+// Compiled layers (`--custom-layers`) tile through the geometry their library gives.
 
 extension CoreMLImporter {
     /// The message for a custom layer that nothing declares: the class, the model's own
@@ -78,7 +79,11 @@ extension CoreMLImporter.NetworkBuilder {
             let weights = try layer.weights.enumerated().map { k, w in try CoreMLImporter.plainWeights(w, param: "weights[\(k)]", layer: l.name, className: className, source: source) }
             let kernel = try library.instantiate(className: className, layer: l.name, parameters: layer.parameters, weights: weights)
             _ = emit(l, .external(ExternalLayer(kernel)), inputs: [start])
-            note("Its custom layers of class '\(className)' run in the compiled library '\(library.path)' (--custom-layers), on whole frames.")
+            if let g = kernel.geometry {
+                note("Its custom layers of class '\(className)' run in the compiled library '\(library.path)' (--custom-layers), placed by the geometry it gives (\(g)): in tiles like the engine's own layers.")
+            } else {
+                note("Its custom layers of class '\(className)' run in the compiled library '\(library.path)' (--custom-layers), on whole frames: \(library.version < 2 ? "the library speaks ABI version \(library.version), which cannot say how a layer treats positions" : "the library gives no geometry for them"); export vivify_custom_layer_geometry (version \(CompiledCustomLayers.abiVersion)) to run them in tiles.")
+            }
             return
         }
         var current = start

@@ -5,9 +5,11 @@ import Foundation
 import XCTest
 
 /// Compiled custom layers (`--custom-layers`): a C library built here with cc runs the style
-/// network's two layers on both backends against the numpy reference, and each wrong answer
-/// of a library (wrong shape, a zero size, NaN, a value left unwritten, an error return,
-/// another ABI version, a missing function) is refused with a message naming it.
+/// network's two layers on both backends against the numpy reference, whole and (placed by
+/// the geometry the library gives, ABI version 2) in tiles; a version-1 library runs whole;
+/// and each wrong answer of a library (wrong shape, a zero size, NaN, a value left unwritten,
+/// an error return, a geometry its shapes or values contradict, another ABI version, a
+/// missing function) is refused with a message naming it.
 final class CompiledCustomLayerTests: XCTestCase {
     static let source = CoreMLNeuralNetworkTests.fixtures.deletingLastPathComponent().appendingPathComponent("custom-layers/fault_layers.c")
     /// No declarations at all, so that the library is asked (the fixtures have theirs beside them).
@@ -22,6 +24,7 @@ final class CompiledCustomLayerTests: XCTestCase {
 
     override func tearDownWithError() throws {
         CompiledCustomLayers.libraryPath = nil
+        CompiledCustomLayers.checksGeometryValues.store(true, ordering: .relaxed)
         unsetenv("VIVIFY_TEST_FAULT")
         try? FileManager.default.removeItem(at: scratch)
     }
@@ -67,9 +70,10 @@ final class CompiledCustomLayerTests: XCTestCase {
         print("compiled custom layers vs numpy reference, [0,1] units: " + report.joined(separator: ", "))
     }
 
-    /// A library whose crop answers no crop: the layer after it does not fit, at load.
+    /// A library whose crop answers no crop: the layer after it does not fit, at load. (A
+    /// version-1 library: one of version 2 meets its geometry's checks first, below.)
     func testWrongShapeIsRefusedAtLoad() throws {
-        CompiledCustomLayers.libraryPath = try build("libfault.so")
+        CompiledCustomLayers.libraryPath = try build("libfault1.so", flags: ["-DABI_VERSION=1"])
         setenv("VIVIFY_TEST_FAULT", "shape", 1)
         XCTAssertThrowsError(try load()) { error in
             let e = error as! EngineError
@@ -80,15 +84,16 @@ final class CompiledCustomLayerTests: XCTestCase {
         XCTAssertThrowsError(try load()) { error in
             let e = error as! EngineError
             XCTAssertEqual(e.kind, .invalidGraph)
-            for part in ["res_crop_1", "class 'ResCropBlockLambda'", "libfault.so", "answers output shape 16x0x14", "output_shape is wrong"] {
+            for part in ["res_crop_1", "class 'ResCropBlockLambda'", "libfault1.so", "answers output shape 16x0x14", "output_shape is wrong"] {
                 XCTAssertTrue(e.message.contains(part), "'\(part)' missing: \(e.message)")
             }
         }
     }
 
-    /// NaN, a value left unwritten, an error return: each found when the layer runs.
+    /// NaN, a value left unwritten, an error return: each found when the layer runs. (A
+    /// version-1 library: the values' check of a version-2 geometry would meet them at load.)
     func testBadValuesAndFailuresAreCaughtWhenTheLayerRuns() throws {
-        CompiledCustomLayers.libraryPath = try build("libfault.so")
+        CompiledCustomLayers.libraryPath = try build("libfault1.so", flags: ["-DABI_VERSION=1"])
         let cases: [(String, EngineError.Kind, [String])] = [
             ("nan", .nonFiniteOutput, ["class 'RescaleOutputLambda'", "gave nan at channel 1, row 2, column 3"]),
             ("unwritten", .nonFiniteOutput, ["gave nan at channel 2, row 39, column 39", "left unwritten"]),
@@ -110,7 +115,7 @@ final class CompiledCustomLayerTests: XCTestCase {
     /// Libraries that are not what the flag promises.
     func testLibrariesThatDoNotFitAreRefused() throws {
         for (path, kind, words) in [
-            (try build("libv2.so", flags: ["-DABI_VERSION=2"]), ModelFormatError.Kind.unsupported, "speaks ABI version 2; this Vivify speaks version 1"),
+            (try build("libv3.so", flags: ["-DABI_VERSION=3"]), ModelFormatError.Kind.unsupported, "speaks ABI version 3; this Vivify speaks versions 1–2"),
             (scratch.appendingPathComponent("absent.so").path, .unreadable, "no such file"),
             (CoreMLCustomLayerTests.fixtures.appendingPathComponent("style_fp32.mlmodel").path, .unreadable, "Cannot load the custom layer library"),
         ] {
@@ -128,5 +133,113 @@ final class CompiledCustomLayerTests: XCTestCase {
         CompiledCustomLayers.libraryPath = try build("libfault.so")
         let declared = try CoreMLImporter.load(path: CoreMLCustomLayerTests.fixtures.appendingPathComponent("style_fp32.mlmodel").path)
         XCTAssertFalse(declared.graph.nodes.contains { if case .external = $0.op { return true } else { return false } })
+    }
+
+    // MARK: tiles, through the geometry
+
+    static func isExternal(_ n: Node) -> Bool { if case .external = n.op { return true } else { return false } }
+
+    /// The compiled network in tiles with statistics passes, placed through the geometry the
+    /// library gives: at 40×40 in 20-pixel tiles against the numpy reference, and on pictures
+    /// of 72×60 and 78×90 in 28- and 24-pixel tiles (windows that end inside the picture: the
+    /// border is 32) against the whole frame, on oneDNN and the reference.
+    func testCompiledLayersTileLikeTheWholeFrameAndTheReference() throws {
+        CompiledCustomLayers.libraryPath = try build("libfault.so")
+        let model = try load()
+        let graph = model.graph
+        XCTAssertEqual(graph.nodes.filter(Self.isExternal).count, 3)
+        XCTAssertTrue(graph.unplacedExternalKernels.isEmpty)
+        XCTAssertNotNil(graph.placements(), "the compiled layers are placed like the declared ones")
+        XCTAssertTrue(model.description.contains("in tiles like the engine's own layers"), model.description)
+        let declared = try CoreMLImporter.load(path: CoreMLCustomLayerTests.fixtures.appendingPathComponent("style_fp32.mlmodel").path).graph
+        XCTAssertEqual(graph.receptiveRadius(), declared.receptiveRadius(), "the same radius as the declared crop gives")
+        let spec = try TilingSpec.inferred(for: graph)
+        let fixture = try CoreMLCustomLayerTests.floats("style.input.f32"), expected = try CoreMLCustomLayerTests.floats("style_fp32.output.f32")
+        var report: [String] = []
+        for backend in [try DNNLBackend(), ReferenceBackend()] as [InferenceBackend] {
+            var clock = Date()
+            func lap() -> Double { defer { clock = Date() }; return Date().timeIntervalSince(clock) }
+            let small = try TiledRunner(graph: graph, spec: spec, backend: backend, tileSize: 20)
+            XCTAssertEqual(small.passes(height: 40, width: 40), graph.instanceNormIndices.count + 1)
+            let d40 = CoreMLNeuralNetworkTests.maxDiff(try CoreMLCustomLayerTests.run(small, fixture, height: 40, width: 40), expected) / 255
+            XCTAssertLessThanOrEqual(d40, 1e-4, "40x40 in 20-pixel tiles against the reference on \(backend.name)")
+            report.append(String(format: "%@ 40x40/20 vs reference %.1e (%.1f s)", backend.name, d40, lap()))
+            let (h, w, tile) = backend is ReferenceBackend ? (90, 78, 24) : (60, 72, 28)
+            let input = try CoreMLCustomLayerTests.stylePicture(height: h, width: w)
+            let tiled = try TiledRunner(graph: graph, spec: spec, backend: backend, tileSize: tile)
+            XCTAssertGreaterThan(tiled.passes(height: h, width: w), 1)
+            let whole = try TiledRunner(graph: graph, spec: spec, backend: backend, tileSize: 4096)
+            let a = try CoreMLCustomLayerTests.run(tiled, input, height: h, width: w)
+            let tiledSeconds = lap()
+            let b = try CoreMLCustomLayerTests.run(whole, input, height: h, width: w)
+            XCTAssertFalse(a.contains { $0.isNaN }, "every output pixel written")
+            let d = CoreMLNeuralNetworkTests.maxDiff(a, b) / 255
+            XCTAssertLessThanOrEqual(d, 1e-4, "\(w)x\(h) in \(tile)-pixel tiles on \(backend.name)")
+            report.append(String(format: "%@ %dx%d/%d vs whole %.1e (tiles %.1f s, whole %.1f s)", backend.name, w, h, tile, d, tiledSeconds, lap()))
+        }
+        print("compiled custom layers in tiles, [0,1] units: " + report.joined(separator: "; "))
+    }
+
+    /// A version-1 library (its geometry function, exported, is not called) and a version-2
+    /// one whose layers say they may look anywhere: the network runs on whole frames, tiles
+    /// asked or not, and says why.
+    func testLayersWithoutAGeometryRunOnWholeFrames() throws {
+        let fixture = try CoreMLCustomLayerTests.floats("style.input.f32"), expected = try CoreMLCustomLayerTests.floats("style_fp32.output.f32")
+        for (name, flags, fault, words) in [("libv1.so", ["-DABI_VERSION=1"], nil, "speaks ABI version 1"),
+                                            ("libfault.so", [], "geometry-anywhere", "gives no geometry")] as [(String, [String], String?, String)] {
+            CompiledCustomLayers.libraryPath = try build(name, flags: flags)
+            if let fault { setenv("VIVIFY_TEST_FAULT", fault, 1) } else { unsetenv("VIVIFY_TEST_FAULT") }
+            let model = try load()
+            XCTAssertTrue(model.description.contains("on whole frames") && model.description.contains(words), model.description)
+            XCTAssertEqual(model.graph.unplacedExternalKernels.count, 2, "\(model.graph.unplacedExternalKernels)")
+            XCTAssertTrue(model.graph.unplacedExternalKernels.allSatisfy { $0.contains(name) })
+            XCTAssertNil(model.graph.placements())
+            let runner = try TiledRunner(graph: model.graph, spec: try TilingSpec.inferred(for: model.graph), backend: ReferenceBackend(), tileSize: 20)
+            XCTAssertNil(runner.statisticsPasses, name)
+            XCTAssertEqual(runner.passes(height: 40, width: 40), 1)
+            let d = CoreMLNeuralNetworkTests.maxDiff(try CoreMLCustomLayerTests.run(runner, fixture, height: 40, width: 40), expected) / 255
+            XCTAssertLessThanOrEqual(d, 1e-4, name)
+        }
+    }
+
+    /// A geometry the library's own shapes contradict, one its values contradict (pointwise,
+    /// but reading 12 columns away: the right sizes, only the values show it), and one out of
+    /// range: each refused at load, naming the library and the class. With the values' check
+    /// off, that second geometry loads and its tiles are far from the whole frame: what the
+    /// check prevents, and proof that the tiling test above would catch a wrong geometry.
+    /// (A crop placed one position off, by contrast, disagrees with the residual branch's
+    /// placement: the graph is not placed and runs whole, never wrong.)
+    func testAGeometryTheLibraryContradictsIsRefused() throws {
+        let lib = try build("libfault.so")
+        CompiledCustomLayers.libraryPath = lib
+        for (fault, words) in [("geometry-shape", ["res_crop_1", "class 'ResCropBlockLambda'", "a crop of 1 from each side", "output_shape answers 14x14", "contradicts itself"]),
+                               ("geometry-reach", ["rescale_output", "class 'RescaleOutputLambda'", "as pointwise", "changes (by", "geometry is wrong"])] {
+            setenv("VIVIFY_TEST_FAULT", fault, 1)
+            XCTAssertThrowsError(try load(), fault) { error in
+                let e = error as! EngineError
+                XCTAssertEqual(e.kind, .invalidGraph)
+                for part in words + ["libfault.so", "style_fp32.mlmodel"] { XCTAssertTrue(e.message.contains(part), "\(fault): '\(part)' missing: \(e.message)") }
+            }
+        }
+        setenv("VIVIFY_TEST_FAULT", "geometry-range", 1)
+        XCTAssertThrowsError(try load()) { error in
+            let e = error as! ModelFormatError
+            for part in ["libfault.so", "class 'ResCropBlockLambda'", "scale 0 (1–16)"] { XCTAssertTrue(e.message.contains(part), "'\(part)' missing: \(e.message)") }
+        }
+
+        CompiledCustomLayers.checksGeometryValues.store(false, ordering: .relaxed)
+        setenv("VIVIFY_TEST_FAULT", "geometry-reach", 1)
+        let graph = try load().graph
+        let spec = try TilingSpec.inferred(for: graph)
+        // Windows of 24 + 2·32 columns: the first ends inside the 72-column picture.
+        let (h, w) = (24, 72)
+        let input = try CoreMLCustomLayerTests.stylePicture(height: h, width: w)
+        let tiled = try TiledRunner(graph: graph, spec: spec, backend: ReferenceBackend(), tileSize: 24)
+        XCTAssertGreaterThan(tiled.passes(height: h, width: w), 1)
+        let whole = try TiledRunner(graph: graph, spec: spec, backend: ReferenceBackend(), tileSize: 4096)
+        XCTAssertNotNil(tiled.statisticsPasses, "placed by the wrong geometry")
+        let d = CoreMLNeuralNetworkTests.maxDiff(try CoreMLCustomLayerTests.run(tiled, input, height: h, width: w), try CoreMLCustomLayerTests.run(whole, input, height: h, width: w)) / 255
+        XCTAssertGreaterThan(d, 1e-2, "a wrong geometry's tiles differ from the whole frame")
+        print(String(format: "a wrong geometry (the rescale said pointwise, reading 12 columns away) in 24-pixel tiles vs whole: %.1e", d))
     }
 }

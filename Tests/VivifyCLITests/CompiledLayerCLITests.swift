@@ -4,7 +4,8 @@ import XCTest
 
 /// `--custom-layers LIB.so` through the binary: the README's examples in C and in Swift
 /// (`scripts/build-custom-layer-examples`) run the style network's custom layers like their
-/// declarations do, and a library's wrong answers end the run with a clear error.
+/// declarations do, whole and in tiles (their geometry, ABI version 2); a version-1 library
+/// runs whole and says so; a library's wrong answers end the run with a clear error.
 final class CompiledLayerCLITests: XCTestCase {
     func testExamplesInCAndSwiftRunTheStyleNetwork() throws {
         let dir = try CLI.tempDir()
@@ -20,6 +21,13 @@ final class CompiledLayerCLITests: XCTestCase {
                 let worst = zip(try FilterCLITests.pixels(out), expected).map { abs(Int($0) - Int($1)) }.max() ?? 255
                 XCTAssertLessThanOrEqual(worst, 1, "\(lib) on \(backend)")
             }
+            // In 20-pixel tiles: statistics passes over 2×2 tiles, placed through the geometry.
+            let out = dir + "/\(lib)-tiled.png"
+            let r = try CLI.vivify(["image", input, out, "--filter", model, "--custom-layers", dir + "/libs/" + lib, "--tile", "20"])
+            XCTAssertEqual(r.code, 0, "\(lib) in tiles: \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("passes over its tiles"), r.stderr)
+            let worst = zip(try FilterCLITests.pixels(out), expected).map { abs(Int($0) - Int($1)) }.max() ?? 255
+            XCTAssertLessThanOrEqual(worst, 1, "\(lib) in tiles")
         }
         // `vivify infer` takes the flag too: the graph's own 0–255 output against the reference.
         let npy = dir + "/x.npy"
@@ -39,18 +47,30 @@ final class CompiledLayerCLITests: XCTestCase {
         let dir = try CLI.tempDir()
         let (input, model) = try FilterCLITests.setUp(dir, declared: false)
         let source = CLI.packageRoot.appendingPathComponent("Tests/ModelFormatsTests/Fixtures/custom-layers/fault_layers.c").path
-        let lib = dir + "/libfault.so"
-        let cc = try CLI.run("/usr/bin/env", ["cc", "-shared", "-fPIC", "-o", lib, source, "-lm"])
-        guard cc.code == 0 else { throw XCTSkip("cc could not build the test library: \(cc.stderr)") }
+        // Version 1 for the answers a geometry's checks would meet first; version 2 for those.
+        let lib = dir + "/libfault.so", v1 = dir + "/libv1.so"
+        for (out, flags) in [(lib, [String]()), (v1, ["-DABI_VERSION=1"])] {
+            let cc = try CLI.run("/usr/bin/env", ["cc", "-shared", "-fPIC", "-o", out, source, "-lm"] + flags)
+            guard cc.code == 0 else { throw XCTSkip("cc could not build the test library: \(cc.stderr)") }
+        }
         for (fault, code, words) in [("zero", Int32(65), "answers output shape 16x0x14"), ("shape", 65, "add_1"),
                                      ("nan", 65, "gave nan at channel 1, row 2, column 3"), ("fail", 65, "the test library was told to fail")] {
-            let r = try CLI.vivify(["image", input, dir + "/x.png", "--filter", model, "--custom-layers", lib], environment: ["VIVIFY_TEST_FAULT": fault])
+            let r = try CLI.vivify(["image", input, dir + "/x.png", "--filter", model, "--custom-layers", v1], environment: ["VIVIFY_TEST_FAULT": fault])
             XCTAssertEqual(r.code, code, "\(fault): \(r.stderr)")
             XCTAssertTrue(r.stderr.contains(words), "\(fault): \(r.stderr)")
             XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/x.png"), fault)
         }
-        let r = try CLI.vivify(["image", input, dir + "/x.png", "--filter", model, "--custom-layers", dir + "/absent.so"])
+        var r = try CLI.vivify(["image", input, dir + "/x.png", "--filter", model, "--custom-layers", lib], environment: ["VIVIFY_TEST_FAULT": "geometry-shape"])
+        XCTAssertEqual(r.code, 65, r.stderr)
+        XCTAssertTrue(r.stderr.contains("class 'ResCropBlockLambda' of the custom layer library") && r.stderr.contains("contradicts itself"), r.stderr)
+        r = try CLI.vivify(["image", input, dir + "/x.png", "--filter", model, "--custom-layers", dir + "/absent.so"])
         XCTAssertEqual(r.code, 66, r.stderr)
+        // A version-1 library still runs, on whole frames, and the log says why.
+        r = try CLI.vivify(["image", input, dir + "/v1.png", "--filter", model, "--custom-layers", v1, "--tile", "20"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        for part in ["runs on whole frames (--tile 20 is not used)", "libv1.so", "ABI version 1", "vivify_custom_layer_geometry"] {
+            XCTAssertTrue(r.stderr.contains(part), "'\(part)' missing: \(r.stderr)")
+        }
     }
 
     /// A segmented job records the library (its path, and its SHA-256 among the models'

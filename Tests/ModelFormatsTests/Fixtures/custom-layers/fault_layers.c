@@ -6,7 +6,14 @@
  *   nan        RescaleOutputLambda writes NaN at channel 1, row 2, column 3
  *   unwritten  RescaleOutputLambda leaves its last value unwritten
  *   fail       RescaleOutputLambda returns an error
- * Compiled with -DABI_VERSION=2 it speaks another ABI version.
+ * and its geometry (ABI version 2: the crop 2 from each side, the rescale pointwise):
+ *   geometry-shape     ResCropBlockLambda's geometry says a crop of 1 (its shapes say 2)
+ *   geometry-reach     RescaleOutputLambda also adds the value 12 columns to its right (the
+ *                      row's last past the edge) while its geometry says pointwise
+ *   geometry-range     ResCropBlockLambda's geometry says scale 0
+ *   geometry-anywhere  both layers say they may look anywhere (local 0)
+ * Compiled with -DABI_VERSION=1 it speaks the first version (its geometry function, still
+ * exported, is then not Vivify's to call); with -DABI_VERSION=3 one Vivify does not speak.
  */
 #include <math.h>
 #include <stdio.h>
@@ -15,7 +22,7 @@
 #include <stdint.h>
 
 #ifndef ABI_VERSION
-#define ABI_VERSION 1
+#define ABI_VERSION 2
 #endif
 
 static int fault(const char *name) {
@@ -65,7 +72,24 @@ int32_t vivify_custom_layer_evaluate(void *l, const float *x, const int64_t s[3]
     }
     int64_t n = s[0] * s[1] * s[2] - (fault("unwritten") ? 1 : 0);
     for (int64_t i = 0; i < n; i++) y[i] = (x[i] + 1.0f) * 127.5f;
+    if (fault("geometry-reach"))
+        for (int64_t i = 0; i < n; i++) {
+            int64_t k = i % s[2], far = k + 12 < s[2] ? k + 12 : s[2] - 1;
+            y[i] += 100.0f * x[i - k + far];
+        }
     if (fault("nan")) y[(1 * o[1] + 2) * o[2] + 3] = NAN;
+    return 0;
+}
+
+/* vivify_layer_geometry: local, scale, top, left, bottom, right, radius. */
+int32_t vivify_custom_layer_geometry(void *l, int32_t g[7], char *error, size_t size) {
+    (void)error; (void)size;
+    int k = *(int *)l ? 2 : 0;
+    int32_t answer[7] = {1, 1, k, k, k, k, 0};
+    if (*(int *)l && fault("geometry-shape")) answer[2] = answer[3] = answer[4] = answer[5] = 1;
+    if (*(int *)l && fault("geometry-range")) answer[1] = 0;
+    if (fault("geometry-anywhere")) answer[0] = 0;
+    memcpy(g, answer, sizeof answer);
     return 0;
 }
 
