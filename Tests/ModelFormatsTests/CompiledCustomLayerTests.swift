@@ -141,7 +141,7 @@ final class CompiledCustomLayerTests: XCTestCase {
 
     /// The compiled network in tiles with statistics passes, placed through the geometry the
     /// library gives: at 40×40 in 20-pixel tiles against the numpy reference, and on pictures
-    /// of 72×60 and 78×90 in 28- and 24-pixel tiles (windows that end inside the picture: the
+    /// of 72×60 and 78×90 in 24- and 28-pixel tiles (windows that end inside the picture: the
     /// border is 32) against the whole frame, on oneDNN and the reference.
     func testCompiledLayersTileLikeTheWholeFrameAndTheReference() throws {
         CompiledCustomLayers.libraryPath = try build("libfault.so")
@@ -164,7 +164,7 @@ final class CompiledCustomLayerTests: XCTestCase {
             let d40 = CoreMLNeuralNetworkTests.maxDiff(try CoreMLCustomLayerTests.run(small, fixture, height: 40, width: 40), expected) / 255
             XCTAssertLessThanOrEqual(d40, 1e-4, "40x40 in 20-pixel tiles against the reference on \(backend.name)")
             report.append(String(format: "%@ 40x40/20 vs reference %.1e (%.1f s)", backend.name, d40, lap()))
-            let (h, w, tile) = backend is ReferenceBackend ? (90, 78, 24) : (60, 72, 28)
+            let (h, w, tile) = backend is ReferenceBackend ? (90, 78, 28) : (60, 72, 24)
             let input = try CoreMLCustomLayerTests.stylePicture(height: h, width: w)
             let tiled = try TiledRunner(graph: graph, spec: spec, backend: backend, tileSize: tile)
             XCTAssertGreaterThan(tiled.passes(height: h, width: w), 1)
