@@ -86,7 +86,7 @@ public final class Upscaler {
         if !unplaced.isEmpty {
             // A compiled layer that cannot say where its values lie (a library of ABI version
             // 1, or one that says its layer looks anywhere): whole frames, and the user is told.
-            log("\(tile == nil ? "note" : "warning"): \(name) runs on whole frames\(tile.map { " (--tile \($0) is not used)" } ?? ""): \(unplaced.joined(separator: ", ")) \(unplaced.count == 1 ? "gives" : "give") no geometry (a library of custom layer ABI version 1 has no way to). Rebuild the library against vivify_custom_layer.h version \(CompiledCustomLayers.abiVersion) and export vivify_custom_layer_geometry to run it in tiles.")
+            log("\(tile == nil ? "note" : "warning"): \(name) runs on whole frames\(tile.map { " (--tile \($0) is not used)" } ?? ""): \(unplaced.joined(separator: ", ")) \(unplaced.count == 1 ? "gives" : "give") no geometry (a library of custom layer ABI version 1 has no way to; one of version \(CompiledCustomLayers.abiVersion) gives none for a layer that may look anywhere). To run it in tiles, rebuild the library against vivify_custom_layer.h version \(CompiledCustomLayers.abiVersion) with vivify_custom_layer_geometry.")
         } else if let tile, graph.needsWholeFrame {
             if let passes = runner.statisticsPasses {
                 log("note: \(name) normalises by statistics of the whole picture (instance normalisation): a picture larger than --tile \(runner.tileSize) runs in \(passes) passes over its tiles, one per normalisation and one for the output.")
