@@ -224,7 +224,7 @@ struct ModelOptions: ParsableArguments {
     @OptionGroup var guideOptions: GuideOptions
     @OptionGroup var filterOptions: FilterOptions
 
-    @Option(name: .customLong("custom-layers"), help: ArgumentHelp("Run Core ML custom layers that no declaration covers in this shared library (C ABI of Examples/CustomLayers/vivify_custom_layer.h, version 1), on the reference path. Only from this flag; never loaded from a model or bundle.", valueName: "LIB.so"))
+    @Option(name: .customLong("custom-layers"), help: ArgumentHelp("Run Core ML custom layers that no declaration covers in this shared library (C ABI of Examples/CustomLayers/vivify_custom_layer.h, version 2 or 1), on the reference path; in tiles where the library gives each layer its geometry (version 2), else on whole frames. Only from this flag; never loaded from a model or bundle.", valueName: "LIB.so"))
     var customLayers: String?
 
     func validate() throws {
