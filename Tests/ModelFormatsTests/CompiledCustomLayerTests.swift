@@ -180,6 +180,27 @@ final class CompiledCustomLayerTests: XCTestCase {
         print("compiled custom layers in tiles, [0,1] units: " + report.joined(separator: "; "))
     }
 
+    /// The batch-norm twin (no whole-picture statistics): with its layers compiled it tiles in
+    /// one pass (plain tiles, the receptive radius as border) and gives, tile for tile, what
+    /// the declared layers give in the same tiles.
+    func testBatchNormTwinTilesInOnePassLikeItsDeclaredLayers() throws {
+        CompiledCustomLayers.libraryPath = try build("libfault.so")
+        let compiled = try load("style_bn").graph
+        let declared = try CoreMLImporter.load(path: CoreMLCustomLayerTests.fixtures.appendingPathComponent("style_bn.mlmodel").path).graph
+        XCTAssertFalse(compiled.needsWholeFrame)
+        XCTAssertEqual(compiled.receptiveRadius(), declared.receptiveRadius())
+        let spec = TilingSpec(scale: 1, padding: (compiled.receptiveRadius() + 3) / 4 * 4, border: .reflect, multiple: 4)
+        XCTAssertEqual(try TilingSpec.inferred(for: compiled), try TilingSpec.inferred(for: declared))
+        let (h, w) = (60, 72)
+        let input = try CoreMLCustomLayerTests.stylePicture(height: h, width: w)
+        let a = try CoreMLCustomLayerTests.run(TiledRunner(graph: compiled, spec: spec, backend: ReferenceBackend(), tileSize: 24), input, height: h, width: w)
+        let b = try CoreMLCustomLayerTests.run(TiledRunner(graph: declared, spec: spec, backend: ReferenceBackend(), tileSize: 24), input, height: h, width: w)
+        XCTAssertFalse(a.contains { $0.isNaN })
+        let d = CoreMLNeuralNetworkTests.maxDiff(a, b) / 255
+        XCTAssertLessThanOrEqual(d, 1e-4)
+        print(String(format: "style_bn compiled vs declared, 72x60 in 24-pixel tiles (one pass), [0,1] units: %.1e", d))
+    }
+
     /// A version-1 library (its geometry function, exported, is not called) and a version-2
     /// one whose layers say they may look anywhere: the network runs on whole frames, tiles
     /// asked or not, and says why.
