@@ -13,7 +13,9 @@ import Foundation
 ///              on a discrete GPU) ─▶ each command buffer submitted (recorded once, reused)
 ///              and each host step run, in order ─▶ output read (copied out likewise)
 ///
-/// Shaders (GLSL in Shaders/, fp32): direct and transposed convolution (any kernel, stride,
+/// Precision: fp32, or fp16 storage with fp32 arithmetic (`VulkanPrecision`).
+///
+/// Shaders (GLSL in Shaders/, each built for fp32 and fp16 storage): direct and transposed convolution (any kernel, stride,
 /// dilation, padding, groups; bias and every activation fused, PReLU included), activations,
 /// binary operations with broadcasting, scalar operations, channel affine, pixel shuffle and
 /// space-to-depth, window and box copies (crop, slices, concatenations, reshape, transpose),
@@ -24,19 +26,33 @@ import Foundation
 public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     public var name: String { "vulkan" }
     let context: VulkanContext
+    /// The precision prepared graphs run in: the one asked for, or fp32 where the device cannot
+    /// store fp16 (`precisionNote` says so).
+    public let precision: VulkanPrecision
+    /// Why the precision asked for is not the one that runs; nil when it is.
+    public let precisionNote: String?
 
     /// Opens the Vulkan device (once per process).
+    /// - Parameter precision: fp32, or fp16 storage (fp32 where the device lacks 16-bit
+    ///   storage buffers, with `precisionNote`).
     /// - Throws: `EngineError` `.unsupported` when there is no Vulkan driver or device.
-    public init() throws {
+    public init(precision: VulkanPrecision = .fp32) throws {
         context = try VulkanContext.shared.get()
         memoryPlan = VulkanMemoryPlan.automatic(for: context)
+        (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
 
     /// Opens the device with a memory plan chosen by the caller (tests force `.staged` on
     /// lavapipe, whose memory is all host-visible and device-local at once).
-    init(memoryPlan: VulkanMemoryPlan) throws {
+    init(memoryPlan: VulkanMemoryPlan, precision: VulkanPrecision = .fp32) throws {
         context = try VulkanContext.shared.get()
         self.memoryPlan = memoryPlan
+        (self.precision, precisionNote) = Self.precision(precision, on: context)
+    }
+
+    private static func precision(_ asked: VulkanPrecision, on context: VulkanContext) -> (VulkanPrecision, String?) {
+        guard asked == .fp16, !context.hasFP16Storage else { return (asked, nil) }
+        return (.fp32, "the Vulkan device '\(context.deviceName)' has no 16-bit storage buffers (storageBuffer16BitAccess): fp16 runs in fp32.")
     }
 
     /// Where prepared graphs keep their values and weights.
@@ -76,8 +92,18 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     public func prepare(_ graph: Graph, input inputShape: Shape) throws -> PreparedGraph {
         let specialized = try graph.specialized(for: inputShape)
         try checkSupport(specialized)
-        return try VulkanPrepared(context: context, graph: specialized, input: inputShape, plan: memoryPlan)
+        return try VulkanPrepared(context: context, graph: specialized, input: inputShape, plan: memoryPlan, storage: precision == .fp16 ? .fp16 : .fp32)
     }
+}
+
+/// What the Vulkan backend stores values and weights as; arithmetic is fp32 in both.
+public enum VulkanPrecision: String, Sendable, CaseIterable {
+    /// 32-bit floats (parity with the reference backend within 1e-4).
+    case fp32
+    /// IEEE half floats in every buffer (values, weights, biases, slopes), converted to fp32
+    /// for the arithmetic and rounded once on store: half the memory traffic on a GPU. Values
+    /// past ±65504 become infinite, as in ncnn's fp16 storage.
+    case fp16
 }
 
 /// Activation codes of the shaders (Shaders/common.glsl).

@@ -33,6 +33,9 @@ final class VulkanContext: @unchecked Sendable {
     /// Whether the Khronos validation layer watches this device (VIVIFY_VULKAN_VALIDATION=1).
     let validating: Bool
     let maxGroupsX: UInt32
+    /// Whether shaders may keep float16 values in storage buffers (`storageBuffer16BitAccess`,
+    /// enabled on the device when it has it): what fp16 storage needs.
+    let hasFP16Storage: Bool
     let setLayout: VkDescriptorSetLayout
     let pipelineLayout: VkPipelineLayout
     /// Queue submissions and the pipeline table are shared between threads.
@@ -90,6 +93,23 @@ final class VulkanContext: @unchecked Sendable {
             throw EngineError(.unsupported, "The Vulkan device '\(deviceName)' has no compute queue. Run on the CPU (--backend onednn).")
         }
         queueFamily = UInt32(family)
+        // 16-bit storage (core in Vulkan 1.1): asked for, and turned on, only where the device
+        // has it; without it fp16 storage falls back to fp32 (VulkanBackend.init).
+        var storage16 = VkPhysicalDevice16BitStorageFeatures()
+        storage16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES
+        if props.apiVersion >> 12 >= (1 << 10) | 1 {
+            withUnsafeMutablePointer(to: &storage16) { sp in
+                var features = VkPhysicalDeviceFeatures2()
+                features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2
+                features.pNext = UnsafeMutableRawPointer(sp)
+                vkGetPhysicalDeviceFeatures2(chosen, &features)
+            }
+        }
+        hasFP16Storage = storage16.storageBuffer16BitAccess == VkBool32(VK_TRUE)
+        var enabled16 = VkPhysicalDevice16BitStorageFeatures()
+        enabled16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES
+        enabled16.storageBuffer16BitAccess = VkBool32(hasFP16Storage ? VK_TRUE : VK_FALSE)
+        let wants16 = hasFP16Storage
         var priority: Float = 1
         var madeDevice: VkDevice?
         let dr: VkResult = withUnsafePointer(to: &priority) { pp in
@@ -99,11 +119,14 @@ final class VulkanContext: @unchecked Sendable {
             q.queueCount = 1
             q.pQueuePriorities = pp
             return withUnsafePointer(to: &q) { qp in
-                var info = VkDeviceCreateInfo()
-                info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO
-                info.queueCreateInfoCount = 1
-                info.pQueueCreateInfos = qp
-                return vkCreateDevice(chosen, &info, nil, &madeDevice)
+                withUnsafeMutablePointer(to: &enabled16) { ep in
+                    var info = VkDeviceCreateInfo()
+                    info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO
+                    info.pNext = wants16 ? UnsafeRawPointer(ep) : nil
+                    info.queueCreateInfoCount = 1
+                    info.pQueueCreateInfos = qp
+                    return vkCreateDevice(chosen, &info, nil, &madeDevice)
+                }
             }
         }
         guard dr == VK_SUCCESS, let device = madeDevice else {

@@ -26,7 +26,18 @@ enum VulkanMemoryPlan: Sendable, Equatable {
     }
 }
 
-/// A storage buffer (also a transfer source and destination) of `count` floats.
+/// How a buffer stores its values: 32-bit floats, or IEEE half floats (the fp16 shaders read
+/// them into fp32 arithmetic and round only what they store).
+enum VulkanStorage: Sendable, Equatable {
+    case fp32
+    case fp16
+
+    /// Bytes per value.
+    var stride: Int { self == .fp32 ? 4 : 2 }
+}
+
+/// A storage buffer (also a transfer source and destination) of `count` values, stored as
+/// `storage` says.
 final class VulkanBuffer {
     /// The kind of memory a buffer lives in.
     enum Placement: Sendable {
@@ -44,21 +55,24 @@ final class VulkanBuffer {
     let buffer: VkBuffer
     let memory: VkDeviceMemory
     let placement: Placement
-    /// The mapped floats; nil for `.device` buffers.
-    let floats: UnsafeMutablePointer<Float>?
+    let storage: VulkanStorage
+    /// The mapped memory; nil for `.device` buffers.
+    let mapped: UnsafeMutableRawPointer?
     let count: Int
 
-    /// The size in bytes of a buffer of `count` floats (at least 4: a buffer is never empty).
-    static func bytes(_ count: Int) -> VkDeviceSize { VkDeviceSize(max(count, 1) * 4) }
+    /// The size in bytes of `count` values stored as `storage` (at least 4: a buffer is never
+    /// empty).
+    static func bytes(_ count: Int, _ storage: VulkanStorage = .fp32) -> VkDeviceSize { VkDeviceSize(max(count * storage.stride, 4)) }
 
-    init(_ context: VulkanContext, count: Int, placement: Placement = .shared) throws {
+    init(_ context: VulkanContext, count: Int, placement: Placement = .shared, storage: VulkanStorage = .fp32) throws {
         self.context = context
         self.count = count
         self.placement = placement
+        self.storage = storage
         let device = context.device
         var info = VkBufferCreateInfo()
         info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO
-        info.size = Self.bytes(count)
+        info.size = Self.bytes(count, storage)
         info.usage = VkBufferUsageFlags(VK_BUFFER_USAGE_STORAGE_BUFFER_BIT.rawValue | VK_BUFFER_USAGE_TRANSFER_SRC_BIT.rawValue
             | VK_BUFFER_USAGE_TRANSFER_DST_BIT.rawValue)
         info.sharingMode = VK_SHARING_MODE_EXCLUSIVE
@@ -85,11 +99,11 @@ final class VulkanBuffer {
         do {
             try VulkanContext.check(vkBindBufferMemory(device, b, m, 0), "binding memory")
             if placement == .device {
-                floats = nil
+                mapped = nil
             } else {
-                var mapped: UnsafeMutableRawPointer?
-                try VulkanContext.check(vkMapMemory(device, m, 0, VkDeviceSize(VK_WHOLE_SIZE), 0, &mapped), "mapping memory")
-                floats = mapped!.bindMemory(to: Float.self, capacity: max(count, 1))
+                var pointer: UnsafeMutableRawPointer?
+                try VulkanContext.check(vkMapMemory(device, m, 0, VkDeviceSize(VK_WHOLE_SIZE), 0, &pointer), "mapping memory")
+                mapped = pointer!
             }
         } catch {
             vkDestroyBuffer(device, b, nil)
@@ -98,15 +112,42 @@ final class VulkanBuffer {
         }
     }
 
-    /// A mapped buffer holding `values`.
-    convenience init(_ context: VulkanContext, values: [Float], placement: Placement = .shared) throws {
+    /// A mapped buffer holding `values` (rounded to the nearest half float under `.fp16`).
+    convenience init(_ context: VulkanContext, values: [Float], placement: Placement = .shared, storage: VulkanStorage = .fp32) throws {
         precondition(placement != .device, "a device-local buffer is filled by a copy")
-        try self.init(context, count: values.count, placement: placement)
-        if let floats, !values.isEmpty { values.withUnsafeBufferPointer { floats.update(from: $0.baseAddress!, count: $0.count) } }
+        try self.init(context, count: values.count, placement: placement, storage: storage)
+        values.withUnsafeBufferPointer { write($0) }
+    }
+
+    /// Writes `values` (at most `count`) at the start of the mapped memory, converted to the
+    /// buffer's storage.
+    func write(_ values: UnsafeBufferPointer<Float>) {
+        guard let mapped, let base = values.baseAddress, !values.isEmpty else { return }
+        precondition(values.count <= count)
+        switch storage {
+        case .fp32:
+            mapped.bindMemory(to: Float.self, capacity: values.count).update(from: base, count: values.count)
+        case .fp16:
+            let halves = mapped.bindMemory(to: Float16.self, capacity: values.count)
+            for i in 0..<values.count { halves[i] = Float16(base[i]) }
+        }
+    }
+
+    /// Reads the first `values.count` values of the mapped memory as floats.
+    func read(into values: UnsafeMutableBufferPointer<Float>) {
+        guard let mapped, let base = values.baseAddress, !values.isEmpty else { return }
+        precondition(values.count <= count)
+        switch storage {
+        case .fp32:
+            base.update(from: mapped.bindMemory(to: Float.self, capacity: values.count), count: values.count)
+        case .fp16:
+            let halves = mapped.bindMemory(to: Float16.self, capacity: values.count)
+            for i in 0..<values.count { base[i] = Float(halves[i]) }
+        }
     }
 
     deinit {
-        if floats != nil { vkUnmapMemory(context.device, memory) }
+        if mapped != nil { vkUnmapMemory(context.device, memory) }
         vkDestroyBuffer(context.device, buffer, nil)
         vkFreeMemory(context.device, memory, nil)
     }

@@ -30,7 +30,7 @@ extension VulkanPrepared {
                         detail: (buffer: VulkanBuffer, shape: Shape, order: Int32)? = nil) throws {
         guard o.count > 0 else { return }
         let ds = detail?.shape ?? Shape(c: 0, h: 0, w: 0)
-        try dispatch("sampling", count: o.count, [x, detail?.buffer, y, try constant(rows), try constant(columns)], [
+        try dispatch("sampling", count: o.count, [x, detail?.buffer, y, try table(rows), try table(columns)], [
             Int32(s.c), Int32(s.h), Int32(s.w), Int32(o.h), Int32(o.w), Self.bits(extrapolation), detail?.order ?? 0, Int32(ds.c / 4),
             Int32(ds.h), Int32(ds.w),
         ])

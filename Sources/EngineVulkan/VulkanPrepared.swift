@@ -9,7 +9,9 @@ import Engine
 ///
 /// Every operation but external layers is a shader dispatch; the shaders of each concern are
 /// recorded by the extension named after it (VulkanPrepared+Pooling.swift, …). Memory as
-/// `VulkanMemoryPlan` says.
+/// `VulkanMemoryPlan` says. Values, weights, biases and slopes are stored as `storage` says
+/// (fp16: the `_fp16` build of every shader, arithmetic still fp32; the host converts what it
+/// writes and reads); tap tables stay fp32.
 final class VulkanPrepared: PreparedGraph {
     let inputShape: Shape
     let outputShape: Shape
@@ -17,6 +19,8 @@ final class VulkanPrepared: PreparedGraph {
     let graph: Graph
     let shapes: [Shape]
     let plan: VulkanMemoryPlan
+    /// How values and weights are stored.
+    let storage: VulkanStorage
     /// One buffer per value.
     private(set) var buffers: [VulkanBuffer] = []
     /// Weights, biases, slopes, tap tables: kept alive as long as the command buffers that read them.
@@ -42,10 +46,11 @@ final class VulkanPrepared: PreparedGraph {
     /// The command buffer being recorded.
     private var recording: VkCommandBuffer?
 
-    init(context: VulkanContext, graph: Graph, input: Shape, plan: VulkanMemoryPlan) throws {
+    init(context: VulkanContext, graph: Graph, input: Shape, plan: VulkanMemoryPlan, storage: VulkanStorage = .fp32) throws {
         self.context = context
         self.graph = graph
         self.plan = plan
+        self.storage = storage
         let inferred = try graph.inferShapes(input: input)
         guard let out = inferred[graph.output] else {
             throw EngineError(.invalidGraph, "\(graph.source): the output '\(graph.valueNames[graph.output])' is never produced.")
@@ -71,10 +76,10 @@ final class VulkanPrepared: PreparedGraph {
         }
         buffers = try shapes.indices.map { v in
             let placement: VulkanBuffer.Placement = plan == .mapped ? .shared : onHost.contains(v) ? .staging : .device
-            return try VulkanBuffer(context, count: shapes[v].count, placement: placement)
+            return try VulkanBuffer(context, count: shapes[v].count, placement: placement, storage: storage)
         }
-        if buffers[graph.input].floats == nil {
-            let staging = try VulkanBuffer(context, count: input.count, placement: .staging)
+        if buffers[graph.input].mapped == nil {
+            let staging = try VulkanBuffer(context, count: input.count, placement: .staging, storage: storage)
             inputStaging = staging
             try copy(staging, into: buffers[graph.input], count: input.count)
         }
@@ -86,8 +91,8 @@ final class VulkanPrepared: PreparedGraph {
                 steps.append(.host(node))
             }
         }
-        if buffers[graph.output].floats == nil {
-            let staging = try VulkanBuffer(context, count: out.count, placement: .staging)
+        if buffers[graph.output].mapped == nil {
+            let staging = try VulkanBuffer(context, count: out.count, placement: .staging, storage: storage)
             outputStaging = staging
             try copy(buffers[graph.output], into: staging, count: out.count)
         }
@@ -104,18 +109,46 @@ final class VulkanPrepared: PreparedGraph {
 
     func run(input: UnsafeBufferPointer<Float>, output: UnsafeMutableBufferPointer<Float>) throws {
         precondition(input.count == inputShape.count && output.count == outputShape.count)
-        if let base = input.baseAddress, input.count > 0 { (inputStaging ?? buffers[graph.input]).floats!.update(from: base, count: input.count) }
+        (inputStaging ?? buffers[graph.input]).write(input)
         for step in steps {
             switch step {
             case .device(let commands):
                 try context.submitAndWait(commands, fence: fence!)
             case .host(let node):
-                let ins = node.inputs.map { UnsafeBufferPointer(start: UnsafePointer(buffers[$0].floats!), count: shapes[$0].count) }
-                let out = UnsafeMutableBufferPointer(start: buffers[node.output].floats!, count: shapes[node.output].count)
-                try Kernels.execute(node.op, ins, node.inputs.map { shapes[$0] }, out, shapes[node.output])
+                try runOnHost(node)
             }
         }
-        if let base = output.baseAddress, output.count > 0 { base.update(from: (outputStaging ?? buffers[graph.output]).floats!, count: output.count) }
+        (outputStaging ?? buffers[graph.output]).read(into: output)
+    }
+
+    /// An external layer on the host: in place on fp32 buffers; through float copies of its
+    /// operands on fp16 ones (external layers are rare and small beside the convolutions).
+    private func runOnHost(_ node: Node) throws {
+        let inShapes = node.inputs.map { shapes[$0] }, o = shapes[node.output], y = buffers[node.output]
+        if storage == .fp32 {
+            let ins = node.inputs.map { UnsafeBufferPointer(start: UnsafePointer(buffers[$0].mapped!.assumingMemoryBound(to: Float.self)), count: shapes[$0].count) }
+            let out = UnsafeMutableBufferPointer(start: y.mapped!.assumingMemoryBound(to: Float.self), count: o.count)
+            try Kernels.execute(node.op, ins, inShapes, out, o)
+            return
+        }
+        let ins = node.inputs.map { v in
+            [Float](unsafeUninitializedCapacity: shapes[v].count) { b, n in
+                buffers[v].read(into: b)
+                n = shapes[v].count
+            }
+        }
+        var out = [Float](repeating: 0, count: o.count)
+        try withPointers(ins) { pointers in
+            try out.withUnsafeMutableBufferPointer { try Kernels.execute(node.op, pointers, inShapes, $0, o) }
+        }
+        out.withUnsafeBufferPointer { y.write($0) }
+    }
+
+    /// Buffer pointers to every array of `arrays`, valid inside `body`.
+    private func withPointers<R>(_ arrays: [[Float]], _ done: [UnsafeBufferPointer<Float>] = [],
+                                 _ body: ([UnsafeBufferPointer<Float>]) throws -> R) rethrows -> R {
+        guard done.count < arrays.count else { return try body(done) }
+        return try arrays[done.count].withUnsafeBufferPointer { try withPointers(arrays, done + [$0], body) }
     }
 
     // MARK: recording
@@ -167,7 +200,8 @@ final class VulkanPrepared: PreparedGraph {
         let host = VK_PIPELINE_STAGE_HOST_BIT.rawValue
         Self.barrier(cb, from: compute | transfer, VK_ACCESS_SHADER_WRITE_BIT.rawValue | VK_ACCESS_TRANSFER_WRITE_BIT.rawValue,
                      to: transfer, VK_ACCESS_TRANSFER_READ_BIT.rawValue | VK_ACCESS_TRANSFER_WRITE_BIT.rawValue)
-        var region = VkBufferCopy(srcOffset: 0, dstOffset: 0, size: VulkanBuffer.bytes(count))
+        precondition(source.storage == target.storage)
+        var region = VkBufferCopy(srcOffset: 0, dstOffset: 0, size: VulkanBuffer.bytes(count, source.storage))
         vkCmdCopyBuffer(cb, source.buffer, target.buffer, 1, &region)
         Self.barrier(cb, from: transfer, VK_ACCESS_TRANSFER_WRITE_BIT.rawValue,
                      to: compute | transfer | host, VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue
@@ -180,7 +214,7 @@ final class VulkanPrepared: PreparedGraph {
         guard !pendingUploads.isEmpty else { return }
         let cb = try allocateCommandBuffer()
         for (from, to) in pendingUploads {
-            var region = VkBufferCopy(srcOffset: 0, dstOffset: 0, size: VulkanBuffer.bytes(from.count))
+            var region = VkBufferCopy(srcOffset: 0, dstOffset: 0, size: VulkanBuffer.bytes(from.count, from.storage))
             vkCmdCopyBuffer(cb, from.buffer, to.buffer, 1, &region)
         }
         // The recorded runs are submitted after this, so the barrier orders them after it.
@@ -252,7 +286,7 @@ final class VulkanPrepared: PreparedGraph {
         guard groups.x > 0, groups.y > 0, groups.z > 0 else { return }
         precondition(parameters.count <= 32 && bound.count <= VulkanContext.bindings)
         let cb = try beginRecording()
-        let pipeline = try context.pipeline(shader)
+        let pipeline = try context.pipeline(storage == .fp16 ? shader + "_fp16" : shader)
         let device = context.device
         let set = try descriptorSet()
         var infos = (0..<VulkanContext.bindings).map { i -> VkDescriptorBufferInfo in
@@ -286,14 +320,24 @@ final class VulkanPrepared: PreparedGraph {
                      VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue | VK_ACCESS_HOST_READ_BIT.rawValue)
     }
 
-    /// A buffer holding `values` for shaders to read: written in place (mapped plan), or
-    /// device-local and uploaded once through a staging buffer at the end of prepare.
+    /// A buffer holding `values` (weights, biases, slopes: stored as `storage` says) for
+    /// shaders to read: written in place (mapped plan), or device-local and uploaded once
+    /// through a staging buffer at the end of prepare.
     func constant(_ values: [Float]) throws -> VulkanBuffer {
+        try constant(values, storage: storage)
+    }
+
+    /// The same in fp32 whatever the storage: tables of indices and tap weights.
+    func table(_ values: [Float]) throws -> VulkanBuffer {
+        try constant(values, storage: .fp32)
+    }
+
+    private func constant(_ values: [Float], storage: VulkanStorage) throws -> VulkanBuffer {
         let b: VulkanBuffer
         if plan == .mapped {
-            b = try VulkanBuffer(context, values: values, placement: .shared)
+            b = try VulkanBuffer(context, values: values, placement: .shared, storage: storage)
         } else {
-            b = try VulkanBuffer(context, count: values.count, placement: .device)
+            b = try VulkanBuffer(context, count: values.count, placement: .device, storage: storage)
             try fill(b, with: values)
         }
         constants.append(b)
@@ -302,11 +346,11 @@ final class VulkanPrepared: PreparedGraph {
 
     /// Writes `values` into `target`: in place when it is mapped, else by an upload.
     func fill(_ target: VulkanBuffer, with values: [Float]) throws {
-        if let floats = target.floats {
-            if !values.isEmpty { values.withUnsafeBufferPointer { floats.update(from: $0.baseAddress!, count: $0.count) } }
+        if target.mapped != nil {
+            values.withUnsafeBufferPointer { target.write($0) }
             return
         }
-        pendingUploads.append((try VulkanBuffer(context, values: values, placement: .staging), target))
+        pendingUploads.append((try VulkanBuffer(context, values: values, placement: .staging, storage: target.storage), target))
     }
 
     static func bits(_ f: Float) -> Int32 { Int32(bitPattern: f.bitPattern) }

@@ -11,7 +11,8 @@ public enum BackendChoice: String, Sendable, CaseIterable {
     case onednn
     /// The plain Swift reference loops (slow; for checking).
     case reference
-    /// Vulkan compute on the GPU (or on the CPU through Mesa's lavapipe); fp32.
+    /// Vulkan compute on the GPU (or on the CPU through Mesa's lavapipe); fp32, or fp16
+    /// storage under `--precision fp16`.
     case vulkan
 
     /// The backend that runs: itself, or for `auto` `vulkan` or `onednn` (decided once per
@@ -35,7 +36,21 @@ public enum BackendChoice: String, Sendable, CaseIterable {
         switch try resolved() {
         case .onednn, .auto: return try DNNLBackend()
         case .reference: return ReferenceBackend()
-        case .vulkan: return try VulkanBackend()
+        case .vulkan: return try VulkanBackend(precision: PrecisionChoice.inForce.vulkanPrecision)
+        }
+    }
+
+    /// A note when `precision` does not run as asked on this backend: fp16 on a CPU backend
+    /// (they compute fp32), or on a Vulkan device without 16-bit storage buffers. Opens the
+    /// Vulkan device to ask it; nil when it runs as asked or the device cannot be opened (the
+    /// run says why).
+    public func precisionNote(_ precision: PrecisionChoice) throws -> String? {
+        guard precision == .fp16 else { return nil }
+        switch try resolved() {
+        case .vulkan:
+            return (try? VulkanBackend(precision: .fp16))?.precisionNote
+        case .onednn, .reference, .auto:
+            return "--precision fp16 is the Vulkan backend's (--backend vulkan): \(try resolved().rawValue) runs in fp32."
         }
     }
 

@@ -1,8 +1,10 @@
 internal import Engine
 internal import EngineDNNL
+internal import EngineVulkan
 import Synchronization
 
-/// `--precision`: the number format the oneDNN backend's convolutions compute in.
+/// `--precision`: the number format the oneDNN backend's convolutions compute in, or the
+/// Vulkan backend's buffers store (fp16).
 public enum PrecisionChoice: String, Sendable, CaseIterable, Codable {
     /// 32-bit floats (the library's default).
     case fp32
@@ -14,6 +16,10 @@ public enum PrecisionChoice: String, Sendable, CaseIterable, Codable {
     /// picture it upscales (or with `vivify models calibrate`), and the ranges kept in the
     /// model store.
     case int8
+    /// The Vulkan backend's fp16 storage: values and weights kept as half floats, arithmetic
+    /// in fp32 (devices without 16-bit storage buffers run fp32, with a note). The CPU
+    /// backends run it in fp32.
+    case fp16
     /// The fastest precision whose quality is measured for the model on this CPU: int8 for the
     /// upscalers that ship an int8 calibration (each keeps issue 16's int8 bars on Set5 and
     /// Set14 with it, and int8 measured fastest) where AVX-512 VNNI or AMX runs it; else bf16
@@ -41,8 +47,16 @@ public enum PrecisionChoice: String, Sendable, CaseIterable, Codable {
         case .int8:
             if DNNLBackend.cpuHasVNNI { return ("int8", nil) }
             return ("fp32", "this CPU has neither AVX-512 VNNI nor AMX: --precision int8 runs in fp32.")
+        case .fp16:
+            // A Vulkan storage format: oneDNN computes in fp32 (`BackendChoice.precisionNote`
+            // says so where the backend is known).
+            return ("fp32", nil)
         }
     }
+
+    /// What the Vulkan backend stores values and weights as under this choice: fp16 only when
+    /// asked for by name (`auto` keeps fp32 there until fp16's speed is measured on a GPU).
+    var vulkanPrecision: VulkanPrecision { self == .fp16 ? .fp16 : .fp32 }
 
     /// The compute precision a model runs in under this choice (see `resolved(measured:)`).
     func precision(measured: Bool) -> ComputePrecision {

@@ -50,7 +50,7 @@ final class VulkanMemoryTests: ValidatedVulkanTestCase {
         XCTAssertNotNil(prepared.outputStaging)
         for b in prepared.buffers {
             XCTAssertEqual(b.placement, .device)
-            XCTAssertNil(b.floats)
+            XCTAssertNil(b.mapped)
         }
         let out = try prepared.run(Tensor(shape: Shape(c: 3, h: 5, w: 7), data: (0..<105).map { Float($0 % 7) - 3 }))
         XCTAssertEqual(out.data[0], max(0, 1.5 * -3))

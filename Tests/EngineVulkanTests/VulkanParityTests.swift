@@ -6,9 +6,17 @@ import XCTest
 
 /// The Vulkan backend against the reference backend on the same seeded inputs, on whatever
 /// Vulkan device this machine has (lavapipe on the CPU in CI): every shader alone, shaders and
-/// host steps interleaved, and real models. Tolerance: max |a − b| ≤ 1e-4 · max(1, max |b|).
+/// host steps interleaved, and real models. Tolerance: max |a − b| ≤ 1e-4 · max(1, max |b|)
+/// (`tolerance`; VulkanFP16ParityTests runs every test again with fp16 storage and its own).
 /// Every test under the Khronos validation layer (synchronization validation on): silent.
-final class VulkanParityTests: ValidatedVulkanTestCase {
+class VulkanParityTests: ValidatedVulkanTestCase {
+    /// What the backend under test stores values as.
+    var precision: VulkanPrecision { .fp32 }
+    /// The bar of single operations: max |a − b| ≤ tolerance · max(1, max |b|).
+    var tolerance: Float { 1e-4 }
+    /// The bar of whole models (testRealModels).
+    var modelTolerance: Float { 1e-4 }
+
     struct SplitMix {
         var state: UInt64
         mutating func next() -> Float {
@@ -25,7 +33,7 @@ final class VulkanParityTests: ValidatedVulkanTestCase {
 
     /// The backend; the tests need a Vulkan device (scripts/install-deps installs lavapipe):
     /// without one they skip, or fail under VIVIFY_REQUIRE_VULKAN=1.
-    func backend() throws -> VulkanBackend { try VulkanTesting.backend() }
+    func backend() throws -> VulkanBackend { try VulkanTesting.backend(precision: precision) }
 
     /// A chain: the input, then `ops` in order, each reading the previous value (and, for
     /// two-input operations, the value `second` steps back).
@@ -44,7 +52,8 @@ final class VulkanParityTests: ValidatedVulkanTestCase {
     /// VIVIFY_PARITY_FIGURES=1 prints it.
     @discardableResult
     func compare(_ graph: Graph, _ input: Shape, _ what: String, on vulkan: VulkanBackend? = nil, runs: Int = 1, picture: Bool = false,
-                 file: StaticString = #filePath, line: UInt = #line) throws -> Float {
+                 tolerance: Float? = nil, file: StaticString = #filePath, line: UInt = #line) throws -> Float {
+        let tolerance = tolerance ?? self.tolerance
         let reference = try ReferenceBackend(runsPasses: false).prepare(graph, input: input)
         let prepared = try (vulkan ?? backend()).prepare(graph, input: input)
         var relative: Float = 0
@@ -55,7 +64,16 @@ final class VulkanParityTests: ValidatedVulkanTestCase {
             XCTAssertEqual(got.shape, want.shape, what, file: file, line: line)
             let scale = max(1, want.data.map(abs).max() ?? 0)
             let worst = zip(got.data, want.data).map { abs($0 - $1) }.max() ?? 0
-            XCTAssertLessThanOrEqual(worst, 1e-4 * scale, "\(what), run \(run): max difference \(worst)", file: file, line: line)
+            XCTAssertLessThanOrEqual(worst, tolerance * scale, "\(what), run \(run): max difference \(worst)", file: file, line: line)
+            if precision == .fp16 {
+                // Proof that fp16 storage ran: every output value is a half float (fp32 results
+                // almost never are), so it differs from the reference wherever that is not one.
+                let halves = got.data.allSatisfy { Float(Float16($0)) == $0 }
+                XCTAssertTrue(halves, "\(what), run \(run): outputs that are not half floats: did fp16 storage run?", file: file, line: line)
+                if want.data.contains(where: { Float(Float16($0)) != $0 }) {
+                    XCTAssertGreaterThan(worst, 0, "\(what), run \(run): exactly the reference's output: did fp16 storage run?", file: file, line: line)
+                }
+            }
             XCTAssertFalse(got.data.contains { !$0.isFinite }, what, file: file, line: line)
             relative = max(relative, worst / scale)
         }
@@ -326,7 +344,8 @@ final class VulkanParityTests: ValidatedVulkanTestCase {
     /// through staging buffers, the input copied in and the output out, runs repeated on the
     /// same recorded commands; an external layer in the middle keeps its values host-visible.
     func testStagedMemory() throws {
-        let staged = try VulkanBackend(memoryPlan: .staged)
+        let staged = try VulkanBackend(memoryPlan: .staged, precision: precision)
+        XCTAssertEqual(staged.precision, precision)
         XCTAssertEqual(try backend().memoryPlan, VulkanMemoryPlan.automatic(for: staged.context))
         let s = Shape(c: 4, h: 9, w: 7)
         let k = Shape(c: 8, h: 1, w: 1)
@@ -362,7 +381,7 @@ final class VulkanParityTests: ValidatedVulkanTestCase {
             let path = "\(models)/\(param)"
             guard FileManager.default.fileExists(atPath: path) else { throw XCTSkip("\(path) is not here: ../shared/models is needed") }
             let graph = try NCNNImporter.load(paramPath: path)
-            try compare(graph, shape, param, picture: true)
+            try compare(graph, shape, param, picture: true, tolerance: modelTolerance)
         }
     }
 }

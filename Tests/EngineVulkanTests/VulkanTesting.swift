@@ -16,9 +16,9 @@ enum VulkanTesting {
     static func enableValidation() { setenv(VulkanValidation.variable, "1", 1) }
 
     /// The backend, validated; a skip without a device unless `required`.
-    static func backend(file: StaticString = #filePath, line: UInt = #line) throws -> VulkanBackend {
+    static func backend(precision: VulkanPrecision = .fp32, file: StaticString = #filePath, line: UInt = #line) throws -> VulkanBackend {
         let b: VulkanBackend
-        do { b = try VulkanBackend() } catch {
+        do { b = try VulkanBackend(precision: precision) } catch {
             // What the layer said while the instance failed to come up is about the missing
             // driver, which the error reports.
             VulkanValidation.clear()

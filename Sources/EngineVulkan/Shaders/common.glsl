@@ -1,5 +1,20 @@
-// Shared by every Vivify compute shader: the push constants (32 ints; floats travel as their
-// bit patterns) and the fused activations, numbered as VulkanActivation in Swift.
+// Shared by every Vivify compute shader: the element type of the value and weight buffers,
+// the push constants (32 ints; floats travel as their bit patterns) and the fused
+// activations, numbered as VulkanActivation in Swift.
+//
+// DATA is what values, weights, biases and slopes are stored as: float, or float16_t in the
+// `_fp16` build of each shader (scripts/build-shaders compiles each twice, the second with
+// -DFP16). Shaders load with float(...) and store with DATA(...), so the arithmetic is fp32
+// in both: fp16 storage needs only the 16-bit storage feature, not shaderFloat16. Tap tables
+// (indices) stay float.
+#ifdef FP16
+#extension GL_EXT_shader_16bit_storage : require
+#define DATA float16_t
+#define DATA4 f16vec4
+#else
+#define DATA float
+#define DATA4 vec4
+#endif
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Parameters { int p[32]; };
 float pf(int i) { return intBitsToFloat(p[i]); }

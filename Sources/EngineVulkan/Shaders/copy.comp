@@ -4,8 +4,8 @@
 // A strided box copied from one buffer into another: y[yo + i·ya + j·yb + k·yc] =
 // x[xo + i·xa + j·xb + k·xc] over the box D0×D1×D2 (reshape, transpose, each side of a
 // concatenation along rows or columns). p: D0 D1 D2 xo xa xb xc yo ya yb yc
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 2) buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { DATA x[]; };
+layout(std430, binding = 2) buffer Y { DATA y[]; };
 void main() {
     int D1 = p[1], D2 = p[2];
     int n = index();

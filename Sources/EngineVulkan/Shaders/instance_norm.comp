@@ -4,10 +4,10 @@
 // Instance normalisation: one workgroup per channel; the mean, then the spread around it
 // (two passes, as the reference), each a strided share per lane and a tree over the 64
 // partial sums; then every value · k + b. p: C plane epsilon
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 2) writeonly buffer Y { float y[]; };
-layout(std430, binding = 3) readonly buffer Sc { float scale[]; };
-layout(std430, binding = 4) readonly buffer Bi { float bias[]; };
+layout(std430, binding = 0) readonly buffer X { DATA x[]; };
+layout(std430, binding = 2) writeonly buffer Y { DATA y[]; };
+layout(std430, binding = 3) readonly buffer Sc { DATA scale[]; };
+layout(std430, binding = 4) readonly buffer Bi { DATA bias[]; };
 shared float partial[64];
 float total(int lane, float s) {
     partial[lane] = s;
@@ -27,12 +27,12 @@ void main() {
     if (c >= C) return;
     int lane = int(gl_LocalInvocationID.x), base = c * plane;
     float s = 0.0;
-    for (int k = lane; k < plane; k += 64) s += x[base + k];
+    for (int k = lane; k < plane; k += 64) s += float(x[base + k]);
     float mean = total(lane, s) / float(plane);
     s = 0.0;
-    for (int k = lane; k < plane; k += 64) { float d = x[base + k] - mean; s += d * d; }
+    for (int k = lane; k < plane; k += 64) { float d = float(x[base + k]) - mean; s += d * d; }
     float variance = total(lane, s) / float(plane);
-    float kk = scale[c] / sqrt(variance + pf(2));
-    float b = bias[c] - mean * kk;
-    for (int k = lane; k < plane; k += 64) y[base + k] = x[base + k] * kk + b;
+    float kk = float(scale[c]) / sqrt(variance + pf(2));
+    float b = float(bias[c]) - mean * kk;
+    for (int k = lane; k < plane; k += 64) y[base + k] = DATA(float(x[base + k]) * kk + b);
 }

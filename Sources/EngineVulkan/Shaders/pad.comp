@@ -2,8 +2,8 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 // Padding of each side. p: C H W OH OW top left mode (0 constant, 1 replicate, 2 reflect) fill
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { DATA x[]; };
+layout(std430, binding = 2) writeonly buffer Y { DATA y[]; };
 // The source index of i along an axis of n, or -1 for the constant.
 int source(int i, int n, int mode) {
     if (i >= 0 && i < n) return i;
@@ -17,5 +17,5 @@ void main() {
     if (i >= C * OH * OW) return;
     int ox = i % OW, oy = (i / OW) % OH, c = i / (OW * OH);
     int sy = source(oy - p[5], H, p[7]), sx = source(ox - p[6], W, p[7]);
-    y[i] = sy >= 0 && sx >= 0 ? x[(c * H + sy) * W + sx] : pf(8);
+    y[i] = DATA(sy >= 0 && sx >= 0 ? float(x[(c * H + sy) * W + sx]) : pf(8));
 }

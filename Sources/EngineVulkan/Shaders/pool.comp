@@ -5,8 +5,8 @@
 // padding (ceil mode's last window) count for nothing; padded taps never win a maximum and
 // count in an average only when asked. p: C H W OH OW KH KW SH SW DH DW PT PL PB PR
 // kind (0 max, 1 average of the taps inside, 2 average counting padding)
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { DATA x[]; };
+layout(std430, binding = 2) writeonly buffer Y { DATA y[]; };
 void main() {
     int C = p[0], H = p[1], W = p[2], OH = p[3], OW = p[4], KH = p[5], KW = p[6], SH = p[7], SW = p[8];
     int DH = p[9], DW = p[10], PT = p[11], PL = p[12], PB = p[13], PR = p[14], kind = p[15];
@@ -22,11 +22,11 @@ void main() {
             int ix = ox * SW - PL + kx * DW;
             if (ix >= W + PR) continue;
             if (iy < 0 || iy >= H || ix < 0 || ix >= W) { padded++; continue; }
-            float v = x[(c * H + iy) * W + ix];
+            float v = float(x[(c * H + iy) * W + ix]);
             best = max(best, v);
             sum += v;
             inside++;
         }
     }
-    y[i] = kind == 0 ? best : sum / float(max(kind == 2 ? inside + padded : inside, 1));
+    y[i] = DATA(kind == 0 ? best : sum / float(max(kind == 2 ? inside + padded : inside, 1)));
 }

@@ -7,9 +7,9 @@
 // the extrapolation value. Columns are summed within each row tap, then the rows, as the
 // reference does. With detail on, the upscaler tail's pixel-shuffled detail (2x) is added.
 // p: C H W OH OW extrapolation detail (0 none, 1 CRD, 2 DCR) perPhase DH DW
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer D { float detail[]; };
-layout(std430, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { DATA x[]; };
+layout(std430, binding = 1) readonly buffer D { DATA detail[]; };
+layout(std430, binding = 2) writeonly buffer Y { DATA y[]; };
 layout(std430, binding = 3) readonly buffer R { float rows[]; };
 layout(std430, binding = 4) readonly buffer Co { float cols[]; };
 void main() {
@@ -25,7 +25,7 @@ void main() {
         for (int a = 0; a < rn; a++) {
             int line = (c * H + int(rows[rb + 1 + a])) * W;
             float m = 0.0;
-            for (int b = 0; b < cn; b++) m += cols[cb + 5 + b] * x[line + int(cols[cb + 1 + b])];
+            for (int b = 0; b < cn; b++) m += cols[cb + 5 + b] * float(x[line + int(cols[cb + 1 + b])]);
             v += rows[rb + 5 + a] * m;
         }
     }
@@ -33,7 +33,7 @@ void main() {
         int perPhase = p[7], DH = p[8], DW = p[9];
         int dc = perPhase == 1 ? 0 : c, phase = (oy % 2) * 2 + ox % 2;
         int ic = p[6] == 1 ? dc * 4 + phase : phase * perPhase + dc;
-        v += detail[(ic * DH + oy / 2) * DW + ox / 2];
+        v += float(detail[(ic * DH + oy / 2) * DW + ox / 2]);
     }
-    y[i] = v;
+    y[i] = DATA(v);
 }

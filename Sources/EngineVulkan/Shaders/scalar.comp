@@ -2,8 +2,8 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 // x ∘ v or v ∘ x for a constant v. p: count kind v scalarFirst
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { DATA x[]; };
+layout(std430, binding = 2) writeonly buffer Y { DATA y[]; };
 float apply(int k, float u, float v) {
     switch (k) {
     case 0: return u + v;
@@ -19,5 +19,6 @@ float apply(int k, float u, float v) {
 void main() {
     int i = index();
     if (i >= p[0]) return;
-    y[i] = p[3] != 0 ? apply(p[1], pf(2), x[i]) : apply(p[1], x[i], pf(2));
+    float u = float(x[i]);
+    y[i] = DATA(p[3] != 0 ? apply(p[1], pf(2), u) : apply(p[1], u, pf(2)));
 }

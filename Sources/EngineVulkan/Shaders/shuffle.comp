@@ -2,8 +2,8 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 // Pixel shuffle by r (order 0: CRD, 1: DCR). p: r order OC OH OW H W
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { DATA x[]; };
+layout(std430, binding = 2) writeonly buffer Y { DATA y[]; };
 void main() {
     int r = p[0], OC = p[2], OH = p[3], OW = p[4], H = p[5], W = p[6];
     int i = index();

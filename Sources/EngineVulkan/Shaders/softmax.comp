@@ -5,16 +5,17 @@
 // channel), one invocation per line, as the reference: the maximum, the exponentials and
 // their sum, then the division. Line l starts at (l / q) · r + (l % q) · t.
 // p: lines n step q r t
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 2) buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { DATA x[]; };
+layout(std430, binding = 2) buffer Y { DATA y[]; };
 void main() {
     int lines = p[0], n = p[1], step = p[2];
     int l = index();
     if (l >= lines) return;
     int start = (l / p[3]) * p[4] + (l % p[3]) * p[5];
     float m = uintBitsToFloat(0xff800000u);
-    for (int k = 0; k < n; k++) m = max(m, x[start + k * step]);
+    for (int k = 0; k < n; k++) m = max(m, float(x[start + k * step]));
     float sum = 0.0;
-    for (int k = 0; k < n; k++) { float e = exp(x[start + k * step] - m); y[start + k * step] = e; sum += e; }
-    for (int k = 0; k < n; k++) y[start + k * step] /= sum;
+    for (int k = 0; k < n; k++) sum += exp(float(x[start + k * step]) - m);
+    // The exponentials again rather than read back from y, which may hold them in fp16.
+    for (int k = 0; k < n; k++) y[start + k * step] = DATA(exp(float(x[start + k * step]) - m) / sum);
 }

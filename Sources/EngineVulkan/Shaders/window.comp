@@ -3,8 +3,8 @@
 #include "common.glsl"
 // A window of the input copied into channels of the output (crop, channel slice, each side
 // of a concatenation). p: C H W (of the window) IC IH IW c0 y0 x0 outChannelOffset
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 2) buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { DATA x[]; };
+layout(std430, binding = 2) buffer Y { DATA y[]; };
 void main() {
     int C = p[0], H = p[1], W = p[2], IH = p[4], IW = p[5];
     int i = index();
