@@ -92,27 +92,28 @@ public enum VulkanDevices {
         return false
     }
 
-    /// The device `--backend auto` runs on, or nil for oneDNN: looks at the devices only when
-    /// there is a GPU node or `VIVIFY_VULKAN_DEVICE` is set; a machine whose Vulkan driver
-    /// fails to answer runs oneDNN, and so, for now, does a discrete GPU that
-    /// `VIVIFY_VULKAN_DEVICE` does not name (see below).
+    /// The device `--backend auto` runs on, or nil for oneDNN: `autoChoice` over the devices
+    /// the driver lists, looked at only when there is a GPU node or `VIVIFY_VULKAN_DEVICE` is
+    /// set; a machine whose Vulkan driver fails to answer runs oneDNN. Discrete GPUs are
+    /// chosen like integrated ones now that every operation but external layers has a shader
+    /// and buffers live in device memory there (`VulkanMemoryPlan.staged`); before that, an
+    /// H100 took over 60 s for a 640x360 frame of realcugan-2x and auto left it out.
     /// - Throws: `EngineError` `.invalidSetting` for a `VIVIFY_VULKAN_DEVICE` that names no device.
     public static func autoDevice(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> VulkanDeviceInfo? {
-        guard environment[deviceVariable] != nil || gpuNodePresent else { return nil }
+        try autoDevice(gpuNode: gpuNodePresent, listing: list, environment: environment)
+    }
+
+    /// `autoDevice` with the machine's answers given: whether the kernel shows a GPU node, and
+    /// the driver's list (called only when needed), so the rule is tested on made-up machines.
+    static func autoDevice(gpuNode: Bool, listing: () throws -> [VulkanDeviceInfo], environment: [String: String]) throws -> VulkanDeviceInfo? {
+        guard environment[deviceVariable] != nil || gpuNode else { return nil }
         let devices: [VulkanDeviceInfo]
-        do { devices = try list() } catch let e as EngineError where e.kind == .unsupported {
+        do { devices = try listing() } catch let e as EngineError where e.kind == .unsupported {
             // No driver: a bad VIVIFY_VULKAN_DEVICE is still said.
             _ = try requestedIndex(count: 0, environment: environment)
             return nil
         }
-        guard let chosen = try autoChoice(devices, environment: environment) else { return nil }
-        // Not yet on a discrete GPU unless asked for by number: the backend keeps its buffers
-        // in host-visible memory and runs the operations it has no shader for on the CPU,
-        // which reads them across the bus. On an H100 a 640x360 frame of realcugan-2x took
-        // over 60 s (ncnn's Vulkan path: 20 ms), so oneDNN on the CPU is the faster choice
-        // until buffers live in device memory. Integrated GPUs share the CPU's memory.
-        if devices[chosen].kind == .discrete && environment[deviceVariable] == nil { return nil }
-        return devices[chosen]
+        return try autoChoice(devices, environment: environment).map { devices[$0] }
     }
 
     // MARK: the driver's answers

@@ -150,5 +150,34 @@ final class VulkanDeviceChoiceTests: XCTestCase {
                 XCTAssertEqual((error as? EngineError)?.kind, .invalidSetting, bad)
             }
         }
+        // Discrete beats integrated wherever each is listed.
+        XCTAssertEqual(try VulkanDevices.autoChoice([device(0, .integrated), device(1, .cpu), device(2, .discrete)], environment: none), 2)
+        XCTAssertEqual(try VulkanDevices.autoChoice([device(0, .discrete), device(1, .integrated)], environment: none), 0)
+    }
+
+    /// The whole `auto` rule on made-up machines: a discrete GPU is chosen by itself (it no
+    /// longer needs VIVIFY_VULKAN_DEVICE: every operation has a shader and its buffers are
+    /// device-local); no GPU node means oneDNN without loading the drivers; lavapipe alone, or
+    /// a driver that does not answer, means oneDNN.
+    func testAutoDeviceOnMadeUpMachines() throws {
+        let none: [String: String] = [:]
+        var listed = 0
+        func listing(_ devices: [VulkanDeviceInfo]) -> () throws -> [VulkanDeviceInfo] { { listed += 1; return devices } }
+        let gpuMachine = [device(0, .cpu), device(1, .integrated), device(2, .discrete)]
+        XCTAssertEqual(try VulkanDevices.autoDevice(gpuNode: true, listing: listing(gpuMachine), environment: none)?.index, 2)
+        XCTAssertEqual(try VulkanDevices.autoDevice(gpuNode: true, listing: listing([device(0, .discrete)]), environment: none)?.index, 0)
+        XCTAssertEqual(try VulkanDevices.autoDevice(gpuNode: true, listing: listing([device(0, .integrated), device(1, .cpu)]), environment: none)?.index, 0)
+        XCTAssertNil(try VulkanDevices.autoDevice(gpuNode: true, listing: listing([device(0, .cpu)]), environment: none))
+        XCTAssertEqual(listed, 4)
+        // No GPU node (this CI machine): oneDNN, the driver never asked.
+        XCTAssertNil(try VulkanDevices.autoDevice(gpuNode: false, listing: listing(gpuMachine), environment: none))
+        XCTAssertEqual(listed, 4)
+        // VIVIFY_VULKAN_DEVICE looks even without a node, and names the device.
+        XCTAssertEqual(try VulkanDevices.autoDevice(gpuNode: false, listing: listing(gpuMachine), environment: ["VIVIFY_VULKAN_DEVICE": "1"])?.index, 1)
+        XCTAssertNil(try VulkanDevices.autoDevice(gpuNode: false, listing: listing(gpuMachine), environment: ["VIVIFY_VULKAN_DEVICE": "0"]))
+        // No driver: oneDNN, and a bad VIVIFY_VULKAN_DEVICE is still said.
+        let noDriver: () throws -> [VulkanDeviceInfo] = { throw EngineError(.unsupported, "no driver") }
+        XCTAssertNil(try VulkanDevices.autoDevice(gpuNode: true, listing: noDriver, environment: none))
+        XCTAssertThrowsError(try VulkanDevices.autoDevice(gpuNode: true, listing: noDriver, environment: ["VIVIFY_VULKAN_DEVICE": "0"]))
     }
 }
