@@ -13,7 +13,8 @@ import Foundation
 ///              on a discrete GPU) ─▶ each command buffer submitted (recorded once, reused)
 ///              and each host step run, in order ─▶ output read (copied out likewise)
 ///
-/// Precision: fp32, or fp16 storage with fp32 arithmetic (`VulkanPrecision`).
+/// Precision: fp32, or fp16 storage with fp32 arithmetic (`VulkanPrecision`). Compiled
+/// pipelines are kept on disk per device and driver (`VulkanPipelineCache`).
 ///
 /// Shaders (GLSL in Shaders/, each built for fp32 and fp16 storage): direct and transposed convolution (any kernel, stride,
 /// dilation, padding, groups; bias and every activation fused, PReLU included), activations,
@@ -92,7 +93,10 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     public func prepare(_ graph: Graph, input inputShape: Shape) throws -> PreparedGraph {
         let specialized = try graph.specialized(for: inputShape)
         try checkSupport(specialized)
-        return try VulkanPrepared(context: context, graph: specialized, input: inputShape, plan: memoryPlan, storage: precision == .fp16 ? .fp16 : .fp32)
+        let prepared = try VulkanPrepared(context: context, graph: specialized, input: inputShape, plan: memoryPlan, storage: precision == .fp16 ? .fp16 : .fp32)
+        // The shaders this graph needed, compiled, for the next process (VulkanPipelineCache).
+        context.savePipelineCache()
+        return prepared
     }
 }
 

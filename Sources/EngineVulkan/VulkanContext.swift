@@ -41,6 +41,11 @@ final class VulkanContext: @unchecked Sendable {
     /// Queue submissions and the pipeline table are shared between threads.
     private let lock = NSLock()
     private var pipelines: [String: VkPipeline] = [:]
+    /// The pipelines compiled in earlier runs, on disk (nil where the driver would not make
+    /// one: every pipeline is then compiled afresh).
+    let pipelineCache: VulkanPipelineCache?
+    /// Whether a pipeline was built since the cache was last saved.
+    private var pipelinesBuilt = false
 
     /// Storage buffers every shader's descriptor set has (unused ones bound to a dummy).
     static let bindings = 5
@@ -149,6 +154,7 @@ final class VulkanContext: @unchecked Sendable {
             throw EngineError(.unsupported, "The Vulkan device '\(deviceName)' has no host-visible memory. Run on the CPU (--backend onednn).")
         }
         hostMemoryType = UInt32(type)
+        pipelineCache = try? VulkanPipelineCache(device: device, key: VulkanPipelineCache.Key(props), directory: VulkanPipelineCache.directory())
         // Layouts shared by every pipeline.
         var layoutBindings = (0..<Self.bindings).map { i -> VkDescriptorSetLayoutBinding in
             var b = VkDescriptorSetLayoutBinding()
@@ -186,11 +192,29 @@ final class VulkanContext: @unchecked Sendable {
         self.pipelineLayout = pipelineLayout!
     }
 
-    /// The compute pipeline of shader `name`, built on first use.
+    /// The compute pipeline of shader `name`, built on first use (through the pipeline cache).
     func pipeline(_ name: String) throws -> VkPipeline {
         lock.lock()
         defer { lock.unlock() }
         if let p = pipelines[name] { return p }
+        let pipeline = try makePipeline(name, cache: pipelineCache?.handle)
+        pipelines[name] = pipeline
+        pipelinesBuilt = true
+        return pipeline
+    }
+
+    /// Saves the pipeline cache when pipelines were built since the last save (after a graph
+    /// is prepared: one write for all its shaders).
+    func savePipelineCache() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard pipelinesBuilt, let pipelineCache else { return }
+        pipelineCache.save()
+        pipelinesBuilt = false
+    }
+
+    /// A new compute pipeline of shader `name` through `cache` (the caller owns it).
+    func makePipeline(_ name: String, cache: VkPipelineCache?) throws -> VkPipeline {
         guard var words = VulkanShaders.words(name) else {
             throw EngineError(.backendFailure, "Vulkan: the shader '\(name)' is missing from this build (run scripts/build-shaders).")
         }
@@ -214,9 +238,8 @@ final class VulkanContext: @unchecked Sendable {
             info.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO
             info.stage = stage
             info.layout = pipelineLayout
-            try Self.check(vkCreateComputePipelines(device, nil, 1, &info, nil, &pipeline), "building the shader '\(name)'")
+            try Self.check(vkCreateComputePipelines(device, cache, 1, &info, nil, &pipeline), "building the shader '\(name)'")
         }
-        pipelines[name] = pipeline!
         return pipeline!
     }
 

@@ -13,7 +13,12 @@ enum VulkanTesting {
     static var required: Bool { ProcessInfo.processInfo.environment["VIVIFY_REQUIRE_VULKAN"] == "1" }
 
     /// Asks for the validation layer; call before the first `VulkanBackend()` of the process.
-    static func enableValidation() { setenv(VulkanValidation.variable, "1", 1) }
+    /// Also keeps the pipeline cache of the tests' process out of the user's ~/.cache (unless
+    /// VIVIFY_CACHE_DIR is set already).
+    static func enableValidation() {
+        setenv(VulkanValidation.variable, "1", 1)
+        setenv(VulkanPipelineCache.directoryVariable, NSTemporaryDirectory() + "vivify-test-cache", 0)
+    }
 
     /// The backend, validated; a skip without a device unless `required`.
     static func backend(precision: VulkanPrecision = .fp32, file: StaticString = #filePath, line: UInt = #line) throws -> VulkanBackend {
