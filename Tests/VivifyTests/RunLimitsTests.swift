@@ -27,8 +27,10 @@ final class RunLimitsTests: XCTestCase {
         // From before `--precision` and `--max-memory`: fp32, the default budget.
         let old = try decode(Self.settingsJSON())
         XCTAssertEqual(old.limits, RunLimits(maxPixels: 33_177_600, precision: .fp32))
-        // A precision this version does not know is fp32, as before.
-        XCTAssertEqual(try decode(Self.settingsJSON(precision: "fp16")).limits.precision, .fp32)
+        // A precision this version does not know is fp32, as before (fp16 is known since the
+        // Vulkan backend's fp16 storage).
+        XCTAssertEqual(try decode(Self.settingsJSON(precision: "fp8")).limits.precision, .fp32)
+        XCTAssertEqual(try decode(Self.settingsJSON(precision: "fp16")).limits.precision, .fp16)
         XCTAssertEqual(try decode(Self.settingsJSON(precision: "bf16")).limits.precision, .bf16)
 
         // Written back as the run configuration's limits (manifest version 2), read back alike.
