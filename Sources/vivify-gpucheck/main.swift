@@ -2,10 +2,10 @@
 // FFmpeg, no oneDNN), small enough to carry to a GPU machine (scripts/gpucheck-bundle). For
 // every ncnn model (.param with its .bin) under a folder it prints, on the Vulkan device the
 // backend opens (VIVIFY_VULKAN_DEVICE=N picks another):
-//   - parity: the largest |Vulkan − reference| on one seeded tile, fp32 (the only precision
-//     the backend has so far), against the plain Swift reference backend;
-//   - speed: milliseconds per frame at each size, run in tiles as vivify runs upscalers
-//     (TiledRunner, the backend's automatic tile), after one untimed warm-up frame;
+//   - parity: the largest |Vulkan − reference| on one seeded tile, in each precision (fp32,
+//     and fp16 storage with fp32 arithmetic), against the plain Swift reference backend;
+//   - speed: milliseconds per frame at each size and precision, run in tiles as vivify runs
+//     upscalers (TiledRunner, the backend's automatic tile), after one untimed warm-up frame;
 //   - ncnn-Vulkan's time on the same file, device and sizes (whole frames, fp32 and fp16, the
 //     median of --runs after a warm-up, upload and download included) when the `ncnn` Python
 //     package is importable (`python3`, or --python), and our time over ncnn's fp32 time.
@@ -23,16 +23,20 @@ struct Options {
     var runs = 1
     var tile: Int?
     var tolerance: Float = 1e-3
+    var fp16Tolerance: Float = 1e-2
+    var precisions: [VulkanPrecision] = [.fp32, .fp16]
     var python: String? = "python3"
 
     static let usage = """
-        usage: vivify-gpucheck MODELS_DIR [--sizes WxH,WxH] [--parity-tile N] [--runs N] [--tile N] [--tolerance E]
+        usage: vivify-gpucheck MODELS_DIR [--sizes WxH,WxH] [--parity-tile N] [--runs N] [--tile N] [--tolerance E] [--fp16-tolerance E] [--precisions P,P]
           MODELS_DIR      a folder searched for ncnn models (NAME.param with NAME.bin beside it)
           --sizes         frame sizes to time (default 640x360,1920x1080)
           --parity-tile   side of the seeded tile compared with the reference backend (default 64)
           --runs          timed frames per size after one warm-up (default 1)
           --tile          tile size in input pixels (default: the backend's automatic tile)
-          --tolerance     largest |Vulkan − reference| / max(1, max |reference|) accepted (default 1e-3)
+          --tolerance     largest |Vulkan − reference| / max(1, max |reference|) accepted in fp32 (default 1e-3)
+          --fp16-tolerance  the same in fp16 storage (default 1e-2)
+          --precisions    the precisions checked and timed (default fp32,fp16)
           --python P      the Python that times ncnn-Vulkan beside ours (default python3)
           --no-ncnn       do not time ncnn-Vulkan
         """
@@ -64,6 +68,17 @@ struct Options {
                 let text = try value(a)
                 guard let e = Float(text), e > 0 else { throw UsageError("'--tolerance \(text)' is not a positive number.") }
                 tolerance = e
+            case "--fp16-tolerance":
+                let text = try value(a)
+                guard let e = Float(text), e > 0 else { throw UsageError("'--fp16-tolerance \(text)' is not a positive number.") }
+                fp16Tolerance = e
+            case "--precisions":
+                let text = try value(a)
+                precisions = try text.split(separator: ",").map { part in
+                    guard let p = VulkanPrecision(rawValue: String(part)) else { throw UsageError("'--precisions \(text)': '\(part)' is not fp32 or fp16.") }
+                    return p
+                }
+                guard !precisions.isEmpty else { throw UsageError("'--precisions \(text)' names no precision. Use fp32, fp16 or fp32,fp16.") }
             case "--python": python = try value(a)
             case "--no-ncnn": python = nil
             case "-h", "--help": throw UsageError("")
@@ -109,7 +124,8 @@ func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
-func check(_ path: String, backend: VulkanBackend, options: Options) throws -> Bool {
+func check(_ path: String, backends: [VulkanBackend], options: Options) throws -> Bool {
+    let backend = backends[0]
     let graph = try NCNNImporter.load(paramPath: path)
     let spec = try TilingSpec.inferred(for: graph)
     let channels = graph.inputChannels ?? 3
@@ -120,31 +136,38 @@ func check(_ path: String, backend: VulkanBackend, options: Options) throws -> B
     var seeded = Seeded(state: 7)
     let x = Tensor(shape: shape, data: seeded.fill(shape.count))
     let want = try ReferenceBackend(runsPasses: false).prepare(graph, input: shape).run(x)
-    let got = try backend.prepare(graph, input: shape).run(x)
-    let worst = zip(got.data, want.data).map { abs($0 - $1) }.max() ?? .infinity
-    let scale = max(1, want.data.map(abs).max() ?? 0)
-    let finite = !got.data.contains { !$0.isFinite }
-    let ok = got.shape == want.shape && finite && worst <= options.tolerance * scale
-    say("  parity fp32, \(side)x\(side) tile against the reference backend: max |error| \(String(format: "%.3g", worst)) "
-        + "(max |value| \(String(format: "%.3g", scale))) \(ok ? "ok" : "FAILED (tolerance \(options.tolerance) relative)")")
-    // Speed in tiles, as vivify runs the model.
+    var ok = true
+    for backend in backends {
+        let got = try backend.prepare(graph, input: shape).run(x)
+        let worst = zip(got.data, want.data).map { abs($0 - $1) }.max() ?? .infinity
+        let scale = max(1, want.data.map(abs).max() ?? 0)
+        let finite = !got.data.contains { !$0.isFinite }
+        let tolerance = backend.precision == .fp16 ? options.fp16Tolerance : options.tolerance
+        let within = got.shape == want.shape && finite && worst <= tolerance * scale
+        ok = ok && within
+        say("  parity \(backend.precision), \(side)x\(side) tile against the reference backend: max |error| \(String(format: "%.3g", worst)) "
+            + "(max |value| \(String(format: "%.3g", scale))) \(within ? "ok" : "FAILED (tolerance \(tolerance) relative)")")
+    }
+    // Speed in tiles, as vivify runs the model; ncnn's time is set beside our fp32 time.
     var ours: [String: Double] = [:]
-    let runner = try TiledRunner(graph: graph, spec: spec, backend: backend, tileSize: options.tile)
-    for (w, h) in options.sizes {
-        let input = seeded.fill(channels * h * w)
-        var output = [Float](repeating: 0, count: channels * h * spec.scale * w * spec.scale)
-        func frame() throws {
-            try input.withUnsafeBufferPointer { i in
-                try output.withUnsafeMutableBufferPointer { o in try runner.run(input: i, channels: channels, height: h, width: w, output: o) }
+    for backend in backends {
+        let runner = try TiledRunner(graph: graph, spec: spec, backend: backend, tileSize: options.tile)
+        for (w, h) in options.sizes {
+            let input = seeded.fill(channels * h * w)
+            var output = [Float](repeating: 0, count: channels * h * spec.scale * w * spec.scale)
+            func frame() throws {
+                try input.withUnsafeBufferPointer { i in
+                    try output.withUnsafeMutableBufferPointer { o in try runner.run(input: i, channels: channels, height: h, width: w, output: o) }
+                }
             }
+            try frame()
+            let start = DispatchTime.now().uptimeNanoseconds
+            for _ in 0..<options.runs { try frame() }
+            let ms = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6 / Double(options.runs)
+            let (th, tw) = runner.tileInterior(height: h, width: w)
+            say("  \(w)x\(h): \(String(format: "%.1f", ms)) ms per frame (\(backend.precision), tiles of \(tw)x\(th))")
+            if backend.precision == .fp32 || ours["\(w)x\(h)"] == nil { ours["\(w)x\(h)"] = ms }
         }
-        try frame()
-        let start = DispatchTime.now().uptimeNanoseconds
-        for _ in 0..<options.runs { try frame() }
-        let ms = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6 / Double(options.runs)
-        let (th, tw) = runner.tileInterior(height: h, width: w)
-        say("  \(w)x\(h): \(String(format: "%.1f", ms)) ms per frame (fp32, tiles of \(tw)x\(th))")
-        ours["\(w)x\(h)"] = ms
     }
     if let python = options.python, NCNNPeer.usable { NCNNPeer.time(path, python: python, device: backend.deviceName, options: options, ours: ours) }
     return ok
@@ -251,16 +274,18 @@ guard !found.isEmpty else {
     FileHandle.standardError.write(Data("vivify-gpucheck: no ncnn model (NAME.param with NAME.bin) under '\(options.folder)'. Name a folder that holds some.\n".utf8))
     exit(64)
 }
-let backend: VulkanBackend
-do { backend = try VulkanBackend() } catch {
+let backends: [VulkanBackend]
+do { backends = try options.precisions.map { try VulkanBackend(precision: $0) } } catch {
     FileHandle.standardError.write(Data("vivify-gpucheck: \((error as? EngineError)?.message ?? "\(error)")\n".utf8))
     exit(1)
 }
+let backend = backends[0]
 say("device: \(backend.deviceName) (\(backend.isCPU ? "cpu" : "gpu")), automatic tile up to \(backend.preferredTile) px")
+for b in backends { if let note = b.precisionNote { say("note: \(note)") } }
 var failures = 0
 for path in found {
     do {
-        if try !check(path, backend: backend, options: options) { failures += 1 }
+        if try !check(path, backends: backends, options: options) { failures += 1 }
     } catch {
         failures += 1
         say("  FAILED: \((error as? EngineError)?.message ?? (error as? ModelFormatError)?.message ?? "\(error)")")

@@ -31,6 +31,10 @@ final class GPUCheckTests: XCTestCase {
             XCTAssertLessThanOrEqual(value, 1e-4, out)
         }
         XCTAssertNotNil(out.range(of: #"12x8: [0-9]+\.[0-9] ms per frame \(fp32, tiles of 12x8\)"#, options: .regularExpression), out)
+        // fp16 storage beside it, within its own tolerance (1e-2 by default).
+        XCTAssertNotNil(out.range(of: #"parity fp16, 22x22 tile against the reference backend: max \|error\| [0-9.e+-]+ \(max \|value\| [0-9.e+-]+\) ok"#,
+                                  options: .regularExpression), out)
+        XCTAssertNotNil(out.range(of: #"12x8: [0-9]+\.[0-9] ms per frame \(fp16, tiles of 12x8\)"#, options: .regularExpression), out)
         XCTAssertTrue(out.hasSuffix("all 1 model(s) ok\n"), out)
 
         // A damaged model beside it: reported, counted, exit 1; the good one still checked.
@@ -53,16 +57,17 @@ final class GPUCheckTests: XCTestCase {
         guard probe.code == 0 else { throw XCTSkip("the ncnn Python package is not importable (scripts/install-deps installs it)") }
         let dir = try CLI.tempDir()
         for ext in ["param", "bin"] { try FileManager.default.copyItem(atPath: "\(source)/scale2.0x_model.\(ext)", toPath: "\(dir)/w.\(ext)") }
-        let r = try CLI.run(Self.binary, [dir, "--sizes", "24x16", "--parity-tile", "8"])
+        // Our fp32 alone: the peer is what this test is about (fp16 is testParityAndTimesOnARealModel's).
+        let r = try CLI.run(Self.binary, [dir, "--sizes", "24x16", "--parity-tile", "8", "--precisions", "fp32"])
         let out = String(decoding: r.stdout, as: UTF8.self)
         XCTAssertEqual(r.code, 0, out + r.stderr)
         XCTAssertNotNil(out.range(of: #"ncnn-Vulkan 24x16: [0-9]+\.[0-9] ms fp32, [0-9]+\.[0-9] ms fp16 \(whole frame; ours [0-9]+\.[0-9]+x its fp32 time\)"#,
                                   options: .regularExpression), out)
-        let tiny = try CLI.run(Self.binary, [dir, "--sizes", "12x8", "--parity-tile", "8"])
+        let tiny = try CLI.run(Self.binary, [dir, "--sizes", "12x8", "--parity-tile", "8", "--precisions", "fp32"])
         let tinyOut = String(decoding: tiny.stdout, as: UTF8.self)
         XCTAssertEqual(tiny.code, 0, tinyOut + tiny.stderr)
         XCTAssertTrue(tinyOut.contains("ncnn-Vulkan: crashed on this model"), tinyOut)
-        let skipped = try CLI.run(Self.binary, [dir, "--sizes", "12x8", "--parity-tile", "8", "--no-ncnn"])
+        let skipped = try CLI.run(Self.binary, [dir, "--sizes", "12x8", "--parity-tile", "8", "--no-ncnn", "--precisions", "fp32"])
         XCTAssertFalse(String(decoding: skipped.stdout, as: UTF8.self).contains("ncnn"))
     }
 
@@ -74,6 +79,9 @@ final class GPUCheckTests: XCTestCase {
         let bad = try CLI.run(Self.binary, [dir, "--sizes", "640by360"])
         XCTAssertEqual(bad.code, 64)
         XCTAssertTrue(bad.stderr.contains("'640by360' is not WxH"), bad.stderr)
+        let precision = try CLI.run(Self.binary, [dir, "--precisions", "fp32,bf16"])
+        XCTAssertEqual(precision.code, 64)
+        XCTAssertTrue(precision.stderr.contains("'bf16' is not fp32 or fp16"), precision.stderr)
     }
 
     /// The point of the tool: no FFmpeg and no oneDNN to carry.
