@@ -394,8 +394,9 @@ public final class Job {
                 let url = URL(fileURLWithPath: f)
                 hashes[f] = isDirectory.boolValue ? try SHA256.treeDigest(directoryAt: url).digest.hex : try SHA256.hash(fileAt: url).hex
             }
+            let ran = (try? c.run.backend.resolved()) ?? c.run.backend
             models.append(RunDescription.Model(task: p.name, name: p.modelName, files: hashes, backend: c.run.backend.rawValue,
-                                               precision: c.run.backend == .onednn ? p.computePrecision : "fp32"))
+                                               precision: ran == .onednn ? p.computePrecision : ran == .vulkan ? BackendChoice.vulkanPrecisionInForce : "fp32"))
         }
         // References, keyframes and the hints picture, with their SHA-256 like the models'.
         let guide = c.stages.colourGuide
@@ -411,7 +412,7 @@ public final class Job {
             "max_memory": String(TiledRunner.defaultMemoryBudget),
         ]
         // As asked (`--precision`); each model's entry says what it ran in.
-        if c.run.backend == .onednn { settings["precision"] = PrecisionChoice.inForce.rawValue }
+        if c.run.backend == .onednn || c.run.backend == .vulkan { settings["precision"] = PrecisionChoice.inForce.rawValue }
         let stages = c.stages
         if stages.colorize != nil {
             settings["stabilize"] = String(stages.stabilize)

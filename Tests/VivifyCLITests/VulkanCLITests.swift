@@ -57,7 +57,7 @@ final class VulkanCLITests: XCTestCase {
 
     /// `--precision fp16` reaches the Vulkan backend from the command line: the built-in 2x
     /// in fp16 storage is within 45 dB of fp32 on the same device, validated and with no note;
-    /// on oneDNN it runs fp32 and says so once.
+    /// on oneDNN it runs fp32 and says so once; `vivify run --stats` records it.
     func testFP16FromTheCommandLine() throws {
         _ = try BackendChoiceCLITests.listed()
         let dir = try CLI.tempDir()
@@ -76,6 +76,16 @@ final class VulkanCLITests: XCTestCase {
         let r = try CLI.vivify(["image", picture, dir + "/onednn.png", "--upscale", "--backend", "onednn", "--precision", "fp16"])
         XCTAssertEqual(r.code, 0, r.stderr)
         XCTAssertTrue(r.stderr.contains("note: --precision fp16 is the Vulkan backend's (--backend vulkan): onednn runs in fp32."), r.stderr)
+        // `--stats` records fp16 as asked and as run.
+        let clip = dir + "/in.y4m"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=32x24:rate=5", "-frames:v", "2", "-pix_fmt", "yuv420p", clip])
+        let stats = dir + "/stats.json"
+        let video = try CLI.vivify(["run", clip, dir + "/out.y4m", "--upscale", "--backend", "vulkan", "--precision", "fp16", "--quiet", "--stats", stats])
+        XCTAssertEqual(video.code, 0, video.stderr)
+        assertValidated(video, "run")
+        let run = (try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: stats))) as? [String: Any])?["run"] as? [String: Any]
+        XCTAssertEqual((run?["settings"] as? [String: String])?["precision"], "fp16")
+        XCTAssertEqual((run?["models"] as? [[String: Any]])?.map { $0["precision"] as? String }, ["fp16"])
     }
 
     /// Validation asked for but the layer unavailable (the loader told to hide it): the run

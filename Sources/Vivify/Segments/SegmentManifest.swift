@@ -121,7 +121,8 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
             planned.run.backend = chosen
             planned.limits = RunLimits(maxPixels: MediaLimits.maxPixels,
                                        maxMemory: TiledRunner.memoryBudgetGiven ? TiledRunner.defaultMemoryBudget : nil,
-                                       precision: chosen == .onednn ? PrecisionChoice(rawValue: PrecisionChoice.current) ?? .fp32 : .fp32)
+                                       precision: chosen == .onednn ? PrecisionChoice(rawValue: PrecisionChoice.current) ?? .fp32
+                                           : chosen == .vulkan ? PrecisionChoice(rawValue: BackendChoice.vulkanPrecisionInForce) ?? .fp32 : .fp32)
             planned.limits.customLayers = c.limits.customLayers
             self.init(planned: planned, models: models)
         }
