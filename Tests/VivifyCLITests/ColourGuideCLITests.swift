@@ -136,6 +136,8 @@ final class ColourGuideCLITests: XCTestCase {
         XCTAssertEqual(a.count, b.count)
         var worst = 0.0
         for (x, y) in zip(a, b) {
+            // An identical frame's mean ΔE is 0 (one comparison, not a pixel loop in a debug build).
+            if x == y { continue }
             let lab = LabConverter(), n = x.count / 3
             let p = lab.lab(of: x, width: n, height: 1), q = lab.lab(of: y, width: n, height: 1)
             var sum = 0.0
