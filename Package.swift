@@ -16,7 +16,7 @@ let optimisedInDebug: [SwiftSetting] = ProcessInfo.processInfo.environment["VIVI
 //   SafeFiles   PartialFile: every output written beside its target and renamed into place
 //   Vivify      the library face: RunConfiguration (input, stages, output, run, limits) and
 //               run(configuration, events:), segmented or in one piece, wiring the stages
-//   vivify      the thin command-line tool
+//   vivify      the thin command-line tool: imports only Vivify and ArgumentParser
 //   FuzzTargets the parsers of untrusted bytes as fuzz entry points; vivify-fuzz drives them
 //   vivify-gpucheck  the Vulkan backend alone (no FFmpeg, no oneDNN) for a GPU machine
 // Debug builds (the tests' vivify binary) optimise the modules whose loops touch every pixel
@@ -77,7 +77,7 @@ let package = Package(
         .executableTarget(name: "vivify-upsample-bench", dependencies: ["ColorScience"]),
         .executableTarget(
             name: "vivify",
-            dependencies: ["Vivify", "Compute", "Engine", "MediaIO", "ModelCatalog", "SafeFiles", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Vivify", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "Vivify"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "EngineDNNL", "ModelFormats", "Compute"], exclude: ["Fixtures"]),

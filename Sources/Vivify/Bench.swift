@@ -1,22 +1,22 @@
 import Foundation
-public import Tracing
+package import Tracing
 
 /// `vivify bench`: generated frames through the real pipeline (offline, nothing dropped,
 /// output discarded), reported against the target frame rate.
-public enum Bench {
+package enum Bench {
     /// What a bench run found.
-    public struct Result: Sendable {
+    package struct Result: Sendable {
         /// The frame-timing summary.
-        public var report: TraceReport
+        package var report: TraceReport
         /// Floating-point operations per frame of each model stage, by stage name.
-        public var flopsPerFrame: [String: Double]
+        package var flopsPerFrame: [String: Double]
         /// Achieved GFLOP/s of each model stage (FLOPs per frame / median stage time).
-        public var gflops: [String: Double]
+        package var gflops: [String: Double]
         /// The tracer, for trace and plot export.
-        public var tracer: FrameTracer?
+        package var tracer: FrameTracer?
 
         /// The lines `vivify bench` prints.
-        public var text: String {
+        package var text: String {
             var lines = [report.text.trimmingCharacters(in: .newlines)]
             for (name, flops) in flopsPerFrame.sorted(by: { $0.key < $1.key }) {
                 lines.append(String(format: "  %@: %.1f GFLOP per frame, %.0f GFLOP/s achieved", name, flops / 1e9, gflops[name] ?? 0))
@@ -27,16 +27,22 @@ public enum Bench {
         }
     }
 
-    /// Runs `frames` generated `size` frames through the pipeline with the given model.
-    public static func run(size: FrameSize, frames: Int, stages: StageSettings, backend: BackendChoice,
-                           targetFPS: Double, limits: RunLimits = RunLimits(), log: @escaping (String) -> Void = { _ in }) throws -> Result {
+    /// The configuration of a bench: `frames` generated frames of `size` (`input.synthetic`),
+    /// the output thrown away, 30 fps the target; the caller adds the stages, backend, target
+    /// and limits.
+    package static func configuration(size: FrameSize, frames: Int) -> RunConfiguration {
         var c = RunConfiguration(input: "generated", output: "-")
-        c.limits = limits
         c.input.synthetic = SyntheticInput(size: size, frames: frames)
         c.output.discard = true
-        c.stages = stages
-        c.run.backend = backend
-        c.run.targetFPS = targetFPS
+        c.run.targetFPS = 30
+        return c
+    }
+
+    /// Runs the configuration's generated frames (`configuration(size:frames:)`) through the
+    /// pipeline with its stages, backend (`auto` resolved here) and limits.
+    package static func run(_ configuration: RunConfiguration, log: @escaping (String) -> Void = { _ in }) throws -> Result {
+        var c = configuration
+        c.run.backend = try c.run.backend.resolved()
         let job = Job(configuration: c)
         job.events.warning = log
         let result = try job.run()

@@ -1,26 +1,26 @@
 import Foundation
 internal import MediaIO
-public import ModelCatalog
+package import ModelCatalog
 internal import ModelFormats
 import SafeFiles
 internal import BuiltinModelData
 
 /// Models that ship inside the vivify binary (our own trained weights): written once into the
 /// model directory (`<models>/builtin/NAME.wifm`, checked by SHA-256) and loaded from there.
-public enum BuiltinModels {
+package enum BuiltinModels {
     /// The default 2× upscaler (`--upscale` alone, or `--upscale 2`).
-    public static let fast2x = "vivify-fast-2x"
+    package static let fast2x = "vivify-fast-2x"
     /// The default colorizer (`--colorize` alone).
-    public static let color = "vivify-color"
+    package static let color = "vivify-color"
 
     /// Bundle name → (SHA-256, base64 of the .wifm), from the generated BuiltinModelData target.
     static var data: [String: (sha256: String, base64: String)] { BuiltinModelData.bundles }
 
     /// The names of the built-in models.
-    public static var names: [String] { data.keys.sorted() }
+    package static var names: [String] { data.keys.sorted() }
 
     /// The path of the built-in bundle `name`, written on first use; nil if there is none.
-    public static func path(for name: String, store: ModelStore = ModelStore()) throws -> String? {
+    package static func path(for name: String, store: ModelStore = ModelStore()) throws -> String? {
         guard let entry = data[name] else { return nil }
         let dir = store.directory.appendingPathComponent("builtin")
         let file = dir.appendingPathComponent("\(name).wifm")
@@ -54,20 +54,20 @@ public enum BuiltinModels {
     }
 
     /// A built-in model as `vivify models list` and `info` show it.
-    public struct Description: Sendable {
-        public var name: String
-        public var task: String
-        public var scale: Int
-        public var path: String
-        public var bytes: Int
-        public var sha256: String
-        public var licence: String
+    package struct Description: Sendable {
+        package var name: String
+        package var task: String
+        package var scale: Int
+        package var path: String
+        package var bytes: Int
+        package var sha256: String
+        package var licence: String
         /// The bundle's info.md.
-        public var info: String
+        package var info: String
     }
 
     /// Describes the built-in model `name` (installing it into the model directory if needed).
-    public static func describe(_ name: String, store: ModelStore = ModelStore()) throws -> Description? {
+    package static func describe(_ name: String, store: ModelStore = ModelStore()) throws -> Description? {
         guard let entry = data[name], let path = try path(for: name, store: store) else { return nil }
         let bundle = try ModelBundle.open(path: path)
         let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0

@@ -2,9 +2,9 @@ import Foundation
 
 /// Sizes as people write them on a command line: `512M`, `1.5G`, `800MiB`, `2GB`, `1048576`
 /// (binary units: K = 1024).
-public enum ByteSize {
+package enum ByteSize {
     /// Bytes, or nil when `text` is not a size.
-    public static func parse(_ text: String) -> Int? {
+    package static func parse(_ text: String) -> Int? {
         let t = text.trimmingCharacters(in: .whitespaces).uppercased()
         let number = t.prefix { $0.isNumber || $0 == "." }
         guard !number.isEmpty, let value = Double(number), value.isFinite, value > 0 else { return nil }
@@ -25,7 +25,7 @@ public enum ByteSize {
     }
 
     /// `bytes` in the largest binary unit that keeps it above 1 ("1.5 GiB").
-    public static func text(_ bytes: Int) -> String {
+    package static func text(_ bytes: Int) -> String {
         let units = ["bytes", "KiB", "MiB", "GiB", "TiB"]
         var v = Double(bytes), i = 0
         while v >= 1024 && i < units.count - 1 { v /= 1024; i += 1 }

@@ -1,7 +1,7 @@
 internal import ColorScience
-public import Engine
+package import Engine
 import Foundation
-public import MediaIO
+package import MediaIO
 internal import ModelFormats
 
 /// The colorizer stage: reads the lightness L of a frame, lets a model predict the colour
@@ -17,30 +17,30 @@ internal import ModelFormats
 ///                │                                  │
 ///                └──────────────▶ Lab → RGB ◀── A, B to full size applied to the full L,
 ///                                                  × saturation, gamut fit keeping L
-public final class Colorizer {
+package final class Colorizer {
     /// The model's declared inputs and outputs.
-    public let spec: ColorizerSpec
+    package let spec: ColorizerSpec
     /// The graph.
-    public let graph: Graph
+    package let graph: Graph
     /// The files the model was read from.
-    public let modelFiles: [String]
+    package let modelFiles: [String]
     /// Name for messages (file stem).
-    public let name: String
+    package let name: String
     /// The stabilizer, when on (video).
-    public let stabilizer: TemporalStabilizer?
+    package let stabilizer: TemporalStabilizer?
     /// Chroma multiplier applied before the gamut fit (1 = the model's colour).
-    public let saturation: Float
+    package let saturation: Float
     /// The saturations a colorizer takes (0 is grey).
-    public static let saturationRange: ClosedRange<Float> = 0...4
+    package static let saturationRange: ClosedRange<Float> = 0...4
     /// Why a saturation is refused, for the CLI and the library alike.
-    public static func saturationError(_ s: Float) -> String {
+    package static func saturationError(_ s: Float) -> String {
         "'--saturation \(s)' is out of range. Use a chroma multiplier from 0 (grey) to 4; 1 keeps the model's colour."
     }
     /// References, keyframes and hints, when given (`--reference`, `--keyframe`, `--hint`).
-    public let guide: ColourGuide?
+    package let guide: ColourGuide?
     /// Where the next frame sits in its video (set by the stage before each frame; nil for a
     /// still picture), for keyframes and scene cuts.
-    public var position: FramePosition?
+    package var position: FramePosition?
     /// With a guide and the built-in model: the graph that gives the encoder's features beside
     /// the colour (one forward pass for both).
     private let combinedGraph: Graph?
@@ -60,7 +60,7 @@ public final class Colorizer {
     /// `.param` (Core ML `.mlmodel`/`.mlpackage`) with its `.bin` and `.json` description beside it.
     /// `saturation` multiplies the predicted chroma (1 keeps it; the gamut fit still applies).
     /// `anchorShots` (with `stabilize`): each shot's colour anchored to its own earlier frames.
-    public init(model argument: String, backend: BackendChoice = .onednn, stabilize: Bool, saturation: Float = 1,
+    package init(model argument: String, backend: BackendChoice = .onednn, stabilize: Bool, saturation: Float = 1,
                 guide: ColourGuideSpec = ColourGuideSpec(), anchorShots: Bool = true) throws {
         guard Self.saturationRange.contains(saturation) else {
             throw MediaError(.invalidOptions, Self.saturationError(saturation))
@@ -96,13 +96,13 @@ public final class Colorizer {
     private func roundUp(_ v: Int) -> Int { (v + spec.inputMultiple - 1) / spec.inputMultiple * spec.inputMultiple }
 
     /// The model input size for a frame.
-    public func modelSize(width: Int, height: Int) -> (w: Int, h: Int) {
+    package func modelSize(width: Int, height: Int) -> (w: Int, h: Int) {
         if let s = spec.inputSize { return (roundUp(s), roundUp(s)) }
         return (roundUp(width), roundUp(height))
     }
 
     /// Colorizes an `rgb24` frame into `output` (same size, rgb24), keeping its L.
-    public func colorize(_ frame: VideoFrame, into output: inout VideoFrame) throws {
+    package func colorize(_ frame: VideoFrame, into output: inout VideoFrame) throws {
         try lightness(of: frame)
         try predictColour(width: frame.width, height: frame.height)
         let w = frame.width, h = frame.height
@@ -123,7 +123,7 @@ public final class Colorizer {
 
     /// Colorizes an `rgb24` frame into planar float RGB in [0, 1], not rounded to 8 bits (the
     /// hand-over to a following model stage).
-    public func colorize(_ frame: VideoFrame, into output: inout FloatPlanarImage) throws {
+    package func colorize(_ frame: VideoFrame, into output: inout FloatPlanarImage) throws {
         try lightness(of: frame)
         try predictColour(width: frame.width, height: frame.height)
         storePlanar(width: frame.width, height: frame.height, into: &output)
@@ -131,7 +131,7 @@ public final class Colorizer {
 
     /// Colorizes planar float RGB (3 channels) or grey (1 channel), values in [0, 1], into
     /// planar float RGB, not rounded to 8 bits.
-    public func colorize(_ image: FloatPlanarImage, into output: inout FloatPlanarImage) throws {
+    package func colorize(_ image: FloatPlanarImage, into output: inout FloatPlanarImage) throws {
         let w = image.width, h = image.height, n = w * h
         precondition(image.channels == 3 || image.channels == 1, "the colorizer takes 1 or 3 channels")
         if fullL.count != n { fullL = [Float](repeating: 0, count: n); a = fullL; b = fullL }
@@ -278,7 +278,7 @@ public final class Colorizer {
 
     /// Runs once on a blank frame (so the first real frame pays no set-up cost), then forgets
     /// it in the stabilizer.
-    public func warmUp(width: Int, height: Int) throws {
+    package func warmUp(width: Int, height: Int) throws {
         let blank = VideoFrame(format: .rgb24, width: width, height: height)
         var out = VideoFrame(format: .rgb24, width: 1, height: 1)
         let kept = position

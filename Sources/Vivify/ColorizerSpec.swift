@@ -6,9 +6,9 @@ internal import MediaIO
 ///
 ///     { "input": "l", "inputSize": 256, "lCenter": 50, "lScale": 100,
 ///       "output": "ab", "abScale": 110, "upsample": "bilinear" }
-public struct ColorizerSpec: Codable, Sendable, Equatable {
+package struct ColorizerSpec: Codable, Sendable, Equatable {
     /// Which channels the model reads.
-    public enum Input: String, Codable, Sendable {
+    package enum Input: String, Codable, Sendable {
         /// Lightness only (1 channel), e.g. ECCV16.
         case l
         /// Lightness, two hint channels (ab / abScale) and a mask − 0.5 (4 channels), e.g. SIGGRAPH17.
@@ -16,7 +16,7 @@ public struct ColorizerSpec: Codable, Sendable, Equatable {
     }
 
     /// How the colour returns to the frame's resolution.
-    public enum Upsample: String, Codable, Sendable {
+    package enum Upsample: String, Codable, Sendable {
         /// Bilinear interpolation of ab.
         case bilinear
         /// A guided filter with the full-resolution L as guide: colour follows L's edges.
@@ -24,7 +24,7 @@ public struct ColorizerSpec: Codable, Sendable, Equatable {
     }
 
     /// What the model produces.
-    public enum Output: String, Codable, Sendable {
+    package enum Output: String, Codable, Sendable {
         /// The two colour channels, multiplied by `abScale` to get CIE a*, b*.
         case ab
         /// RGB in [0, 1] directly; Vivify keeps only its colour (the source's L is kept).
@@ -32,25 +32,25 @@ public struct ColorizerSpec: Codable, Sendable, Equatable {
     }
 
     /// Input channels.
-    public var input: Input
+    package var input: Input
     /// Side of the square the lightness is resized to for the model; nil runs the model at
     /// the frame's own size (rounded up to `inputMultiple`).
-    public var inputSize: Int?
+    package var inputSize: Int?
     /// The model's input sides must be multiples of this (strided encoders).
-    public var inputMultiple: Int
+    package var inputMultiple: Int
     /// L is fed as (L − lCenter) / lScale.
-    public var lCenter: Float
+    package var lCenter: Float
     /// L is fed as (L − lCenter) / lScale.
-    public var lScale: Float
+    package var lScale: Float
     /// What the model produces.
-    public var output: Output
+    package var output: Output
     /// Model ab × abScale = CIE a*, b*.
-    public var abScale: Float
+    package var abScale: Float
     /// How ab is brought back to full resolution.
-    public var upsample: Upsample
+    package var upsample: Upsample
 
     /// Makes a spec.
-    public init(input: Input = .l, inputSize: Int? = 256, inputMultiple: Int = 8, lCenter: Float = 50, lScale: Float = 100,
+    package init(input: Input = .l, inputSize: Int? = 256, inputMultiple: Int = 8, lCenter: Float = 50, lScale: Float = 100,
                 output: Output = .ab, abScale: Float = 110, upsample: Upsample = .bilinear) {
         self.input = input
         self.inputSize = inputSize
@@ -67,7 +67,7 @@ public struct ColorizerSpec: Codable, Sendable, Equatable {
     }
 
     /// Decodes with defaults for every key left out.
-    public init(from decoder: Decoder) throws {
+    package init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let d = ColorizerSpec()
         input = try c.decodeIfPresent(Input.self, forKey: .input) ?? d.input
@@ -87,13 +87,13 @@ public struct ColorizerSpec: Codable, Sendable, Equatable {
 
     /// The largest `inputSize` (a side of the square the model reads): 2048² L values, as much
     /// as any published colorizer reads and within the engine's tensor limit for its layers.
-    public static let maxInputSize = 2048
+    package static let maxInputSize = 2048
     /// The largest `inputMultiple`.
-    public static let maxInputMultiple = 1024
+    package static let maxInputMultiple = 1024
 
     /// Checks the numbers before anything is sized from them (a description is untrusted: an
     /// `inputSize` of 65537 asked for 17 GB, an `inputMultiple` of 0 divided by zero).
-    public func validate(name: String = "the colorizer description") throws {
+    package func validate(name: String = "the colorizer description") throws {
         let fix = "Fix the description (see README, \"Colorizer description\")."
         if let inputSize, !(1...Self.maxInputSize).contains(inputSize) {
             throw MediaError(.invalidOptions, "\(name): inputSize \(inputSize) is out of range; it must be 1–\(Self.maxInputSize) (or null for the frame's size). \(fix)")
@@ -110,7 +110,7 @@ public struct ColorizerSpec: Codable, Sendable, Equatable {
     }
 
     /// Reads the description beside a model: `NAME.json` next to `NAME.param`.
-    public static func beside(param: String) throws -> ColorizerSpec {
+    package static func beside(param: String) throws -> ColorizerSpec {
         let json = (param as NSString).deletingPathExtension + ".json"
         guard let data = FileManager.default.contents(atPath: json) else {
             throw MediaError(.inputUnreadable, "The colorizer '\(param)' has no description '\(json)'. Put a JSON file with its input and output (see README, \"Colorizer description\") beside it.")

@@ -119,6 +119,11 @@ public struct InputSettings: Codable, Sendable, Equatable {
         return nil
     }
 
+    /// Whether `rate` is a frame rate a raw input may have (1/1000 to 1000 fps).
+    package static func isPlausible(frameRate rate: Rational) -> Bool {
+        MediaLimits.isPlausible(frameRate: rate)
+    }
+
     /// How messages name the input: "standard input" or the quoted path.
     var displayName: String { path == "-" ? "standard input" : "'\(path)'" }
 }

@@ -4,33 +4,33 @@ import Foundation
 
 /// The Vulkan devices of this machine and what each backend choice runs on
 /// (`vivify probe --devices`).
-public struct DeviceReport: Sendable {
+package struct DeviceReport: Sendable {
     /// One device as the driver lists it.
-    public struct Device: Sendable {
+    package struct Device: Sendable {
         /// Its index (`VIVIFY_VULKAN_DEVICE=N`).
-        public var index: Int
-        public var name: String
+        package var index: Int
+        package var name: String
         /// discrete, integrated, virtual, cpu or other.
-        public var type: String
-        public var driver: String
-        public var apiVersion: String
+        package var type: String
+        package var driver: String
+        package var apiVersion: String
     }
 
     /// The devices, in the driver's order (empty when no driver answers).
-    public var devices: [Device]
+    package var devices: [Device]
     /// Why there are none, when no driver answered.
-    public var driverProblem: String?
+    package var driverProblem: String?
     /// The device `--backend vulkan` opens (nil: none).
-    public var vulkanDevice: Int?
+    package var vulkanDevice: Int?
     /// What `--backend auto` runs on: "vulkan" or "onednn".
-    public var auto: String
+    package var auto: String
     /// The device `auto` runs on (nil: oneDNN on the CPU).
-    public var autoDevice: Int?
+    package var autoDevice: Int?
     /// A `VIVIFY_VULKAN_DEVICE` that names no device: the error to end with (exit 64).
-    public var settingError: Error?
+    package var settingError: Error?
 
     /// Lists the devices and applies the choice rules (`VulkanDevices`) to them.
-    public static func current() -> DeviceReport {
+    package static func current() -> DeviceReport {
         var report = DeviceReport(devices: [], driverProblem: nil, vulkanDevice: nil, auto: "onednn", autoDevice: nil, settingError: nil)
         var infos: [VulkanDeviceInfo] = []
         do { infos = try VulkanDevices.list() } catch { report.driverProblem = ErrorReport.message(for: error) }
@@ -49,7 +49,7 @@ public struct DeviceReport: Sendable {
     }
 
     /// The report as text: one line per device, then the choices.
-    public var text: String {
+    package var text: String {
         var out = "Vulkan devices (VIVIFY_VULKAN_DEVICE=N picks one):\n"
         if devices.isEmpty { out += "  none\(driverProblem.map { ": \($0)" } ?? "")\n" }
         for d in devices {
@@ -71,7 +71,7 @@ public struct DeviceReport: Sendable {
 
     /// The report as JSON (`devices` with `index`, `name`, `type`, `driver`, `api_version`;
     /// `vulkan_device`, `auto`, `auto_device`).
-    public var json: String {
+    package var json: String {
         let list: [[String: Any]] = devices.map {
             ["index": $0.index, "name": $0.name, "type": $0.type, "driver": $0.driver, "api_version": $0.apiVersion]
         }

@@ -2,32 +2,32 @@ internal import Compute
 internal import Engine
 internal import EngineDNNL
 import Foundation
-public import ModelCatalog
+package import ModelCatalog
 internal import ModelFormats
 
 /// Times one model's graph on one padded frame, the way the ncnn peer benchmark does (same
 /// input size, no tiling, input copy and output copy included in each run).
-public enum EngineBench {
+package enum EngineBench {
     /// What a run measured.
-    public struct Result: Codable, Sendable {
-        public var model: String
-        public var inputShape: [Int]
-        public var outputShape: [Int]
-        public var runs: [Double]
-        public var medianSeconds: Double
-        public var gflop: Double
-        public var achievedGFLOPS: Double
-        public var backend: String
+    package struct Result: Codable, Sendable {
+        package var model: String
+        package var inputShape: [Int]
+        package var outputShape: [Int]
+        package var runs: [Double]
+        package var medianSeconds: Double
+        package var gflop: Double
+        package var achievedGFLOPS: Double
+        package var backend: String
         /// The compute thread count (`--threads`), and the one oneDNN's OpenMP runtime ran with.
-        public var threads: Int
-        public var openMPThreads: Int?
+        package var threads: Int
+        package var openMPThreads: Int?
         /// What the convolutions computed in ("fp32", "bf16" or "int8").
-        public var precision: String
+        package var precision: String
     }
 
     /// Runs `model` (catalog name or `.param` path) on a `width`×`height` frame padded by
     /// `pad` (left, top, right, bottom) pixels, under `limits` (put in force first).
-    public static func run(model: String, width: Int, height: Int, pad: [Int], runs: Int, backend: BackendChoice,
+    package static func run(model: String, width: Int, height: Int, pad: [Int], runs: Int, backend: BackendChoice,
                            limits: RunLimits = RunLimits(), store: ModelStore = ModelStore()) throws -> Result {
         limits.putInForce()
         let loaded = try self.loaded(model, store: store)
@@ -86,11 +86,11 @@ public enum EngineBench {
     }
 
     /// The version of the oneDNN library linked.
-    public static var oneDNNVersion: String { DNNLVersion.string }
+    package static var oneDNNVersion: String { DNNLVersion.string }
 
     /// The single-precision matrix-multiply peak of this machine in GFLOP/s (oneDNN sgemm), the
     /// roofline the engine's achieved GFLOP/s is read against.
-    public static func gemmPeakGFLOPS() throws -> Double { try GEMMPeak.measure() }
+    package static func gemmPeakGFLOPS() throws -> Double { try GEMMPeak.measure() }
 
     /// The graph of an upscaler (catalog name, file or bundle) or of a colorizer (`.param`
     /// with its description, or a `colorize` bundle).

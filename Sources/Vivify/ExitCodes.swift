@@ -64,6 +64,18 @@ public enum VivifyExitCode: Int32, Sendable, CaseIterable {
     }
 }
 
+/// A failure already told to the user (a batch's pictures, each named as it failed; an
+/// interrupted run, with what it kept): the process ends with `code` and prints nothing more.
+public struct ReportedFailure: Error, Sendable, Equatable {
+    /// The exit code the process ends with.
+    public var code: VivifyExitCode
+
+    /// A failure that ends the process with `code`.
+    public init(_ code: VivifyExitCode) {
+        self.code = code
+    }
+}
+
 /// The one mapping from the typed errors of every layer — media (`MediaError`), model files
 /// (`ModelFormatError`), engine (`EngineError`), catalog (`CatalogError`) and bundles
 /// (`BundleError`) — to the documented exit code and the one sentence to print. Every command
@@ -72,6 +84,7 @@ public enum ErrorReport {
     /// The exit code for `error`.
     public static func exitCode(for error: Error) -> VivifyExitCode {
         switch error {
+        case let e as ReportedFailure: return e.code
         case let e as MediaError: return VivifyExitCode(e.kind)
         case let e as PartialOutputError: return VivifyExitCode(e.underlying.kind)
         case let e as ModelFormatError:

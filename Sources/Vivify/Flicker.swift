@@ -4,23 +4,23 @@ internal import MediaIO
 
 /// Measures the flicker and drift metrics of a video file (see `FlickerMeter`, `DriftMeter`),
 /// decoding it to RGB and converting every frame to Lab.
-public enum Flicker {
+package enum Flicker {
     /// What `measure` found.
-    public struct Measures: Sendable {
+    package struct Measures: Sendable {
         /// The flicker metric (ab units) and the static pixel pairs it was measured on.
-        public var value: Double, samples: Int
+        package var value: Double, samples: Int
         /// Frames read.
-        public var frames: Int
+        package var frames: Int
         /// The drift metric (ab units) and the regions followed.
-        public var drift: Double, tracks: Int
+        package var drift: Double, tracks: Int
         /// With a truth: its drift over the same regions, and the drift of the difference.
-        public var truthDrift: Double?, differenceDrift: Double?
+        package var truthDrift: Double?, differenceDrift: Double?
     }
 
     /// The metrics over every frame of `path`; with `truth` (the colour original of a clip
     /// colorized from its grey), the drift of the same regions in it too. The truth must have
     /// the same frames (it is resized to the clip's size).
-    public static func measure(path: String, truth: String? = nil) throws -> Measures {
+    package static func measure(path: String, truth: String? = nil) throws -> Measures {
         let reader = try MediaReader(path: path, outputFormat: .rgb24, copyStreams: false)
         let truthReader = try truth.map { try MediaReader(path: $0, outputFormat: .rgb24, copyStreams: false) }
         let lab = LabConverter()

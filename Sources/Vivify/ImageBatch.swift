@@ -1,35 +1,35 @@
 import Foundation
 internal import MediaIO
 internal import Pipeline
-public import SafeFiles
+internal import SafeFiles
 
 /// `vivify image IN… OUTDIR`: many pictures in one process. The models are loaded once; one
 /// thread reads the next pictures while the models work on the current one and another writes
 /// the finished ones (load : process : save, as the ncnn CLIs split them). A picture that
 /// cannot be read, processed or written is named and skipped; the others go on.
-public enum ImageBatch {
+package enum ImageBatch {
     /// Picture files a directory contributes (by extension, case-insensitive): the formats
     /// Vivify reads. A .bmp, .tif or .webp beside them is left alone rather than failing.
-    public static let extensions: Set<String> = ["png", "jpg", "jpeg"]
+    package static let extensions: Set<String> = ["png", "jpg", "jpeg"]
 
     /// What happened.
-    public struct Summary: Sendable {
+    package struct Summary: Sendable {
         /// Pictures written.
-        public var written: [String] = []
+        package var written: [String] = []
         /// Outputs that existed and were left alone (`-n`).
-        public var skipped: [String] = []
+        package var skipped: [String] = []
         /// Inputs that failed, with the error.
-        public var failed: [(input: String, error: any Error)] = []
+        package var failed: [(input: String, error: any Error)] = []
     }
 
     /// Whether `argument` is a glob pattern (has `*`, `?` or `[`); a file of that name is not.
-    public static func isGlob(_ argument: String) -> Bool {
+    package static func isGlob(_ argument: String) -> Bool {
         argument.contains(where: { "*?[".contains($0) })
     }
 
     /// The picture files `arguments` name: files as given, a directory's pictures (sorted, not
     /// recursive) and glob patterns (`*.png`, for shells that pass them through).
-    public static func expand(_ arguments: [String]) throws -> [String] {
+    package static func expand(_ arguments: [String]) throws -> [String] {
         var files: [String] = []
         for argument in arguments {
             var isDirectory: ObjCBool = false
@@ -57,7 +57,7 @@ public enum ImageBatch {
 
     /// The output for `input` in `directory`: the same name, with `format`'s extension (nil:
     /// the input's, or png when the input's is not one Vivify writes).
-    public static func outputPath(for input: String, in directory: String, format: String?) -> String {
+    package static func outputPath(for input: String, in directory: String, format: String?) -> String {
         let name = (input as NSString).lastPathComponent
         let stem = (name as NSString).deletingPathExtension
         let own = (name as NSString).pathExtension.lowercased()
@@ -65,13 +65,18 @@ public enum ImageBatch {
         return (directory as NSString).appendingPathComponent(stem + "." + ext)
     }
 
-    /// Runs every input through the stages into `directory` (created when missing).
-    /// `progress` receives (pictures done, total) after each one. `limits` are put in force first.
-    public static func run(inputs arguments: [String], directory: String, format: String?, stages: StageSettings,
-                           backend: BackendChoice = .onednn, existingOutput: ExistingOutput = .refuse,
-                           limits: RunLimits = RunLimits(), log: @escaping @Sendable (String) -> Void = { _ in },
+    /// Runs every input through the stages into the configuration's output, a directory
+    /// (created when missing), each picture in `format` (png or jpg; nil: the input's).
+    /// `progress` receives (pictures done, total) after each one. Of the configuration, the
+    /// batch reads what `ImageJob.run` does, but for the input: `inputs` (files, directories,
+    /// globs).
+    package static func run(inputs arguments: [String], format: String?, configuration: RunConfiguration,
+                           log: @escaping @Sendable (String) -> Void = { _ in },
                            progress: (Int, Int) -> Void = { _, _ in }) throws -> Summary {
-        limits.putInForce()
+        let backend = try configuration.run.backend.resolved()
+        let directory = configuration.output.path
+        let stages = configuration.stages, existingOutput = configuration.output.existing
+        configuration.limits.putInForce()
         if let format, !["png", "jpg", "jpeg"].contains(format.lowercased()) {
             throw MediaError(.invalidOptions, "'--format \(format)' is not an image format Vivify writes. Use png or jpg.")
         }

@@ -1,18 +1,21 @@
 import Foundation
 internal import MediaIO
-public import SafeFiles
+internal import SafeFiles
 
 /// `vivify image`: one still image through the stages, written to a temporary file beside the
 /// target and renamed at the end.
-public enum ImageJob {
-    /// Reads `input`, runs it through the same processing chain as `vivify run` (colorize and
-    /// upscale in the configured order; alpha upscaled beside the colour) and writes `output`.
-    /// Returns warnings (e.g. alpha dropped by JPEG). `limits` are put in force first; of
-    /// `stages`, the models run (a picture has no stabilizer, and is not resized).
-    public static func run(input: String, output: String, stages: StageSettings, backend: BackendChoice = .onednn,
-                           existingOutput: ExistingOutput = .refuse, limits: RunLimits = RunLimits(),
-                           log: (String) -> Void = { _ in }) throws -> [String] {
-        limits.putInForce()
+package enum ImageJob {
+    /// Reads the configuration's input picture, runs it through the same processing chain as
+    /// `vivify run` (colorize and upscale in the configured order; alpha upscaled beside the
+    /// colour) and writes its output picture. Returns warnings (e.g. alpha dropped by JPEG).
+    /// Of the configuration, the image job reads the input and output paths, the rule for an
+    /// existing output, the stages (the models run: a picture has no stabilizer, and is not
+    /// resized), the backend (`auto` resolved here) and the limits (put in force first).
+    package static func run(_ configuration: RunConfiguration, log: (String) -> Void = { _ in }) throws -> [String] {
+        let backend = try configuration.run.backend.resolved()
+        let input = configuration.input.path, output = configuration.output.path
+        let stages = configuration.stages, existingOutput = configuration.output.existing
+        configuration.limits.putInForce()
         try ImageIO.validateOutputPath(output)
         // Checked before any work, as for video: never a device or the input, and an existing
         // picture only replaced with -y.

@@ -2,7 +2,8 @@ internal import Engine
 internal import EngineDNNL
 import Foundation
 internal import MediaIO
-public import ModelCatalog
+package import ModelCatalog
+internal import SafeFiles
 
 /// Where a model's int8 calibration (`--precision int8`) is kept: one small JSON file per
 /// model under the model store (`<store>/int8/<SHA-256 of the model's files>.json`), so a
@@ -49,30 +50,48 @@ struct Int8CalibrationCache {
 }
 
 /// `vivify models calibrate`: a model's int8 calibration measured on chosen pictures.
-public enum Int8Calibrator {
+package enum Int8Calibrator {
     /// What a calibration measured, and where it went.
-    public struct Report: Sendable {
+    package struct Report: Sendable {
         /// The model's name.
-        public var model: String
+        package var model: String
         /// SHA-256 (hex) of the model's files: the key of a shipped calibration.
-        public var digest: String
+        package var digest: String
         /// How many layers' input ranges were measured.
-        public var layers: Int
+        package var layers: Int
         /// The model store file the calibration was kept in (used by `--precision int8`/`auto`
         /// from now on).
-        public var storeFile: String
+        package var storeFile: String
         /// The calibration as key-sorted JSON, with `model` and `digest` beside the ranges.
-        public var json: String
+        package var json: String
     }
 
     /// The models that come with an int8 calibration (and that `--precision auto` runs in int8
     /// where the CPU has VNNI or AMX).
-    public static var shippedModels: [String] { ShippedCalibrations.models }
+    package static var shippedModels: [String] { ShippedCalibrations.models }
+
+    /// `vivify models calibrate`: `calibrate`, with the calibration also written to `output`
+    /// when one is given. The output is checked before the work, as every command's: never a
+    /// picture or model file it reads, an existing file only under `.replace`; nil when it
+    /// exists and is left alone (`.skip`), nothing calibrated.
+    package static func calibrate(model: String, pictures: [String], tile: Int?, limits: RunLimits, output: String?,
+                                  existing: ExistingOutput, log: (String) -> Void) throws -> Report? {
+        if let output {
+            var reads = pictures + [model]
+            if let weights = ModelTools.weightsFile(beside: model) { reads.append(weights) }
+            if case .skip = try OutputGuard.check(output: output, inputs: reads, existing: existing) { return nil }
+        }
+        let r = try calibrate(model: model, pictures: pictures, tile: tile, limits: limits, log: log)
+        if let output {
+            try PartialFile(target: URL(fileURLWithPath: output)).write { try Data((r.json + "\n").utf8).write(to: $0) }
+        }
+        return r
+    }
 
     /// Measures `model`'s int8 input ranges on `pictures` (PNG or JPEG paths) in fp32 and keeps
     /// them in `store`, where `--precision int8` and `auto` find them before a shipped one.
     /// `limits` (the threads) are put in force first.
-    public static func calibrate(model: String, pictures: [String], tile: Int? = nil, store: ModelStore = ModelStore(),
+    package static func calibrate(model: String, pictures: [String], tile: Int? = nil, store: ModelStore = ModelStore(),
                                  limits: RunLimits = RunLimits(), log: (String) -> Void = { _ in }) throws -> Report {
         limits.putInForce()
         guard !pictures.isEmpty else {

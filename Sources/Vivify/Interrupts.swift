@@ -11,14 +11,14 @@ import Glibc
 /// until a command says it stops cooperatively (`InterruptMonitor`, which `run` and `work`
 /// create), SIGINT, SIGTERM and SIGHUP remove every temporary output file in flight
 /// (`PartialFile`) and exit with 130, the documented code.
-public enum ProcessSignals {
+package enum ProcessSignals {
     /// The cooperative handler in force, if any (one signal source per signal, shared).
     private static let handler = Mutex<(@Sendable (Int32) -> Void)?>(nil)
     private static let installed = Atomic<Bool>(false)
     private nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
 
     /// Installs the policy (once, before any work).
-    public static func install() {
+    package static func install() {
         guard !installed.exchange(true, ordering: .sequentiallyConsistent) else { return }
         for sig in [SIGINT, SIGTERM, SIGHUP] {
             signal(sig, SIG_IGN)
@@ -48,12 +48,12 @@ public enum ProcessSignals {
 /// Turns SIGINT, SIGTERM and SIGHUP (a closed terminal or ssh session) into a flag the frame
 /// loop checks, so a job can flush its encoder and write the trailer before exiting. A second
 /// signal ends the process at once.
-public final class InterruptMonitor: Sendable {
+package final class InterruptMonitor: Sendable {
     private let flag = Atomic<Int32>(0)
     private nonisolated(unsafe) var sources: [DispatchSourceSignal] = []
 
     /// Starts listening for SIGINT, SIGTERM and SIGHUP.
-    public init() {
+    package init() {
         let deliver: @Sendable (Int32) -> Void = { [self] sig in
             if self.flag.load(ordering: .sequentiallyConsistent) != 0 {
                 // A second signal: end at once.
@@ -75,5 +75,5 @@ public final class InterruptMonitor: Sendable {
     }
 
     /// Whether a signal arrived.
-    public var isInterrupted: Bool { flag.load(ordering: .relaxed) != 0 }
+    package var isInterrupted: Bool { flag.load(ordering: .relaxed) != 0 }
 }

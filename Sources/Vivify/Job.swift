@@ -2,43 +2,43 @@ import Foundation
 internal import Compute
 internal import Engine
 internal import ModelCatalog
-public import MediaIO
+package import MediaIO
 internal import Pipeline
 import SafeFiles
-public import Tracing
+package import Tracing
 
 /// What a finished (or interrupted) job did.
-public struct JobResult: Sendable {
+package struct JobResult: Sendable {
     /// Frames read from the input.
-    public var framesIn: Int
+    package var framesIn: Int
     /// Frames written to the output.
-    public var framesOut: Int
+    package var framesOut: Int
     /// Damaged packets or frames skipped.
-    public var corrupt: Int
+    package var corrupt: Int
     /// Whether SIGINT/SIGTERM stopped it early (the output holds the frames done so far).
-    public var interrupted: Bool
+    package var interrupted: Bool
     /// Warnings collected along the way.
-    public var warnings: [String]
+    package var warnings: [String]
     /// Frames dropped in live mode.
-    public var dropped: Int
+    package var dropped: Int
     /// The frame-timing summary.
-    public var report: TraceReport
+    package var report: TraceReport
     /// Whether nothing was done because the output exists and `existingOutput` is `.skip`.
-    public var skipped = false
+    package var skipped = false
 }
 
 /// An error that happened after some frames were already saved: they were finalised into a
 /// playable file beside the target (NAME.incomplete.EXT, an existing target kept), and the job
 /// still failed.
-public struct PartialOutputError: Error, CustomStringConvertible {
+package struct PartialOutputError: Error, CustomStringConvertible {
     /// The underlying failure.
-    public let underlying: MediaError
+    package let underlying: MediaError
     /// Frames saved in the output.
-    public let framesWritten: Int
+    package let framesWritten: Int
     /// Where they are.
-    public let output: String
+    package let output: String
 
-    public var description: String {
+    package var description: String {
         "\(underlying.message) The \(framesWritten) frames before it were saved to \(output)."
     }
 }
@@ -51,29 +51,29 @@ public struct PartialOutputError: Error, CustomStringConvertible {
 /// The output goes to a temporary file beside the target and is renamed at the end, also
 /// after an interruption (then holding the frames done so far), so the target is never a
 /// half-written file. A failure before any frame is saved removes the temporary file.
-public final class Job {
+package final class Job {
     /// The configuration the job runs.
-    public let configuration: RunConfiguration
+    package let configuration: RunConfiguration
     /// What the job tells as it goes: warnings, news (a model being fetched), the expected
     /// frame count once the input is open, the frames done after each frame; and whether to
     /// stop, asked before each frame is read.
-    public var events = RunEvents()
+    package var events = RunEvents()
     /// Run every stage on one thread, one frame at a time (the plain loop the threaded
     /// pipeline is benchmarked against).
-    public var sequential = false
+    package var sequential = false
     /// The tracer of the last run (its trace and plot can be exported).
-    public private(set) var lastTracer: FrameTracer?
+    package private(set) var lastTracer: FrameTracer?
     /// The processing chain of the last run (its stages' FLOPs can be asked).
-    public private(set) var lastChain: ProcessingChain?
+    package private(set) var lastChain: ProcessingChain?
     /// Process only this part of the input (a segment of a resumable job): `output` is then
     /// the segment file, video only, encoded for `SegmentWindow.finalOutput`.
-    public var segment: SegmentWindow?
+    package var segment: SegmentWindow?
     /// Models already loaded (a segmented run loads them once), in `modelStages` order; they
     /// are reset before use.
-    public var preloadedModels: [FrameProcessor]?
+    package var preloadedModels: [FrameProcessor]?
 
     /// Prepares a job; nothing is opened until `run()`.
-    public init(configuration: RunConfiguration) {
+    package init(configuration: RunConfiguration) {
         var c = configuration
         // `auto` as the backend it chose, so the stats name what ran (a bad
         // VIVIFY_VULKAN_DEVICE is reported when the models are made).
@@ -82,7 +82,7 @@ public final class Job {
     }
 
     /// Opens `input`; `copyStreams` hands out its audio and subtitle packets for copying.
-    public static func openSource(_ input: InputSettings, copyStreams: Bool, decodeTo: PixelFormat? = nil) throws -> FrameSource {
+    package static func openSource(_ input: InputSettings, copyStreams: Bool, decodeTo: PixelFormat? = nil) throws -> FrameSource {
         if let synthetic = input.synthetic { return SyntheticSource(size: synthetic.size, frames: synthetic.frames) }
         let path = input.path
         if path != "-" && !NetworkURL.isNetwork(path) && !FileManager.default.fileExists(atPath: path) {
@@ -122,7 +122,7 @@ public final class Job {
     ///
     ///     check the request ─▶ load the models ─▶ open the input ─▶ settle the formats
     ///     (chain and sink) ─▶ the stages ─▶ run the pipeline ─▶ put the output in place
-    public func run() throws -> JobResult {
+    package func run() throws -> JobResult {
         let c = configuration
         c.limits.putInForce()
         let target: URL?
@@ -383,7 +383,7 @@ public final class Job {
 
     /// What the last run was, for the stats file: input, output, each model with the SHA-256
     /// of its files (hashed now, so only when asked), and every setting.
-    public func runDescription() throws -> RunDescription {
+    package func runDescription() throws -> RunDescription {
         let c = configuration
         var models: [RunDescription.Model] = []
         for case let p as ModelStage in lastChain?.processors ?? [] {

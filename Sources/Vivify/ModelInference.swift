@@ -2,23 +2,24 @@ internal import Engine
 import Foundation
 internal import MediaIO
 internal import ModelFormats
+internal import SafeFiles
 
 /// A NumPy `.npy` array (format versions 1–3): little- or big-endian float32, float16 or
 /// float64, C order. Read to float32; written as little-endian float32 (version 1).
-public struct NPYArray: Sendable, Equatable {
+package struct NPYArray: Sendable, Equatable {
     /// Dimensions, outermost first.
-    public var shape: [Int]
+    package var shape: [Int]
     /// The values in C order.
-    public var values: [Float]
+    package var values: [Float]
 
     /// Makes an array (`values.count` must be the product of `shape`).
-    public init(shape: [Int], values: [Float]) {
+    package init(shape: [Int], values: [Float]) {
         self.shape = shape
         self.values = values
     }
 
     /// Reads `path`; errors name the file and say what it holds instead.
-    public static func read(_ path: String) throws -> NPYArray {
+    package static func read(_ path: String) throws -> NPYArray {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw MediaError(.inputUnreadable, "Cannot read '\(path)'. Check the path and its permissions.")
         }
@@ -90,7 +91,7 @@ public struct NPYArray: Sendable, Equatable {
     }
 
     /// The file's bytes: version 1, little-endian float32, C order.
-    public var fileData: Data {
+    package var fileData: Data {
         let dims = shape.map(String.init).joined(separator: ", ") + (shape.count == 1 ? "," : "")
         var header = "{'descr': '<f4', 'fortran_order': False, 'shape': (\(dims)), }"
         // Magic (6) + version (2) + length (2) + header + newline, padded to a multiple of 64.
@@ -108,13 +109,13 @@ public struct NPYArray: Sendable, Equatable {
 /// `vivify infer`: runs a model file's own graph (no pixel normalisation, no tiling) on a
 /// tensor, so a model author can compare Vivify's result with PyTorch, coremltools or ONNX
 /// Runtime on the same input.
-public enum ModelInference {
+package enum ModelInference {
     /// What ran.
-    public struct Result: Sendable {
+    package struct Result: Sendable {
         /// The graph's input name and the output name it was read from.
-        public var inputName: String, outputName: String
+        package var inputName: String, outputName: String
         /// The output, shaped 1×C×H×W.
-        public var output: NPYArray
+        package var output: NPYArray
     }
 
     /// The model file's graph as its importer reads it. `.wifm` bundles give their main model.
@@ -139,13 +140,13 @@ public enum ModelInference {
 
     /// Runs `model` on `input` (shape C×H×W or 1×C×H×W; `inputName`, when given, must be the
     /// graph's input).
-    public static func run(model: String, input: NPYArray, inputName: String? = nil, backend: BackendChoice = .onednn,
+    package static func run(model: String, input: NPYArray, inputName: String? = nil, backend: BackendChoice = .onednn,
                            memoryBudget: Int = ModelInference.standardMemoryBudget, limits: RunLimits = RunLimits()) throws -> Result {
         try run(model: model, inputs: [(inputName, input)], backend: backend, memoryBudget: memoryBudget, limits: limits)
     }
 
     /// The memory a whole-graph run's values may take unless `--max-memory` says otherwise.
-    public static let standardMemoryBudget = 4 << 30
+    package static let standardMemoryBudget = 4 << 30
 
     /// Refuses, before anything is allocated, a run whose values would need more than `budget`
     /// bytes at once (no tiling here: a large tensor through a wide model needs gigabytes).
@@ -162,7 +163,7 @@ public enum ModelInference {
     /// given values too (weights, scales, a second operand), bound as constants. An ONNX
     /// model takes tensors of rank 1–4 (batch 1) and gives its output at its own rank.
     /// `limits` (the threads) are put in force first.
-    public static func run(model: String, inputs: [(name: String?, array: NPYArray)], backend: BackendChoice = .onednn,
+    package static func run(model: String, inputs: [(name: String?, array: NPYArray)], backend: BackendChoice = .onednn,
                            memoryBudget: Int = ModelInference.standardMemoryBudget, limits: RunLimits = RunLimits()) throws -> Result {
         limits.putInForce()
         guard !inputs.isEmpty else { throw MediaError(.invalidOptions, "Pass an input tensor: --input FILE.npy.") }
@@ -188,6 +189,24 @@ public enum ModelInference {
         let out = try backend.make().prepare(g, input: shape).run(Tensor(shape: shape, data: input.values))
         return Result(inputName: name, outputName: g.valueNames[g.output],
                       output: NPYArray(shape: [1, out.shape.c, out.shape.h, out.shape.w], values: out.data))
+    }
+
+    /// `vivify infer`'s whole job, from files to a file: the output checked before the work
+    /// (never a tensor or the model it reads, an existing file only under `.replace`), the
+    /// tensors read, `backend` resolved, the model run, the output written beside its target
+    /// and renamed into place. nil when the output exists and is left alone (`.skip`).
+    package static func run(model: String, inputFiles: [(name: String?, file: String)], output: String, existing: ExistingOutput,
+                            backend: BackendChoice, memoryBudget: Int, limits: RunLimits) throws -> Result? {
+        if case .skip = try OutputGuard.check(output: output, inputs: inputFiles.map(\.file) + [model], existing: existing) { return nil }
+        let r = try run(model: model, inputs: try inputFiles.map { ($0.name, try NPYArray.read($0.file)) }, backend: try backend.resolved(),
+                        memoryBudget: memoryBudget, limits: limits)
+        let partial = PartialFile(target: URL(fileURLWithPath: output))
+        do {
+            try partial.write { try r.output.fileData.write(to: $0) }
+        } catch {
+            throw MediaError(.outputUnwritable, "Cannot write '\(output)': \(error.localizedDescription).")
+        }
+        return r
     }
 
     static func runONNX(model: String, inputs: [(name: String?, array: NPYArray)], backend: BackendChoice, memoryBudget: Int) throws -> Result {

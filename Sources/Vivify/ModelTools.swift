@@ -5,16 +5,16 @@ internal import MediaIO
 internal import ModelFormats
 
 /// `vivify models pack|info|verify` for model files and bundles (the library half).
-public enum ModelTools {
+package enum ModelTools {
     /// The weights file read with the model at `path` where its format keeps them in a file of
     /// their own (an ncnn `.param`'s `.bin` beside it); nil for every other format.
-    public static func weightsFile(beside path: String) -> String? {
+    package static func weightsFile(beside path: String) -> String? {
         ModelFileFormat.weightsFile(beside: path)
     }
 
     /// Builds a `.wifm` from a manifest and files, validating the manifest against them first.
     /// Returns the warnings `open` would give.
-    public static func pack(manifest: String, files: [String], output: String, existing: ExistingOutput = .refuse) throws -> [String] {
+    package static func pack(manifest: String, files: [String], output: String, existing: ExistingOutput = .refuse) throws -> [String] {
         guard let json = FileManager.default.contents(atPath: manifest) else {
             throw MediaError(.inputUnreadable, "Cannot read the manifest '\(manifest)'. Check the path.")
         }
@@ -45,7 +45,7 @@ public enum ModelTools {
 
     /// A text description of a bundle or model file: manifest, I/O and info.md for bundles;
     /// what the importer found for Core ML and ncnn files.
-    public static func describe(path: String) throws -> String {
+    package static func describe(path: String) throws -> String {
         guard let format = ModelFileFormat.forPath(path) else {
             throw MediaError(.unsupported, "Cannot describe '\(path)': it is not a model file Vivify reads. Use \(ModelFileFormat.extensionList).")
         }
@@ -57,28 +57,28 @@ public enum ModelTools {
 
     /// Whether `argument` looks like a model file: its extension is one of the format table's,
     /// or a companion file's (.bin weights, .json description) or a format still to come (.onnx).
-    public static func looksLikeModelFile(_ argument: String) -> Bool {
+    package static func looksLikeModelFile(_ argument: String) -> Bool {
         let ext = (argument as NSString).pathExtension.lowercased()
         return ModelFileFormat.allExtensions.contains(ext) || ["json", "bin", "onnx"].contains(ext)
     }
 
     /// What a dry run of an upscaler found.
-    public struct Verification: Sendable {
-        public var name: String
-        public var scale: Int
-        public var padding: Int
-        public var tileSize: Int
-        public var tileInput: [Int]
-        public var tileOutput: [Int]
-        public var flopsPerTile: Double
-        public var msPerTile: Double
-        public var tilesPerFrame: Int
-        public var frame: FrameSize
+    package struct Verification: Sendable {
+        package var name: String
+        package var scale: Int
+        package var padding: Int
+        package var tileSize: Int
+        package var tileInput: [Int]
+        package var tileOutput: [Int]
+        package var flopsPerTile: Double
+        package var msPerTile: Double
+        package var tilesPerFrame: Int
+        package var frame: FrameSize
 
         /// Estimated milliseconds for one frame of `frame`.
-        public var msPerFrame: Double { msPerTile * Double(tilesPerFrame) }
+        package var msPerFrame: Double { msPerTile * Double(tilesPerFrame) }
 
-        public var text: String {
+        package var text: String {
             """
             model: \(name)
             scale: \(scale)x, border \(padding) px per side, tile \(tileSize) px
@@ -93,7 +93,7 @@ public enum ModelTools {
 
     /// Loads `model` (any form), checks its shapes on one tile and times it, under `limits`
     /// (put in force first).
-    public static func verify(model: String, frame: FrameSize, tile: Int?, backend: BackendChoice,
+    package static func verify(model: String, frame: FrameSize, tile: Int?, backend: BackendChoice,
                               limits: RunLimits = RunLimits()) throws -> Verification {
         limits.putInForce()
         let upscaler = try Upscaler(model: model, tile: tile, backend: backend)

@@ -13,15 +13,15 @@ import Glibc
 /// unless the user chose a policy. Other runs keep libgomp's default and their startup time:
 /// starting again costs about 0.1–0.3 s, which live and network runs (a listener that must be
 /// ready when its sender starts) cannot spare.
-public enum OpenMPWaitPolicy {
+package enum OpenMPWaitPolicy {
     /// The variable libgomp reads.
-    public static let variable = "OMP_WAIT_POLICY"
+    package static let variable = "OMP_WAIT_POLICY"
 
     /// Without `OMP_WAIT_POLICY` in the environment, sets it to `passive` and executes this
     /// program again with the same arguments: libgomp read its environment when it was loaded,
     /// before `main`, so only a fresh process image sees the change. Returns (running on as
     /// before) when the variable is set, or when the program cannot be executed again.
-    public static func preferPassive() {
+    package static func preferPassive() {
         guard getenv(variable) == nil else { return }
         setenv(variable, "passive", 1)
         // Ignored signals stay ignored across exec: until the new image installs its handlers,

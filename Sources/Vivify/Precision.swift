@@ -34,7 +34,7 @@ public enum PrecisionChoice: String, Sendable, CaseIterable, Codable {
     /// What this choice runs as on this CPU for a model whose reduced-precision quality is
     /// measured (`measured`, a catalog upscaler) or not, and a one-line note when an explicit
     /// choice had to fall back.
-    public func resolved(measured: Bool = true) -> (precision: String, note: String?) {
+    package func resolved(measured: Bool = true) -> (precision: String, note: String?) {
         switch self {
         case .fp32:
             return ("fp32", nil)
@@ -67,17 +67,17 @@ public enum PrecisionChoice: String, Sendable, CaseIterable, Codable {
     /// note, if any. Models that decide nothing for themselves (the colorizer) run in what an
     /// unmeasured model gets: fp32 under `auto`.
     @discardableResult
-    public func apply() -> String? {
+    package func apply() -> String? {
         RunLimits(precision: self).putInForce()
         return resolved(measured: false).note
     }
 
     /// The choice in force: fp32 unless `apply`d (the library keeps pictures that do not depend
     /// on the CPU's instructions; the `vivify` command applies `auto` unless told otherwise).
-    public static var inForce: PrecisionChoice { allCases[chosen.load(ordering: .relaxed)] }
+    package static var inForce: PrecisionChoice { allCases[chosen.load(ordering: .relaxed)] }
     /// Written only by `RunLimits.putInForce()`.
     static let chosen = Atomic<Int>(0)
 
     /// The precision in force for models that decide nothing for themselves ("fp32", "bf16").
-    public static var current: String { DNNLBackend.defaultPrecision.rawValue }
+    package static var current: String { DNNLBackend.defaultPrecision.rawValue }
 }

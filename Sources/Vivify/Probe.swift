@@ -1,11 +1,11 @@
 import Foundation
-public import MediaIO
+package import MediaIO
 
 /// `vivify probe`: what an input holds, as text or JSON.
-public enum Probe {
+package enum Probe {
     /// Describes `input`. With `countFrames`, a media file is demuxed to count its frames and
     /// tell whether the rate varies.
-    public static func describe(_ input: InputSettings, countFrames: Bool) throws -> MediaInfo {
+    package static func describe(_ input: InputSettings, countFrames: Bool) throws -> MediaInfo {
         let source = try Job.openSource(input, copyStreams: true)
         var info = source.info
         if countFrames, source is MediaReader {
@@ -17,7 +17,7 @@ public enum Probe {
     }
 
     /// A human-readable report.
-    public static func text(_ info: MediaInfo, name: String) -> String {
+    package static func text(_ info: MediaInfo, name: String) -> String {
         let v = info.video
         var lines: [String] = []
         lines.append("input: \(name)")
@@ -41,7 +41,7 @@ public enum Probe {
     }
 
     /// A JSON report with stable keys (documented in the README).
-    public static func json(_ info: MediaInfo, name: String) -> String {
+    package static func json(_ info: MediaInfo, name: String) -> String {
         let v = info.video
         var video: [String: Any] = [
             "codec": v.codecName, "width": v.width, "height": v.height, "pixel_format": v.sourcePixelFormatName,

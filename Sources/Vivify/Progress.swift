@@ -5,7 +5,7 @@ import Foundation
 
 /// Draws the progress line of a file job on standard error: frames done/total, fps, elapsed
 /// time and ETA. On a terminal it is redrawn in place; otherwise one line every few seconds.
-public final class ProgressReporter {
+package final class ProgressReporter {
     private let total: Int?
     private let interactive: Bool
     private let interval: Double
@@ -26,7 +26,7 @@ public final class ProgressReporter {
     /// What is counted ("frame", "image") and the rate's unit ("fps", "images/s").
     private let noun: String, rateUnit: String
 
-    public init(total: Int?, interactive: Bool, interval: Double = 5, clock: @escaping () -> Double = ProgressReporter.now,
+    package init(total: Int?, interactive: Bool, interval: Double = 5, clock: @escaping () -> Double = ProgressReporter.now,
                 emit: @escaping (String) -> Void = ProgressReporter.writeStderr, live: Bool = false, dropped: @escaping () -> Int = { 0 },
                 reused: Int = 0, noun: String = "frame", rateUnit: String = "fps") {
         self.noun = noun
@@ -44,23 +44,23 @@ public final class ProgressReporter {
     }
 
     /// Seconds on a monotonic clock.
-    public static func now() -> Double {
+    package static func now() -> Double {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
     /// Writes text to standard error unbuffered.
-    public static func writeStderr(_ text: String) {
+    package static func writeStderr(_ text: String) {
         var t = text
         t.withUTF8 { _ = Glibc.write(2, $0.baseAddress, $0.count) }
     }
 
     /// Whether standard error is a terminal.
-    public static var stderrIsTerminal: Bool { isatty(2) == 1 }
+    package static var stderrIsTerminal: Bool { isatty(2) == 1 }
 
     /// Called after each frame; draws when the interval has passed.
-    public func update(framesDone: Int) {
+    package func update(framesDone: Int) {
         let t = clock()
         if t - lastDraw < interval { return }
         lastDraw = t
@@ -68,13 +68,13 @@ public final class ProgressReporter {
     }
 
     /// Draws the final state and ends the line.
-    public func finish(framesDone: Int) {
+    package func finish(framesDone: Int) {
         draw(framesDone: framesDone, now: clock())
         if drewInPlace { emit("\n") }
     }
 
     /// The progress text for `framesDone` frames at time `now`.
-    public func line(framesDone: Int, now: Double) -> String {
+    package func line(framesDone: Int, now: Double) -> String {
         let elapsed = max(now - start, 1e-9)
         let done = max(0, framesDone - reused)
         let fps = Double(done) / elapsed

@@ -40,7 +40,7 @@ public struct RunLimits: Codable, Sendable, Equatable {
 
     /// Puts every limit given in force for the rest of the process (the models loaded and the
     /// inputs opened from now on).
-    public func putInForce() {
+    package func putInForce() {
         if let threads { ComputeThreads.set(threads) }
         if let maxPixels { MediaLimits.maxPixels = maxPixels }
         if let maxMemory { TiledRunner.defaultMemoryBudget = maxMemory }
@@ -60,4 +60,10 @@ public struct RunLimits: Codable, Sendable, Equatable {
                   maxMemory: TiledRunner.memoryBudgetGiven ? TiledRunner.defaultMemoryBudget : nil,
                   precision: PrecisionChoice.inForce)
     }
+
+    /// The pixel limit when none is given (`--max-pixels`): 8K UHD fits.
+    package static var defaultMaxPixels: Int { MediaLimits.defaultMaxPixels }
+
+    /// The tiles' memory budget when none is given (`--max-memory`).
+    package static var standardMemoryBudget: Int { TiledRunner.standardMemoryBudget }
 }

@@ -1,4 +1,4 @@
-public import MediaIO
+package import MediaIO
 
 /// The stages of a job as settings: which models run, how, and in which order; then resize.
 /// `vivify run`, `plan`, `image` and `bench` map their flags onto one (`RunConfiguration.stages`,
@@ -35,7 +35,7 @@ public struct StageSettings: Codable, Sendable, Equatable {
 
     /// The model stages in order: colorize then upscale, or the reverse with `colorizeAfter`,
     /// with each filter after the first `after` of them (filters of one place in their order).
-    public var modelStages: [StageSpec] {
+    package var modelStages: [StageSpec] {
         var base: [StageSpec] = []
         if let colorize { base.append(.colorize(model: colorize, stabilize: stabilize, saturation: saturation, guide: colourGuide, anchor: anchorShots)) }
         if let upscale {
@@ -57,7 +57,7 @@ public struct StageSettings: Codable, Sendable, Equatable {
     /// Every stage for frames that arrive as `sourceFormat`, in order: to RGB (when a model
     /// needs it), the models, then resize. The final conversion is added once the sink says
     /// what it takes.
-    public func stageSpecs(sourceFormat: PixelFormat) -> [StageSpec] {
+    package func stageSpecs(sourceFormat: PixelFormat) -> [StageSpec] {
         let models = modelStages
         var specs: [StageSpec] = []
         if !models.isEmpty && sourceFormat != .rgb24 { specs.append(.toRGB) }

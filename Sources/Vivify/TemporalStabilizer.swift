@@ -4,32 +4,32 @@ import Foundation
 /// Keeps predicted colour steady across video frames without ghosting: each pixel's ab is an
 /// exponential moving average whose memory fades where the lightness changed (something
 /// moved), and is reset entirely at scene cuts, found by comparing L histograms.
-public final class TemporalStabilizer {
+package final class TemporalStabilizer {
     /// Weight of the history where L did not change at all (0…1).
-    public var strength: Float
+    package var strength: Float
     /// L change (in L* units) at which the history weight falls to 1/e of `strength`.
-    public var lSigma: Float
+    package var lSigma: Float
     /// L1 distance between consecutive 32-bin L histograms (each summing to 1) that counts
     /// as a scene cut.
-    public var cutThreshold: Float
+    package var cutThreshold: Float
     /// Scene cuts seen so far.
-    public private(set) var cuts = 0
+    package private(set) var cuts = 0
     private var previousL: [Float] = []
     private var previousAB: [Float] = []
     private var previousHistogram: [Float] = []
 
     /// Makes a stabilizer.
     /// The histogram distance that counts as a cut unless told otherwise.
-    public static let defaultCutThreshold: Float = ShotHistogram.cutThreshold
+    package static let defaultCutThreshold: Float = ShotHistogram.cutThreshold
 
-    public init(strength: Float = 0.92, lSigma: Float = 6, cutThreshold: Float = defaultCutThreshold) {
+    package init(strength: Float = 0.92, lSigma: Float = 6, cutThreshold: Float = defaultCutThreshold) {
         self.strength = strength
         self.lSigma = lSigma
         self.cutThreshold = cutThreshold
     }
 
     /// Forgets the history (the next frame starts fresh).
-    public func reset() {
+    package func reset() {
         previousL = []
         previousAB = []
         previousHistogram = []
@@ -37,7 +37,7 @@ public final class TemporalStabilizer {
 
     /// Starts the history afresh from a frame whose colour is given, not predicted (a
     /// keyframe): the next frames blend from it.
-    public func restart(l: [Float], ab: [Float]) {
+    package func restart(l: [Float], ab: [Float]) {
         previousL = l
         previousAB = ab
         previousHistogram = Self.histogram(l)
@@ -51,7 +51,7 @@ public final class TemporalStabilizer {
     /// Stabilizes `ab` (planar a then b, `width`×`height` each) given the frame's L at the same
     /// size. Returns true when a scene cut reset the history.
     @discardableResult
-    public func apply(l: [Float], ab: inout [Float], width: Int, height: Int) -> Bool {
+    package func apply(l: [Float], ab: inout [Float], width: Int, height: Int) -> Bool {
         let n = width * height
         let hist = Self.histogram(l)
         var cut = false

@@ -1,7 +1,7 @@
 import Foundation
 internal import MediaIO
 import SafeFiles
-public import Tracing
+package import Tracing
 
 /// Where a run's frame-timing outputs go.
 public struct TraceOutputs: Codable, Sendable, Equatable {
@@ -27,7 +27,7 @@ public struct TraceOutputs: Codable, Sendable, Equatable {
     /// included), nor the run's own `outputs` or another of these reports (`--stats out.mkv`
     /// replaced the run's video). These reports are rewritten by every run, so an existing one
     /// is replaced without -y.
-    public func check(inputs: [String], outputs: [String] = []) throws {
+    package func check(inputs: [String], outputs: [String] = []) throws {
         var claimed = outputs.filter { $0 != "-" }.map { (Self.canonical($0), $0) }
         for (option, path) in [("--stats", stats), ("--trace", trace), ("--plot", plot)].compactMap({ o, p in p.map { (o, $0) } }) {
             let c = Self.canonical(path)
@@ -50,7 +50,7 @@ public struct TraceOutputs: Codable, Sendable, Equatable {
 
     /// Writes every requested file (each through a temporary file and a rename; a failed write
     /// removes its temporary file).
-    public func write(_ tracer: FrameTracer, report: TraceReport) throws {
+    package func write(_ tracer: FrameTracer, report: TraceReport) throws {
         func put(_ data: Data, _ path: String) throws {
             do {
                 try PartialFile(target: URL(fileURLWithPath: path)).write { try Self.writeAll(data, to: $0) }

@@ -1,23 +1,23 @@
-public import Engine
+package import Engine
 internal import EngineDNNL
 import Foundation
-public import MediaIO
-public import ModelCatalog
+package import MediaIO
+package import ModelCatalog
 internal import ModelFormats
 
 /// A loaded upscaling model: the graph, how to tile it, and a runner that keeps its prepared
 /// graphs and buffers across frames.
-public final class Upscaler {
+package final class Upscaler {
     /// Catalog name or the `.param` file name.
-    public let name: String
+    package let name: String
     /// Output scale.
-    public let scale: Int
+    package let scale: Int
     /// How the model is tiled.
-    public let spec: TilingSpec
+    package let spec: TilingSpec
     /// The graph.
-    public let graph: Graph
+    package let graph: Graph
     /// The files the model was read from.
-    public let modelFiles: [String]
+    package let modelFiles: [String]
     private var runner: TiledRunner
     /// The bundle's alpha submodel (`alphaMode` `separateModel`), tiled like the main one
     /// (in fp32 under `--precision int8`).
@@ -47,7 +47,7 @@ public final class Upscaler {
     ///   - log: receives one line when a model is fetched.
     ///   - allowInt8: whether `--precision int8` may quantise this model (a filter stage runs
     ///     fp32: its calibration is not kept in a segmented job's manifest).
-    public init(model: String, tile: Int? = nil, backend: BackendChoice = .onednn, store: ModelStore = ModelStore(),
+    package init(model: String, tile: Int? = nil, backend: BackendChoice = .onednn, store: ModelStore = ModelStore(),
                 allowInt8: Bool = true, log: (String) -> Void = { _ in }) throws {
         let backend = try backend.resolved()
         let loaded = try ModelResolver.resolve(model, task: .upscale, store: store, log: log)
@@ -98,23 +98,23 @@ public final class Upscaler {
 
     /// How many times a `height`×`width` picture goes through the model's tiles: 1, or one
     /// pass per instance normalisation and one more when the picture takes several tiles.
-    public func passes(height: Int, width: Int) -> Int { runner.passes(height: height, width: width) }
+    package func passes(height: Int, width: Int) -> Int { runner.passes(height: height, width: width) }
 
     /// Interior tile side in input pixels.
-    public var tileSize: Int { runner.tileSize }
+    package var tileSize: Int { runner.tileSize }
 
     /// The interior tile used for a `height`×`width` picture (at most `tileSize`, dividing it evenly).
-    public func tileInterior(height: Int, width: Int) -> (h: Int, w: Int) { runner.tileInterior(height: height, width: width) }
+    package func tileInterior(height: Int, width: Int) -> (h: Int, w: Int) { runner.tileInterior(height: height, width: width) }
 
     /// Upscales an alpha plane: through the bundle's alpha model when it has one, else through
     /// the main model as a 3-channel copy.
-    public func upscaleAlpha(_ alpha: FloatPlanarImage) throws -> FloatPlanarImage {
+    package func upscaleAlpha(_ alpha: FloatPlanarImage) throws -> FloatPlanarImage {
         guard let alphaRunner else { return try upscale(alpha) }
         return try upscale(alpha, with: alphaRunner)
     }
 
     /// Upscales a float image (1 or 3 channels, [0, 1]); grey goes through the model as RGB.
-    public func upscale(_ image: FloatPlanarImage) throws -> FloatPlanarImage {
+    package func upscale(_ image: FloatPlanarImage) throws -> FloatPlanarImage {
         try upscale(image, with: runner)
     }
 
@@ -136,7 +136,7 @@ public final class Upscaler {
     /// every quantised layer's input range, keeps that beside the model store and switches to
     /// int8. Under `--precision int8` a model with no stored calibration calibrates on the
     /// first picture it upscales.
-    public func calibrateInt8(on images: [FloatPlanarImage]) throws {
+    package func calibrateInt8(on images: [FloatPlanarImage]) throws {
         let calibration = try measureInt8Ranges(on: images)
         try? int8Cache().save(calibration)
         if precision == .int8 { try use(calibration, origin: "first picture") }
@@ -177,7 +177,7 @@ public final class Upscaler {
 
     /// The int8 calibration in use as JSON (for a segmented job's manifest, so that every
     /// segment quantises alike); nil when the model does not run int8 (yet).
-    public var int8CalibrationJSON: String? {
+    package var int8CalibrationJSON: String? {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys  // the same text in every process (manifests compare it)
         guard let calibration, let data = try? encoder.encode(calibration) else { return nil }
@@ -185,7 +185,7 @@ public final class Upscaler {
     }
 
     /// Runs int8 with the calibration `json` (`int8CalibrationJSON`) under `--precision int8`.
-    public func useInt8Calibration(json: String) throws {
+    package func useInt8Calibration(json: String) throws {
         guard precision == .int8 else { return }
         guard let c = try? JSONDecoder().decode(Int8Calibration.self, from: Data(json.utf8)) else {
             throw EngineError(.invalidGraph, "The int8 calibration recorded for \(name) cannot be read. Plan the job again.")
@@ -194,27 +194,27 @@ public final class Upscaler {
     }
 
     /// Whether the model runs int8 layers now (`--precision int8`, calibrated).
-    public var runsInt8: Bool { precision == .int8 && !needsCalibration }
+    package var runsInt8: Bool { precision == .int8 && !needsCalibration }
 
     /// Where the int8 calibration in use came from: "shipped" (measured for a catalog model, see
     /// `ShippedCalibrations`), "model store" (`vivify models calibrate`, or an earlier first
     /// picture), "first picture" or "manifest" (a segmented job's); nil when none is in use.
-    public private(set) var int8CalibrationOrigin: String?
+    package private(set) var int8CalibrationOrigin: String?
 
     /// How many tile runs clipped in int8 and were done again in fp32 (pictures unlike the
     /// calibration set, such as saturated synthetic patterns).
-    public var int8Fallbacks: Int { int8Backend?.int8Fallbacks ?? 0 }
+    package var int8Fallbacks: Int { int8Backend?.int8Fallbacks ?? 0 }
 
     /// How many of those tile runs went straight to fp32, after most of the picture's tiles
     /// before them clipped.
-    public var int8Skips: Int { int8Backend?.int8Skips ?? 0 }
+    package var int8Skips: Int { int8Backend?.int8Skips ?? 0 }
 
     /// Whether the model runs int8 once calibrated (`--precision int8`, or `auto` on a catalog
     /// upscaler where the CPU has VNNI or AMX).
-    public var quantisesToInt8: Bool { precision == .int8 }
+    package var quantisesToInt8: Bool { precision == .int8 }
 
     /// The precision the model's convolutions compute in now ("fp32", "bf16" or "int8").
-    public var computePrecision: String { runsInt8 ? "int8" : precision == .int8 ? "fp32" : precision.rawValue }
+    package var computePrecision: String { runsInt8 ? "int8" : precision == .int8 ? "fp32" : precision.rawValue }
 
     /// Whether `image` can calibrate int8: pictures with little variation (a black lead-in, a
     /// blank warm-up frame) would set ranges far too narrow for what follows. Such pictures
@@ -243,13 +243,13 @@ public final class Upscaler {
     }
 
     /// Upscales an `rgb24` frame into planar float RGB (`scale ×`), not rounded to 8 bits.
-    public func upscale(_ frame: VideoFrame, into output: inout FloatPlanarImage) throws {
+    package func upscale(_ frame: VideoFrame, into output: inout FloatPlanarImage) throws {
         planar.load(from: frame)
         try upscale(planar, into: &output)
     }
 
     /// Upscales planar float RGB into `output` (`scale ×`), reusing its storage.
-    public func upscale(_ image: FloatPlanarImage, into output: inout FloatPlanarImage) throws {
+    package func upscale(_ image: FloatPlanarImage, into output: inout FloatPlanarImage) throws {
         guard image.channels == 3 else { output = try upscale(image); return }
         if output.channels != 3 || output.width != image.width * scale || output.height != image.height * scale {
             output = FloatPlanarImage(channels: 3, width: image.width * scale, height: image.height * scale)
@@ -258,13 +258,13 @@ public final class Upscaler {
     }
 
     /// Gives back the frame-sized float buffers kept for the next frame.
-    public func releaseBuffers() {
+    package func releaseBuffers() {
         planar = FloatPlanarImage(channels: 3, width: 1, height: 1)
     }
 
     /// Runs the model once on a blank frame of this size, so the first real frame does not pay
     /// for primitive creation and first-touch of buffers (live mode measures every frame).
-    public func warmUp(width: Int, height: Int) throws {
+    package func warmUp(width: Int, height: Int) throws {
         var blank = VideoFrame(format: .rgb24, width: width, height: height)
         blank.color = .bt709
         // The upscale stage's own path: an rgb24 frame into planar float.
@@ -273,13 +273,13 @@ public final class Upscaler {
     }
 
     /// Floating-point operations (2 per multiply-add) to upscale one `width`×`height` frame.
-    public func flopsPerFrame(width: Int, height: Int) throws -> Double {
+    package func flopsPerFrame(width: Int, height: Int) throws -> Double {
         2 * Double(try runner.multiplyAdds(channels: 3, height: height, width: width))
     }
 
     /// Floating-point operations per output pixel (2 per multiply-add), measured on a 256-pixel
     /// tile with its border (so tiling overhead is included, as it is paid in practice).
-    public func flopsPerOutputPixel() throws -> Double {
+    package func flopsPerOutputPixel() throws -> Double {
         let side = 256
         let shape = Shape(c: graph.inputChannels ?? 3, h: side + 2 * spec.padding, w: side + 2 * spec.padding)
         let macs = try graph.multiplyAdds(input: shape)

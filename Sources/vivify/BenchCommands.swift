@@ -1,9 +1,5 @@
 import ArgumentParser
-import Engine
 import Foundation
-import MediaIO
-import SafeFiles
-import ModelCatalog
 import Vivify
 
 struct BenchModelCommand: ParsableCommand {
@@ -102,15 +98,24 @@ struct BenchCommand: ParsableCommand {
         return limits
     }
 
+    /// The bench these options describe: generated frames through the stages, the output
+    /// thrown away.
+    func benchConfiguration() throws -> RunConfiguration {
+        var c = Bench.configuration(size: FrameSize(parsing: size)!, frames: frames)
+        c.stages = StageSettings(colorize: colorize, upscale: upscale, tile: tile)
+        c.stages.colourGuide = guideOptions.spec
+        c.stages.filters = try filterOptions.stages(colorize: colorize != nil, upscale: upscale != nil, colorizeAfter: false)
+        c.stages.anchorShots = anchor
+        c.run.backend = backend
+        if let fps = timing.targetFps { c.run.targetFPS = fps }
+        c.limits = benchLimits
+        return c
+    }
+
     func run() throws {
-        FFmpegLog.configure(verbose: false)
+        MediaLog.configure(verbose: false)
         try timing.outputs.check(inputs: [])
-        var stages = StageSettings(colorize: colorize, upscale: upscale, tile: tile)
-        stages.colourGuide = guideOptions.spec
-        stages.filters = try filterOptions.stages(colorize: colorize != nil, upscale: upscale != nil, colorizeAfter: false)
-        stages.anchorShots = anchor
-        let result = try Bench.run(size: FrameSize(parsing: size)!, frames: frames, stages: stages, backend: try backend.resolved(),
-                                   targetFPS: timing.targetFps ?? 30, limits: benchLimits, log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
+        let result = try Bench.run(try benchConfiguration(), log: { ProgressReporter.writeStderr("vivify: \($0)\n") })
         print(result.text, terminator: "")
         if let tracer = result.tracer { try timing.outputs.write(tracer, report: result.report) }
     }

@@ -1,10 +1,5 @@
 import ArgumentParser
-import Compute
-import Engine
 import Foundation
-import MediaIO
-import SafeFiles
-import ModelCatalog
 import Vivify
 
 struct FlickerCommand: ParsableCommand {
@@ -20,7 +15,7 @@ struct FlickerCommand: ParsableCommand {
     var truth: String?
 
     func run() throws {
-        FFmpegLog.configure(verbose: false)
+        MediaLog.configure(verbose: false)
         let r = try Flicker.measure(path: input, truth: truth)
         print(String(format: "flicker %.4f (ab units, %d frames, %d static pixel pairs); drift %.4f (ab units, %d regions followed)",
                      r.value, r.frames, r.samples, r.drift, r.tracks))

@@ -1,9 +1,5 @@
 import ArgumentParser
-import Engine
 import Foundation
-import MediaIO
-import SafeFiles
-import ModelCatalog
 import Vivify
 
 struct ImageCommand: ParsableCommand {
@@ -44,13 +40,23 @@ struct ImageCommand: ParsableCommand {
         return FileManager.default.fileExists(atPath: output, isDirectory: &isDirectory) && isDirectory.boolValue
     }
 
+    /// The job these options describe, from `input` (a batch's: none) to `output` (a batch's:
+    /// the directory).
+    func configuration(input: String, output: String) -> RunConfiguration {
+        var c = RunConfiguration(input: input, output: output)
+        c.stages = modelOptions.stages
+        c.output.existing = overwriteOptions.existing
+        c.run.backend = modelOptions.backend
+        c.limits = modelOptions.limits(pixels: limitOptions)
+        return c
+    }
+
     func run() throws {
-        FFmpegLog.configure(verbose: false)
+        MediaLog.configure(verbose: false)
         if isBatch { return try runBatch() }
         let input = paths[0], output = paths[1]
-        let warnings = try ImageJob.run(input: input, output: output, stages: modelOptions.stages,
-                                        backend: try modelOptions.backend.resolved(), existingOutput: overwriteOptions.existing,
-                                        limits: modelOptions.limits(pixels: limitOptions), log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } })
+        let warnings = try ImageJob.run(configuration(input: input, output: output),
+                                        log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } })
         if !quiet { for w in warnings { ProgressReporter.writeStderr("vivify: warning: \(w)\n") } }
     }
 
@@ -60,9 +66,8 @@ struct ImageCommand: ParsableCommand {
         var reporter: ProgressReporter?
         let summary: ImageBatch.Summary
         summary = try ImageBatch.run(
-            inputs: Array(paths.dropLast()), directory: paths.last!, format: format, stages: modelOptions.stages,
-            backend: try modelOptions.backend.resolved(), existingOutput: overwriteOptions.existing,
-            limits: modelOptions.limits(pixels: limitOptions), log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } },
+            inputs: Array(paths.dropLast()), format: format, configuration: configuration(input: "", output: paths.last!),
+            log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } },
             progress: { done, total in
                 guard !quiet else { return }
                 if reporter == nil {
@@ -79,7 +84,7 @@ struct ImageCommand: ParsableCommand {
             ProgressReporter.writeStderr(line + ".\n")
         }
         if let first = summary.failed.first {
-            throw ExitCode(ErrorReport.exitCode(for: first.error).rawValue)
+            throw ReportedFailure(ErrorReport.exitCode(for: first.error))
         }
     }
 }

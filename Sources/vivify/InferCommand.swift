@@ -1,10 +1,6 @@
 import ArgumentParser
 import Foundation
-import MediaIO
-import ModelCatalog
-import SafeFiles
 import Vivify
-import Engine
 
 /// `vivify infer`: a model's own graph on a NumPy tensor, for checking a conversion.
 struct InferCommand: ParsableCommand {
@@ -52,22 +48,15 @@ struct InferCommand: ParsableCommand {
     }
 
     func run() throws {
-        FFmpegLog.configure(verbose: false)
+        MediaLog.configure(verbose: false)
         let named = inputs.map { argument -> (name: String?, file: String) in
             if let eq = argument.firstIndex(of: "="), !FileManager.default.fileExists(atPath: argument) {
                 return (String(argument[..<eq]), String(argument[argument.index(after: eq)...]))
             }
             return (nil, argument)
         }
-        if case .skip = try OutputGuard.check(output: output, inputs: named.map(\.file) + [model], existing: overwrite ? .replace : .refuse) { return }
-        let r = try ModelInference.run(model: model, inputs: try named.map { ($0.name, try NPYArray.read($0.file)) }, backend: try backend.resolved(),
-                                       memoryBudget: memoryBudget, limits: limits)
-        let partial = PartialFile(target: URL(fileURLWithPath: output))
-        do {
-            try partial.write { try r.output.fileData.write(to: $0) }
-        } catch {
-            throw MediaError(.outputUnwritable, "Cannot write '\(output)': \(error.localizedDescription).")
-        }
+        guard let r = try ModelInference.run(model: model, inputFiles: named, output: output, existing: overwrite ? .replace : .refuse,
+                                             backend: backend, memoryBudget: memoryBudget, limits: limits) else { return }
         ProgressReporter.writeStderr("vivify: \(r.inputName) → \(r.outputName): \(r.output.shape.map(String.init).joined(separator: "x")) float32 written to \(output).\n")
     }
 }

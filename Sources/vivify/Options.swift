@@ -1,9 +1,5 @@
 import ArgumentParser
-import Engine
 import Foundation
-import MediaIO
-import SafeFiles
-import ModelCatalog
 import Vivify
 
 /// `--colorize` and `--upscale` take an optional MODEL: given alone (followed by another
@@ -33,7 +29,7 @@ enum OptionalModelValues {
         if value.hasPrefix("-") { return false }  // another option, or "-" (standard input)
         if ModelTools.looksLikeModelFile(value) { return true }
         if option == "--upscale", Int(value) != nil { return true }
-        if BuiltinModels.names.contains(value) || ModelStore().catalog.entries.contains(where: { $0.name == value }) { return true }
+        if ModelListing.isKnownName(value) { return true }
         // A bare word that is no file (a misspelt model name) is still meant as the model, so
         // its error can suggest the right name; media paths have extensions or exist.
         return !value.contains("/") && (value as NSString).pathExtension.isEmpty && !FileManager.default.fileExists(atPath: value)
@@ -56,10 +52,10 @@ struct OverwriteOptions: ParsableArguments {
     var existing: ExistingOutput { overwrite ? .replace : noOverwrite ? .skip : .refuse }
 }
 
-/// The pixels-per-frame limit (MediaLimits): inputs beyond it are refused from their headers,
+/// The pixels-per-frame limit (`RunLimits.maxPixels`): inputs beyond it are refused from their headers,
 /// and a chain whose stages would make larger frames is refused before any work.
 struct LimitOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Largest frame, in pixels, to read or make (default \(MediaLimits.defaultMaxPixels): 8K UHD fits).",
+    @Option(help: ArgumentHelp("Largest frame, in pixels, to read or make (default \(RunLimits.defaultMaxPixels): 8K UHD fits).",
                                valueName: "N"))
     var maxPixels: Int?
 
@@ -96,7 +92,7 @@ struct InputFormatOptions: ParsableArguments {
         if let size, FrameSize(parsing: size) == nil {
             throw ValidationError("'--size \(size)' is not a frame size. Write it as WxH with positive integers, e.g. --size 640x360.")
         }
-        if let rate, !(Rational(parsing: rate).map(MediaLimits.isPlausible(frameRate:)) ?? false) {
+        if let rate, !(Rational(parsing: rate).map(InputSettings.isPlausible(frameRate:)) ?? false) {
             throw ValidationError("'--rate \(rate)' is not a frame rate from 1/1000 to 1000 fps. Write it as 30, 29.97 or 30000/1001.")
         }
     }
@@ -176,7 +172,7 @@ struct PrecisionOptions: ParsableArguments {
 
 /// `--max-memory SIZE` of every command that tiles a model.
 struct MemoryOptions: ParsableArguments {
-    @Option(name: .customLong("max-memory"), help: ArgumentHelp("Memory the model's tiles may use, e.g. 512M or 2G (default: \(ByteSize.text(TiledRunner.standardMemoryBudget))); smaller tiles under a smaller cap.", valueName: "SIZE"))
+    @Option(name: .customLong("max-memory"), help: ArgumentHelp("Memory the model's tiles may use, e.g. 512M or 2G (default: \(ByteSize.text(RunLimits.standardMemoryBudget))); smaller tiles under a smaller cap.", valueName: "SIZE"))
     var maxMemory: String?
 
     func validate() throws {

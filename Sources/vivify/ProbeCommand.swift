@@ -1,10 +1,5 @@
 import ArgumentParser
-import Compute
-import Engine
 import Foundation
-import MediaIO
-import SafeFiles
-import ModelCatalog
 import Vivify
 
 struct ProbeCommand: ParsableCommand {
@@ -44,7 +39,7 @@ struct ProbeCommand: ParsableCommand {
             return
         }
         guard let input else { return }
-        FFmpegLog.configure(verbose: false)
+        MediaLog.configure(verbose: false)
         var settings = InputSettings(path: input)
         inputOptions.apply(to: &settings)
         let info = try Probe.describe(settings, countFrames: countFrames)

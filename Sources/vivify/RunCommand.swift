@@ -1,9 +1,5 @@
 import ArgumentParser
-import Engine
 import Foundation
-import MediaIO
-import SafeFiles
-import ModelCatalog
 import Vivify
 
 struct Run: ParsableCommand {
@@ -56,7 +52,7 @@ struct Run: ParsableCommand {
     }
 
     func run() throws {
-        FFmpegLog.configure(verbose: verbose)
+        MediaLog.configure(verbose: verbose)
         let c = runConfiguration
         // The summary, like the reports, needs the run in one pass.
         let segmentSeconds = timing.summary ? 0 : segmentOptions.segmentSeconds
@@ -99,7 +95,7 @@ struct Run: ParsableCommand {
         }
         if outcome.ending == .interrupted {
             ProgressReporter.writeStderr("vivify: \(Self.interruption(outcome, output: output))\n")
-            throw ExitCode(VivifyExitCode.interrupted.rawValue)
+            throw ReportedFailure(.interrupted)
         }
         if let s = outcome.segments, !quiet {
             ProgressReporter.writeStderr("vivify: \(s.framesOut) frames; \(s.segments) segments (\(s.reusedSegments) reused, \(s.processedSegments) processed).\n")

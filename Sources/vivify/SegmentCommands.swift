@@ -1,7 +1,5 @@
 import ArgumentParser
 import Foundation
-import MediaIO
-import SafeFiles
 import Vivify
 
 // Scale-out: the pieces `vivify run` uses for a resumable job, as separate commands that a
@@ -35,7 +33,7 @@ struct PlanCommand: ParsableCommand {
     }
 
     func run() throws {
-        FFmpegLog.configure(verbose: false)
+        MediaLog.configure(verbose: false)
         var events = RunEvents()
         events.info = { ProgressReporter.writeStderr("vivify: \($0)\n") }
         let c = jobOptions.configuration(input: input, output: output)
@@ -68,13 +66,9 @@ struct WorkCommand: ParsableCommand {
         // Segments run with OpenMP's passive waits (see OpenMPWaitPolicy); first, since it may
         // start the program again.
         OpenMPWaitPolicy.preferPassive()
-        FFmpegLog.configure(verbose: false)
+        MediaLog.configure(verbose: false)
         let interrupts = InterruptMonitor()
-        let environment = ProcessInfo.processInfo.environment
-        let chosen = index ?? ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"].lazy.compactMap { environment[$0].flatMap { Int($0) } }.first
-        guard let chosen else {
-            throw MediaError(.invalidOptions, "No segment named: pass --index I, or run under Slurm (SLURM_ARRAY_TASK_ID) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX).")
-        }
+        let chosen = try SegmentedJob.segmentIndex(given: index, environment: ProcessInfo.processInfo.environment)
         let quiet = self.quiet
         let job = try SegmentedJob(directory: URL(fileURLWithPath: directory))
         try job.checkInput()
@@ -87,7 +81,7 @@ struct WorkCommand: ParsableCommand {
             if !quiet { ProgressReporter.writeStderr("vivify: segment \(chosen) done (\(frames) frames).\n") }
         case .interrupted(let frames):
             ProgressReporter.writeStderr("vivify: interrupted: segment \(chosen) stopped after \(frames) frames; run it again to redo it.\n")
-            throw ExitCode(VivifyExitCode.interrupted.rawValue)
+            throw ReportedFailure(.interrupted)
         }
     }
 }
@@ -108,7 +102,7 @@ struct JoinCommand: ParsableCommand {
     var keep = false
 
     func run() throws {
-        FFmpegLog.configure(verbose: false)
+        MediaLog.configure(verbose: false)
         let job = try SegmentedJob(directory: URL(fileURLWithPath: directory))
         // Only the command line may replace a file: anyone who can write the work directory
         // can edit its manifest.

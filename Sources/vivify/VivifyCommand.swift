@@ -1,10 +1,5 @@
 import ArgumentParser
-import Compute
-import Engine
 import Foundation
-import MediaIO
-import SafeFiles
-import ModelCatalog
 import Vivify
 
 @main
@@ -13,7 +8,7 @@ struct VivifyCommand: ParsableCommand {
         commandName: "vivify",
         abstract: "Colorize and upscale video and frame streams with neural networks.",
         discussion: VivifyExitCode.helpText,
-        version: "vivify \(VivifyVersion.number) (FFmpeg \(FFmpegLog.version), oneDNN \(EngineBench.oneDNNVersion))",
+        version: VivifyVersion.text,
         subcommands: [Run.self, PlanCommand.self, WorkCommand.self, JoinCommand.self, StatusCommand.self, ImageCommand.self, ProbeCommand.self, ModelsCommand.self, BenchCommand.self, BenchModelCommand.self, FlickerCommand.self, InferCommand.self],
         defaultSubcommand: nil
     )
@@ -46,14 +41,16 @@ struct VivifyCommand: ParsableCommand {
         return tree(VivifyCommand.self).contains { ObjectIdentifier($0) == ObjectIdentifier(Swift.type(of: command)) }
     }
 
-    /// `error` as the process ends with it: ArgumentParser's own (an exit code a command chose,
-    /// a clean exit, a validation error with its usage text) as they are; any other, from any
-    /// layer of the library, printed as one sentence (`vivify: error: …`) and exited with its
-    /// documented code (`ErrorReport`).
+    /// `error` as the process ends with it: ArgumentParser's own (a clean exit, a validation
+    /// error with its usage text) as they are; a failure the command already told
+    /// (`ReportedFailure`) as its code alone; any other, from any layer of the library, printed
+    /// as one sentence (`vivify: error: …`) and exited with its documented code (`ErrorReport`).
     static func reported(_ error: Error) -> Error {
         switch error {
         case is ExitCode, is CleanExit, is ValidationError:
             return error
+        case let failure as ReportedFailure:
+            return ExitCode(failure.code.rawValue)
         default:
             ProgressReporter.writeStderr("vivify: error: \(ErrorReport.message(for: error))\n")
             return ExitCode(ErrorReport.exitCode(for: error).rawValue)

@@ -13,31 +13,31 @@ internal import MediaIO
 /// whole frames; one with instance normalisation, asked for tiles, in statistics passes). With `strength` below 1 the output
 /// is blended with the input (nearest-neighbour enlarged for an N× model). An alpha plane
 /// passes unchanged through a 1× filter and is enlarged as an upscaler does for an N× one.
-public final class FilterProcessor: FrameProcessor {
-    public let name: String
-    public var runsModel: Bool { true }
+package final class FilterProcessor: FrameProcessor {
+    package let name: String
+    package var runsModel: Bool { true }
     /// The model.
-    public let model: Upscaler
+    package let model: Upscaler
     /// How much of the model's output is kept (0…1).
-    public let strength: Float
+    package let strength: Float
     private var input: FrameDescription?
     private var source = FloatPlanarImage(channels: 3, width: 1, height: 1)
     private var output = FloatPlanarImage(channels: 3, width: 1, height: 1)
 
     /// Wraps a loaded model; `name` is the stage's name ("filter", "filter2", …).
-    public init(_ model: Upscaler, strength: Float = 1, name: String = "filter") {
+    package init(_ model: Upscaler, strength: Float = 1, name: String = "filter") {
         self.model = model
         self.strength = min(max(strength, 0), 1)
         self.name = name
     }
 
-    public func configure(input: FrameDescription) throws -> FrameDescription {
+    package func configure(input: FrameDescription) throws -> FrameDescription {
         let out = try UpscaleProcessor.output(of: name, input: input, scale: model.scale)
         self.input = input
         return out
     }
 
-    public func process(_ frame: ChainFrame) throws -> [ChainFrame] {
+    package func process(_ frame: ChainFrame) throws -> [ChainFrame] {
         switch frame.pixels {
         case .packed(let f):
             source.load(from: f)
@@ -74,25 +74,25 @@ public final class FilterProcessor: FrameProcessor {
         }
     }
 
-    public func warmUp() throws {
+    package func warmUp() throws {
         guard let input else { return }
         try model.warmUp(width: input.width, height: input.height)
     }
 
-    public func releaseBuffers() {
+    package func releaseBuffers() {
         source = FloatPlanarImage(channels: 3, width: 1, height: 1)
         output = FloatPlanarImage(channels: 3, width: 1, height: 1)
         model.releaseBuffers()
     }
 
-    public func flopsPerFrame() throws -> Double {
+    package func flopsPerFrame() throws -> Double {
         guard let input else { return 0 }
         return try model.flopsPerFrame(width: input.width, height: input.height)
     }
 }
 
 extension FilterProcessor: ModelStage {
-    public var modelName: String { model.name }
-    public var modelFiles: [String] { model.modelFiles }
-    public var computePrecision: String { model.computePrecision }
+    package var modelName: String { model.name }
+    package var modelFiles: [String] { model.modelFiles }
+    package var computePrecision: String { model.computePrecision }
 }

@@ -1,4 +1,4 @@
-public import MediaIO
+package import MediaIO
 
 // The stages of a job as processors (libavfilter's config_props, video2x's Processor): each
 // one is told what frames it will get, says what it will give, before a frame flows; then it
@@ -11,13 +11,13 @@ public import MediaIO
 // to 8 bits happens in the last stage before the sink.
 
 /// How the pixels of a frame are laid out.
-public enum PixelLayout: Equatable, Sendable, CustomStringConvertible {
+package enum PixelLayout: Equatable, Sendable, CustomStringConvertible {
     /// Packed 8-bit planes of a `PixelFormat` (what decoders give and encoders take).
     case packed(PixelFormat)
     /// Planar float in [0, 1], 1 (grey) or 3 (R, G, B) channels: what the models read and write.
     case planarFloat(channels: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .packed(let f): return f.rawValue
         case .planarFloat(let c): return "planar float \(c == 1 ? "grey" : "RGB")"
@@ -26,20 +26,20 @@ public enum PixelLayout: Equatable, Sendable, CustomStringConvertible {
 }
 
 /// What the frames at one point of the chain look like, known before any frame flows.
-public struct FrameDescription: Equatable, Sendable {
+package struct FrameDescription: Equatable, Sendable {
     /// Width in pixels.
-    public var width: Int
+    package var width: Int
     /// Height in pixels.
-    public var height: Int
+    package var height: Int
     /// Frames per second (the nominal rate; frames carry their own timestamps).
-    public var frameRate: Rational
+    package var frameRate: Rational
     /// The pixel layout.
-    public var layout: PixelLayout
+    package var layout: PixelLayout
     /// Whether frames carry an alpha plane.
-    public var hasAlpha: Bool
+    package var hasAlpha: Bool
 
     /// Makes a description.
-    public init(width: Int, height: Int, frameRate: Rational, layout: PixelLayout, hasAlpha: Bool = false) {
+    package init(width: Int, height: Int, frameRate: Rational, layout: PixelLayout, hasAlpha: Bool = false) {
         self.width = width
         self.height = height
         self.frameRate = frameRate
@@ -48,24 +48,24 @@ public struct FrameDescription: Equatable, Sendable {
     }
 
     /// The size as a `FrameSize`.
-    public var size: FrameSize { FrameSize(width: width, height: height) }
+    package var size: FrameSize { FrameSize(width: width, height: height) }
 }
 
 /// When and how a frame is shown: carried unchanged through the stages.
-public struct FrameTiming: Sendable, Equatable {
+package struct FrameTiming: Sendable, Equatable {
     /// Presentation timestamp in `timeBase` units, when known.
-    public var pts: Int64?
+    package var pts: Int64?
     /// Duration in `timeBase` units, when known.
-    public var duration: Int64?
+    package var duration: Int64?
     /// Unit of `pts` and `duration`.
-    public var timeBase: Rational
+    package var timeBase: Rational
     /// Colour description.
-    public var color: ColorInfo
+    package var color: ColorInfo
     /// Pixel shape.
-    public var sampleAspectRatio: Rational
+    package var sampleAspectRatio: Rational
 
     /// The timing of a decoded frame.
-    public init(of frame: VideoFrame) {
+    package init(of frame: VideoFrame) {
         pts = frame.pts
         duration = frame.duration
         timeBase = frame.timeBase
@@ -74,7 +74,7 @@ public struct FrameTiming: Sendable, Equatable {
     }
 
     /// Puts this timing on `frame`.
-    public func apply(to frame: inout VideoFrame) {
+    package func apply(to frame: inout VideoFrame) {
         frame.pts = pts
         frame.duration = duration
         frame.timeBase = timeBase
@@ -84,14 +84,14 @@ public struct FrameTiming: Sendable, Equatable {
 }
 
 /// The pixels of a frame in the chain.
-public enum FramePixels: Sendable {
+package enum FramePixels: Sendable {
     /// Packed 8-bit planes (timing fields of the frame are not used: `ChainFrame.timing` is).
     case packed(VideoFrame)
     /// Planar float in [0, 1].
     case planar(FloatPlanarImage)
 
     /// Width in pixels.
-    public var width: Int {
+    package var width: Int {
         switch self {
         case .packed(let f): return f.width
         case .planar(let p): return p.width
@@ -99,7 +99,7 @@ public enum FramePixels: Sendable {
     }
 
     /// Height in pixels.
-    public var height: Int {
+    package var height: Int {
         switch self {
         case .packed(let f): return f.height
         case .planar(let p): return p.height
@@ -107,7 +107,7 @@ public enum FramePixels: Sendable {
     }
 
     /// The layout of these pixels.
-    public var layout: PixelLayout {
+    package var layout: PixelLayout {
         switch self {
         case .packed(let f): return .packed(f.format)
         case .planar(let p): return .planarFloat(channels: p.channels)
@@ -117,22 +117,22 @@ public enum FramePixels: Sendable {
 
 /// One frame as it travels through the chain: its own id (a stage may emit more or fewer
 /// frames than it takes), pixels, optional alpha and timing.
-public struct ChainFrame: Sendable {
+package struct ChainFrame: Sendable {
     /// Sequence number (the source's frame number unless a stage makes new frames).
-    public var id: Int
+    package var id: Int
     /// The picture.
-    public var pixels: FramePixels
+    package var pixels: FramePixels
     /// Opacity, 1 channel in [0, 1], when the source has it (still images).
-    public var alpha: FloatPlanarImage?
+    package var alpha: FloatPlanarImage?
     /// When and how it is shown.
-    public var timing: FrameTiming
+    package var timing: FrameTiming
     /// A frame decoded before a segment's start only to bring stateful stages (the temporal
     /// stabilizer) to the state an unsegmented run has there: processed up to the last
     /// stateful stage, never written.
-    public var isWarmUp = false
+    package var isWarmUp = false
 
     /// Makes a chain frame.
-    public init(id: Int, pixels: FramePixels, alpha: FloatPlanarImage? = nil, timing: FrameTiming) {
+    package init(id: Int, pixels: FramePixels, alpha: FloatPlanarImage? = nil, timing: FrameTiming) {
         self.id = id
         self.pixels = pixels
         self.alpha = alpha
@@ -140,12 +140,12 @@ public struct ChainFrame: Sendable {
     }
 
     /// A decoded frame entering the chain.
-    public init(id: Int, frame: VideoFrame) {
+    package init(id: Int, frame: VideoFrame) {
         self.init(id: id, pixels: .packed(frame), timing: FrameTiming(of: frame))
     }
 
     /// The pixels as packed 8-bit, with this frame's timing (the sink's view).
-    public var videoFrame: VideoFrame? {
+    package var videoFrame: VideoFrame? {
         guard case .packed(var f) = pixels else { return nil }
         timing.apply(to: &f)
         return f
@@ -153,7 +153,7 @@ public struct ChainFrame: Sendable {
 }
 
 /// One stage of the chain. Configured once, then fed frames on one thread, in order.
-public protocol FrameProcessor: AnyObject {
+package protocol FrameProcessor: AnyObject {
     /// Name in traces and messages ("colorize").
     var name: String { get }
     /// Whether this stage runs a model (live mode drops stale frames in front of the first one).
@@ -181,18 +181,18 @@ public protocol FrameProcessor: AnyObject {
 }
 
 extension FrameProcessor {
-    public var runsModel: Bool { false }
-    public func flush() throws -> [ChainFrame] { [] }
-    public func warmUp() throws {}
-    public func flopsPerFrame() throws -> Double { 0 }
-    public var warmUpFrames: Int { 0 }
-    public func reset() {}
-    public func releaseBuffers() {}
+    package var runsModel: Bool { false }
+    package func flush() throws -> [ChainFrame] { [] }
+    package func warmUp() throws {}
+    package func flopsPerFrame() throws -> Double { 0 }
+    package var warmUpFrames: Int { 0 }
+    package func reset() {}
+    package func releaseBuffers() {}
 }
 
 /// A stage that runs a model, as the stats file and a segment manifest describe it (its
 /// `name` is the task: "colorize", "upscale", "filter2").
-public protocol ModelStage: FrameProcessor {
+package protocol ModelStage: FrameProcessor {
     /// The model's name (built-in or catalog name, bundle or path).
     var modelName: String { get }
     /// The files the model was loaded from (a built-in model has none).

@@ -1,8 +1,8 @@
-public import MediaIO
+package import MediaIO
 internal import Pipeline
 
 /// One stage of a job as configuration: what to build, before any model is loaded.
-public enum StageSpec: Sendable, Equatable {
+package enum StageSpec: Sendable, Equatable {
     /// Decoded frames to packed RGB.
     case toRGB
     /// A colorizer (built-in name, bundle or path), with its stabilizer, saturation and
@@ -21,7 +21,7 @@ public enum StageSpec: Sendable, Equatable {
     case output(PixelFormat)
 
     /// Whether the stage runs a model.
-    public var runsModel: Bool {
+    package var runsModel: Bool {
         switch self {
         case .colorize, .upscale, .filter: return true
         case .toRGB, .resize, .output: return false
@@ -30,10 +30,10 @@ public enum StageSpec: Sendable, Equatable {
 }
 
 /// Makes processors from stage specs (video2x's ProcessorFactory).
-public enum ProcessorFactory {
+package enum ProcessorFactory {
     /// Builds the processor for `spec`, loading its model on `backend`; `log` gets one line
     /// when a model is fetched.
-    public static func make(_ spec: StageSpec, backend: BackendChoice, log: (String) -> Void = { _ in }) throws -> FrameProcessor {
+    package static func make(_ spec: StageSpec, backend: BackendChoice, log: (String) -> Void = { _ in }) throws -> FrameProcessor {
         switch spec {
         case .toRGB: return ToRGBProcessor()
         case .colorize(let model, let stabilize, let saturation, let guide, let anchor):
@@ -51,16 +51,16 @@ public enum ProcessorFactory {
 
 /// Processors configured in order: each one's output description is the next one's input.
 /// `vivify run`, `vivify image` and `vivify bench` all go through one.
-public struct ProcessingChain {
+package struct ProcessingChain {
     /// The processors, in order.
-    public private(set) var processors: [FrameProcessor]
+    package private(set) var processors: [FrameProcessor]
     /// What the chain takes.
-    public let input: FrameDescription
+    package let input: FrameDescription
     /// What the chain gives (after every processor).
-    public private(set) var output: FrameDescription
+    package private(set) var output: FrameDescription
 
     /// Configures `processors` in order for frames described by `input`.
-    public init(_ processors: [FrameProcessor], input: FrameDescription) throws {
+    package init(_ processors: [FrameProcessor], input: FrameDescription) throws {
         self.processors = []
         self.input = input
         output = input
@@ -69,7 +69,7 @@ public struct ProcessingChain {
     }
 
     /// Adds a processor at the end, configured for what the chain gives now.
-    public mutating func append(_ processor: FrameProcessor) throws {
+    package mutating func append(_ processor: FrameProcessor) throws {
         let next = try processor.configure(input: output)
         // Before any frame flows: a stage may not make frames beyond the pixel limit (a model
         // scale on a large input, a resize), which would otherwise be found as an allocation
@@ -81,12 +81,12 @@ public struct ProcessingChain {
     }
 
     /// Runs one frame through every processor, on this thread (then `flush()` at the end).
-    public func process(_ frame: ChainFrame) throws -> [ChainFrame] {
+    package func process(_ frame: ChainFrame) throws -> [ChainFrame] {
         try Self.runner(processors, lastStateful: lastStateful).pass([frame])
     }
 
     /// What the processors still hold at the end of the stream, through the ones after them.
-    public func flush() throws -> [ChainFrame] {
+    package func flush() throws -> [ChainFrame] {
         try Self.runner(processors, lastStateful: lastStateful).flush()
     }
 
@@ -104,17 +104,17 @@ public struct ProcessingChain {
     }
 
     /// Every stage gives back its frame-sized buffers (`FrameProcessor.releaseBuffers`).
-    public func releaseBuffers() {
+    package func releaseBuffers() {
         processors.forEach { $0.releaseBuffers() }
     }
 
     /// Warms up every model stage (live mode measures every frame, the first one too).
-    public func warmUp() throws {
+    package func warmUp() throws {
         for p in processors where p.runsModel { try p.warmUp() }
     }
 
     /// FLOPs per frame of each model stage, by name.
-    public func flopsPerFrame() throws -> [String: Double] {
+    package func flopsPerFrame() throws -> [String: Double] {
         var flops: [String: Double] = [:]
         for p in processors where p.runsModel { flops[p.name] = try p.flopsPerFrame() }
         return flops
@@ -123,7 +123,7 @@ public struct ProcessingChain {
     /// The processors grouped into pipeline stages, each group on its own thread: one per
     /// model, one per conversion before the first model ("convert"), and everything after
     /// the last model (resize, final conversion: cheap) together as "finish".
-    public var stageGroups: [(name: String, processors: [FrameProcessor])] {
+    package var stageGroups: [(name: String, processors: [FrameProcessor])] {
         let lastModel = processors.lastIndex { $0.runsModel } ?? -1
         var groups: [(name: String, processors: [FrameProcessor])] = []
         for (k, p) in processors.enumerated() {
@@ -140,7 +140,7 @@ public struct ProcessingChain {
 extension PixelLayout {
     /// The packed format frames of this layout become at the sink (planar float is rounded
     /// to rgb24 or gray).
-    public var packedFormat: PixelFormat {
+    package var packedFormat: PixelFormat {
         switch self {
         case .packed(let f): return f
         case .planarFloat(let c): return c == 1 ? .gray : .rgb24

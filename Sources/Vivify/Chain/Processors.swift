@@ -1,6 +1,6 @@
 import Foundation
 internal import Engine
-public import MediaIO
+package import MediaIO
 
 // The stages of a job, one processor each:
 //
@@ -19,21 +19,21 @@ func layoutError(_ stage: String, _ input: FrameDescription, wants: String) -> M
 
 /// Decoded frames (YUV, grey) to packed RGB for the models (bicubic swscale, the frame's own
 /// matrix and range).
-public final class ToRGBProcessor: FrameProcessor {
-    public let name = "convert"
+package final class ToRGBProcessor: FrameProcessor {
+    package let name = "convert"
     private let converter = FrameConverter(filter: .bicubic)
     private var rgb = VideoFrame(format: .rgb24, width: 1, height: 1)
 
     /// Makes the stage.
-    public init() {}
+    package init() {}
 
-    public func configure(input: FrameDescription) throws -> FrameDescription {
+    package func configure(input: FrameDescription) throws -> FrameDescription {
         var out = input
         if case .packed = input.layout { out.layout = .packed(.rgb24) }
         return out
     }
 
-    public func process(_ frame: ChainFrame) throws -> [ChainFrame] {
+    package func process(_ frame: ChainFrame) throws -> [ChainFrame] {
         guard case .packed(var source) = frame.pixels, source.format != .rgb24 else { return [frame] }
         frame.timing.apply(to: &source)
         rgb.reshape(format: .rgb24, width: source.width, height: source.height)
@@ -46,31 +46,31 @@ public final class ToRGBProcessor: FrameProcessor {
 }
 
 /// The colorizer as a stage: rgb24 or planar float in, planar float RGB out (same size).
-public final class ColorizeProcessor: FrameProcessor {
-    public let name = "colorize"
-    public var runsModel: Bool { true }
+package final class ColorizeProcessor: FrameProcessor {
+    package let name = "colorize"
+    package var runsModel: Bool { true }
     /// The model.
-    public let colorizer: Colorizer
+    package let colorizer: Colorizer
     private var input: FrameDescription?
     private var output = FloatPlanarImage(channels: 3, width: 1, height: 1)
     private var grey = VideoFrame(format: .rgb24, width: 1, height: 1)
 
     /// Still pictures (`vivify image`): frames have no place in a video, so keyframes and
     /// scene cuts do not apply.
-    public var stills = false
+    package var stills = false
     /// Added to frame ids to give the whole input's frame number (a segment's window starts
     /// mid-video; keyframes are numbered in the whole video).
-    public var indexOffset = 0
+    package var indexOffset = 0
 
     /// Wraps a loaded colorizer.
-    public init(_ colorizer: Colorizer) { self.colorizer = colorizer }
+    package init(_ colorizer: Colorizer) { self.colorizer = colorizer }
 
-    public func releaseBuffers() {
+    package func releaseBuffers() {
         output = FloatPlanarImage(channels: 3, width: 1, height: 1)
         grey = VideoFrame(format: .rgb24, width: 1, height: 1)
     }
 
-    public func configure(input: FrameDescription) throws -> FrameDescription {
+    package func configure(input: FrameDescription) throws -> FrameDescription {
         switch input.layout {
         case .packed(.rgb24), .packed(.gray), .planarFloat(channels: 1), .planarFloat(channels: 3): break
         default: throw layoutError(name, input, wants: "rgb24, gray or planar float")
@@ -82,7 +82,7 @@ public final class ColorizeProcessor: FrameProcessor {
         return out
     }
 
-    public func process(_ frame: ChainFrame) throws -> [ChainFrame] {
+    package func process(_ frame: ChainFrame) throws -> [ChainFrame] {
         if stills {
             colorizer.position = nil
         } else {
@@ -108,7 +108,7 @@ public final class ColorizeProcessor: FrameProcessor {
         return [out]
     }
 
-    public func warmUp() throws {
+    package func warmUp() throws {
         guard let input else { return }
         try colorizer.warmUp(width: input.width, height: input.height)
     }
@@ -118,7 +118,7 @@ public final class ColorizeProcessor: FrameProcessor {
     /// colour, at least `anchorWarmUpSeconds` of frames, so that a segment colours a shot that
     /// began within that time before it as one unsegmented run does (a longer shot is
     /// anchored afresh at the segment's warm-up start).
-    public var warmUpFrames: Int {
+    package var warmUpFrames: Int {
         guard let s = colorizer.stabilizer, s.strength > 0, s.strength < 1 else { return 0 }
         let stabilizer = Int((log(0.005) / log(Double(s.strength))).rounded(.up))
         guard colorizer.guide?.anchorShots == true else { return stabilizer }
@@ -127,14 +127,14 @@ public final class ColorizeProcessor: FrameProcessor {
     }
 
     /// How far back a segment starts colouring to find its shot's anchor.
-    public static let anchorWarmUpSeconds = 6.0
+    package static let anchorWarmUpSeconds = 6.0
 
-    public func reset() {
+    package func reset() {
         colorizer.stabilizer?.reset()
         colorizer.guide?.reset()
     }
 
-    public func flopsPerFrame() throws -> Double {
+    package func flopsPerFrame() throws -> Double {
         guard let input else { return 0 }
         let (mw, mh) = colorizer.modelSize(width: input.width, height: input.height)
         let channels = colorizer.spec.input == .l ? 1 : 4
@@ -144,18 +144,18 @@ public final class ColorizeProcessor: FrameProcessor {
 
 /// The upscaler as a stage: rgb24 or planar float in, planar float out (`scale ×`); an alpha
 /// plane is upscaled too (through the bundle's alpha model when it has one).
-public final class UpscaleProcessor: FrameProcessor {
-    public let name = "upscale"
-    public var runsModel: Bool { true }
+package final class UpscaleProcessor: FrameProcessor {
+    package let name = "upscale"
+    package var runsModel: Bool { true }
     /// The model.
-    public let upscaler: Upscaler
+    package let upscaler: Upscaler
     private var input: FrameDescription?
     private var output = FloatPlanarImage(channels: 3, width: 1, height: 1)
 
     /// Wraps a loaded upscaler.
-    public init(_ upscaler: Upscaler) { self.upscaler = upscaler }
+    package init(_ upscaler: Upscaler) { self.upscaler = upscaler }
 
-    public func configure(input: FrameDescription) throws -> FrameDescription {
+    package func configure(input: FrameDescription) throws -> FrameDescription {
         let out = try Self.output(of: name, input: input, scale: upscaler.scale)
         self.input = input
         return out
@@ -177,7 +177,7 @@ public final class UpscaleProcessor: FrameProcessor {
         return out
     }
 
-    public func process(_ frame: ChainFrame) throws -> [ChainFrame] {
+    package func process(_ frame: ChainFrame) throws -> [ChainFrame] {
         var out = frame
         switch frame.pixels {
         case .packed(let f) where f.format == .gray:
@@ -197,17 +197,17 @@ public final class UpscaleProcessor: FrameProcessor {
         return [out]
     }
 
-    public func warmUp() throws {
+    package func warmUp() throws {
         guard let input else { return }
         try upscaler.warmUp(width: input.width, height: input.height)
     }
 
-    public func releaseBuffers() {
+    package func releaseBuffers() {
         output = FloatPlanarImage(channels: 3, width: 1, height: 1)
         upscaler.releaseBuffers()
     }
 
-    public func flopsPerFrame() throws -> Double {
+    package func flopsPerFrame() throws -> Double {
         guard let input else { return 0 }
         return try upscaler.flopsPerFrame(width: input.width, height: input.height)
     }
@@ -229,18 +229,18 @@ func packedFrame(_ frame: ChainFrame, scratch: inout VideoFrame) -> VideoFrame {
 }
 
 /// Resizes to a fixed size (lanczos swscale). Planar float is rounded to 8 bits first.
-public final class ResizeProcessor: FrameProcessor {
-    public let name = "resize"
+package final class ResizeProcessor: FrameProcessor {
+    package let name = "resize"
     /// The output size.
-    public let size: FrameSize
+    package let size: FrameSize
     private let resizer = FrameConverter(filter: .lanczos)
     private var packed = VideoFrame(format: .rgb24, width: 1, height: 1)
     private var resized = VideoFrame(format: .rgb24, width: 1, height: 1)
 
     /// Makes the stage.
-    public init(size: FrameSize) { self.size = size }
+    package init(size: FrameSize) { self.size = size }
 
-    public func configure(input: FrameDescription) throws -> FrameDescription {
+    package func configure(input: FrameDescription) throws -> FrameDescription {
         if input.hasAlpha {
             throw MediaError(.invalidOptions, "Resizing keeps no alpha plane. Drop the resize, or use a source without alpha.")
         }
@@ -251,7 +251,7 @@ public final class ResizeProcessor: FrameProcessor {
         return out
     }
 
-    public func process(_ frame: ChainFrame) throws -> [ChainFrame] {
+    package func process(_ frame: ChainFrame) throws -> [ChainFrame] {
         let source = packedFrame(frame, scratch: &packed)
         guard source.width != size.width || source.height != size.height else {
             var out = frame
@@ -270,24 +270,24 @@ public final class ResizeProcessor: FrameProcessor {
 
 /// The last stage before the sink: planar float rounded to 8 bits (once), then converted to
 /// the packed format the sink takes (bicubic swscale, the frame's matrix and range).
-public final class OutputConversionProcessor: FrameProcessor {
-    public let name = "finish"
+package final class OutputConversionProcessor: FrameProcessor {
+    package let name = "finish"
     /// The format the sink takes.
-    public let format: PixelFormat
+    package let format: PixelFormat
     private let converter = FrameConverter(filter: .bicubic)
     private var packed = VideoFrame(format: .rgb24, width: 1, height: 1)
     private var converted = VideoFrame(format: .rgb24, width: 1, height: 1)
 
     /// Makes the stage.
-    public init(format: PixelFormat) { self.format = format }
+    package init(format: PixelFormat) { self.format = format }
 
-    public func configure(input: FrameDescription) throws -> FrameDescription {
+    package func configure(input: FrameDescription) throws -> FrameDescription {
         var out = input
         out.layout = .packed(format)
         return out
     }
 
-    public func process(_ frame: ChainFrame) throws -> [ChainFrame] {
+    package func process(_ frame: ChainFrame) throws -> [ChainFrame] {
         let source = packedFrame(frame, scratch: &packed)
         var out = frame
         if source.format == format {
@@ -302,21 +302,21 @@ public final class OutputConversionProcessor: FrameProcessor {
         return [out]
     }
 
-    public func releaseBuffers() {
+    package func releaseBuffers() {
         packed = VideoFrame(format: .rgb24, width: 1, height: 1)
         converted = VideoFrame(format: .rgb24, width: 1, height: 1)
     }
 }
 
 extension ColorizeProcessor: ModelStage {
-    public var modelName: String { colorizer.name }
-    public var modelFiles: [String] { colorizer.modelFiles }
+    package var modelName: String { colorizer.name }
+    package var modelFiles: [String] { colorizer.modelFiles }
     /// The precision asked for: the colorizer is never calibrated, so int8 asked is fp32 run.
-    public var computePrecision: String { PrecisionChoice.current == "int8" ? "fp32" : PrecisionChoice.current }
+    package var computePrecision: String { PrecisionChoice.current == "int8" ? "fp32" : PrecisionChoice.current }
 }
 
 extension UpscaleProcessor: ModelStage {
-    public var modelName: String { upscaler.name }
-    public var modelFiles: [String] { upscaler.modelFiles }
-    public var computePrecision: String { upscaler.computePrecision }
+    package var modelName: String { upscaler.name }
+    package var modelFiles: [String] { upscaler.modelFiles }
+    package var computePrecision: String { upscaler.computePrecision }
 }

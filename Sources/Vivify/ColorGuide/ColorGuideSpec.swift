@@ -117,14 +117,14 @@ public struct ColourGuideSpec: Sendable, Equatable, Codable {
     public var files: [String] { references + keyframes.map(\.file) + (hintsImage.map { [$0] } ?? []) }
 
     /// One line per item for reports (`--stats`).
-    public var summary: [String] {
+    package var summary: [String] {
         references.map { "reference \($0)" } + keyframes.map { "keyframe \($0)" } + hints.map { "hint \($0)" }
             + (hintsImage.map { ["hints \($0)"] } ?? [])
     }
 
     /// Checks what can be checked without the video: the files exist and are readable.
     /// Throws `inputUnreadable` (exit 66) naming the file and the option.
-    public func checkFiles() throws {
+    package func checkFiles() throws {
         for (option, file) in references.map({ ("--reference", $0) }) + keyframes.map({ ("--keyframe", $0.file) })
             + (hintsImage.map { [("--hints", $0)] } ?? []) {
             guard FileManager.default.isReadableFile(atPath: file) else {
@@ -134,7 +134,7 @@ public struct ColourGuideSpec: Sendable, Equatable, Codable {
     }
 
     /// Checks frame-number keyframes against the number of frames the input has (when known).
-    public func checkKeyframes(frameCount known: Int?, duration: Double?, frameRate: Double, input: String) throws {
+    package func checkKeyframes(frameCount known: Int?, duration: Double?, frameRate: Double, input: String) throws {
         // Containers that store no frame count (Matroska): the count the duration and rate give.
         var frameCount = known
         if frameCount == nil, let duration, duration > 0, frameRate > 0 { frameCount = Int((duration * frameRate).rounded()) }

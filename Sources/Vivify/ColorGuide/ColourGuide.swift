@@ -1,17 +1,17 @@
 internal import ColorScience
 internal import Engine
 import Foundation
-public import MediaIO
+internal import MediaIO
 
 /// Where a frame sits in its video, for keyframes.
-public struct FramePosition: Sendable, Equatable {
+package struct FramePosition: Sendable, Equatable {
     /// 0-based frame number of the source.
-    public var index: Int
+    package var index: Int
     /// Presentation time in seconds.
-    public var seconds: Double
+    package var seconds: Double
 
     /// Makes a position.
-    public init(index: Int, seconds: Double) {
+    package init(index: Int, seconds: Double) {
         self.index = index
         self.seconds = seconds
     }
@@ -33,11 +33,11 @@ public struct FramePosition: Sendable, Equatable {
 /// (mean confidence below `anchorRefresh`) becomes the next anchor, carrying the colour
 /// matched into it. So a region keeps the colour it had when the shot first showed it,
 /// instead of the model's view of it sliding frame by frame as the framing changes.
-public final class ColourGuide {
+package final class ColourGuide {
     /// What it was made from.
-    public let spec: ColourGuideSpec
+    package let spec: ColourGuideSpec
     /// Whether shots without keyframes anchor themselves to their own earlier frames.
-    public let anchorShots: Bool
+    package let anchorShots: Bool
     /// Mean confidence of a frame's match to its shot's anchors below which the frame becomes
     /// an anchor too.
     var anchorRefresh: Float = 0.8
@@ -102,7 +102,7 @@ public final class ColourGuide {
 
     /// Reads and prepares every reference and keyframe of `spec` (errors name the file and the
     /// fix, before any frame is processed).
-    public init(spec: ColourGuideSpec, backend: BackendChoice = .onednn, anchorShots: Bool = false) throws {
+    package init(spec: ColourGuideSpec, backend: BackendChoice = .onednn, anchorShots: Bool = false) throws {
         self.spec = spec
         self.anchorShots = anchorShots
         try spec.checkFiles()
@@ -161,7 +161,7 @@ public final class ColourGuide {
 
     /// Checks the guide against the frames it will get: keyframes of the same aspect, hints
     /// inside the picture.
-    public func configure(width: Int, height: Int, frameRate: Double) throws {
+    package func configure(width: Int, height: Int, frameRate: Double) throws {
         frameSize = (width, height)
         if frameRate.isFinite && frameRate > 0 { self.frameRate = frameRate }
         for k in keyframes where abs(k.width * height - k.height * width) > max(width, k.width) {
@@ -176,7 +176,7 @@ public final class ColourGuide {
     }
 
     /// Forgets what earlier frames left (cuts seen, hints applied).
-    public func reset() {
+    package func reset() {
         lastCutSeconds = -.infinity
         carriedKeyframes = []
         previousHistogram = []

@@ -1,29 +1,29 @@
 import Foundation
 internal import Engine
 internal import ModelCatalog
-public import MediaIO
-public import SafeFiles
+internal import MediaIO
+internal import SafeFiles
 
 /// The plan and state of a resumable segmented job, kept as `manifest.json` in its work
 /// directory. Everything a worker needs is in it: the input's fingerprint, the run
 /// configuration it rebuilds its run from, the segments with their frame ranges and timestamps, and each finished
 /// segment's frame count and SHA-256.
-public struct SegmentManifest: Codable, Sendable, Equatable {
+package struct SegmentManifest: Codable, Sendable, Equatable {
     /// What identifies an input file without reading all of it.
-    public struct Fingerprint: Codable, Sendable, Equatable {
+    package struct Fingerprint: Codable, Sendable, Equatable {
         /// Absolute path.
-        public var path: String
+        package var path: String
         /// Size in bytes.
-        public var size: Int64
+        package var size: Int64
         /// Modification time, seconds since 1970.
-        public var mtime: Double
+        package var mtime: Double
         /// SHA-256 of the first MiB.
-        public var headSHA256: String
+        package var headSHA256: String
         /// SHA-256 of the last MiB.
-        public var tailSHA256: String
+        package var tailSHA256: String
 
         /// Fingerprints the file at `path`.
-        public static func of(_ path: String) throws -> Fingerprint {
+        package static func of(_ path: String) throws -> Fingerprint {
             let url = URL(fileURLWithPath: path).standardizedFileURL
             var st = stat()
             guard stat(url.path, &st) == 0 else {
@@ -46,7 +46,7 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
         }
 
         /// Why `other` is not the same input, nil when it is.
-        public func difference(to other: Fingerprint) -> String? {
+        package func difference(to other: Fingerprint) -> String? {
             if path != other.path { return "the input is now '\(other.path)' (was '\(path)')" }
             if size != other.size { return "the input's size changed (\(size) → \(other.size) bytes)" }
             if mtime != other.mtime { return "the input was modified since the segments were made" }
@@ -56,12 +56,12 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
     }
 
     /// The file name of segment `index` in the work directory.
-    public static func segmentFileName(_ index: Int) -> String { String(format: "segment-%04d.nut", index) }
+    package static func segmentFileName(_ index: Int) -> String { String(format: "segment-%04d.nut", index) }
 
     /// What is wrong with the segment list as read from a file (nil when nothing): each
     /// segment's index is its position and its file the name that index gives (a `file` of
     /// `../../x` wrote outside the work directory), with counts that make sense.
-    public var segmentProblem: String? {
+    package var segmentProblem: String? {
         guard !segments.isEmpty, segments.count <= 1_000_000 else { return "it lists \(segments.count) segments" }
         guard (0...100_000).contains(warmUpFrames) else { return "warmUpFrames \(warmUpFrames) is out of range" }
         // Frame counts are summed and compared: bounded so that no sum overflows.
@@ -91,23 +91,23 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
     /// Manifests of layout version 1 (vivify 0.13.0 and before) kept every setting as a flat
     /// field (`upscale`, `codec`, `maxPixels`, …); they are read into the same value
     /// (`LegacySettings`) and written back in this layout.
-    public struct Settings: Codable, Sendable, Equatable {
+    package struct Settings: Codable, Sendable, Equatable {
         /// The vivify version that planned the job.
-        public var vivifyVersion: String
+        package var vivifyVersion: String
         /// The run as planned: absolute paths, the backend it chose, and the limits in force
         /// when it was planned (the pixel limit, the memory budget when given, the precision
         /// the upscaler computes in, the custom layer library). Threads are each worker's own;
         /// no reports, no network timeout (a segmented job reads a file), no overwrite (only
         /// `join -y` grants one).
-        public var configuration: RunConfiguration
+        package var configuration: RunConfiguration
         /// SHA-256 of each model's files ("colorize vivify-color" → digest), of the guide's
         /// pictures ("reference PATH"), and of the custom layer library ("custom layers").
-        public var models: [String: String]
+        package var models: [String: String]
         /// The upscaler's int8 calibration (JSON; `--precision int8`), taken on the input's
         /// first frame when the job was planned, so that every segment quantises alike.
-        public var int8Calibration: String?
+        package var int8Calibration: String?
         /// Whether the plan was made with -y; not a setting, and never a grant (`join -y` is).
-        public var replaceExistingOutput: Bool?
+        package var replaceExistingOutput: Bool?
 
         private enum CodingKeys: String, CodingKey {
             case vivifyVersion, configuration, models, int8Calibration, replaceExistingOutput
@@ -115,7 +115,7 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
 
         /// The settings of `c` as planned now (limits in force, absolute paths), with the
         /// loaded models' digests.
-        public init(_ c: RunConfiguration, models: [String: String]) {
+        package init(_ c: RunConfiguration, models: [String: String]) {
             var planned = c
             let chosen = (try? c.run.backend.resolved()) ?? c.run.backend
             planned.run.backend = chosen
@@ -154,7 +154,7 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
         }
 
         /// Reads the settings of this version, or the flat ones of earlier versions.
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             guard container.contains(.configuration) else {
                 self = try LegacySettings(from: decoder).settings
@@ -168,11 +168,11 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
         }
 
         /// The input, absolute.
-        public var input: String { configuration.input.path }
+        package var input: String { configuration.input.path }
         /// The output the segments are joined into, absolute.
-        public var output: String { configuration.output.path }
+        package var output: String { configuration.output.path }
         /// The limits the job was planned under, which every `work` and the join run under.
-        public var limits: RunLimits { configuration.limits }
+        package var limits: RunLimits { configuration.limits }
 
         /// A model argument that names a file, as an absolute path (workers may run elsewhere
         /// in the tree); names of built-in and catalog models as they are.
@@ -181,7 +181,7 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
         }
 
         /// The settings that differ from `other`, as "name old → new", empty when none.
-        public func differences(to other: Settings) -> [String] {
+        package func differences(to other: Settings) -> [String] {
             var a = self, b = other
             a.replaceExistingOutput = nil
             b.replaceExistingOutput = nil
@@ -286,52 +286,52 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
     }
 
     /// One segment: a run of frames by presentation timestamp.
-    public struct Segment: Codable, Sendable, Equatable {
+    package struct Segment: Codable, Sendable, Equatable {
         /// Position in the job (0-based; `vivify work --index`).
-        public var index: Int
+        package var index: Int
         /// The segment's file in the work directory.
-        public var file: String
+        package var file: String
         /// Index of its first frame in the whole input.
-        public var firstFrame: Int
+        package var firstFrame: Int
         /// Frames it covers (by the input's index).
-        public var frames: Int
+        package var frames: Int
         /// Timestamp of its first frame (the video stream's time base).
-        public var startPTS: Int64
+        package var startPTS: Int64
         /// Timestamp of the next segment's first frame; nil for the last.
-        public var endPTS: Int64?
+        package var endPTS: Int64?
         /// Timestamp of the first warm-up frame (processed, not written).
-        public var warmUpPTS: Int64
+        package var warmUpPTS: Int64
         /// Keyframes at or before the warm-up, latest first (where decoding may start).
-        public var seekCandidates: [Int64]
+        package var seekCandidates: [Int64]
         /// Start, seconds.
-        public var startSeconds: Double
+        package var startSeconds: Double
         /// End (the next segment's start, or the last frame's end), seconds.
-        public var endSeconds: Double
+        package var endSeconds: Double
         /// Set once the segment file is complete.
-        public var done: Done?
+        package var done: Done?
         /// The last failure's message, when a worker failed on it.
-        public var failed: String?
+        package var failed: String?
     }
 
     /// A finished segment.
-    public struct Done: Codable, Sendable, Equatable {
+    package struct Done: Codable, Sendable, Equatable {
         /// Frames written.
-        public var frames: Int
+        package var frames: Int
         /// SHA-256 of the segment file.
-        public var sha256: String
+        package var sha256: String
         /// Size in bytes.
-        public var bytes: Int64
+        package var bytes: Int64
     }
 
     /// An output an interrupted run wrote (the finished segments so far), which the resumed
     /// run may replace without -y.
-    public struct OutputIdentity: Codable, Sendable, Equatable {
-        public var size: Int64
-        public var mtime: Double
-        public var inode: UInt64
+    package struct OutputIdentity: Codable, Sendable, Equatable {
+        package var size: Int64
+        package var mtime: Double
+        package var inode: UInt64
 
         /// The identity of the file at `path`, nil when there is none.
-        public static func of(_ path: String) -> OutputIdentity? {
+        package static func of(_ path: String) -> OutputIdentity? {
             var st = stat()
             guard stat(path, &st) == 0 else { return nil }
             return OutputIdentity(size: Int64(st.st_size), mtime: Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9,
@@ -340,14 +340,14 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
     }
 
     /// How the joined video stream is tagged (what the unsegmented writer writes).
-    public struct Tags: Codable, Sendable, Equatable {
-        public var frameRate: [Int]
-        public var sampleAspectRatio: [Int]
+    package struct Tags: Codable, Sendable, Equatable {
+        package var frameRate: [Int]
+        package var sampleAspectRatio: [Int]
         /// Primaries, transfer, matrix, range (FFmpeg codes).
-        public var color: [Int32]
-        public var displayMatrix: [Int32]?
+        package var color: [Int32]
+        package var displayMatrix: [Int32]?
         /// The encoder's time base.
-        public var timeBase: [Int]
+        package var timeBase: [Int]
 
         /// What is wrong with the tags as read from a file (nil when nothing): the join reads
         /// them as rationals and FFmpeg codes.
@@ -372,33 +372,33 @@ public struct SegmentManifest: Codable, Sendable, Equatable {
     }
 
     /// "vivify-segments".
-    public var format = "vivify-segments"
+    package var format = "vivify-segments"
     /// Layout version of this file: 2 keeps the settings as a `RunConfiguration`, 1 (read
     /// too) as flat fields.
-    public var version = Self.currentVersion
+    package var version = Self.currentVersion
     /// The layout this version writes.
-    public static let currentVersion = 2
+    package static let currentVersion = 2
     /// The input.
-    public var input: Fingerprint
+    package var input: Fingerprint
     /// The settings.
-    public var settings: Settings
+    package var settings: Settings
     /// The segment length asked for, seconds.
-    public var segmentSeconds: Double
+    package var segmentSeconds: Double
     /// Time base of every timestamp here, "num/den".
-    public var timeBase: String
+    package var timeBase: String
     /// Frames in the whole job.
-    public var totalFrames: Int
+    package var totalFrames: Int
     /// Frames decoded before each segment (after the first) to warm up stateful stages.
-    public var warmUpFrames: Int
+    package var warmUpFrames: Int
     /// The joined stream's tags.
-    public var tags: Tags
+    package var tags: Tags
     /// With --max-frames: the seconds the video spans (audio and subtitles are trimmed to it).
-    public var videoSpan: [Double]?
+    package var videoSpan: [Double]?
     /// The segments, in order.
-    public var segments: [Segment]
+    package var segments: [Segment]
     /// What an interrupted run left at the output.
-    public var interruptedOutput: OutputIdentity?
+    package var interruptedOutput: OutputIdentity?
 
     /// Frames in finished segments.
-    public var framesDone: Int { segments.reduce(0) { $0 + ($1.done?.frames ?? 0) } }
+    package var framesDone: Int { segments.reduce(0) { $0 + ($1.done?.frames ?? 0) } }
 }

@@ -1,24 +1,24 @@
-public import MediaIO
+internal import MediaIO
 
 /// The part of an input one segment job processes, by presentation timestamp (the video
 /// stream's time base): frames from `warmUpPTS` to `startPTS` only warm up stateful stages,
 /// frames from `startPTS` up to (not including) `endPTS` are written.
-public struct SegmentWindow: Sendable, Equatable {
+package struct SegmentWindow: Sendable, Equatable {
     /// First frame processed (warm-up starts here).
-    public var warmUpPTS: Int64
+    package var warmUpPTS: Int64
     /// First frame written.
-    public var startPTS: Int64
+    package var startPTS: Int64
     /// First frame of the next segment; nil for the last one.
-    public var endPTS: Int64?
+    package var endPTS: Int64?
     /// Keyframes at or before `warmUpPTS`, latest first, to seek to (empty: read from the start).
-    public var seekCandidates: [Int64]
+    package var seekCandidates: [Int64]
     /// The file the segments are joined into (the encoder writes its headers for it).
-    public var finalOutput: String
+    package var finalOutput: String
     /// The whole input's frame number of the frame at `warmUpPTS` (keyframes by number).
-    public var firstFrameIndex = 0
+    package var firstFrameIndex = 0
 
     /// Makes a window.
-    public init(warmUpPTS: Int64, startPTS: Int64, endPTS: Int64?, seekCandidates: [Int64], finalOutput: String) {
+    package init(warmUpPTS: Int64, startPTS: Int64, endPTS: Int64?, seekCandidates: [Int64], finalOutput: String) {
         self.warmUpPTS = warmUpPTS
         self.startPTS = startPTS
         self.endPTS = endPTS

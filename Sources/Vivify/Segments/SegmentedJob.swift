@@ -5,7 +5,7 @@ import Foundation
 internal import ModelCatalog
 internal import ModelFormats
 internal import MediaIO
-public import SafeFiles
+internal import SafeFiles
 
 /// A file job cut into segments that are processed and encoded one by one (or by many
 /// workers at once) into a work directory, then joined as packets into the output:
@@ -20,28 +20,28 @@ public import SafeFiles
 /// workers on one machine or on a shared file system can record their segments concurrently.
 public final class SegmentedJob {
     /// The manifest's file name in the work directory.
-    public static let manifestName = "manifest.json"
+    package static let manifestName = "manifest.json"
     /// The default segment length, seconds.
     public static let defaultSegmentSeconds = 30.0
 
     /// The work directory.
-    public let directory: URL
+    package let directory: URL
     /// The manifest as last read or written.
-    public private(set) var manifest: SegmentManifest
+    package private(set) var manifest: SegmentManifest
 
     /// What working a segment tells: warnings (a model being fetched among them), the frames
     /// the segment being worked on has written after each frame, and whether to stop (SIGINT,
     /// SIGTERM), asked before each frame.
-    public var events = RunEvents()
+    package var events = RunEvents()
 
     /// The work directory of `output` when none is named: `.NAME.vivify-work` beside it.
-    public static func defaultDirectory(forOutput output: String) -> URL {
+    package static func defaultDirectory(forOutput output: String) -> URL {
         let url = URL(fileURLWithPath: output).standardizedFileURL
         return url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).vivify-work")
     }
 
     /// Whether `c` is a job that can be segmented: a media file in, a media file out, offline.
-    public static func canSegment(_ c: RunConfiguration) -> Bool {
+    package static func canSegment(_ c: RunConfiguration) -> Bool {
         guard c.input.synthetic == nil, !c.output.discard, c.run.mode == .offline, !c.run.realtime else { return false }
         let input = c.input.path, output = c.output.path
         guard input != "-", output != "-", !NetworkURL.isNetwork(input), !NetworkURL.isNetwork(output) else { return false }
@@ -53,7 +53,7 @@ public final class SegmentedJob {
     /// Plans `c` into segments of about `segmentSeconds` in a new work directory at `directory`
     /// (`vivify plan`), the models loaded to measure the plan and recorded by digest; nil when
     /// the output exists and `c.output.existing` says leave it.
-    public static func plan(_ c: RunConfiguration, segmentSeconds: Double, at directory: URL, events: RunEvents = RunEvents()) throws -> SegmentedJob? {
+    package static func plan(_ c: RunConfiguration, segmentSeconds: Double, at directory: URL, events: RunEvents = RunEvents()) throws -> SegmentedJob? {
         guard canSegment(c) else {
             throw MediaError(.invalidOptions, "Only a media file into a media file can be planned into segments ('\(c.input.path)' → '\(c.output.path)'). Use `vivify run` for pipes, y4m and raw frames.")
         }
@@ -209,7 +209,7 @@ public final class SegmentedJob {
 
     /// Writes a new work directory for `manifest` at `directory` (which must not exist, be
     /// empty, or be an earlier work directory, whose files are replaced).
-    public static func create(at directory: URL, manifest: SegmentManifest) throws -> SegmentedJob {
+    package static func create(at directory: URL, manifest: SegmentManifest) throws -> SegmentedJob {
         let fm = FileManager.default
         var isDirectory: ObjCBool = false
         if fm.fileExists(atPath: directory.path, isDirectory: &isDirectory) {
@@ -244,7 +244,7 @@ public final class SegmentedJob {
     }
 
     /// Opens the work directory at `directory`.
-    public init(directory: URL) throws {
+    package init(directory: URL) throws {
         self.directory = directory
         manifest = try Self.read(directory)
     }
@@ -303,12 +303,12 @@ public final class SegmentedJob {
     }
 
     /// Re-reads the manifest (other workers may have finished segments).
-    public func reload() throws { manifest = try Self.read(directory) }
+    package func reload() throws { manifest = try Self.read(directory) }
 
     /// The file of `segment`.
     /// A segment's file: the name its index gives, inside the work directory (a manifest's
     /// `file` is checked against it when read, never used as a path).
-    public func file(_ segment: SegmentManifest.Segment) -> URL {
+    package func file(_ segment: SegmentManifest.Segment) -> URL {
         directory.appendingPathComponent(SegmentManifest.segmentFileName(segment.index))
     }
 
@@ -321,7 +321,7 @@ public final class SegmentedJob {
     }
 
     /// Whether `segment` is finished and its file is what was recorded (size and SHA-256).
-    public func isVerified(_ segment: SegmentManifest.Segment) -> Bool {
+    package func isVerified(_ segment: SegmentManifest.Segment) -> Bool {
         guard let done = segment.done else { return false }
         let url = file(segment)
         guard !isForeign(url) else { return false }
@@ -339,15 +339,26 @@ public final class SegmentedJob {
     }
 
     /// Checks that the input is still the one planned.
-    public func checkInput() throws {
+    package func checkInput() throws {
         let now = try SegmentManifest.Fingerprint.of(manifest.settings.input)
         if let why = manifest.input.difference(to: now) {
             throw MediaError(.invalidOptions, "The segments in '\(directory.path)' were planned for another input: \(why). Plan the job again.")
         }
     }
 
+    /// The segment a worker processes: `given` (`--index`), else the batch engine's index in
+    /// `environment` (Slurm's SLURM_ARRAY_TASK_ID, a Kubernetes Indexed Job's
+    /// JOB_COMPLETION_INDEX).
+    package static func segmentIndex(given: Int?, environment: [String: String]) throws -> Int {
+        let chosen = given ?? ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"].lazy.compactMap { environment[$0].flatMap { Int($0) } }.first
+        guard let chosen else {
+            throw MediaError(.invalidOptions, "No segment named: pass --index I, or run under Slurm (SLURM_ARRAY_TASK_ID) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX).")
+        }
+        return chosen
+    }
+
     /// What `work` did.
-    public enum WorkOutcome: Sendable, Equatable {
+    package enum WorkOutcome: Sendable, Equatable {
         /// The segment was already finished and verified.
         case alreadyDone(frames: Int)
         /// It was processed now.
@@ -359,7 +370,7 @@ public final class SegmentedJob {
     /// Processes segment `index` (idempotent: a verified finished segment is left alone).
     /// `models` are loaded ones to reuse; nil loads them. `threads` is the worker's own
     /// (`--threads`; nil leaves what is in force); every other limit is the plan's.
-    public func work(index: Int, models: [FrameProcessor]? = nil, threads: Int? = nil) throws -> WorkOutcome {
+    package func work(index: Int, models: [FrameProcessor]? = nil, threads: Int? = nil) throws -> WorkOutcome {
         try reload()
         guard manifest.segments.indices.contains(index) else {
             throw MediaError(.invalidOptions, "There is no segment \(index) in '\(directory.path)': it has \(manifest.segments.count) (0–\(manifest.segments.count - 1)).")
@@ -423,22 +434,22 @@ public final class SegmentedJob {
     }
 
     /// The state of each segment.
-    public struct SegmentState: Sendable, Codable, Equatable {
+    package struct SegmentState: Sendable, Codable, Equatable {
         /// "done", "missing" or "failed".
-        public var state: String
+        package var state: String
         /// The segment's index.
-        public var index: Int
+        package var index: Int
         /// Frames written (done) or planned.
-        public var frames: Int
+        package var frames: Int
         /// Start and end, seconds.
-        public var start: Double
-        public var end: Double
+        package var start: Double
+        package var end: Double
         /// The failure, for failed segments.
-        public var error: String?
+        package var error: String?
     }
 
     /// Every segment's state; `verify` hashes the finished files (else the record is trusted).
-    public func status(verify: Bool = true) throws -> [SegmentState] {
+    package func status(verify: Bool = true) throws -> [SegmentState] {
         try reload()
         return manifest.segments.map { s in
             let ok = verify ? isVerified(s) : s.done != nil
@@ -467,19 +478,19 @@ public final class SegmentedJob {
     }
 
     /// What `join` did.
-    public struct JoinOutcome: Sendable {
+    package struct JoinOutcome: Sendable {
         /// Frames in the output.
-        public var frames: Int
+        package var frames: Int
         /// Where it is.
-        public var output: String
+        package var output: String
         /// Warnings from the muxer set-up.
-        public var warnings: [String]
+        package var warnings: [String]
     }
 
     /// Verifies every segment and writes the output (temporary file, renamed), then removes
     /// the work directory. `existing` is the rule for an output that exists (an interrupted
     /// run's own output is always replaced).
-    public func join(existing: ExistingOutput, removeDirectory: Bool = true) throws -> JoinOutcome {
+    package func join(existing: ExistingOutput, removeDirectory: Bool = true) throws -> JoinOutcome {
         try reload()
         // The planned pixel limit and memory budget (the join runs no model).
         RunLimits(maxPixels: manifest.settings.limits.maxPixels, maxMemory: manifest.settings.limits.maxMemory).putInForce()
@@ -525,7 +536,7 @@ public final class SegmentedJob {
     /// After an interruption: joins the finished segments from the start and the interrupted
     /// one's frames into a playable output (audio trimmed to them), and remembers it so that
     /// the resumed run may replace it. Nil when no frame was finished.
-    public func joinInterrupted(existing: ExistingOutput) throws -> JoinOutcome? {
+    package func joinInterrupted(existing: ExistingOutput) throws -> JoinOutcome? {
         try reload()
         var files: [String] = []
         var frames = 0
@@ -568,7 +579,7 @@ public final class SegmentedJob {
     }
 
     /// Removes vivify's files from a work directory, then the directory if nothing else is in it.
-    public static func removeWorkDirectory(_ directory: URL) {
+    package static func removeWorkDirectory(_ directory: URL) {
         removeContents(of: directory)
         rmdir(directory.path)
     }

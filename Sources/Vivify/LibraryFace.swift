@@ -1,0 +1,24 @@
+public import MediaIO
+public import SafeFiles
+
+// The lower modules' values a `RunConfiguration` holds, under the library's own names, so that
+// a user of the library (and the `vivify` command) builds a configuration importing `Vivify`
+// alone. They are the same types: nothing is converted.
+
+/// A frame rate or time base as a fraction (`InputSettings.rawRate`).
+public typealias Rational = MediaIO.Rational
+
+/// The encoder of a media output: codec, quality, preset, pixel format (`OutputSettings.encoder`).
+public typealias EncoderSettings = MediaIO.EncoderSettings
+
+/// What to do with an output that already exists: refuse, replace (`-y`) or skip (`-n`)
+/// (`OutputSettings.existing`).
+public typealias ExistingOutput = SafeFiles.ExistingOutput
+
+/// FFmpeg's own log messages, for the commands that decode or encode.
+package enum MediaLog {
+    /// Shows FFmpeg's messages (`verbose`) or keeps them quiet.
+    package static func configure(verbose: Bool) {
+        FFmpegLog.configure(verbose: verbose)
+    }
+}
