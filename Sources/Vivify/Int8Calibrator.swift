@@ -15,10 +15,10 @@ struct Int8CalibrationCache {
     /// The cache file for the model read from `files` (named `name` when it has no files:
     /// the built-in one).
     init(store: ModelStore, name: String, files: [String]) throws {
-        try self.init(store: store, name: name, digest: SegmentedJob.digest(files: files))
+        try self.init(store: store, name: name, digest: ModelDigest.of(files: files))
     }
 
-    /// The cache file for the model whose files have `digest` (`SegmentedJob.digest`).
+    /// The cache file for the model whose files have `digest` (`ModelDigest`).
     init(store: ModelStore, name: String, digest: SHA256.Digest) {
         var hasher = SHA256()
         hasher.update(Array("vivify-int8-v3 \(name)".utf8))

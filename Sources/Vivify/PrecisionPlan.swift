@@ -24,7 +24,7 @@ struct PrecisionPlan {
             return
         }
         // One hash of the files serves both the shipped table and the model store's key.
-        let digest = try SegmentedJob.digest(files: files)
+        let digest = try ModelDigest.of(files: files)
         self.digest = digest
         let shipped = files.isEmpty ? nil : ShippedCalibrations.calibration(digest: digest.hex)
         precision = choice.precision(measured: shipped != nil)

@@ -5,7 +5,7 @@ import Foundation
 /// BSD200 training photos (`Models/make-int8-calibrations.sh`, which runs `vivify models
 /// calibrate`), and the reason `--precision auto` may run those models in int8: with exactly
 /// these ranges every family keeps issue 16's int8 quality bars on Set5 and Set14
-/// (`PrecisionTests`). Keyed by the SHA-256 of the model's files (`SegmentedJob.digest`), so a
+/// (`PrecisionTests`). Keyed by the SHA-256 of the model's files (`ModelDigest`), so a
 /// catalog model given by path gets its calibration too, and changed weights get none.
 enum ShippedCalibrations {
     /// The shipped calibration of the model whose files have `digest` (hex).

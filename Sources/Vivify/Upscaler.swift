@@ -147,11 +147,11 @@ package final class Upscaler {
         Int8CalibrationCache(store: store, name: name, digest: try filesDigest())
     }
 
-    /// The SHA-256 of the model's files (`SegmentedJob.digest`), hashed once per load: the
+    /// The SHA-256 of the model's files (`ModelDigest`), hashed once per load: the
     /// precision plan's when it needed one, else on first use.
     func filesDigest() throws -> SHA256.Digest {
         if let digest { return digest }
-        let d = try SegmentedJob.digest(files: modelFiles)
+        let d = try ModelDigest.of(files: modelFiles)
         digest = d
         return d
     }

@@ -76,7 +76,7 @@ public final class SegmentedJob {
     static func modelDigests(_ models: [FrameProcessor]) throws -> [String: String] {
         var out: [String: String] = [:]
         for case let p as ModelStage in models {
-            out["\(p.name) \(p.modelName)"] = try digest(files: p.modelFiles).hex
+            out["\(p.name) \(p.modelName)"] = try ModelDigest.of(files: p.modelFiles).hex
             // References, keyframes and the hints picture by content, so that every worker
             // colours alike and a file changed after `plan` is refused.
             if let guide = (p as? ColorizeProcessor)?.colorizer.guide?.spec {
@@ -91,20 +91,6 @@ public final class SegmentedJob {
             out["custom layers"] = try SHA256.hash(fileAt: URL(fileURLWithPath: library)).hex
         }
         return out
-    }
-
-    /// SHA-256 over the SHA-256 of each of a model's files (a directory such as an
-    /// `.mlpackage` by its tree digest), in path order; missing files are skipped.
-    static func digest(files: [String]) throws -> SHA256.Digest {
-        var digest = SHA256()
-        for f in files.sorted() {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: f, isDirectory: &isDirectory) else { continue }
-            let url = URL(fileURLWithPath: f)
-            let d = isDirectory.boolValue ? try SHA256.treeDigest(directoryAt: url).digest : try SHA256.hash(fileAt: url)
-            digest.update(d.bytes)
-        }
-        return digest.finalize()
     }
 
     /// Plans `c`'s input into segments of about `segmentSeconds`, preferring keyframes: a cut
