@@ -2,7 +2,7 @@
 import Foundation
 import PackageDescription
 
-// MediaIO, ModelCatalog and Vivify are optimised in debug builds too (the tests' binary), except
+// MediaIO, ModelCatalog, Models and Vivify are optimised in debug builds too (the tests' binary), except
 // under scripts/sanitize (VIVIFY_SANITIZE=1): there ThreadSanitizer, which cannot see the Swift
 // runtime's reference counts, reported the decoder's copy-on-write hand-over of frame planes
 // to the next stage as a race once those modules were optimised.
@@ -14,14 +14,18 @@ let optimisedInDebug: [SwiftSetting] = ProcessInfo.processInfo.environment["VIVI
 //   Engine      graph IR, shape inference, graph passes, reference backend, tiler (no C libraries)
 //   EngineDNNL  the oneDNN backend and its fast kernels (links libdnnl); importers never see it
 //   SafeFiles   PartialFile: every output written beside its target and renamed into place
+//   ModelCatalog the model catalog, our SHA-256, the model store and fetcher
+//   Models      the model layer: resolver, built-ins, upscaler, colorizer and its colour guide,
+//               stabilizer, precision and int8 plans, model digest (no jobs)
 //   Vivify      the library face: RunConfiguration (input, stages, output, run, limits) and
-//               run(configuration, events:), segmented or in one piece, wiring the stages
+//               run(configuration, events:), segmented or in one piece, wiring the stages; the
+//               jobs (run, segments, image, bench, infer); public only what a library user needs
 //   vivify      the thin command-line tool: imports only Vivify and ArgumentParser
 //   FuzzTargets the parsers of untrusted bytes as fuzz entry points; vivify-fuzz drives them
 //   vivify-gpucheck  the Vulkan backend alone (no FFmpeg, no oneDNN) for a GPU machine
 // Debug builds (the tests' vivify binary) optimise the modules whose loops touch every pixel
-// or byte (Engine, EngineDNNL, ColorScience, MediaIO, ModelCatalog's SHA-256, Vivify's colour
-// guide and stabilizer): unoptimised, they made the end-to-end tests twice as slow.
+// or byte (Engine, EngineDNNL, ColorScience, MediaIO, ModelCatalog's SHA-256, the Models
+// colour guide and stabilizer): unoptimised, they made the end-to-end tests twice as slow.
 let package = Package(
     name: "Vivify",
     products: [
@@ -60,9 +64,14 @@ let package = Package(
         .target(name: "ModelFormats", dependencies: ["Engine", "CZip", "SafeFiles"]),
         .target(name: "Pipeline"),
         .target(name: "Tracing"),
-        .target(name: "Vivify", dependencies: ["Compute", "MediaIO", "Engine", "EngineDNNL", "EngineVulkan", "ModelFormats", "ModelCatalog", "Pipeline", "Tracing", "ColorScience", "SafeFiles", "BuiltinModelData"], swiftSettings: optimisedInDebug),
+        // Models: the model layer. Every model argument resolved to a loaded model
+        // (ModelResolver, BuiltinModels), the upscaler, the colorizer with its spec and colour
+        // guide, the temporal stabilizer, the precision choice and int8 plans, the model digest.
+        // Below Vivify, which keeps the jobs.
+        .target(name: "Models", dependencies: ["Compute", "MediaIO", "Engine", "EngineDNNL", "EngineVulkan", "ModelFormats", "ModelCatalog", "ColorScience", "SafeFiles", "BuiltinModelData"], swiftSettings: optimisedInDebug),
+        .target(name: "Vivify", dependencies: ["Compute", "MediaIO", "Engine", "EngineDNNL", "EngineVulkan", "ModelFormats", "ModelCatalog", "Models", "Pipeline", "Tracing", "ColorScience", "SafeFiles"], swiftSettings: optimisedInDebug),
         // BuiltinModelData: the built-in bundles as generated source (training/embed_builtin.py),
-        // a target of its own so that a change to Vivify never recompiles 72,000 lines of base64.
+        // a target of its own so that a change to the models never recompiles 72,000 lines of base64.
         .target(name: "BuiltinModelData"),
         .target(name: "ModelCatalog", swiftSettings: optimisedInDebug),
         .target(name: "ColorScience", dependencies: ["Compute"], swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
@@ -82,12 +91,12 @@ let package = Package(
         .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "Vivify"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "EngineDNNL", "ModelFormats", "Compute"], exclude: ["Fixtures"]),
         .testTarget(name: "EngineVulkanTests", dependencies: ["EngineVulkan", "Engine", "ModelFormats", "CVulkan"]),
-        .testTarget(name: "VivifyTests", dependencies: ["Vivify", "EngineDNNL", "ModelFormats", "MediaIO", "ModelCatalog", "Tracing"],
+        .testTarget(name: "VivifyTests", dependencies: ["Vivify", "Models", "EngineDNNL", "ModelFormats", "MediaIO", "ModelCatalog", "Tracing"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
         .testTarget(name: "TracingTests", dependencies: ["Tracing"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["CZip", "CDNNL", "CFFmpeg"]),
-        .testTarget(name: "VivifyCLITests", dependencies: ["Vivify", "vivify", "MediaIO", "ModelCatalog", "ColorScience"]),
+        .testTarget(name: "VivifyCLITests", dependencies: ["Vivify", "Models", "vivify", "MediaIO", "ModelCatalog", "ColorScience"]),
         .testTarget(name: "ModelCatalogTests", dependencies: ["ModelCatalog"]),
         .testTarget(name: "ColorScienceTests", dependencies: ["ColorScience"], exclude: ["Fixtures"]),
         .testTarget(name: "ModelFormatsTests", dependencies: ["ModelFormats", "Engine", "EngineDNNL"], exclude: ["Fixtures"]),

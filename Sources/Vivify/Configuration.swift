@@ -208,6 +208,3 @@ public enum LiveOutput: String, Codable, Sendable, CaseIterable {
     /// Every source timestamp: dropped frames are replaced by the last processed frame.
     case hold
 }
-
-// By its name ("onednn"), like the other choices of a run.
-extension BackendChoice: Codable {}

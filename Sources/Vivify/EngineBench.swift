@@ -4,6 +4,7 @@ internal import EngineDNNL
 import Foundation
 package import ModelCatalog
 internal import ModelFormats
+import Models
 
 /// Times one model's graph on one padded frame, the way the ncnn peer benchmark does (same
 /// input size, no tiling, input copy and output copy included in each run).

@@ -1,6 +1,7 @@
 import Foundation
 internal import MediaIO
 internal import SafeFiles
+import Models
 
 /// `vivify image`: one still image through the stages, written to a temporary file beside the
 /// target and renamed at the end.

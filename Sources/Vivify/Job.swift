@@ -6,6 +6,7 @@ package import MediaIO
 internal import Pipeline
 import SafeFiles
 package import Tracing
+import Models
 
 /// What a finished (or interrupted) job did.
 package struct JobResult: Sendable {

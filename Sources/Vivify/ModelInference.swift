@@ -3,6 +3,7 @@ import Foundation
 internal import MediaIO
 internal import ModelFormats
 internal import SafeFiles
+import Models
 
 /// A NumPy `.npy` array (format versions 1–3): little- or big-endian float32, float16 or
 /// float64, C order. Read to float32; written as little-endian float32 (version 1).

@@ -1,5 +1,6 @@
 import Foundation
 internal import ModelCatalog
+import Models
 
 /// What `vivify models list`, `info` and `fetch` print: the built-in models and the catalog
 /// (`Catalog`, `ModelStore`) as text, so the command only prints it.

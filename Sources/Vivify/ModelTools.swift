@@ -3,6 +3,7 @@ import Foundation
 import SafeFiles
 internal import MediaIO
 internal import ModelFormats
+import Models
 
 /// `vivify models pack|info|verify` for model files and bundles (the library half).
 package enum ModelTools {

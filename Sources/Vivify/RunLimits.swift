@@ -4,6 +4,7 @@ internal import EngineDNNL
 internal import MediaIO
 internal import ModelFormats
 import Synchronization
+import Models
 
 /// The limits a run computes under: threads, the pixels-per-frame limit, the tiles' memory
 /// budget and the convolutions' number format. Each is process-wide
@@ -66,4 +67,15 @@ public struct RunLimits: Codable, Sendable, Equatable {
 
     /// The tiles' memory budget when none is given (`--max-memory`).
     package static var standardMemoryBudget: Int { TiledRunner.standardMemoryBudget }
+}
+
+extension PrecisionChoice {
+    /// Puts this choice in force for every model loaded from now on; returns the fallback
+    /// note, if any. Models that decide nothing for themselves (the colorizer) run in what an
+    /// unmeasured model gets: fp32 under `auto`.
+    @discardableResult
+    package func apply() -> String? {
+        RunLimits(precision: self).putInForce()
+        return resolved(measured: false).note
+    }
 }

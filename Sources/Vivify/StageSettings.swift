@@ -1,4 +1,5 @@
 package import MediaIO
+import Models
 
 /// The stages of a job as settings: which models run, how, and in which order; then resize.
 /// `vivify run`, `plan`, `image` and `bench` map their flags onto one (`RunConfiguration.stages`,

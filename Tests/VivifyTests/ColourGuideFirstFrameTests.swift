@@ -1,4 +1,5 @@
 import ColorScience
+@testable import Models
 @testable import Vivify
 import Foundation
 import XCTest

@@ -2,6 +2,7 @@ import Foundation
 import MediaIO
 import ModelCatalog
 import ModelFormats
+import Models
 import Vivify
 import XCTest
 

@@ -2,6 +2,7 @@ import Foundation
 @testable import EngineDNNL
 import MediaIO
 import ModelCatalog
+import Models
 import Vivify
 import XCTest
 

@@ -2,6 +2,7 @@ import ColorScience
 import Foundation
 import MediaIO
 import ModelCatalog
+import Models
 import Vivify
 import XCTest
 

@@ -1,5 +1,6 @@
 import Foundation
 internal import MediaIO
+import Models
 
 /// An image-to-image model as a stage (`--filter`): style transfer, denoise, deblock, or any
 /// other RGB-to-RGB network of any format Vivify reads, at its own scale (1× or N×).

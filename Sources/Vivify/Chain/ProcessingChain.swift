@@ -1,5 +1,6 @@
 package import MediaIO
 internal import Pipeline
+import Models
 
 /// One stage of a job as configuration: what to build, before any model is loaded.
 package enum StageSpec: Sendable, Equatable {

@@ -1,6 +1,7 @@
 import Foundation
 internal import Engine
 package import MediaIO
+import Models
 
 // The stages of a job, one processor each:
 //

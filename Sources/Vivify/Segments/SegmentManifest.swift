@@ -3,6 +3,7 @@ internal import Engine
 internal import ModelCatalog
 internal import MediaIO
 internal import SafeFiles
+import Models
 
 /// The plan and state of a resumable segmented job, kept as `manifest.json` in its work
 /// directory. Everything a worker needs is in it: the input's fingerprint, the run

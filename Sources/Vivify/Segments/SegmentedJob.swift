@@ -6,6 +6,7 @@ internal import ModelCatalog
 internal import ModelFormats
 internal import MediaIO
 internal import SafeFiles
+import Models
 
 /// A file job cut into segments that are processed and encoded one by one (or by many
 /// workers at once) into a work directory, then joined as packets into the output:

@@ -1,5 +1,5 @@
 package import Engine
-internal import EngineDNNL
+package import EngineDNNL
 import Foundation
 package import MediaIO
 package import ModelCatalog
@@ -143,13 +143,13 @@ package final class Upscaler {
     }
 
     /// Where this model's int8 calibration is kept in the model store.
-    func int8Cache() throws -> Int8CalibrationCache {
+    package func int8Cache() throws -> Int8CalibrationCache {
         Int8CalibrationCache(store: store, name: name, digest: try filesDigest())
     }
 
     /// The SHA-256 of the model's files (`ModelDigest`), hashed once per load: the
     /// precision plan's when it needed one, else on first use.
-    func filesDigest() throws -> SHA256.Digest {
+    package func filesDigest() throws -> SHA256.Digest {
         if let digest { return digest }
         let d = try ModelDigest.of(files: modelFiles)
         digest = d
@@ -159,7 +159,7 @@ package final class Upscaler {
 
     /// The int8 input ranges of every layer on `images` (planar RGB, [0, 1]), measured in fp32
     /// and kept nowhere (`vivify models calibrate` writes them where asked).
-    func measureInt8Ranges(on images: [FloatPlanarImage]) throws -> Int8Calibration {
+    package func measureInt8Ranges(on images: [FloatPlanarImage]) throws -> Int8Calibration {
         let observer = Int8Observer()
         let probe = try TiledRunner(graph: graph, spec: spec, backend: DNNLBackend(precision: .fp32, observer: observer), tileSize: runner.tileSize)
         for image in images { _ = try upscale(image, with: probe) }
@@ -219,7 +219,7 @@ package final class Upscaler {
     /// Whether `image` can calibrate int8: pictures with little variation (a black lead-in, a
     /// blank warm-up frame) would set ranges far too narrow for what follows. Such pictures
     /// run in fp32 and the next one is tried.
-    static func canCalibrate(_ image: FloatPlanarImage) -> Bool {
+    package static func canCalibrate(_ image: FloatPlanarImage) -> Bool {
         let n = Double(image.data.count)
         guard n > 0 else { return false }
         var sum = 0.0, squares = 0.0

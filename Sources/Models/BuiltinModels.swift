@@ -1,7 +1,7 @@
 import Foundation
 internal import MediaIO
 package import ModelCatalog
-internal import ModelFormats
+package import ModelFormats
 import SafeFiles
 internal import BuiltinModelData
 
@@ -42,7 +42,7 @@ package enum BuiltinModels {
     static let tasks: [String: WifmManifest.Task] = [fast2x: .upscale, color: .colorize]
 
     /// The task of the built-in model `name`, or nil when there is none.
-    static func task(of name: String) -> WifmManifest.Task? { tasks[name] }
+    package static func task(of name: String) -> WifmManifest.Task? { tasks[name] }
 
     /// The built-in model an argument names for `task`: "2" or vivify-fast-2x for upscaling,
     /// vivify-color for colorizing; nil otherwise.

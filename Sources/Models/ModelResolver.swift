@@ -1,29 +1,29 @@
-internal import Engine
+package import Engine
 import Foundation
 internal import MediaIO
-internal import ModelCatalog
-internal import ModelFormats
+package import ModelCatalog
+package import ModelFormats
 
 /// A model read from any supported form (ncnn `.param`, Core ML `.mlmodel`, ML Program
 /// `.mlpackage`, or a `.wifm` bundle of any of them), with its graph adapted to take the
 /// engine's frames: RGB in [0, 1] in, RGB in [0, 1] out for upscalers.
-struct LoadedModel {
-    var name: String
-    var graph: Graph
+package struct LoadedModel {
+    package var name: String
+    package var graph: Graph
     /// How to tile it (upscalers): from the catalog, the bundle, or learnt from its shapes.
-    var spec: TilingSpec?
+    package var spec: TilingSpec?
     /// The bundle's alpha submodel (`alphaMode` `separateModel`).
-    var alphaGraph: Graph?
+    package var alphaGraph: Graph?
     /// The bundle's colorizer keys (`task` `colorize`).
-    var colorizer: ColorizerSpec?
+    package var colorizer: ColorizerSpec?
     /// Keeps a bundle's private extraction directory alive as long as the model.
-    var bundle: ModelBundle?
+    package var bundle: ModelBundle?
     /// Warnings from reading it (tolerated bundle mistakes).
-    var warnings: [String] = []
+    package var warnings: [String] = []
     /// The files it was read from (for the stats' hashes).
-    var files: [String] = []
+    package var files: [String] = []
 
-    init(name: String, graph: Graph, spec: TilingSpec? = nil, bundle: ModelBundle? = nil, warnings: [String] = []) {
+    package init(name: String, graph: Graph, spec: TilingSpec? = nil, bundle: ModelBundle? = nil, warnings: [String] = []) {
         self.name = name
         self.graph = graph
         self.spec = spec
@@ -41,9 +41,9 @@ struct LoadedModel {
 ///
 /// The graph comes back adapted to the engine's frames (upscalers: RGB in [0, 1] in and out)
 /// with the tiling rules an upscaler needs, or the description a colorizer needs.
-enum ModelResolver {
+package enum ModelResolver {
     /// Resolves and loads `argument` for `task`; `log` gets one line when a model is fetched.
-    static func resolve(_ argument: String, task: WifmManifest.Task, store: ModelStore = ModelStore(),
+    package static func resolve(_ argument: String, task: WifmManifest.Task, store: ModelStore = ModelStore(),
                         log: (String) -> Void = { _ in }) throws -> LoadedModel {
         let what = task == .upscale ? "upscaler" : "colorizer"
         // Built-in names.
@@ -81,13 +81,13 @@ enum ModelResolver {
     }
 
     /// Names a user may give for `task`: the built-ins of that task, and catalog names for upscaling.
-    static func names(for task: WifmManifest.Task, store: ModelStore) -> [String] {
+    package static func names(for task: WifmManifest.Task, store: ModelStore) -> [String] {
         let builtins = BuiltinModels.names.filter { BuiltinModels.task(of: $0) == task }
         return builtins + (task == .upscale ? store.catalog.names : [])
     }
 
     /// A model file of a known format.
-    static func load(_ path: String, format: ModelFileFormat, task: WifmManifest.Task, store: ModelStore) throws -> LoadedModel {
+    package static func load(_ path: String, format: ModelFileFormat, task: WifmManifest.Task, store: ModelStore) throws -> LoadedModel {
         let name = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
         guard let importer = format.importer else { return try loadBundle(path, name: name, task: task) }
         if task == .colorize {
@@ -120,7 +120,7 @@ enum ModelResolver {
     }
 
     /// A catalog model, fetched on first use.
-    static func loadCatalog(_ entry: ModelEntry, store: ModelStore, log: (String) -> Void) throws -> LoadedModel {
+    package static func loadCatalog(_ entry: ModelEntry, store: ModelStore, log: (String) -> Void) throws -> LoadedModel {
         // Catalog errors go up typed: a failed first-use download is an I/O error (74) here as
         // in `vivify models fetch`.
         if !store.isInstalled(entry) {
@@ -152,13 +152,13 @@ enum ModelResolver {
     }
 
     /// A user's `.param` that is byte for byte a catalog model's.
-    static func catalogEntry(matching param: URL, store: ModelStore) -> ModelEntry? {
+    package static func catalogEntry(matching param: URL, store: ModelStore) -> ModelEntry? {
         guard let digest = try? SHA256.hash(fileAt: param).hex else { return nil }
         return store.catalog.entries.first { $0.paramFile?.sha256 == digest }
     }
 
     /// The tiling rules of a catalog model.
-    static func tiling(for e: ModelEntry, graph: Graph) throws -> TilingSpec {
+    package static func tiling(for e: ModelEntry, graph: Graph) throws -> TilingSpec {
         switch e.border {
         case .none:
             // "Same"-padded network: overlap tiles by its receptive field so tiles are exact.
@@ -174,11 +174,11 @@ enum ModelResolver {
     }
 
     /// Learns scale and border loss of an unknown model from its shapes (`TilingSpec.inferred`).
-    static func inferTiling(_ graph: Graph) throws -> TilingSpec { try TilingSpec.inferred(for: graph) }
+    package static func inferTiling(_ graph: Graph) throws -> TilingSpec { try TilingSpec.inferred(for: graph) }
 
     /// Scales a graph's output to [0, 1] when it produces 0–255: a mid-grey tile must come
     /// back mid-grey from any upscaler.
-    static func normalisedOutput(_ graph: Graph) throws -> Graph {
+    package static func normalisedOutput(_ graph: Graph) throws -> Graph {
         let side = 48
         let c = graph.inputChannels ?? 3
         let prepared = try ReferenceBackend().prepare(graph, input: Shape(c: c, h: side, w: side))
@@ -189,7 +189,7 @@ enum ModelResolver {
 
     /// A manifest must name the tensors its model has: a wrong name would otherwise run the
     /// model with another output (or none) silently.
-    static func checkTensorNames(_ sub: WifmManifest.SubModel, of graph: Graph, bundle path: String) throws {
+    package static func checkTensorNames(_ sub: WifmManifest.SubModel, of graph: Graph, bundle path: String) throws {
         let model = (sub.declaredFile as NSString).lastPathComponent
         let role = sub.role.rawValue
         let inputs = [graph.valueNames[graph.input]]
@@ -205,7 +205,7 @@ enum ModelResolver {
         }
     }
 
-    static func loadBundle(_ path: String, name: String, task: WifmManifest.Task) throws -> LoadedModel {
+    package static func loadBundle(_ path: String, name: String, task: WifmManifest.Task) throws -> LoadedModel {
         let bundle = try ModelBundle.open(path: path)
         let m = bundle.manifest
         guard m.task == task else {

@@ -1,4 +1,4 @@
-internal import EngineDNNL
+package import EngineDNNL
 import Foundation
 
 /// The int8 calibrations that come with Vivify: one per catalog upscaler, measured on twelve
@@ -7,13 +7,13 @@ import Foundation
 /// these ranges every family keeps issue 16's int8 quality bars on Set5 and Set14
 /// (`PrecisionTests`). Keyed by the SHA-256 of the model's files (`ModelDigest`), so a
 /// catalog model given by path gets its calibration too, and changed weights get none.
-enum ShippedCalibrations {
+package enum ShippedCalibrations {
     /// The shipped calibration of the model whose files have `digest` (hex).
-    static func calibration(digest: String) -> Int8Calibration? {
+    package static func calibration(digest: String) -> Int8Calibration? {
         guard let entry = table[digest] else { return nil }
         return try? JSONDecoder().decode(Int8Calibration.self, from: Data(entry.json.utf8))
     }
 
     /// The catalog names that have a shipped calibration.
-    static var models: [String] { table.values.map(\.model).sorted() }
+    package static var models: [String] { table.values.map(\.model).sorted() }
 }

@@ -1,21 +1,21 @@
-internal import Engine
-internal import EngineDNNL
+package import Engine
+package import EngineDNNL
 import Foundation
-internal import ModelCatalog
+package import ModelCatalog
 
 /// What a model computes in under the `--precision` in force, and with which int8 calibration:
 /// one kept in the model store (`vivify models calibrate`) before a shipped one; nil under
 /// int8 when there is neither (the model calibrates on its first picture).
-struct PrecisionPlan {
-    var precision: ComputePrecision
-    var calibration: Int8Calibration?
+package struct PrecisionPlan {
+    package var precision: ComputePrecision
+    package var calibration: Int8Calibration?
     /// "model store" or "shipped" (`Upscaler.int8CalibrationOrigin`).
-    var origin: String?
+    package var origin: String?
     /// The SHA-256 of the model's files, where the plan needed it (int8, or auto on a CPU that
     /// runs int8).
-    var digest: SHA256.Digest?
+    package var digest: SHA256.Digest?
 
-    init(model name: String, files: [String], store: ModelStore) throws {
+    package init(model name: String, files: [String], store: ModelStore) throws {
         let choice = PrecisionChoice.inForce
         // Only int8, and auto where the CPU could run int8, need to know of a shipped
         // calibration: only they hash the model's files.
@@ -39,7 +39,7 @@ struct PrecisionPlan {
     /// The oneDNN backend that runs the plan: int8 with its calibration, else the plan's
     /// precision (int8 without a calibration yet runs fp32: `DNNLBackend` has no ranges to
     /// quantise with). The one place a plan becomes a backend (upscalers, `bench-model`).
-    func makeBackend() throws -> DNNLBackend {
+    package func makeBackend() throws -> DNNLBackend {
         try DNNLBackend(precision: precision, calibration: calibration)
     }
 }

@@ -1,4 +1,4 @@
-internal import Engine
+package import Engine
 internal import EngineDNNL
 internal import EngineVulkan
 
@@ -32,7 +32,7 @@ public enum BackendChoice: String, Sendable, CaseIterable {
     private static let autoDevice: Result<VulkanDeviceInfo?, Error> = Result { try VulkanDevices.autoDevice() }
     private static let autoResolution: Result<BackendChoice, Error> = autoDevice.map { $0 == nil ? .onednn : .vulkan }
 
-    func make() throws -> InferenceBackend {
+    package func make() throws -> InferenceBackend {
         switch try resolved() {
         case .onednn, .auto: return try DNNLBackend()
         case .reference: return ReferenceBackend()

@@ -1,4 +1,4 @@
-internal import Engine
+package import Engine
 internal import EngineDNNL
 internal import EngineVulkan
 import Synchronization
@@ -59,24 +59,15 @@ public enum PrecisionChoice: String, Sendable, CaseIterable, Codable {
     var vulkanPrecision: VulkanPrecision { self == .fp16 ? .fp16 : .fp32 }
 
     /// The compute precision a model runs in under this choice (see `resolved(measured:)`).
-    func precision(measured: Bool) -> ComputePrecision {
+    package func precision(measured: Bool) -> ComputePrecision {
         ComputePrecision(rawValue: resolved(measured: measured).precision) ?? .fp32
-    }
-
-    /// Puts this choice in force for every model loaded from now on; returns the fallback
-    /// note, if any. Models that decide nothing for themselves (the colorizer) run in what an
-    /// unmeasured model gets: fp32 under `auto`.
-    @discardableResult
-    package func apply() -> String? {
-        RunLimits(precision: self).putInForce()
-        return resolved(measured: false).note
     }
 
     /// The choice in force: fp32 unless `apply`d (the library keeps pictures that do not depend
     /// on the CPU's instructions; the `vivify` command applies `auto` unless told otherwise).
     package static var inForce: PrecisionChoice { allCases[chosen.load(ordering: .relaxed)] }
     /// Written only by `RunLimits.putInForce()`.
-    static let chosen = Atomic<Int>(0)
+    package static let chosen = Atomic<Int>(0)
 
     /// The precision in force for models that decide nothing for themselves ("fp32", "bf16").
     package static var current: String { DNNLBackend.defaultPrecision.rawValue }
