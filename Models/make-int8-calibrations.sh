@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures the int8 calibration of every catalog upscaler (and the built-in vivify-fast-2x) on
 # the first twelve BSD200 training photos at half size, and embeds them in the binary as
-# Sources/Vivify/ShippedCalibrations+Data.swift: what `--precision auto` and `int8` use for these
+# Sources/Models/ShippedCalibrations+Data.swift: what `--precision auto` and `int8` use for these
 # models. Run it after a model's weights change; PrecisionTests then checks the quality bars
 # with exactly these ranges.
 #   Models/make-int8-calibrations.sh [SHARED]      (SHARED: ../shared; models from its mirror)
@@ -37,4 +37,4 @@ mapfile -t models < <("$vivify" models list | awk 'NR > 1 && $2 ~ /^[2-9]x$/ {pr
 for m in "${models[@]}"; do
   VIVIFY_MODELS=$store VIVIFY_MODEL_MIRROR=$shared/models "$vivify" models calibrate "$m" "${photos[@]}" --output "$out/json/$m.json"
 done
-python3 training/embed_calibrations.py "$out"/json/*.json > Sources/Vivify/ShippedCalibrations+Data.swift
+python3 training/embed_calibrations.py "$out"/json/*.json > Sources/Models/ShippedCalibrations+Data.swift

@@ -208,7 +208,7 @@ put("calibration", "tiny.json", json.dumps({"inputRanges": {"c1": ranges(3, 1), 
 put("calibration", "wide-spread.json", json.dumps({"inputRanges": {"c2": {"lo": [0] * 8, "hi": [1e-6, 1, 2, 3, 4, 5, 6, 1e6]},
                                                                     "c3": {"lo": [-1] * 8, "hi": [0] * 8}}}))
 put("calibration", "empty.json", json.dumps({"inputRanges": {}}))
-shipped = (repo / "Sources/Vivify/ShippedCalibrations+Data.swift").read_text()
+shipped = (repo / "Sources/Models/ShippedCalibrations+Data.swift").read_text()
 for i, m in enumerate(re.finditer(r'\("([^"]+)", #"(.*?)"#\)', shipped)):
     if i < 3:
         put("calibration", f"shipped-{m.group(1)}.json", m.group(2))

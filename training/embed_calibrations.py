@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes Sources/Vivify/ShippedCalibrations+Data.swift (stdout) from `vivify models calibrate
+"""Writes Sources/Models/ShippedCalibrations+Data.swift (stdout) from `vivify models calibrate
 --output` files: SHA-256 of each model's files -> its name and ranges. Ranges are rounded
 outwards to five significant digits (lo down, hi up), so no measured value falls outside."""
 import json
