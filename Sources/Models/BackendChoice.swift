@@ -43,7 +43,7 @@ public enum BackendChoice: String, Sendable, CaseIterable {
     /// What the Vulkan backend stores values in under the `--precision` in force: "fp16"
     /// where fp16 is asked for and the device has 16-bit storage buffers, else "fp32" (what
     /// `--stats` records and a segmented job's workers are told).
-    static var vulkanPrecisionInForce: String {
+    package static var vulkanPrecisionInForce: String {
         guard PrecisionChoice.inForce == .fp16 else { return "fp32" }
         return (try? VulkanBackend(precision: .fp16))?.precision.rawValue ?? "fp32"
     }

@@ -1,6 +1,7 @@
 import Foundation
 import MediaIO
 import ModelCatalog
+import Models
 import Vivify
 import XCTest
 
