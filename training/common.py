@@ -31,6 +31,19 @@ def ab_error_histogram(pred_ab, true_ab, axis=-1, weights=None):
     return np.bincount(np.minimum(np.ceil(d).astype(np.int64), 151), weights=w, minlength=152)
 
 
+def loss_concentration(pred_ab, true_ab, weights, fraction=0.001, axis=-1):
+    """The share of a picture's rebalanced AuC loss that its worst `fraction` of pixels carry.
+    A pixel's loss is its weight times min(ab error, 150) / 150 (what it takes from the AuC over
+    thresholds 0..150). Near 1: a few rare-coloured pixels decide the picture's score."""
+    d = np.sqrt(((pred_ab - true_ab) ** 2).sum(axis=axis)).ravel()
+    loss = np.asarray(weights, dtype=np.float64).ravel() * np.minimum(d, 150) / 150
+    total = loss.sum()
+    if total <= 0:
+        return 0.0
+    k = max(1, int(round(fraction * loss.size)))
+    return float(np.partition(loss, loss.size - k)[-k:].sum() / total)
+
+
 def pooled_auc(histogram):
     """AuC (thresholds 0..150) of the cumulative mass of a summed `ab_error_histogram`."""
     return float(np.mean(np.cumsum(histogram)[:151] / histogram.sum()))

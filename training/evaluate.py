@@ -44,7 +44,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 from skimage import color
 
-from common import (ab_entropy, ab_error_histogram, ab_prior, auc, bicubic_pairs, colourfulness, image_files, joint_error_histogram,
+from common import (loss_concentration, ab_entropy, ab_error_histogram, ab_prior, auc, bicubic_pairs, colourfulness, image_files, joint_error_histogram,
                     pooled_auc, psnr, rebalance_weights, summarize)
 
 SHARED = "../shared"
@@ -246,18 +246,23 @@ def evaluate_guided(binary, model, work, shared, pictures=None, clips=GUIDED_CLI
         row["truth_flicker"] = flicker(src)
         zero = [np.zeros_like(t) for t in true_abs]
         for name, frames in [("grey", None)] + list(runs.items()):
-            hists, per = np.zeros((2, 152)), []
+            hists, per, conc = np.zeros((2, 152)), [], []
             for k, t in enumerate(true_abs):
                 ab = zero[k] if frames is None else color.rgb2lab(frames[k + 1])[..., 1:]
                 wts = rebalance_weights(t, prior)
                 hr = ab_error_histogram(ab, t, weights=wts)
                 hists += [ab_error_histogram(ab, t), hr]
                 per.append(100 * pooled_auc(hr))
-            row[name] = {"auc": 100 * pooled_auc(hists[0]), "rb_auc": 100 * pooled_auc(hists[1]), "per_frame_rb_auc": per}
+                conc.append(loss_concentration(ab, t, wts))
+            row[name] = {"auc": 100 * pooled_auc(hists[0]), "rb_auc": 100 * pooled_auc(hists[1]), "per_frame_rb_auc": per,
+                         # How much of a frame's rebalanced loss its worst 0.1% of pixels carry (mean over frames).
+                         "loss_in_worst_0.1%_of_pixels": float(np.mean(conc))}
             if frames is not None:
                 row[name]["colourfulness_ratio"] = float(np.mean([colourfulness(f.astype(float)) for f in frames[1:]])
                                                          / np.mean([colourfulness(f.astype(float)) for f in truth[1:]]))
                 row[name]["flicker"] = flicker(os.path.join(work, f"g-{name}.mkv"))
+        # The most any colour can gain over grey here: the truth's own rebalanced AuC is 100.
+        row["ceiling_over_grey"] = 100 - row["grey"]["rb_auc"]
         for name in runs:
             row[name]["rb_margin_over_grey"] = row[name]["rb_auc"] - row["grey"]["rb_auc"]
             row[name]["per_frame_margin"] = [a - b for a, b in zip(row[name]["per_frame_rb_auc"], row["grey"]["per_frame_rb_auc"])]
@@ -293,6 +298,7 @@ def evaluate_guided(binary, model, work, shared, pictures=None, clips=GUIDED_CLI
         out[clip] = row
         a = row["automatic"]
         print(f"{clip}: keyframe-guided rebalanced AuC {k['rb_auc']:.2f} (+{k['rb_margin_over_grey']:.2f} over grey {row['grey']['rb_auc']:.2f}, "
+              f"of +{row['ceiling_over_grey']:.2f} possible; worst 0.1% of pixels {100 * k['loss_in_worst_0.1%_of_pixels']:.0f}% of the loss, "
               f"automatic +{a['rb_margin_over_grey']:.2f}); AuC {k['auc']:.2f} vs automatic {a['auc']:.2f}, grey {row['grey']['auc']:.2f}; "
               f"colourfulness {100 * k['colourfulness_ratio']:.0f}% (automatic {100 * a['colourfulness_ratio']:.0f}%); flicker {k['flicker']:.3f} vs "
               f"truth {row['truth_flicker']:.3f}; last frame keyframe - automatic {row['last_frame_reference_minus_automatic']:+.2f}; photo pairs "

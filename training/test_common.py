@@ -7,8 +7,8 @@ import os, sys, unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (ab_counts, bin_weights, ab_error_histogram, ab_prior, bootstrap_margins, joint_error_histogram, pooled_auc,
-                    rebalance_weights, smoothed_prior, summarize)
+from common import (ab_counts, bin_weights, ab_error_histogram, ab_prior, bootstrap_margins, joint_error_histogram, loss_concentration,
+                    pooled_auc, rebalance_weights, smoothed_prior, summarize)
 
 
 def photos(seed, n=8, spread=25.0):
@@ -132,3 +132,25 @@ class PooledMetricsTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LossConcentrationTests(unittest.TestCase):
+    def test_one_wrong_pixel_carries_all_the_loss(self):
+        truth = np.zeros((40, 50, 2))
+        pred = truth.copy()
+        pred[7, 9] = (60, -40)
+        self.assertAlmostEqual(loss_concentration(pred, truth, np.ones((40, 50))), 1.0)
+
+    def test_even_errors_spread_the_loss(self):
+        """Every pixel equally wrong and equally weighted: the worst 0.1% carry 0.1% of it;
+        a weight 1000 times the rest on those pixels makes them carry about half."""
+        truth = np.zeros((100, 100, 2))
+        pred = truth + 10
+        w = np.ones((100, 100))
+        self.assertAlmostEqual(loss_concentration(pred, truth, w), 0.001, places=6)
+        w.ravel()[:10] = 1000
+        self.assertAlmostEqual(loss_concentration(pred, truth, w), 10000 / (10000 + 9990), places=6)
+
+    def test_no_loss_is_zero(self):
+        truth = np.ones((8, 8, 2))
+        self.assertEqual(loss_concentration(truth, truth, np.ones((8, 8))), 0.0)
