@@ -51,11 +51,9 @@ struct BenchCommand: ParsableCommand {
         abstract: "Run generated frames through the real pipeline and report against the target frame rate.",
         discussion: "Prints the per-stage frame-timing summary, whether the target rate is met, the limiting stage, FLOPs per frame and the achieved GFLOP/s of each model stage.")
 
-    @Option(help: "Upscale with MODEL (alone or 2: the built-in vivify-fast-2x; else a catalog name, .wifm or .param path).")
-    var upscale: String?
-
-    @Option(help: "Colorize with MODEL (alone: the built-in vivify-color; else a .wifm, or a .param with .bin and .json beside it).")
-    var colorize: String?
+    /// The model options of `vivify run`, so that a stage's option is declared once and the
+    /// bench runs what `run` would (its backend, precision, tiles, colour guide and filters).
+    @OptionGroup var model: ModelOptions
 
     @Option(help: "Frame size, WxH.")
     var size: String
@@ -63,23 +61,9 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Number of generated frames.")
     var frames: Int = 60
 
-    @OptionGroup var guideOptions: GuideOptions
-    @OptionGroup var filterOptions: FilterOptions
-
     @Flag(inversion: .prefixedNo, help: "Anchor each shot's colour to its own earlier frames, as `vivify run` does (on by default).")
     var anchor = true
 
-    @Option(name: .customLong("custom-layers"), help: ArgumentHelp("Run Core ML custom layers that no declaration covers in this shared library (see `vivify run --help`).", valueName: "LIB.so"))
-    var customLayers: String?
-
-    @Option(help: "Tile size in input pixels for the model.")
-    var tile: Int?
-
-    @Option(help: "Backend: auto (default: Vulkan on a GPU when there is one, else onednn), onednn, vulkan or reference.")
-    var backend: BackendChoice = .auto
-
-    @OptionGroup var threadOptions: ThreadOptions
-    @OptionGroup var memoryOptions: MemoryOptions
     @OptionGroup var limitOptions: LimitOptions
     @OptionGroup var timing: TimingOptions
 
@@ -88,27 +72,17 @@ struct BenchCommand: ParsableCommand {
             throw ValidationError("'--size \(size)' is not a frame size. Write it as WxH, e.g. --size 640x360.")
         }
         if frames < 1 { throw ValidationError("'--frames \(frames)' must be at least 1.") }
-        _ = try filterOptions.stages(colorize: colorize != nil, upscale: upscale != nil, colorizeAfter: false)
-    }
-
-    /// Threads, memory, pixels and the custom layer library.
-    var benchLimits: RunLimits {
-        var limits = RunLimits(threads: threadOptions, memory: memoryOptions, pixels: limitOptions)
-        limits.customLayers = customLayers
-        return limits
     }
 
     /// The bench these options describe: generated frames through the stages, the output
     /// thrown away.
     func benchConfiguration() throws -> RunConfiguration {
         var c = Bench.configuration(size: FrameSize(parsing: size)!, frames: frames)
-        c.stages = StageSettings(colorize: colorize, upscale: upscale, tile: tile)
-        c.stages.colourGuide = guideOptions.spec
-        c.stages.filters = try filterOptions.stages(colorize: colorize != nil, upscale: upscale != nil, colorizeAfter: false)
+        c.stages = model.stages
         c.stages.anchorShots = anchor
-        c.run.backend = backend
+        c.run.backend = model.backend
         if let fps = timing.targetFps { c.run.targetFPS = fps }
-        c.limits = benchLimits
+        c.limits = model.limits(pixels: limitOptions)
         return c
     }
 
