@@ -180,6 +180,33 @@ final class CompiledCustomLayerTests: XCTestCase {
         print("compiled custom layers in tiles, [0,1] units: " + report.joined(separator: "; "))
     }
 
+    /// Issue 32's bar across its whole matrix: the fp16 and 8-bit (linear, LUT) weight
+    /// formats, declared and compiled, in 20-pixel tiles with statistics passes on both
+    /// backends, each within 1e-4 of its own numpy reference (fp32 is above).
+    func testEveryWeightFormatTilesDeclaredAndCompiled() throws {
+        let fixture = try CoreMLCustomLayerTests.floats("style.input.f32")
+        var report: [String] = []
+        for format in ["style_fp16", "style_linear8", "style_lut8"] {
+            let expected = try CoreMLCustomLayerTests.floats(format + ".output.f32")
+            CompiledCustomLayers.libraryPath = nil
+            let declared = try CoreMLImporter.load(path: CoreMLCustomLayerTests.fixtures.appendingPathComponent(format + ".mlmodel").path).graph
+            CompiledCustomLayers.libraryPath = try build("libfault-\(format).so")
+            let compiled = try load(format).graph
+            XCTAssertEqual(compiled.nodes.filter(Self.isExternal).count, 3, format)
+            for (how, graph) in [("declared", declared), ("compiled", compiled)] {
+                let spec = try TilingSpec.inferred(for: graph)
+                for backend in [try DNNLBackend(), ReferenceBackend()] as [InferenceBackend] {
+                    let runner = try TiledRunner(graph: graph, spec: spec, backend: backend, tileSize: 20)
+                    XCTAssertEqual(runner.passes(height: 40, width: 40), graph.instanceNormIndices.count + 1, "\(format) \(how): tiles with statistics")
+                    let d = CoreMLNeuralNetworkTests.maxDiff(try CoreMLCustomLayerTests.run(runner, fixture, height: 40, width: 40), expected) / 255
+                    XCTAssertLessThanOrEqual(d, 1e-4, "\(format) \(how) in 20-pixel tiles on \(backend.name)")
+                    report.append(String(format: "%@ %@ %@ %.1e", format, how, backend.name, d))
+                }
+            }
+        }
+        print("every weight format in 20-pixel tiles against its reference, [0,1] units: " + report.joined(separator: ", "))
+    }
+
     /// The batch-norm twin (no whole-picture statistics): with its layers compiled it tiles in
     /// one pass (plain tiles, the receptive radius as border) and gives, tile for tile, what
     /// the declared layers give in the same tiles.
