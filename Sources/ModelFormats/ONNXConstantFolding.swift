@@ -125,7 +125,7 @@ enum ConstantFolding {
             guard k >= 0, k < n else { throw FoldingError(why: "gathers index \(i) of \(n)") }
             return k
         }
-        guard let outer = ModelLimits.elementCount(data.dims[..<ax]), let inner = ModelLimits.elementCount(data.dims[(ax + 1)...]) else {
+        guard ModelLimits.elementCount(data.dims[..<ax]) != nil, let inner = ModelLimits.elementCount(data.dims[(ax + 1)...]) else {
             throw FoldingError(why: "gathers from a tensor of shape \(data.dims)")
         }
         let dims = Array(data.dims[..<ax]) + indices.dims + Array(data.dims[(ax + 1)...])

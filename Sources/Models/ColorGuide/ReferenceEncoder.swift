@@ -270,7 +270,7 @@ final class ColourDetail: @unchecked Sendable {
                 for xx in max(0, x - r)...min(w - 1, x + r) { rows[y * w + xx] = 1 }
             }
         }
-        _ = busy.initialize(repeating: 0)
+        busy.initialize(repeating: 0)
         for y in 0..<h {
             for x in 0..<w where rows[y * w + x] == 1 {
                 for yy in max(0, y - r)...min(h - 1, y + r) { busy[yy * w + x] = 1 }
