@@ -91,7 +91,7 @@ let package = Package(
         .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "Vivify"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "EngineDNNL", "ModelFormats", "Compute"], exclude: ["Fixtures"]),
         .testTarget(name: "EngineVulkanTests", dependencies: ["EngineVulkan", "Engine", "ModelFormats", "CVulkan"]),
-        .testTarget(name: "VivifyTests", dependencies: ["Vivify", "Models", "EngineDNNL", "ModelFormats", "MediaIO", "ModelCatalog", "Tracing"],
+        .testTarget(name: "VivifyTests", dependencies: ["Vivify", "Models", "EngineDNNL", "EngineVulkan", "ModelFormats", "MediaIO", "ModelCatalog", "Tracing"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
         .testTarget(name: "TracingTests", dependencies: ["Tracing"]),

@@ -1,3 +1,4 @@
+import EngineVulkan
 import Foundation
 import MediaIO
 import ModelCatalog
@@ -18,9 +19,24 @@ import XCTest
 /// transposed one; realcugan-2x: a U-Net with squeeze-and-excitation), one 16-pixel crop each
 /// (14 s here). `VIVIFY_FP16_QUALITY_ALL=1` runs every catalog family at 2× on 24-pixel
 /// crops of both photos (203 s on 2 loaded cores; PSNR 72.3 to 78.5 dB).
+///
+/// Like every in-process Vulkan test (EngineVulkanTests' ValidatedVulkanTestCase), under the
+/// Khronos validation layer, which must stay silent. The layer is asked for before anything
+/// opens the process's one Vulkan device, whichever test class XCTest runs first: when this
+/// class opened it unvalidated, every EngineVulkanTests test after it failed (CI, stop 40).
 final class VulkanFP16QualityTests: XCTestCase {
+    override class func setUp() {
+        super.setUp()
+        setenv(VulkanValidation.variable, "1", 1)
+        setenv("VIVIFY_CACHE_DIR", NSTemporaryDirectory() + "vivify-test-cache", 0)
+    }
+
     override func tearDown() {
         PrecisionChoice.fp32.apply()
+        let said = VulkanValidation.messages
+        XCTAssertEqual(said.count, 0, "the Khronos validation layer said \(said.count) thing(s), first: \(said.prefix(3).joined(separator: " | "))")
+        VulkanValidation.clear()
+        super.tearDown()
     }
 
     /// Every family on both photos, or the CI set.
