@@ -96,7 +96,7 @@ let package = Package(
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
         .testTarget(name: "TracingTests", dependencies: ["Tracing"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["CZip", "CDNNL", "CFFmpeg"]),
-        .testTarget(name: "VivifyCLITests", dependencies: ["Vivify", "Models", "vivify", "MediaIO", "ModelCatalog", "ColorScience"]),
+        .testTarget(name: "VivifyCLITests", dependencies: ["Vivify", "Models", "vivify", "MediaIO", "ModelCatalog", "ColorScience", "Compute"]),
         .testTarget(name: "ModelCatalogTests", dependencies: ["ModelCatalog"]),
         .testTarget(name: "ColorScienceTests", dependencies: ["ColorScience"], exclude: ["Fixtures"]),
         .testTarget(name: "ModelFormatsTests", dependencies: ["ModelFormats", "Engine", "EngineDNNL"], exclude: ["Fixtures"]),

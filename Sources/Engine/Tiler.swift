@@ -55,23 +55,10 @@ public final class TiledRunner {
     /// `padding` is cropped from the output.
     private var consumed: [Shape: Int] = [:]
 
-    /// The memory budget automatic tiles are chosen under (`--max-memory`), in bytes. Setting
-    /// it also lifts the speed cap on automatic tiles (`preferredTile`): the caller asked for
-    /// tiles as large as the budget allows.
-    public static var defaultMemoryBudget: Int {
-        get { budget.load(ordering: .relaxed) }
-        set {
-            budget.store(max(newValue, 16 << 20), ordering: .relaxed)
-            budgetGiven.store(true, ordering: .relaxed)
-        }
-    }
-    private static let budget = Atomic<Int>(TiledRunner.standardMemoryBudget)
-    private static let budgetGiven = Atomic<Bool>(false)
-    /// Whether `defaultMemoryBudget` was set (`--max-memory` given): tiles are then chosen by
-    /// the budget alone, without the speed cap.
-    public static var memoryBudgetGiven: Bool { budgetGiven.load(ordering: .relaxed) }
     /// The budget unless `--max-memory` says otherwise: fits a laptop.
     public static let standardMemoryBudget = 1 << 30
+    /// The smallest budget a runner takes: a smaller one given is raised to it.
+    public static let smallestMemoryBudget = 16 << 20
     /// The largest automatic tile unless `--max-memory` is given, chosen by measurement
     /// (Benchmarks/tile_memory_bench.py, 1920×1080, this 2-core Zen 4): 128–192-pixel tiles
     /// ran waifu2x-photo-2x in 8.3–8.8 s against 18.7 s for the 591-pixel tiles a 3 GiB budget
@@ -79,16 +66,20 @@ public final class TiledRunner {
     /// against 13.6 s (0.6–1.1 GB against 3.5 GB); some sizes near 256 are slow in oneDNN's
     /// kernels (waifu2x at 256: 16.2 s).
     public static let preferredTile = 192
-    /// The cap automatic tiles get now: `preferredTile`, or none once a budget was given.
-    public static var automaticTileCap: Int { automaticTileCap(preferred: preferredTile) }
-    /// The cap automatic tiles get on a backend that prefers `preferred`-pixel tiles.
-    public static func automaticTileCap(preferred: Int) -> Int { budgetGiven.load(ordering: .relaxed) ? 1024 : preferred }
+    /// The cap automatic tiles get on a backend that prefers `preferred`-pixel tiles:
+    /// `preferred`, or none (1024) when a memory budget was given (the caller asked for tiles
+    /// as large as the budget allows).
+    public static func automaticTileCap(preferred: Int, budgetGiven: Bool) -> Int { budgetGiven ? 1024 : preferred }
 
-    /// Makes a runner. `tileSize` nil picks one from `memoryBudget` bytes; for a model with
-    /// instance normalisations, whose tiles cost a pass per normalisation, nil means whole
-    /// frames unless `defaultMemoryBudget` was set (`--max-memory`).
+    /// Makes a runner. `tileSize` nil picks one from `memoryBudget` bytes (`--max-memory`;
+    /// nil: `standardMemoryBudget`, with automatic tiles capped at the backend's preferred
+    /// size; given, at least `smallestMemoryBudget` and no speed cap). For a model with
+    /// instance normalisations, whose tiles cost a pass per normalisation, nil `tileSize` means
+    /// whole frames unless a budget is given.
     public init(graph: Graph, spec: TilingSpec, backend: InferenceBackend, tileSize: Int? = nil,
-                memoryBudget: Int = TiledRunner.defaultMemoryBudget) throws {
+                memoryBudget: Int? = nil) throws {
+        let budgetGiven = memoryBudget != nil
+        let budget = memoryBudget.map { max($0, Self.smallestMemoryBudget) } ?? Self.standardMemoryBudget
         self.graph = graph
         self.spec = spec
         self.backend = backend
@@ -102,7 +93,7 @@ public final class TiledRunner {
                 throw EngineError(.invalidSetting, "Tile size \(tileSize) is too small for \(graph.source); use at least \(max(8, grid)).")
             }
             self.tileSize = tileSize / grid * grid
-        } else if statistics != nil, !Self.memoryBudgetGiven {
+        } else if statistics != nil, !budgetGiven {
             // Tiles cost this model a pass per instance normalisation: whole frames, as before,
             // unless --tile or --max-memory asks for tiles.
             self.tileSize = 1 << 16
@@ -111,10 +102,10 @@ public final class TiledRunner {
             var bordered = spec
             bordered.padding = statistics.padding
             let a = statistics.alignment
-            self.tileSize = max(a, try Self.automaticTileSize(graph: graph, spec: bordered, budget: memoryBudget, cap: 1 << 16) / a * a)
+            self.tileSize = max(a, try Self.automaticTileSize(graph: graph, spec: bordered, budget: budget, cap: 1 << 16) / a * a)
         } else {
-            self.tileSize = try Self.automaticTileSize(graph: graph, spec: spec, budget: memoryBudget,
-                                                       cap: Self.automaticTileCap(preferred: backend.preferredTile))
+            self.tileSize = try Self.automaticTileSize(graph: graph, spec: spec, budget: budget,
+                                                       cap: Self.automaticTileCap(preferred: backend.preferredTile, budgetGiven: budgetGiven))
         }
     }
 
@@ -132,7 +123,7 @@ public final class TiledRunner {
     }
 
     /// The largest tile whose intermediate tensors fit in `budget` bytes, at most `cap`.
-    public static func automaticTileSize(graph: Graph, spec: TilingSpec, budget: Int, cap: Int = TiledRunner.automaticTileCap) throws -> Int {
+    public static func automaticTileSize(graph: Graph, spec: TilingSpec, budget: Int, cap: Int = TiledRunner.preferredTile) throws -> Int {
         let probe = 64
         let side = probe + 2 * spec.padding
         let channels = graph.inputChannels ?? 3

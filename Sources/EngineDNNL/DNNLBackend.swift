@@ -41,13 +41,6 @@ public final class DNNLBackend: InferenceBackend, @unchecked Sendable {
         picture.add(1, ordering: .relaxed)
     }
 
-    /// The precision backends made without one compute in (`--precision`; fp32 unless set).
-    public static var defaultPrecision: ComputePrecision {
-        get { ComputePrecision.allCases[chosenPrecision.load(ordering: .relaxed)] }
-        set { chosenPrecision.store(ComputePrecision.allCases.firstIndex(of: newValue)!, ordering: .relaxed) }
-    }
-    private static let chosenPrecision = Atomic<Int>(0)
-
     /// Whether this CPU runs oneDNN's bf16 convolutions natively (AVX-512 BF16 or AMX);
     /// without, oneDNN would emulate them far slower than fp32.
     public static var cpuHasBF16: Bool {
@@ -69,13 +62,13 @@ public final class DNNLBackend: InferenceBackend, @unchecked Sendable {
         return isa & dnnl_cpu_isa_avx512_core_vnni.rawValue == dnnl_cpu_isa_avx512_core_vnni.rawValue
     }
 
-    /// Creates the CPU engine and its stream; `precision` nil takes `defaultPrecision`.
+    /// Creates the CPU engine and its stream, computing in `precision` (the run's
+    /// `--precision` as its caller resolved it; fp32 unless given).
     /// - Parameters:
     ///   - calibration: the int8 input ranges (`.int8` runs in fp32 without one).
     ///   - observer: records every convolution's input range as graphs run (for calibration;
     ///     use with fp32).
-    public init(precision: ComputePrecision? = nil, calibration: Int8Calibration? = nil, observer: Int8Observer? = nil) throws {
-        let precision = precision ?? Self.defaultPrecision
+    public init(precision: ComputePrecision = .fp32, calibration: Int8Calibration? = nil, observer: Int8Observer? = nil) throws {
         // int8 without a calibration (a model nothing calibrated: the colorizer) is plain fp32.
         self.precision = precision == .int8 && calibration == nil ? .fp32 : precision
         self.calibration = precision == .int8 ? calibration : nil

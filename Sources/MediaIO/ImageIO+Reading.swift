@@ -73,7 +73,7 @@ extension ImageIO {
     }
 
     /// Sends the whole file as one packet and takes the one picture out.
-    static func decode(_ packet: PacketBox, as format: ImageFileFormat, path: String) throws -> FrameBox {
+    static func decode(_ packet: PacketBox, as format: ImageFileFormat, path: String, maxPixels: Int) throws -> FrameBox {
         guard let codec = avcodec_find_decoder(format.codecID) else {
             throw MediaError(.unsupported, "Cannot read '\(path)': this FFmpeg has no \(format.name) decoder. Install an FFmpeg build with it.")
         }
@@ -81,7 +81,7 @@ extension ImageIO {
         // Without this the JPEG decoder fills a truncated file's missing rows with grey and
         // reports nothing; a still image has no later frames to make up for a damaged one.
         context.pointer.pointee.err_recognition |= AV_EF_EXPLODE
-        context.pointer.pointee.max_pixels = Int64(MediaLimits.maxPixels)
+        context.pointer.pointee.max_pixels = Int64(maxPixels)
         try avCheck(avcodec_open2(context.pointer, codec, nil), .internalFailure, "Cannot open FFmpeg's \(format.name) decoder for '\(path)'")
         func damaged(_ code: Int32) -> MediaError {
             MediaError(.corruptInput, "Cannot decode '\(path)': \(avErrorString(code)). The \(format.name) data is damaged or cut short; re-export the image, or re-save it with a tool that conceals damage (`ffmpeg -i in out.png`) and pass that.")

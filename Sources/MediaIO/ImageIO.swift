@@ -50,15 +50,16 @@ public enum ImageIO {
     /// (the files `write` makes carry no EXIF).
     /// - Throws: `MediaError` `.inputUnreadable` when the file is missing, unreadable or not
     ///   an image; `.unsupported` for other image formats (GIF, BMP, WebP, TIFF); and
-    ///   `.corruptInput` when the PNG or JPEG data is damaged.
-    public static func read(path: String) throws -> StillImage {
+    ///   `.corruptInput` when the PNG or JPEG data is damaged; `.corruptInput` too for a
+    ///   picture beyond `maxPixels` pixels (`--max-pixels`).
+    public static func read(path: String, maxPixels: Int = MediaLimits.defaultMaxPixels) throws -> StillImage {
         let packet = try loadFile(path)
         let format = try ImageFileFormat(sniffing: packet, path: path)
         // The size the file declares, checked before the decoder allocates the picture.
         if let (w, h) = declaredSize(packet, format) {
-            try MediaLimits.checkFrame(width: w, height: h, what: "The image '\(path)'")
+            try MediaLimits.checkFrame(width: w, height: h, what: "The image '\(path)'", limit: maxPixels)
         }
-        let frame = try decode(packet, as: format, path: path)
+        let frame = try decode(packet, as: format, path: path, maxPixels: maxPixels)
         var image = try unpack(frame.pointer, from: format, path: path)
         if let orientation = exifOrientation(frame.pointer) {
             image.color = image.color.reoriented(exif: orientation)

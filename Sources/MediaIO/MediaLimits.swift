@@ -20,21 +20,12 @@ public enum MediaLimits {
     /// The frame-rate range accepted from files and options, in frames per second.
     public static let frameRates: ClosedRange<Double> = 0.001...1000
 
-    private static let lock = NSLock()
-    nonisolated(unsafe) private static var _maxPixels = defaultMaxPixels
-
-    /// The pixels-per-frame limit in force (`--max-pixels` sets it once, before any work).
-    public static var maxPixels: Int {
-        get { lock.withLock { _maxPixels } }
-        set { lock.withLock { _maxPixels = newValue } }
-    }
-
-    /// `width`×`height` if it is within the limits, else the error: `kind` `.corruptInput`
-    /// for a file's declared size, `.invalidOptions` for a size the settings produce.
-    /// `what` names the frame ("'in.y4m'", "the upscaler's output").
+    /// `width`×`height` if it is within the limits (`limit` pixels per frame: the run's
+    /// `--max-pixels`), else the error: `kind` `.corruptInput` for a file's declared size,
+    /// `.invalidOptions` for a size the settings produce. `what` names the frame ("'in.y4m'",
+    /// "the upscaler's output").
     @discardableResult
-    public static func checkFrame(width: Int, height: Int, what: String, kind: MediaError.Kind = .corruptInput) throws -> Int {
-        let limit = maxPixels
+    public static func checkFrame(width: Int, height: Int, what: String, kind: MediaError.Kind = .corruptInput, limit: Int) throws -> Int {
         guard width > 0, height > 0 else {
             throw MediaError(kind, "\(what) has a frame size of \(width)x\(height); both sides must be at least 1.")
         }

@@ -106,19 +106,21 @@ public final class MediaReader: FrameSource {
     ///   - matrixOverride: the YUV matrix to use instead of the file's tag or the size rule.
     ///   - networkTimeout: for a network URL, the seconds without data after which the input
     ///     ends (before its first packet: fails).
+    ///   - maxPixels: the largest frame, in pixels, the input may have (`--max-pixels`).
     /// `avformat_find_stream_info` with each stream's probing decoder limited to
-    /// `MediaLimits.maxPixels`, so probing a huge picture fails instead of allocating it.
-    private static func findStreamInfo(_ ctx: UnsafeMutablePointer<AVFormatContext>?) -> Int32 {
+    /// `maxPixels`, so probing a huge picture fails instead of allocating it.
+    private static func findStreamInfo(_ ctx: UnsafeMutablePointer<AVFormatContext>?, maxPixels: Int) -> Int32 {
         guard let ctx else { return AVCode.invalidData }
         let count = Int(ctx.pointee.nb_streams)
         var options = [OpaquePointer?](repeating: nil, count: max(count, 1))
-        for i in 0..<count { av_dict_set(&options[i], "max_pixels", "\(MediaLimits.maxPixels)", 0) }
+        for i in 0..<count { av_dict_set(&options[i], "max_pixels", "\(maxPixels)", 0) }
         defer { for i in 0..<count { av_dict_free(&options[i]) } }
         return options.withUnsafeMutableBufferPointer { avformat_find_stream_info(ctx, $0.baseAddress) }
     }
 
     public init(path: String, outputFormat: PixelFormat? = nil, copyStreams: Bool = true, strict: Bool = false,
-                matrixOverride: Int32? = nil, networkTimeout: Double = NetworkURL.defaultTimeout) throws {
+                matrixOverride: Int32? = nil, networkTimeout: Double = NetworkURL.defaultTimeout,
+                maxPixels: Int = MediaLimits.defaultMaxPixels) throws {
         self.path = path
         self.networkTimeout = networkTimeout
         self.strict = strict
@@ -151,7 +153,7 @@ public final class MediaReader: FrameSource {
         }
         if openCode < 0 { throw Self.openFailure(path, openCode) }
         format = ctx
-        let infoCode = Self.findStreamInfo(ctx)
+        let infoCode = Self.findStreamInfo(ctx, maxPixels: maxPixels)
         // A signal while the streams were probed (a slow network source) leaves them half
         // described (no size, no rate): that is an interruption, not a file to configure from.
         if InputCancellation.isCancelled {
@@ -167,9 +169,9 @@ public final class MediaReader: FrameSource {
             if par.width <= 0 || par.height <= 0 {
                 // Sized only by decoding (MJPEG, some raw streams), and the probing decoder
                 // refused the frame at the limit, or the stream is damaged.
-                throw MediaError(.corruptInput, "Cannot size the video of '\(path)': its first frame could not be decoded within the limit of \(MediaLimits.maxPixels) pixels per frame, or it is damaged. If the frames are that large, pass --max-pixels N (about 12 bytes of memory per pixel per buffer).")
+                throw MediaError(.corruptInput, "Cannot size the video of '\(path)': its first frame could not be decoded within the limit of \(maxPixels) pixels per frame, or it is damaged. If the frames are that large, pass --max-pixels N (about 12 bytes of memory per pixel per buffer).")
             }
-            try MediaLimits.checkFrame(width: Int(par.width), height: Int(par.height), what: "'\(path)'")
+            try MediaLimits.checkFrame(width: Int(par.width), height: Int(par.height), what: "'\(path)'", limit: maxPixels)
         }
         if best == vivify_averror_decoder_not_found() || (best >= 0 && codec == nil) {
             let id = best >= 0 ? ctx!.pointee.streams[Int(best)]!.pointee.codecpar.pointee.codec_id : AV_CODEC_ID_NONE
@@ -191,7 +193,7 @@ public final class MediaReader: FrameSource {
         dec!.pointee.thread_count = strict ? 1 : 0
         dec!.pointee.thread_type = strict ? 0 : FF_THREAD_FRAME | FF_THREAD_SLICE
         dec!.pointee.err_recognition |= AV_EF_CRCCHECK | AV_EF_BITSTREAM | (strict ? AV_EF_EXPLODE : 0)
-        dec!.pointee.max_pixels = Int64(MediaLimits.maxPixels)
+        dec!.pointee.max_pixels = Int64(maxPixels)
         let codecName = String(cString: codec!.pointee.name)
         try avCheck(avcodec_open2(dec, codec, nil), .unsupported, "Cannot open the \(codecName) decoder for '\(path)'")
 

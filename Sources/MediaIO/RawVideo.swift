@@ -6,12 +6,15 @@ public final class RawVideoReader: FrameSource {
     public var copyableStreams: [CopyableStream] { [] }
     public var corruptCount: Int { 0 }
 
-    /// Opens `path` ("-" for standard input) holding `format` frames of `width`×`height` at `rate`.
-    public init(path: String, format: PixelFormat, width: Int, height: Int, rate: Rational) throws {
+    /// Opens `path` ("-" for standard input) holding `format` frames of `width`×`height` at
+    /// `rate`; a size beyond `maxPixels` pixels (`--max-pixels`) is refused.
+    public init(path: String, format: PixelFormat, width: Int, height: Int, rate: Rational,
+                maxPixels: Int = MediaLimits.defaultMaxPixels) throws {
         guard format == .rgb24 || format == .gray else {
             throw MediaError(.invalidOptions, "Raw input must be rgb24 or gray, not \(format.rawValue).")
         }
-        try MediaLimits.checkFrame(width: width, height: height, what: "Raw input of --size \(width)x\(height)", kind: .invalidOptions)
+        try MediaLimits.checkFrame(width: width, height: height, what: "Raw input of --size \(width)x\(height)", kind: .invalidOptions,
+                                  limit: maxPixels)
         guard MediaLimits.isPlausible(frameRate: rate) else {
             throw MediaError(.invalidOptions, "--rate \(rate) is not a frame rate from 1/1000 to 1000 fps. Write it as 30, 29.97 or 30000/1001.")
         }

@@ -71,8 +71,9 @@ public final class Y4MReader: FrameSource {
     /// Notes on what had to be assumed (missing frame rate).
     public private(set) var assumptions: [String] = []
 
-    /// Opens `path` ("-" for standard input) and reads its header.
-    public init(path: String) throws {
+    /// Opens `path` ("-" for standard input) and reads its header; frames beyond `maxPixels`
+    /// pixels (`--max-pixels`) are refused from it.
+    public init(path: String, maxPixels: Int = MediaLimits.defaultMaxPixels) throws {
         input = try ByteReader(path: path)
         guard let line = try input.readLine(limit: 4096) else {
             if InputCancellation.isCancelled {
@@ -85,7 +86,7 @@ public final class Y4MReader: FrameSource {
             throw MediaError(.corruptInput, "\(input.name): the y4m header has no valid W (width) and H (height). Fix the producer of the stream.")
         }
         // Before any frame is allocated: a header can declare any size.
-        try MediaLimits.checkFrame(width: w, height: h, what: "The y4m stream \(input.name)")
+        try MediaLimits.checkFrame(width: w, height: h, what: "The y4m stream \(input.name)", limit: maxPixels)
         let tag = header.value("C") ?? "420jpeg"
         guard let format = Y4MHeader.pixelFormat(colorTag: tag) else {
             throw MediaError(.unsupported, "\(input.name): y4m colour space 'C\(tag)' is not supported. Use 8-bit 420jpeg, 420mpeg2, 420paldv, 422, 444 or mono (e.g. ffmpeg … -pix_fmt yuv420p).")

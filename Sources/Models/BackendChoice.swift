@@ -32,19 +32,21 @@ public enum BackendChoice: String, Sendable, CaseIterable {
     private static let autoDevice: Result<VulkanDeviceInfo?, Error> = Result { try VulkanDevices.autoDevice() }
     private static let autoResolution: Result<BackendChoice, Error> = autoDevice.map { $0 == nil ? .onednn : .vulkan }
 
-    package func make() throws -> InferenceBackend {
+    /// The backend, running a model that decides nothing for itself under `precision`
+    /// (`PrecisionChoice.precision(measured: false)` on oneDNN, its storage on Vulkan).
+    package func make(precision: PrecisionChoice = .fp32) throws -> InferenceBackend {
         switch try resolved() {
-        case .onednn, .auto: return try DNNLBackend()
+        case .onednn, .auto: return try DNNLBackend(precision: precision.precision(measured: false))
         case .reference: return ReferenceBackend()
-        case .vulkan: return try VulkanBackend(precision: PrecisionChoice.inForce.vulkanPrecision)
+        case .vulkan: return try VulkanBackend(precision: precision.vulkanPrecision)
         }
     }
 
-    /// What the Vulkan backend stores values in under the `--precision` in force: "fp16"
-    /// where fp16 is asked for and the device has 16-bit storage buffers, else "fp32" (what
-    /// `--stats` records and a segmented job's workers are told).
-    package static var vulkanPrecisionInForce: String {
-        guard PrecisionChoice.inForce == .fp16 else { return "fp32" }
+    /// What the Vulkan backend stores values in under `precision`: "fp16" where fp16 is
+    /// asked for and the device has 16-bit storage buffers, else "fp32" (what `--stats`
+    /// records and a segmented job's workers are told).
+    package static func vulkanStorage(under precision: PrecisionChoice) -> String {
+        guard precision == .fp16 else { return "fp32" }
         return (try? VulkanBackend(precision: .fp16))?.precision.rawValue ?? "fp32"
     }
 

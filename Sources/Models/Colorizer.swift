@@ -60,15 +60,17 @@ package final class Colorizer {
     /// `.param` (Core ML `.mlmodel`/`.mlpackage`) with its `.bin` and `.json` description beside it.
     /// `saturation` multiplies the predicted chroma (1 keeps it; the gamut fit still applies).
     /// `anchorShots` (with `stabilize`): each shot's colour anchored to its own earlier frames.
-    package init(model argument: String, backend: BackendChoice = .onednn, stabilize: Bool, saturation: Float = 1,
-                guide: ColourGuideSpec = ColourGuideSpec(), anchorShots: Bool = true) throws {
+    /// `settings`: the precision it computes in (what an unmeasured model gets) and the
+    /// largest guide picture it reads.
+    package init(model argument: String, backend: BackendChoice = .onednn, settings: ComputeSettings = ComputeSettings(),
+                stabilize: Bool, saturation: Float = 1, guide: ColourGuideSpec = ColourGuideSpec(), anchorShots: Bool = true) throws {
         guard Self.saturationRange.contains(saturation) else {
             throw MediaError(.invalidOptions, Self.saturationError(saturation))
         }
         self.saturation = saturation
         // Video (the stabilizer on) has a guide even without guidance: shots anchor their own colour.
         let anchor = stabilize && anchorShots
-        self.guide = guide.isEmpty && !anchor ? nil : try ColourGuide(spec: guide, backend: backend, anchorShots: anchor)
+        self.guide = guide.isEmpty && !anchor ? nil : try ColourGuide(spec: guide, backend: backend, settings: settings, anchorShots: anchor)
         let loaded = try ModelResolver.resolve(argument, task: .colorize)
         graph = loaded.graph
         spec = loaded.colorizer ?? ColorizerSpec()
@@ -78,7 +80,7 @@ package final class Colorizer {
         name = loaded.name
         modelFiles = loaded.files
         let model = argument
-        self.backend = try backend.make()
+        self.backend = try backend.make(precision: settings.precision)
         stabilizer = stabilize ? TemporalStabilizer() : nil
         let channels = spec.input == .l ? 1 : 4
         if let c = graph.inputChannels, c != channels {

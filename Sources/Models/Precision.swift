@@ -1,7 +1,6 @@
 package import Engine
 internal import EngineDNNL
 internal import EngineVulkan
-import Synchronization
 
 /// `--precision`: the number format the oneDNN backend's convolutions compute in, or the
 /// Vulkan backend's buffers store (fp16).
@@ -63,12 +62,8 @@ public enum PrecisionChoice: String, Sendable, CaseIterable, Codable {
         ComputePrecision(rawValue: resolved(measured: measured).precision) ?? .fp32
     }
 
-    /// The choice in force: fp32 unless `apply`d (the library keeps pictures that do not depend
-    /// on the CPU's instructions; the `vivify` command applies `auto` unless told otherwise).
-    package static var inForce: PrecisionChoice { allCases[chosen.load(ordering: .relaxed)] }
-    /// Written only by `RunLimits.putInForce()`.
-    package static let chosen = Atomic<Int>(0)
-
-    /// The precision in force for models that decide nothing for themselves ("fp32", "bf16").
-    package static var current: String { DNNLBackend.defaultPrecision.rawValue }
+    /// What models that decide nothing for themselves (the colorizer) compute in under this
+    /// choice: what an unmeasured model gets ("fp32", "bf16"; int8 asked is fp32 run, since
+    /// nothing calibrates them).
+    package var unmeasured: String { precision(measured: false) == .int8 ? "fp32" : precision(measured: false).rawValue }
 }

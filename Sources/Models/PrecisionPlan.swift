@@ -3,7 +3,7 @@ package import EngineDNNL
 import Foundation
 package import ModelCatalog
 
-/// What a model computes in under the `--precision` in force, and with which int8 calibration:
+/// What a model computes in under a `--precision`, and with which int8 calibration:
 /// one kept in the model store (`vivify models calibrate`) before a shipped one; nil under
 /// int8 when there is neither (the model calibrates on its first picture).
 package struct PrecisionPlan {
@@ -15,8 +15,8 @@ package struct PrecisionPlan {
     /// runs int8).
     package var digest: SHA256.Digest?
 
-    package init(model name: String, files: [String], store: ModelStore) throws {
-        let choice = PrecisionChoice.inForce
+    /// The plan for the model `name` read from `files` under `choice`.
+    package init(model name: String, files: [String], store: ModelStore, choice: PrecisionChoice) throws {
         // Only int8, and auto where the CPU could run int8, need to know of a shipped
         // calibration: only they hash the model's files.
         guard choice == .int8 || choice == .auto && choice.resolved().precision != "fp32" else {

@@ -24,9 +24,11 @@ package final class Upscaler {
     private let alphaRunner: TiledRunner?
     /// The tile size asked for (nil: automatic).
     private let requestedTile: Int?
+    /// The tiles' memory budget (`--max-memory`; nil: the standard one, speed-capped).
+    private let memoryBudget: Int?
     /// The model store (where int8 calibrations are kept).
     private let store: ModelStore
-    /// The precision chosen for the model (`--precision`); int8 runs fp32 until calibrated.
+    /// The precision resolved for the model (`--precision`); int8 runs fp32 until calibrated.
     private let precision: ComputePrecision
     /// The int8 engine, once the model runs int8.
     private var int8Backend: DNNLBackend?
@@ -45,10 +47,11 @@ package final class Upscaler {
     /// - Parameters:
     ///   - tile: interior tile size in input pixels; nil picks one (`TiledRunner.automaticTileSize`).
     ///   - log: receives one line when a model is fetched.
+    ///   - settings: the precision the model computes in and its tiles' memory budget.
     ///   - allowInt8: whether `--precision int8` may quantise this model (a filter stage runs
     ///     fp32: its calibration is not kept in a segmented job's manifest).
-    package init(model: String, tile: Int? = nil, backend: BackendChoice = .onednn, store: ModelStore = ModelStore(),
-                allowInt8: Bool = true, log: (String) -> Void = { _ in }) throws {
+    package init(model: String, tile: Int? = nil, backend: BackendChoice = .onednn, settings: ComputeSettings = ComputeSettings(),
+                store: ModelStore = ModelStore(), allowInt8: Bool = true, log: (String) -> Void = { _ in }) throws {
         let backend = try backend.resolved()
         let loaded = try ModelResolver.resolve(model, task: .upscale, store: store, log: log)
         loaded.warnings.forEach(log)
@@ -59,10 +62,11 @@ package final class Upscaler {
         spec = tiling
         bundle = loaded.bundle
         requestedTile = tile
+        memoryBudget = settings.memoryBudget
         let engine: InferenceBackend
         self.store = store
         if backend == .onednn {
-            var plan = try PrecisionPlan(model: loaded.name, files: loaded.files, store: store)
+            var plan = try PrecisionPlan(model: loaded.name, files: loaded.files, store: store, choice: settings.precision)
             if !allowInt8 && plan.precision == .int8 { (plan.precision, plan.calibration) = (.fp32, nil) }
             precision = plan.precision
             digest = plan.digest
@@ -77,11 +81,12 @@ package final class Upscaler {
             engine = dnnl
         } else {
             precision = .fp32
-            engine = try backend.make()
+            engine = try backend.make(precision: settings.precision)
         }
-        alphaRunner = try loaded.alphaGraph.map { try TiledRunner(graph: $0, spec: tiling, backend: backend == .onednn ? DNNLBackend(precision: .fp32) : engine, tileSize: tile) }
+        alphaRunner = try loaded.alphaGraph.map { try TiledRunner(graph: $0, spec: tiling, backend: backend == .onednn ? DNNLBackend(precision: .fp32) : engine, tileSize: tile,
+                                                                       memoryBudget: settings.memoryBudget) }
         scale = spec.scale
-        runner = try TiledRunner(graph: graph, spec: spec, backend: engine, tileSize: tile)
+        runner = try TiledRunner(graph: graph, spec: spec, backend: engine, tileSize: tile, memoryBudget: settings.memoryBudget)
         let unplaced = graph.unplacedExternalKernels
         if !unplaced.isEmpty {
             // A compiled layer that cannot say where its values lie (a library of ABI version
@@ -170,7 +175,7 @@ package final class Upscaler {
         int8CalibrationOrigin = origin
         let int8 = try DNNLBackend(precision: .int8, calibration: calibration)
         int8Backend = int8
-        runner = try TiledRunner(graph: graph, spec: spec, backend: int8, tileSize: requestedTile)
+        runner = try TiledRunner(graph: graph, spec: spec, backend: int8, tileSize: requestedTile, memoryBudget: memoryBudget)
         self.calibration = calibration
         needsCalibration = false
     }

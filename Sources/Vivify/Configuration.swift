@@ -42,7 +42,7 @@ public enum StreamFormat: String, Codable, Sendable, CaseIterable {
 ///
 ///     input ──▶ stages (the only place their order is decided) ──▶ output
 ///     run:    the backend, offline or live, pacing, how many frames, the timing budget
-///     limits: threads, pixels per frame, the tiles' memory, precision (put in force at start)
+///     limits: threads, pixels per frame, the tiles' memory, precision (read where they apply)
 ///
 /// As JSON it holds every field but `input.synthetic` (a benchmark's generated input).
 public struct RunConfiguration: Codable, Sendable, Equatable {
@@ -54,8 +54,8 @@ public struct RunConfiguration: Codable, Sendable, Equatable {
     public var output: OutputSettings
     /// How the run goes: backend, mode, pacing, frame count, timing budget.
     public var run: RunSettings
-    /// Threads, pixel limit, memory budget and precision, put in force when the run starts
-    /// (nil fields leave what is in force).
+    /// Threads, pixel limit, memory budget and precision, read by the readers and models the
+    /// run makes (nil fields are the library's defaults).
     public var limits: RunLimits
 
     /// A configuration with defaults: auto formats, libx264, audio copied, lenient, offline.

@@ -27,10 +27,10 @@ package enum EngineBench {
     }
 
     /// Runs `model` (catalog name or `.param` path) on a `width`×`height` frame padded by
-    /// `pad` (left, top, right, bottom) pixels, under `limits` (put in force first).
+    /// `pad` (left, top, right, bottom) pixels, under `limits` (its threads and precision).
     package static func run(model: String, width: Int, height: Int, pad: [Int], runs: Int, backend: BackendChoice,
                            limits: RunLimits = RunLimits(), store: ModelStore = ModelStore()) throws -> Result {
-        limits.putInForce()
+        limits.applyProcessWide()
         let loaded = try self.loaded(model, store: store)
         let graph = loaded.graph
         let shape = Shape(c: graph.inputChannels ?? 3, h: height + pad[1] + pad[3], w: width + pad[0] + pad[2])
@@ -54,7 +54,7 @@ package enum EngineBench {
         let engine: InferenceBackend
         var precision = ComputePrecision.fp32
         if backend == .onednn {
-            var plan = try PrecisionPlan(model: loaded.name, files: loaded.files, store: store)
+            var plan = try PrecisionPlan(model: loaded.name, files: loaded.files, store: store, choice: limits.precisionChoice)
             precision = plan.precision
             if precision == .int8 && plan.calibration == nil {
                 // No kept or shipped calibration: one on the timed input itself.
@@ -66,7 +66,7 @@ package enum EngineBench {
             }
             engine = try plan.makeBackend()
         } else {
-            engine = try backend.make()
+            engine = try backend.make(precision: limits.precisionChoice)
         }
         let prepared = try engine.prepare(graph, input: shape)
         var output = [Float](repeating: 0, count: prepared.outputShape.count)

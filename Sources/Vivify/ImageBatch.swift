@@ -76,7 +76,8 @@ package enum ImageBatch {
         let backend = try configuration.run.backend.resolved()
         let directory = configuration.output.path
         let stages = configuration.stages, existingOutput = configuration.output.existing
-        configuration.limits.putInForce()
+        let limits = configuration.limits
+        limits.applyProcessWide()
         if let format, !["png", "jpg", "jpeg"].contains(format.lowercased()) {
             throw MediaError(.invalidOptions, "'--format \(format)' is not an image format Vivify writes. Use png or jpg.")
         }
@@ -103,13 +104,13 @@ package enum ImageBatch {
         } else if !isDirectory.boolValue {
             throw MediaError(.invalidOptions, "'\(directory)' is a file; with several pictures the output is a directory.")
         }
-        let models = try ImageJob.makeModels(stages, backend: backend, log: log)
+        let models = try ImageJob.makeModels(stages, backend: backend, limits: limits, log: log)
 
         // Load ahead on one thread (at most two pictures waiting), save behind on another.
         let loaded = FrameQueue<(String, Result<StillImage, any Error>)>(name: "→ image batch", policy: .backpressure(capacity: 2))
         let loader = Thread {
             for input in inputs {
-                loaded.push((input, Result { try ImageIO.read(path: input) }))
+                loaded.push((input, Result { try ImageIO.read(path: input, maxPixels: limits.pixelLimit) }))
             }
             loaded.finish()
         }
@@ -134,7 +135,7 @@ package enum ImageBatch {
                     progress(index + 1, inputs.count)
                     continue
                 }
-                let image = try ImageJob.process(try read.get(), name: input, models: models, outputExtension: url.pathExtension, log: log)
+                let image = try ImageJob.process(try read.get(), name: input, models: models, maxPixels: limits.pixelLimit, outputExtension: url.pathExtension, log: log)
                 pendingSaves.wait()
                 saver.async(group: saving) {
                     defer { pendingSaves.signal() }

@@ -11,12 +11,13 @@ package enum ImageJob {
     /// colour) and writes its output picture. Returns warnings (e.g. alpha dropped by JPEG).
     /// Of the configuration, the image job reads the input and output paths, the rule for an
     /// existing output, the stages (the models run: a picture has no stabilizer, and is not
-    /// resized), the backend (`auto` resolved here) and the limits (put in force first).
+    /// resized), the backend (`auto` resolved here) and the limits.
     package static func run(_ configuration: RunConfiguration, log: (String) -> Void = { _ in }) throws -> [String] {
         let backend = try configuration.run.backend.resolved()
         let input = configuration.input.path, output = configuration.output.path
         let stages = configuration.stages, existingOutput = configuration.output.existing
-        configuration.limits.putInForce()
+        let limits = configuration.limits
+        limits.applyProcessWide()
         try ImageIO.validateOutputPath(output)
         // Checked before any work, as for video: never a device or the input, and an existing
         // picture only replaced with -y.
@@ -25,26 +26,28 @@ package enum ImageJob {
         case .write(let target): url = target
         case .skip: return ["'\(output)' exists; skipped (-n)."]
         }
-        let models = try makeModels(stages, backend: backend, log: log)
-        let image = try process(try ImageIO.read(path: input), name: input, models: models, outputExtension: url.pathExtension, log: log)
+        let models = try makeModels(stages, backend: backend, limits: limits, log: log)
+        let image = try process(try ImageIO.read(path: input, maxPixels: limits.pixelLimit), name: input, models: models,
+                                maxPixels: limits.pixelLimit, outputExtension: url.pathExtension, log: log)
         return try save(image, to: url, output: output, replacing: existingOutput == .replace)
     }
 
-    /// The model stages of an image job, made once (a batch reuses them for every picture).
-    static func makeModels(_ stages: StageSettings, backend: BackendChoice, log: (String) -> Void) throws -> [FrameProcessor] {
+    /// The model stages of an image job, made once (a batch reuses them for every picture),
+    /// loaded under `limits`.
+    static func makeModels(_ stages: StageSettings, backend: BackendChoice, limits: RunLimits, log: (String) -> Void) throws -> [FrameProcessor] {
         if !stages.colourGuide.isEmpty && stages.colorize == nil {
             throw MediaError(.invalidOptions, "--reference and --hint guide the colorizer, but no colorizer runs. Add --colorize.")
         }
         var stills = stages
         stills.stabilize = false
-        let models = try stills.modelStages.map { try ProcessorFactory.make($0, backend: backend, log: log) }
+        let models = try stills.modelStages.map { try ProcessorFactory.make($0, backend: backend, settings: limits.compute, log: log) }
         for case let p as ColorizeProcessor in models { p.stills = true }
         return models
     }
 
-    /// One picture through `models` (the same chain as `vivify run`); `outputExtension` says
-    /// whether it will be stored with 8 bits.
-    static func process(_ source: StillImage, name input: String, models: [FrameProcessor], outputExtension: String,
+    /// One picture through `models` (the same chain as `vivify run`, no stage making more than
+    /// `maxPixels` pixels); `outputExtension` says whether it will be stored with 8 bits.
+    static func process(_ source: StillImage, name input: String, models: [FrameProcessor], maxPixels: Int, outputExtension: String,
                         log: (String) -> Void) throws -> StillImage {
         var image = source
         // 8-bit pictures enter packed, as a decoder gives frames to `vivify run`, so one frame
@@ -58,7 +61,8 @@ package enum ImageJob {
             pixels = .planar(image.color)
         }
         var chain = try ProcessingChain(models, input: FrameDescription(
-            width: image.width, height: image.height, frameRate: Rational(1, 1), layout: pixels.layout, hasAlpha: image.alpha != nil))
+            width: image.width, height: image.height, frameRate: Rational(1, 1), layout: pixels.layout, hasAlpha: image.alpha != nil),
+                                     maxPixels: maxPixels)
         // Written with 8 bits: rounded once, in the chain's last stage, as the video sink's frames are.
         let eightBit = image.bitDepth == 8 || ["jpg", "jpeg"].contains(outputExtension.lowercased())
         if eightBit && chain.output.layout != PixelLayout.packed(chain.output.layout.packedFormat) {

@@ -47,21 +47,21 @@ package enum Int8Calibrator {
 
     /// Measures `model`'s int8 input ranges on `pictures` (PNG or JPEG paths) in fp32 and keeps
     /// them in `store`, where `--precision int8` and `auto` find them before a shipped one.
-    /// `limits` (the threads) are put in force first.
+    /// The pictures are read and the model loaded under `limits`.
     package static func calibrate(model: String, pictures: [String], tile: Int? = nil, store: ModelStore = ModelStore(),
                                  limits: RunLimits = RunLimits(), log: (String) -> Void = { _ in }) throws -> Report {
-        limits.putInForce()
+        limits.applyProcessWide()
         guard !pictures.isEmpty else {
             throw MediaError(.invalidOptions, "Give the pictures to calibrate \(model) on: PNG or JPEG files like the ones it will upscale.")
         }
         let images = try pictures.map { path -> FloatPlanarImage in
-            let image = try ImageIO.read(path: path).color.expandedToRGB()
+            let image = try ImageIO.read(path: path, maxPixels: limits.pixelLimit).color.expandedToRGB()
             guard Upscaler.canCalibrate(image) else {
                 throw MediaError(.invalidOptions, "The picture '\(path)' is nearly blank (standard deviation under 0.05): its ranges would be far too narrow for real pictures. Calibrate on pictures with detail.")
             }
             return image
         }
-        let upscaler = try Upscaler(model: model, tile: tile, backend: .onednn, store: store, log: log)
+        let upscaler = try Upscaler(model: model, tile: tile, backend: .onednn, settings: limits.compute, store: store, log: log)
         let calibration = try upscaler.measureInt8Ranges(on: images)
         let cache = try upscaler.int8Cache()
         try cache.save(calibration)

@@ -82,8 +82,9 @@ package final class Job {
         self.configuration = c
     }
 
-    /// Opens `input`; `copyStreams` hands out its audio and subtitle packets for copying.
-    package static func openSource(_ input: InputSettings, copyStreams: Bool, decodeTo: PixelFormat? = nil) throws -> FrameSource {
+    /// Opens `input`; `copyStreams` hands out its audio and subtitle packets for copying;
+    /// frames beyond `maxPixels` pixels (`--max-pixels`) are refused from their headers.
+    package static func openSource(_ input: InputSettings, copyStreams: Bool, decodeTo: PixelFormat? = nil, maxPixels: Int) throws -> FrameSource {
         if let synthetic = input.synthetic { return SyntheticSource(size: synthetic.size, frames: synthetic.frames) }
         let path = input.path
         if path != "-" && !NetworkURL.isNetwork(path) && !FileManager.default.fileExists(atPath: path) {
@@ -91,7 +92,7 @@ package final class Job {
         }
         switch input.effectiveFormat {
         case .y4m:
-            return try Y4MReader(path: path)
+            return try Y4MReader(path: path, maxPixels: maxPixels)
         case .rgb24, .gray:
             guard let size = input.rawSize else {
                 throw MediaError(.invalidOptions, "Raw \(input.effectiveFormat!.rawValue) input needs its frame size. Pass --size WxH (e.g. --size 640x360).")
@@ -100,7 +101,7 @@ package final class Job {
                 throw MediaError(.invalidOptions, "Raw \(input.effectiveFormat!.rawValue) input needs its frame rate. Pass --rate R (e.g. --rate 30 or --rate 30000/1001).")
             }
             return try RawVideoReader(path: path, format: input.effectiveFormat == .rgb24 ? .rgb24 : .gray,
-                                      width: size.width, height: size.height, rate: rate)
+                                      width: size.width, height: size.height, rate: rate, maxPixels: maxPixels)
         case nil:
             var matrix: Int32?
             if let name = input.assumeMatrix {
@@ -110,7 +111,8 @@ package final class Job {
                 matrix = code
             }
             let reader = try MediaReader(path: path, outputFormat: decodeTo, copyStreams: copyStreams, strict: input.strict,
-                                         matrixOverride: matrix, networkTimeout: input.networkTimeout ?? NetworkURL.defaultTimeout)
+                                         matrixOverride: matrix, networkTimeout: input.networkTimeout ?? NetworkURL.defaultTimeout,
+                                         maxPixels: maxPixels)
             // A picture would become a one-frame video: point to the command for pictures.
             if reader.info.container == "image2" || reader.info.container.hasSuffix("_pipe") {
                 throw MediaError(.invalidOptions, "'\(path)' is a still image (\(reader.info.container)); `vivify run` is for video and frame streams. Use `vivify image \(path) OUTPUT.png` for pictures.")
@@ -125,7 +127,7 @@ package final class Job {
     ///     (chain and sink) ─▶ the stages ─▶ run the pipeline ─▶ put the output in place
     package func run() throws -> JobResult {
         let c = configuration
-        c.limits.putInForce()
+        c.limits.applyProcessWide()
         let target: URL?
         switch try checkRequest(c) {
         case .skip:
@@ -138,7 +140,9 @@ package final class Job {
         let warn = warnings.add
 
         // Models load before anything is opened for writing, so a bad model name costs nothing.
-        let models = try preloadedModels ?? c.stages.modelStages.map { try ProcessorFactory.make($0, backend: c.run.backend, log: events.info) }
+        let models = try preloadedModels ?? c.stages.modelStages.map {
+            try ProcessorFactory.make($0, backend: c.run.backend, settings: c.limits.compute, log: events.info)
+        }
         models.forEach { $0.reset() }
         let source = try openInput(c, warn: warn)
         let video = source.info.video
@@ -216,8 +220,8 @@ package final class Job {
     /// Opens the input (the segment's window of it when this job is a segment), its warnings
     /// sent to `warn`.
     private func openInput(_ c: RunConfiguration, warn: @escaping (String) -> Void) throws -> FrameSource {
-        let source: FrameSource = try segment.map { try SegmentWindowSource(input: c.input, window: $0) }
-            ?? Self.openSource(c.input, copyStreams: c.output.copyAudioAndSubtitles)
+        let source: FrameSource = try segment.map { try SegmentWindowSource(input: c.input, window: $0, maxPixels: c.limits.pixelLimit) }
+            ?? Self.openSource(c.input, copyStreams: c.output.copyAudioAndSubtitles, maxPixels: c.limits.pixelLimit)
         if let reader = source as? MediaReader {
             reader.onWarning = warn
         }
@@ -255,10 +259,10 @@ package final class Job {
         var models = models
         var processors: [FrameProcessor] = []
         for spec in c.stages.stageSpecs(sourceFormat: video.pixelFormat) {
-            processors.append(spec.runsModel ? models.removeFirst() : try ProcessorFactory.make(spec, backend: c.run.backend))
+            processors.append(spec.runsModel ? models.removeFirst() : try ProcessorFactory.make(spec, backend: c.run.backend, settings: c.limits.compute))
         }
         var chain = try ProcessingChain(processors, input: FrameDescription(
-            width: video.width, height: video.height, frameRate: video.frameRate, layout: .packed(video.pixelFormat)))
+            width: video.width, height: video.height, frameRate: video.frameRate, layout: .packed(video.pixelFormat)), maxPixels: c.limits.pixelLimit)
         for case let p as ColorizeProcessor in chain.processors { p.indexOffset = segment?.firstFrameIndex ?? 0 }
         var produced = video
         produced.pixelFormat = chain.output.layout.packedFormat
@@ -397,7 +401,8 @@ package final class Job {
             }
             let ran = (try? c.run.backend.resolved()) ?? c.run.backend
             models.append(RunDescription.Model(task: p.name, name: p.modelName, files: hashes, backend: c.run.backend.rawValue,
-                                               precision: ran == .onednn ? p.computePrecision : ran == .vulkan ? BackendChoice.vulkanPrecisionInForce : "fp32"))
+                                               precision: ran == .onednn ? p.computePrecision
+                                                                   : ran == .vulkan ? BackendChoice.vulkanStorage(under: c.limits.precisionChoice) : "fp32"))
         }
         // References, keyframes and the hints picture, with their SHA-256 like the models'.
         let guide = c.stages.colourGuide
@@ -409,11 +414,11 @@ package final class Job {
             "mode": c.run.mode.rawValue, "live_output": c.run.liveOutput.rawValue, "realtime": String(c.run.realtime),
             "codec": c.output.encoder.encoderName, "backend": c.run.backend.rawValue, "strict": String(c.input.strict),
             "copy_audio_and_subtitles": String(c.output.copyAudioAndSubtitles), "existing_output": c.output.existing.rawValue,
-            "threads": String(ComputeThreads.count), "max_pixels": String(MediaLimits.maxPixels),
-            "max_memory": String(TiledRunner.defaultMemoryBudget),
+            "threads": String(ComputeThreads.count), "max_pixels": String(c.limits.pixelLimit),
+            "max_memory": String(c.limits.memoryBudget),
         ]
         // As asked (`--precision`); each model's entry says what it ran in.
-        if c.run.backend == .onednn || c.run.backend == .vulkan { settings["precision"] = PrecisionChoice.inForce.rawValue }
+        if c.run.backend == .onednn || c.run.backend == .vulkan { settings["precision"] = c.limits.precisionChoice.rawValue }
         let stages = c.stages
         if stages.colorize != nil {
             settings["stabilize"] = String(stages.stabilize)

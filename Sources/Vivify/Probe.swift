@@ -6,7 +6,7 @@ package enum Probe {
     /// Describes `input`. With `countFrames`, a media file is demuxed to count its frames and
     /// tell whether the rate varies.
     package static func describe(_ input: InputSettings, countFrames: Bool) throws -> MediaInfo {
-        let source = try Job.openSource(input, copyStreams: true)
+        let source = try Job.openSource(input, copyStreams: true, maxPixels: MediaLimits.defaultMaxPixels)
         var info = source.info
         if countFrames, source is MediaReader {
             let scan = try MediaReader.scanVideoPackets(path: input.path)

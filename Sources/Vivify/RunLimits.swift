@@ -1,19 +1,20 @@
 internal import Compute
 internal import Engine
-internal import EngineDNNL
 internal import MediaIO
 internal import ModelFormats
-import Synchronization
 import Models
 
 /// The limits a run computes under: threads, the pixels-per-frame limit, the tiles' memory
-/// budget and the convolutions' number format. Each is process-wide
-/// state underneath (FFmpeg's decoders, oneDNN and the tiler read it where they run), so the
-/// value travels with the run (`RunConfiguration.limits`, the parameters of the image, bench,
-/// infer and model-tool entry points) and each library entry point puts it in force with
-/// `putInForce()` before it opens or loads anything: the one place those globals are written.
+/// budget, the convolutions' number format and the custom layer library. The value travels
+/// with the run (`RunConfiguration.limits`, the parameters of the image, bench, infer and
+/// model-tool entry points) and the library reads each limit from the value it was given: the
+/// readers, the models and their tiles get theirs when they are made (`compute`,
+/// `pixelLimit`). Only the thread count and the custom layer library are process-wide
+/// underneath (oneDNN's OpenMP pool, a loaded shared library): `applyProcessWide()` sets
+/// them when an entry point starts.
 ///
-/// nil leaves a setting as it is in force: the default, in a process that set none.
+/// nil is the library's default: all cores, `MediaLimits.defaultMaxPixels`, the standard
+/// memory budget with the speed cap on automatic tiles, fp32, no custom layer library.
 public struct RunLimits: Codable, Sendable, Equatable {
     /// Threads for the models and the per-frame compute (`--threads`; default: all cores).
     public var threads: Int?
@@ -27,11 +28,11 @@ public struct RunLimits: Codable, Sendable, Equatable {
     /// fp32, the `vivify` command's auto).
     public var precision: PrecisionChoice?
     /// The compiled custom layer library (`--custom-layers`) the Core ML models loaded from
-    /// now on may use for custom layers nothing declares (process-wide like the rest; only
-    /// this flag sets it, never a model or bundle). nil leaves it as it is.
+    /// now on may use for custom layers nothing declares (only this flag sets it, never a
+    /// model or bundle). nil leaves it as it is.
     public var customLayers: String?
 
-    /// Limits; every one left out stays as it is in force.
+    /// Limits; every one left out is the library's default.
     public init(threads: Int? = nil, maxPixels: Int? = nil, maxMemory: Int? = nil, precision: PrecisionChoice? = nil) {
         self.threads = threads
         self.maxPixels = maxPixels
@@ -39,27 +40,27 @@ public struct RunLimits: Codable, Sendable, Equatable {
         self.precision = precision
     }
 
-    /// Puts every limit given in force for the rest of the process (the models loaded and the
-    /// inputs opened from now on).
-    package func putInForce() {
-        if let threads { ComputeThreads.set(threads) }
-        if let maxPixels { MediaLimits.maxPixels = maxPixels }
-        if let maxMemory { TiledRunner.defaultMemoryBudget = maxMemory }
-        if let customLayers { CompiledCustomLayers.libraryPath = customLayers }
-        if let precision {
-            // Models that decide nothing for themselves (the colorizer) run in what an
-            // unmeasured model gets: fp32 under `auto`.
-            PrecisionChoice.chosen.store(PrecisionChoice.allCases.firstIndex(of: precision)!, ordering: .relaxed)
-            DNNLBackend.defaultPrecision = precision.precision(measured: false)
-        }
+    /// The pixels-per-frame limit: `maxPixels`, or the default.
+    package var pixelLimit: Int { maxPixels ?? MediaLimits.defaultMaxPixels }
+
+    /// The precision asked for: `precision`, or the library's fp32.
+    package var precisionChoice: PrecisionChoice { precision ?? .fp32 }
+
+    /// What the models loaded under these limits compute with: the precision, the tiles'
+    /// memory budget and the largest picture they read.
+    package var compute: ComputeSettings {
+        ComputeSettings(precision: precisionChoice, memoryBudget: maxMemory, maxPixels: pixelLimit)
     }
 
-    /// The limits in force now, every one filled in but `maxMemory` (nil while the default
-    /// budget holds): `RunLimits.inForce.putInForce()` changes nothing that a run reads.
-    package static var inForce: RunLimits {
-        RunLimits(threads: ComputeThreads.count, maxPixels: MediaLimits.maxPixels,
-                  maxMemory: TiledRunner.memoryBudgetGiven ? TiledRunner.defaultMemoryBudget : nil,
-                  precision: PrecisionChoice.inForce)
+    /// The bytes the tiles may use under these limits (what `--stats` records).
+    package var memoryBudget: Int { maxMemory.map { max($0, TiledRunner.smallestMemoryBudget) } ?? TiledRunner.standardMemoryBudget }
+
+    /// Sets the two limits that are process-wide underneath, when given: the thread count
+    /// (oneDNN's OpenMP pool and the banded loops) and the custom layer library (loaded once
+    /// and kept). Every other limit is read from this value where it applies.
+    package func applyProcessWide() {
+        if let threads { ComputeThreads.set(threads) }
+        if let customLayers { CompiledCustomLayers.libraryPath = customLayers }
     }
 
     /// The pixel limit when none is given (`--max-pixels`): 8K UHD fits.
@@ -67,15 +68,4 @@ public struct RunLimits: Codable, Sendable, Equatable {
 
     /// The tiles' memory budget when none is given (`--max-memory`).
     package static var standardMemoryBudget: Int { TiledRunner.standardMemoryBudget }
-}
-
-extension PrecisionChoice {
-    /// Puts this choice in force for every model loaded from now on; returns the fallback
-    /// note, if any. Models that decide nothing for themselves (the colorizer) run in what an
-    /// unmeasured model gets: fp32 under `auto`.
-    @discardableResult
-    package func apply() -> String? {
-        RunLimits(precision: self).putInForce()
-        return resolved(measured: false).note
-    }
 }

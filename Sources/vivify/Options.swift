@@ -161,8 +161,8 @@ struct PrecisionOptions: ParsableArguments {
     @Option(help: "Number format of the models' convolutions: auto (default: int8 for the upscalers whose int8 quality is measured, with their shipped calibrations, on CPUs with AVX-512 VNNI or AMX; fp32 for everything else), fp32, bf16 (CPUs with AVX-512 BF16 or AMX), fp16 (--backend vulkan: values and weights stored as half floats, arithmetic in fp32) or int8 (CPUs with AVX-512 VNNI or AMX; a calibration kept by `vivify models calibrate`, else the shipped one, else one taken on the first picture the model upscales). int8 tiles that clip are run again in fp32. An explicit choice the CPU lacks runs fp32 with a note.")
     var precision: PrecisionChoice = .auto
 
-    /// Says, once, when the CPU cannot run the precision asked for (the library puts it in
-    /// force when the run starts).
+    /// Says, once, when the CPU cannot run the precision asked for (the library reads the
+    /// choice from the run's limits).
     func validate() throws {
         if let note = precision.resolved(measured: false).note {
             FileHandle.standardError.write(Data("vivify: note: \(note)\n".utf8))
@@ -425,7 +425,7 @@ struct JobOptions: ParsableArguments {
 
 extension RunLimits {
     /// The limits the option groups of a command set (a group the command lacks: nil): the
-    /// groups only check their values, and the library puts these in force when the run starts.
+    /// groups only check their values, and the library reads the limits from this value.
     init(threads: ThreadOptions? = nil, memory: MemoryOptions? = nil, precision: PrecisionOptions? = nil, pixels: LimitOptions? = nil) {
         self.init(threads: threads?.threads, maxPixels: pixels?.maxPixels, maxMemory: memory?.bytes, precision: precision?.precision)
     }

@@ -1,19 +1,21 @@
+import Compute
 import Foundation
+import Models
 import Vivify
 @testable import vivify
 import XCTest
 
 /// The command line maps its limits onto one value and writes no process-wide state: parsing
-/// and validating the options changes nothing in force, and the library puts the value in
-/// force when a run starts.
+/// and validating the options changes nothing, and the library reads the limits from the value
+/// (only the thread count, process-wide underneath, is set when a run starts).
 final class LimitOptionsTests: XCTestCase {
-    func testParsingWritesNoGlobalUntilTheLibraryAppliesTheLimits() throws {
-        let before = RunLimits.inForce
-        defer { before.putInForce() }
+    func testParsingWritesNoGlobalAndTheLibraryReadsTheLimitsFromTheValue() throws {
+        let threads = ComputeThreads.count
+        defer { ComputeThreads.set(threads) }
         let run = try Run.parse(["in.mkv", "out.mkv", "--threads", "3", "--max-pixels", "1234", "--max-memory", "128M",
                                  "--precision", "fp32", "--timeout", "5"])
-        XCTAssertEqual(RunLimits.inForce, before, "the options are checked, not put in force")
-        var c = run.runConfiguration
+        XCTAssertEqual(ComputeThreads.count, threads, "the options are checked, not put in force")
+        let c = run.runConfiguration
         XCTAssertEqual(c.limits, RunLimits(threads: 3, maxPixels: 1234, maxMemory: 128 << 20, precision: .fp32))
         XCTAssertEqual(c.input.networkTimeout, 5, "the timeout travels with the input, to the reader that waits")
 
@@ -22,13 +24,15 @@ final class LimitOptionsTests: XCTestCase {
         XCTAssertEqual(image.modelOptions.limits(pixels: image.limitOptions), RunLimits(threads: 2, maxPixels: 99, precision: .bf16))
         let work = try WorkCommand.parse(["dir", "--threads", "4"])
         XCTAssertEqual(work.threadOptions.limits, RunLimits(threads: 4))
-        XCTAssertEqual(RunLimits.inForce, before)
+        XCTAssertEqual(ComputeThreads.count, threads)
 
-        // A library entry point puts them in force (the memory budget is left out: once
-        // given, this process could not take it back).
-        c.limits.maxMemory = nil
+        // The models are loaded under the value's precision, memory budget and pixel limit;
+        // a library entry point sets the thread count when it starts.
+        XCTAssertEqual(c.limits.compute, ComputeSettings(precision: .fp32, memoryBudget: 128 << 20, maxPixels: 1234))
+        XCTAssertEqual(RunLimits(maxMemory: nil).compute, ComputeSettings(precision: .fp32, memoryBudget: nil, maxPixels: RunLimits.defaultMaxPixels),
+                       "limits left out are the library's defaults")
         _ = try SegmentedJob.loadModels(c)
-        XCTAssertEqual(RunLimits.inForce, RunLimits(threads: 3, maxPixels: 1234, maxMemory: before.maxMemory, precision: .fp32))
+        XCTAssertEqual(ComputeThreads.count, 3)
     }
 
     func testBadValuesAreStillRefusedWhenParsed() {

@@ -14,10 +14,6 @@ import XCTest
 /// int8 runs with the calibration shipped for each catalog model (`Models/make-int8-calibrations.sh`:
 /// twelve BSD200 training photos), never one taken on the sets it is judged on.
 final class PrecisionTests: XCTestCase {
-    override func tearDown() {
-        PrecisionChoice.fp32.apply()
-    }
-
     /// Twelve BSD200 training photos at half size, for int8 calibration.
     static func calibrationPhotos() throws -> [FloatPlanarImage] {
         let dir = UpscaleQualityTests.shared.appendingPathComponent("datasets/train/BSD200").path
@@ -46,12 +42,10 @@ final class PrecisionTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(shipped.count, 20)
         var lines: [String] = []
         for model in perFamily + shipped.filter({ !perFamily.contains($0) }) {
-            PrecisionChoice.fp32.apply()
-            let fp32 = try Upscaler(model: model, store: store)
+            let fp32 = try Upscaler(model: model, settings: ComputeSettings(precision: .fp32), store: store)
             let checked = precisions.filter { $0.choice == .int8 ? shipped.contains(model) : perFamily.contains(model) }
             let reduced = try checked.map { p -> Upscaler in
-                p.choice.apply()
-                let u = try Upscaler(model: model, store: store)
+                let u = try Upscaler(model: model, settings: ComputeSettings(precision: p.choice), store: store)
                 if p.choice == .int8 {
                     XCTAssertEqual(u.int8CalibrationOrigin, "shipped", "\(model) runs int8 with its shipped calibration from the first picture")
                 }
@@ -125,8 +119,8 @@ final class PrecisionTests: XCTestCase {
         guard PrecisionChoice.int8.resolved().note == nil else { throw XCTSkip("this CPU has no AVX-512 VNNI") }
         let (dir, model, store) = try Self.unmeasuredModelAndStore("vivify-int8-cache")
         defer { try? FileManager.default.removeItem(at: dir) }
-        PrecisionChoice.int8.apply()
-        let first = try Upscaler(model: model, store: store)
+        let int8 = ComputeSettings(precision: .int8)
+        let first = try Upscaler(model: model, settings: int8, store: store)
         XCTAssertFalse(first.runsInt8, "nothing calibrated yet")
         XCTAssertNil(first.int8CalibrationOrigin)
         let photos = try Self.calibrationPhotos()
@@ -140,14 +134,13 @@ final class PrecisionTests: XCTestCase {
         XCTAssertEqual(first.int8CalibrationOrigin, "first picture")
         let files = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("store/int8").path)
         XCTAssertEqual(files.filter { $0.hasSuffix(".json") }.count, 1, "one calibration file: \(files)")
-        let second = try Upscaler(model: model, store: store)
+        let second = try Upscaler(model: model, settings: int8, store: store)
         XCTAssertTrue(second.runsInt8, "the stored calibration is used")
         XCTAssertEqual(second.int8CalibrationOrigin, "model store")
         var b = FloatPlanarImage(channels: 3, width: 1, height: 1)
         try second.upscale(photos[0], into: &b)
         XCTAssertEqual(a.data, b.data, "same calibration, same result")
-        PrecisionChoice.fp32.apply()
-        let fp32 = try Upscaler(model: model, store: store)
+        let fp32 = try Upscaler(model: model, settings: ComputeSettings(precision: .fp32), store: store)
         var c = FloatPlanarImage(channels: 3, width: 1, height: 1)
         try fp32.upscale(photos[0], into: &c)
         XCTAssertNotEqual(a.data, c.data, "int8 computes differently from fp32")
@@ -163,8 +156,7 @@ final class PrecisionTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         let photo = try Self.calibrationPhotos()[1]
         func upscaled(_ model: String, _ choice: PrecisionChoice) throws -> (precision: String, origin: String?, data: [Float]) {
-            choice.apply()
-            let u = try Upscaler(model: model, store: store)
+            let u = try Upscaler(model: model, settings: ComputeSettings(precision: choice), store: store)
             var out = FloatPlanarImage(channels: 3, width: 1, height: 1)
             try u.upscale(photo, into: &out)
             return (u.computePrecision, u.int8CalibrationOrigin, out.data)
@@ -187,11 +179,10 @@ final class PrecisionTests: XCTestCase {
         // Every catalog upscaler has its calibration but the two whose int8 misses the bars
         // (Models/make-int8-calibrations.sh): a change of weights without running it would
         // leave another without, or ship one nobody measured.
-        PrecisionChoice.int8.apply()
         let catalogStore = try UpscaleQualityTests.store()
         var missing: [String] = []
         for model in Catalog.builtIn.entries.filter({ $0.task == .upscale }).map(\.name) + ["vivify-fast-2x"] {
-            if try Upscaler(model: model, store: catalogStore).int8CalibrationOrigin != "shipped" { missing.append(model) }
+            if try Upscaler(model: model, settings: ComputeSettings(precision: .int8), store: catalogStore).int8CalibrationOrigin != "shipped" { missing.append(model) }
         }
         XCTAssertEqual(missing, ["waifu2x-photo-2x-denoise0", "waifu2x-photo-2x-denoise1"], "catalog upscalers without a shipped int8 calibration")
     }
@@ -213,10 +204,8 @@ final class PrecisionTests: XCTestCase {
         }
         let photo = try Self.calibrationPhotos()[2]
         for model in ["waifu2x-photo-2x", "realesr-animevideov3-2x"] {
-            PrecisionChoice.fp32.apply()
-            let fp32 = try Upscaler(model: model, store: store)
-            PrecisionChoice.int8.apply()
-            let int8 = try Upscaler(model: model, store: store)
+            let fp32 = try Upscaler(model: model, settings: ComputeSettings(precision: .fp32), store: store)
+            let int8 = try Upscaler(model: model, settings: ComputeSettings(precision: .int8), store: store)
             var a = FloatPlanarImage(channels: 3, width: 1, height: 1), b = a
             try fp32.upscale(photo, into: &a)
             try int8.upscale(photo, into: &b)
@@ -256,11 +245,9 @@ final class PrecisionTests: XCTestCase {
                 for x in 0..<w { photo.data[(k * h + y) * w + x] = full.data[(k * full.height + y) * full.width + x] }
             }
         }
-        PrecisionChoice.fp32.apply()
-        let fp32 = try Upscaler(model: "waifu2x-photo-2x", tile: 64, store: store)
-        PrecisionChoice.int8.apply()
-        let int8 = try Upscaler(model: "waifu2x-photo-2x", tile: 64, store: store)
-        let alone = try Upscaler(model: "waifu2x-photo-2x", tile: 64, store: store)
+        let fp32 = try Upscaler(model: "waifu2x-photo-2x", tile: 64, settings: ComputeSettings(precision: .fp32), store: store)
+        let int8 = try Upscaler(model: "waifu2x-photo-2x", tile: 64, settings: ComputeSettings(precision: .int8), store: store)
+        let alone = try Upscaler(model: "waifu2x-photo-2x", tile: 64, settings: ComputeSettings(precision: .int8), store: store)
         var reference = FloatPlanarImage(channels: 3, width: 1, height: 1), first = reference
         try fp32.upscale(bars, into: &reference)
         try int8.upscale(bars, into: &first)
@@ -287,13 +274,16 @@ final class PrecisionTests: XCTestCase {
 
     /// bf16 runs as asked on a CPU that has it, else falls back to fp32 with a note; fp32 and
     /// auto never need a note.
-    func testPrecisionFallsBackWithANoteOnlyWithoutHardware() {
+    func testPrecisionFallsBackWithANoteOnlyWithoutHardware() throws {
         XCTAssertNil(PrecisionChoice.fp32.resolved().note)
         XCTAssertEqual(PrecisionChoice.fp32.resolved().precision, "fp32")
         let bf16 = PrecisionChoice.bf16.resolved()
         XCTAssertEqual(bf16.note == nil, bf16.precision == "bf16", "bf16 runs as asked, or falls back with a note")
         XCTAssertEqual(PrecisionChoice.auto.resolved().note, nil)
-        PrecisionChoice.bf16.apply()
-        XCTAssertEqual(PrecisionChoice.current, bf16.precision)
+        // A model that decides nothing for itself, loaded under bf16, computes in what bf16
+        // resolves to on this CPU.
+        let backend = try BackendChoice.onednn.make(precision: .bf16)
+        XCTAssertEqual((backend as? DNNLBackend)?.precision.rawValue, bf16.precision)
+        XCTAssertEqual(PrecisionChoice.bf16.unmeasured, bf16.precision)
     }
 }

@@ -3,7 +3,7 @@ import Vivify
 import XCTest
 
 /// The limits of a run as one value: the segment manifest's settings give the limits a job
-/// was planned under, from manifests of every version, and the library puts a value in force.
+/// was planned under, from manifests of every version.
 final class RunLimitsTests: XCTestCase {
     /// The settings of a manifest as versions before `RunLimits` wrote them (keys sorted):
     /// `maxPixels`, `maxMemory` and `precision` beside the other settings.
@@ -45,7 +45,7 @@ final class RunLimitsTests: XCTestCase {
     func testLimitsAreOneCodableValue() throws {
         let limits = RunLimits(threads: 3, maxPixels: 1234, maxMemory: 128 << 20, precision: .bf16)
         XCTAssertEqual(try JSONDecoder().decode(RunLimits.self, from: JSONEncoder().encode(limits)), limits)
-        // Limits not given are left out (they leave what is in force).
+        // Limits not given are left out (the library's defaults).
         XCTAssertEqual(String(decoding: try JSONEncoder().encode(RunLimits(maxPixels: 5)), as: UTF8.self), "{\"maxPixels\":5}")
         XCTAssertEqual(RunConfiguration(input: "a.mkv", output: "b.mkv").limits, RunLimits())
     }

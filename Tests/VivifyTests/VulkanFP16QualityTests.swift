@@ -32,7 +32,6 @@ final class VulkanFP16QualityTests: XCTestCase {
     }
 
     override func tearDown() {
-        PrecisionChoice.fp32.apply()
         let said = VulkanValidation.messages
         XCTAssertEqual(said.count, 0, "the Khronos validation layer said \(said.count) thing(s), first: \(said.prefix(3).joined(separator: " | "))")
         VulkanValidation.clear()
@@ -95,10 +94,8 @@ final class VulkanFP16QualityTests: XCTestCase {
         var lines: [String] = []
         for (m, model) in models.enumerated() {
             let started = Date()
-            PrecisionChoice.fp32.apply()
-            let fp32 = try Upscaler(model: model, backend: .onednn, store: store)
-            PrecisionChoice.fp16.apply()
-            let fp16 = try Upscaler(model: model, backend: .vulkan, store: store)
+            let fp32 = try Upscaler(model: model, backend: .onednn, settings: ComputeSettings(precision: .fp32), store: store)
+            let fp16 = try Upscaler(model: model, backend: .vulkan, settings: ComputeSettings(precision: .fp16), store: store)
             var worst = Double.infinity
             // CI: the photos in turn, one per model.
             for (k, frame) in crops.enumerated() where Self.all || k == m % crops.count {

@@ -48,6 +48,8 @@ package final class ColourGuide {
     /// own features, so a video run with only shot anchors never loads it.
     private var loadedEncoder: ReferenceEncoder?
     private let backend: BackendChoice
+    /// The precision the encoder computes in and the largest picture read.
+    private let settings: ComputeSettings
     private let matcher: ReferenceMatcher
     private let lab = LabConverter()
     private var references: [ColourReference] = []
@@ -101,26 +103,29 @@ package final class ColourGuide {
     }
 
     /// Reads and prepares every reference and keyframe of `spec` (errors name the file and the
-    /// fix, before any frame is processed).
-    package init(spec: ColourGuideSpec, backend: BackendChoice = .onednn, anchorShots: Bool = false) throws {
+    /// fix, before any frame is processed), none larger than `settings.maxPixels`; the
+    /// reference encoder computes in `settings.precision`.
+    package init(spec: ColourGuideSpec, backend: BackendChoice = .onednn, settings: ComputeSettings = ComputeSettings(),
+                 anchorShots: Bool = false) throws {
         self.spec = spec
         self.anchorShots = anchorShots
         try spec.checkFiles()
         self.backend = backend
+        self.settings = settings
         matcher = ReferenceMatcher(multiplier: backend.makeMatrixMultiplier())
         for path in spec.references {
-            let (l, a, b, w, h) = try Self.readColour(path, option: "--reference")
+            let (l, a, b, w, h) = try Self.readColour(path, option: "--reference", maxPixels: settings.maxPixels)
             references.append(try ColourReference(name: path, l: l, a: a, b: b, width: w, height: h, encoder: encoder()))
         }
         for k in spec.keyframes {
-            let (l, a, b, w, h) = try Self.readColour(k.file, option: "--keyframe")
+            let (l, a, b, w, h) = try Self.readColour(k.file, option: "--keyframe", maxPixels: settings.maxPixels)
             let r = try ColourReference(name: k.file, l: l, a: a, b: b, width: w, height: h, encoder: encoder())
             keyframes.append(LoadedKeyframe(position: k.position, file: k.file, reference: r, width: w, height: h, a: a, b: b,
                                             histogram: TemporalStabilizer.histogram(r.lFine)))
         }
         for h in spec.hints { hintSeeds.append(HintSpreader.Seed(x: h.x, y: h.y, red: h.red, green: h.green, blue: h.blue)) }
         if let path = spec.hintsImage {
-            let image = try ImageIO.read(path: path)
+            let image = try ImageIO.read(path: path, maxPixels: settings.maxPixels)
             guard let alpha = image.alpha else {
                 throw MediaError(.invalidOptions, "'--hints \(path)' has no alpha channel, so no pixel is marked as a hint. Save it as an RGBA PNG whose opaque pixels are the hints and the rest transparent.")
             }
@@ -139,8 +144,8 @@ package final class ColourGuide {
     }
 
     /// Reads a colour picture as planar L, a, b; refuses grey ones.
-    static func readColour(_ path: String, option: String) throws -> (l: [Float], a: [Float], b: [Float], w: Int, h: Int) {
-        let image = try ImageIO.read(path: path)
+    static func readColour(_ path: String, option: String, maxPixels: Int) throws -> (l: [Float], a: [Float], b: [Float], w: Int, h: Int) {
+        let image = try ImageIO.read(path: path, maxPixels: maxPixels)
         guard image.color.channels == 3 else {
             throw MediaError(.invalidOptions, "'\(option) \(path)' is a grey picture: it has no colour to give. Give a colour photograph (or colour the frame in an editor first).")
         }
@@ -288,7 +293,7 @@ package final class ColourGuide {
 
     private func encoder() throws -> ReferenceEncoder {
         if let e = loadedEncoder { return e }
-        let e = try ReferenceEncoder(backend: backend)
+        let e = try ReferenceEncoder(backend: backend, precision: settings.precision)
         loadedEncoder = e
         return e
     }

@@ -34,16 +34,20 @@ package enum StageSpec: Sendable, Equatable {
 package enum ProcessorFactory {
     /// Builds the processor for `spec`, loading its model on `backend`; `log` gets one line
     /// when a model is fetched.
-    package static func make(_ spec: StageSpec, backend: BackendChoice, log: (String) -> Void = { _ in }) throws -> FrameProcessor {
+    /// `settings`: the run's precision, memory budget and pixel limit the model loads under.
+    package static func make(_ spec: StageSpec, backend: BackendChoice, settings: ComputeSettings = ComputeSettings(),
+                             log: (String) -> Void = { _ in }) throws -> FrameProcessor {
         switch spec {
         case .toRGB: return ToRGBProcessor()
         case .colorize(let model, let stabilize, let saturation, let guide, let anchor):
-            return ColorizeProcessor(try Colorizer(model: model, backend: backend, stabilize: stabilize, saturation: saturation, guide: guide,
-                                                   anchorShots: anchor))
+            return ColorizeProcessor(try Colorizer(model: model, backend: backend, settings: settings, stabilize: stabilize,
+                                                   saturation: saturation, guide: guide, anchorShots: anchor),
+                                     precision: settings.precision)
         case .upscale(let model, let tile):
-            return UpscaleProcessor(try Upscaler(model: model, tile: tile, backend: backend, log: log))
+            return UpscaleProcessor(try Upscaler(model: model, tile: tile, backend: backend, settings: settings, log: log))
         case .filter(let model, let tile, let strength, let name):
-            return FilterProcessor(try Upscaler(model: model, tile: tile, backend: backend, allowInt8: false, log: log), strength: strength, name: name)
+            return FilterProcessor(try Upscaler(model: model, tile: tile, backend: backend, settings: settings, allowInt8: false, log: log),
+                                   strength: strength, name: name)
         case .resize(let size): return ResizeProcessor(size: size)
         case .output(let format): return OutputConversionProcessor(format: format)
         }
@@ -59,13 +63,17 @@ package struct ProcessingChain {
     package let input: FrameDescription
     /// What the chain gives (after every processor).
     package private(set) var output: FrameDescription
+    /// The largest frame, in pixels, any stage may make (`--max-pixels`).
+    package let maxPixels: Int
 
-    /// Configures `processors` in order for frames described by `input`.
-    package init(_ processors: [FrameProcessor], input: FrameDescription) throws {
+    /// Configures `processors` in order for frames described by `input`, none of them making
+    /// frames beyond `maxPixels` pixels.
+    package init(_ processors: [FrameProcessor], input: FrameDescription, maxPixels: Int = MediaLimits.defaultMaxPixels) throws {
         self.processors = []
         self.input = input
+        self.maxPixels = maxPixels
         output = input
-        try MediaLimits.checkFrame(width: input.width, height: input.height, what: "The input", kind: .invalidOptions)
+        try MediaLimits.checkFrame(width: input.width, height: input.height, what: "The input", kind: .invalidOptions, limit: maxPixels)
         for p in processors { try append(p) }
     }
 
@@ -76,7 +84,8 @@ package struct ProcessingChain {
         // scale on a large input, a resize), which would otherwise be found as an allocation
         // failure or an encoder error after the work had started.
         try MediaLimits.checkFrame(width: next.width, height: next.height,
-                                   what: "The \(processor.name) stage's output (from \(output.width)x\(output.height))", kind: .invalidOptions)
+                                   what: "The \(processor.name) stage's output (from \(output.width)x\(output.height))", kind: .invalidOptions,
+                                   limit: maxPixels)
         output = next
         processors.append(processor)
     }

@@ -63,8 +63,14 @@ package final class ColorizeProcessor: FrameProcessor {
     /// mid-video; keyframes are numbered in the whole video).
     package var indexOffset = 0
 
-    /// Wraps a loaded colorizer.
-    package init(_ colorizer: Colorizer) { self.colorizer = colorizer }
+    /// The `--precision` the colorizer was loaded under.
+    package let precision: PrecisionChoice
+
+    /// Wraps a colorizer loaded under `precision`.
+    package init(_ colorizer: Colorizer, precision: PrecisionChoice = .fp32) {
+        self.colorizer = colorizer
+        self.precision = precision
+    }
 
     package func releaseBuffers() {
         output = FloatPlanarImage(channels: 3, width: 1, height: 1)
@@ -312,8 +318,9 @@ package final class OutputConversionProcessor: FrameProcessor {
 extension ColorizeProcessor: ModelStage {
     package var modelName: String { colorizer.name }
     package var modelFiles: [String] { colorizer.modelFiles }
-    /// The precision asked for: the colorizer is never calibrated, so int8 asked is fp32 run.
-    package var computePrecision: String { PrecisionChoice.current == "int8" ? "fp32" : PrecisionChoice.current }
+    /// What an unmeasured model runs in under the precision asked for: the colorizer is never
+    /// calibrated, so int8 asked is fp32 run.
+    package var computePrecision: String { precision.unmeasured }
 }
 
 extension UpscaleProcessor: ModelStage {

@@ -95,8 +95,8 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
     package struct Settings: Codable, Sendable, Equatable {
         /// The vivify version that planned the job.
         package var vivifyVersion: String
-        /// The run as planned: absolute paths, the backend it chose, and the limits in force
-        /// when it was planned (the pixel limit, the memory budget when given, the precision
+        /// The run as planned: absolute paths, the backend it chose, and the limits it was
+        /// planned under (the pixel limit, the memory budget when given, the precision
         /// the upscaler computes in, the custom layer library). Threads are each worker's own;
         /// no reports, no network timeout (a segmented job reads a file), no overwrite (only
         /// `join -y` grants one).
@@ -114,16 +114,17 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
             case vivifyVersion, configuration, models, int8Calibration, replaceExistingOutput
         }
 
-        /// The settings of `c` as planned now (limits in force, absolute paths), with the
-        /// loaded models' digests.
+        /// The settings of `c` as planned now (its limits as the models run them, absolute
+        /// paths), with the loaded models' digests.
         package init(_ c: RunConfiguration, models: [String: String]) {
             var planned = c
             let chosen = (try? c.run.backend.resolved()) ?? c.run.backend
             planned.run.backend = chosen
-            planned.limits = RunLimits(maxPixels: MediaLimits.maxPixels,
-                                       maxMemory: TiledRunner.memoryBudgetGiven ? TiledRunner.defaultMemoryBudget : nil,
-                                       precision: chosen == .onednn ? PrecisionChoice(rawValue: PrecisionChoice.current) ?? .fp32
-                                           : chosen == .vulkan ? PrecisionChoice(rawValue: BackendChoice.vulkanPrecisionInForce) ?? .fp32 : .fp32)
+            let choice = c.limits.precisionChoice
+            planned.limits = RunLimits(maxPixels: c.limits.pixelLimit,
+                                       maxMemory: c.limits.maxMemory.map { max($0, TiledRunner.smallestMemoryBudget) },
+                                       precision: chosen == .onednn ? PrecisionChoice(rawValue: choice.precision(measured: false).rawValue) ?? .fp32
+                                           : chosen == .vulkan ? PrecisionChoice(rawValue: BackendChoice.vulkanStorage(under: choice)) ?? .fp32 : .fp32)
             planned.limits.customLayers = c.limits.customLayers
             self.init(planned: planned, models: models)
         }

@@ -37,8 +37,8 @@ final class SegmentWindowSource: FrameSource {
     private var started = false
     private var ended = false
 
-    init(input: InputSettings, window: SegmentWindow) throws {
-        guard let reader = try Job.openSource(input, copyStreams: false) as? MediaReader else {
+    init(input: InputSettings, window: SegmentWindow, maxPixels: Int) throws {
+        guard let reader = try Job.openSource(input, copyStreams: false, maxPixels: maxPixels) as? MediaReader else {
             throw MediaError(.invalidOptions, "Only media files can be cut into segments; '\(input.path)' is a frame stream. Pass --segment-seconds 0.")
         }
         self.reader = reader

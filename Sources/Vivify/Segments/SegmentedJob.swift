@@ -67,14 +67,15 @@ public final class SegmentedJob {
         return try create(at: directory, manifest: manifest)
     }
 
-    /// Loads the models of `c`, in `modelStages` order, under `c.limits` (put in force first).
+    /// Loads the models of `c`, in `modelStages` order, under `c.limits`.
     package static func loadModels(_ c: RunConfiguration, log: (String) -> Void = { _ in }) throws -> [FrameProcessor] {
-        c.limits.putInForce()
-        return try c.stages.modelStages.map { try ProcessorFactory.make($0, backend: c.run.backend, log: log) }
+        c.limits.applyProcessWide()
+        return try c.stages.modelStages.map { try ProcessorFactory.make($0, backend: c.run.backend, settings: c.limits.compute, log: log) }
     }
 
-    /// SHA-256 of every model's files, by task and name (built-in models by name and version).
-    static func modelDigests(_ models: [FrameProcessor]) throws -> [String: String] {
+    /// SHA-256 of every model's files, by task and name (built-in models by name and version),
+    /// and of the custom layer library `customLayers` names.
+    static func modelDigests(_ models: [FrameProcessor], customLayers: String?) throws -> [String: String] {
         var out: [String: String] = [:]
         for case let p as ModelStage in models {
             out["\(p.name) \(p.modelName)"] = try ModelDigest.of(files: p.modelFiles).hex
@@ -88,7 +89,7 @@ public final class SegmentedJob {
             }
         }
         // The compiled custom layer library by content: every worker runs the same code.
-        if let library = CompiledCustomLayers.libraryPath {
+        if let library = customLayers {
             out["custom layers"] = try SHA256.hash(fileAt: URL(fileURLWithPath: library)).hex
         }
         return out
@@ -97,15 +98,14 @@ public final class SegmentedJob {
     /// Plans `c`'s input into segments of about `segmentSeconds`, preferring keyframes: a cut
     /// moves to a keyframe within a quarter of a segment of its even place, else it stays at
     /// the frame there (its worker then decodes from the keyframe before and discards frames).
-    /// The manifest records `c.limits` (put in force first) as the limits in force.
+    /// The manifest records `c.limits` as the limits every worker runs under.
     package static func plan(_ c: RunConfiguration, segmentSeconds: Double, models: [FrameProcessor]) throws -> SegmentManifest {
-        c.limits.putInForce()
         guard segmentSeconds > 0, segmentSeconds.isFinite else {
             throw MediaError(.invalidOptions, "'--segment-seconds \(segmentSeconds)' must be above 0.")
         }
         // Opened as an unsegmented run opens it first, so bad input (not media, no video
         // stream, no decoder, beyond the pixel limit) gets the same error and exit code.
-        _ = try Job.openSource(c.input, copyStreams: false)
+        _ = try Job.openSource(c.input, copyStreams: false, maxPixels: c.limits.pixelLimit)
         let fingerprint = try SegmentManifest.Fingerprint.of(c.input.path)
         let index = try VideoIndex.read(path: c.input.path)
         var stamps = index.timestamps
@@ -153,7 +153,7 @@ public final class SegmentedJob {
                 startPTS: stamps[first], endPTS: endPTS, warmUpPTS: warmPTS, seekCandidates: candidates,
                 startSeconds: index.seconds(stamps[first]), endSeconds: index.seconds(end), done: nil, failed: nil))
         }
-        var settings = SegmentManifest.Settings(c, models: try modelDigests(models))
+        var settings = SegmentManifest.Settings(c, models: try modelDigests(models, customLayers: c.limits.customLayers))
         if (try? c.run.backend.resolved()) == .onednn, let upscaler = models.lazy.compactMap({ ($0 as? UpscaleProcessor)?.upscaler }).first {
             // What the upscaler computes in (`auto` decides per model) is what every worker forces.
             if upscaler.quantisesToInt8 {
@@ -171,7 +171,7 @@ public final class SegmentedJob {
     /// frame with detail (`Upscaler.canCalibrate`; the last of the first 300 frames if none has).
     static func int8Calibration(_ upscaler: Upscaler, _ c: RunConfiguration) throws -> String? {
         if let json = upscaler.int8CalibrationJSON { return json }
-        let source = try Job.openSource(c.input, copyStreams: false, decodeTo: .rgb24)
+        let source = try Job.openSource(c.input, copyStreams: false, decodeTo: .rgb24, maxPixels: c.limits.pixelLimit)
         var frame = VideoFrame(format: .rgb24, width: 1, height: 1)
         var image: FloatPlanarImage?
         var frames = 0
@@ -356,7 +356,7 @@ public final class SegmentedJob {
 
     /// Processes segment `index` (idempotent: a verified finished segment is left alone).
     /// `models` are loaded ones to reuse; nil loads them. `threads` is the worker's own
-    /// (`--threads`; nil leaves what is in force); every other limit is the plan's.
+    /// (`--threads`; nil: all cores); every other limit is the plan's.
     package func work(index: Int, models: [FrameProcessor]? = nil, threads: Int? = nil) throws -> WorkOutcome {
         try reload()
         guard manifest.segments.indices.contains(index) else {
@@ -375,11 +375,10 @@ public final class SegmentedJob {
         c.output.copyAudioAndSubtitles = false
         c.run.maxFrames = nil
         c.limits.threads = threads
-        c.limits.putInForce()
         let loaded = try models ?? Self.loadModels(c, log: events.warning)
         if models == nil {
             // The models found now must be the planned ones.
-            let digests = try Self.modelDigests(loaded)
+            let digests = try Self.modelDigests(loaded, customLayers: c.limits.customLayers)
             if digests != manifest.settings.models {
                 throw MediaError(.invalidOptions, "The models found now differ from those the job was planned with (\(digests.keys.sorted().joined(separator: ", "))). Plan the job again.")
             }
@@ -448,7 +447,7 @@ public final class SegmentedJob {
 
     /// The tags the unsegmented writer gives the video stream (from the source's description).
     static func tags(_ c: RunConfiguration) throws -> SegmentManifest.Tags {
-        guard let reader = try Job.openSource(c.input, copyStreams: false) as? MediaReader else {
+        guard let reader = try Job.openSource(c.input, copyStreams: false, maxPixels: c.limits.pixelLimit) as? MediaReader else {
             throw MediaError(.invalidOptions, "Only media files can be cut into segments; '\(c.input.path)' is a frame stream. Pass --segment-seconds 0.")
         }
         let video = reader.info.video
@@ -479,8 +478,6 @@ public final class SegmentedJob {
     /// run's own output is always replaced).
     package func join(existing: ExistingOutput, removeDirectory: Bool = true) throws -> JoinOutcome {
         try reload()
-        // The planned pixel limit and memory budget (the join runs no model).
-        RunLimits(maxPixels: manifest.settings.limits.maxPixels, maxMemory: manifest.settings.limits.maxMemory).putInForce()
         try checkInput()
         let states = try status(verify: true)
         let unfinished = states.filter { $0.state != "done" }

@@ -52,11 +52,11 @@ public final class SegmentedRun {
         self.events = events
     }
 
-    /// Plans (or resumes), works and joins, under `configuration.limits` (put in force first).
+    /// Plans (or resumes), works and joins, under `configuration.limits`.
     func run() throws -> Outcome {
         let onInfo = events.info, shouldStop = events.shouldStop
         let c = configuration
-        c.limits.putInForce()
+        c.limits.applyProcessWide()
         let input = c.input.path, output = c.output.path
         let directory = SegmentedJob.defaultDirectory(forOutput: output)
         let earlier = try? SegmentedJob(directory: directory)
