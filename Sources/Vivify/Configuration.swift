@@ -40,7 +40,7 @@ public enum StreamFormat: String, Codable, Sendable, CaseIterable {
 /// this and nothing else; the library reads every setting and limit from it; a segmented job
 /// stores it in its manifest and every worker rebuilds its run from it.
 ///
-///     input ──▶ stages (the only place their order is decided) ──▶ output
+///     input ──▶ stages (an ordered list: the only place their order is decided) ──▶ output
 ///     run:    the backend, offline or live, pacing, how many frames, the timing budget
 ///     limits: threads, pixels per frame, the tiles' memory, precision (read where they apply)
 ///
@@ -48,8 +48,8 @@ public enum StreamFormat: String, Codable, Sendable, CaseIterable {
 public struct RunConfiguration: Codable, Sendable, Equatable {
     /// Where frames come from and how to read them.
     public var input: InputSettings
-    /// The stages: which models run, how and in which order, then resize.
-    public var stages: StageSettings
+    /// The stages, in the order frames go through them: which models run and how, resize.
+    public var stages: [StageSpec]
     /// Where frames go and how they are written.
     public var output: OutputSettings
     /// How the run goes: backend, mode, pacing, frame count, timing budget.
@@ -61,7 +61,7 @@ public struct RunConfiguration: Codable, Sendable, Equatable {
     /// A configuration with defaults: auto formats, libx264, audio copied, lenient, offline.
     public init(input: String, output: String) {
         self.input = InputSettings(path: input)
-        stages = StageSettings()
+        stages = []
         self.output = OutputSettings(path: output)
         run = RunSettings()
         limits = RunLimits()
@@ -72,13 +72,12 @@ public struct RunConfiguration: Codable, Sendable, Equatable {
     /// hints picture. Reports may replace none of them.
     public var readFiles: [String] {
         var files: [String] = []
-        for model in [stages.upscale, stages.colorize].compactMap({ $0 }) + stages.filters.map(\.model)
-        where FileManager.default.fileExists(atPath: model) {
+        for model in stages.compactMap(\.model) where FileManager.default.fileExists(atPath: model) {
             files.append(model)
             let stem = (model as NSString).deletingPathExtension
             if let weights = ModelFileFormat.weightsFile(beside: model) { files += [weights, stem + ".json"] }
         }
-        return files + stages.colourGuide.files
+        return files + stages.compactMap(\.colourGuide).flatMap(\.files)
     }
 }
 

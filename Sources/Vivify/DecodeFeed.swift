@@ -54,7 +54,8 @@ final class DecodeFeed {
         maxFrames = c.run.maxFrames ?? Int.max
         trimming = c.run.maxFrames != nil
         frame = VideoFrame(format: video.pixelFormat, width: video.width, height: video.height)
-        checkSourceColour = c.stages.colorize != nil && window == nil && c.stages.colourGuide.keyframes.isEmpty
+        // A colorizer runs (it has guidance, if empty) with no keyframe to give the colour.
+        checkSourceColour = c.stages.colourGuide.map { $0.keyframes.isEmpty } == true && window == nil
     }
 
     /// The next item for the pipeline, or nil at the end (of the source, of `--max-frames`, or

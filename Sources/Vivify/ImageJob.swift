@@ -34,14 +34,9 @@ package enum ImageJob {
 
     /// The model stages of an image job, made once (a batch reuses them for every picture),
     /// loaded under `limits`.
-    static func makeModels(_ stages: StageSettings, backend: BackendChoice, limits: RunLimits, log: (String) -> Void) throws -> [FrameProcessor] {
-        if !stages.colourGuide.isEmpty && stages.colorize == nil {
-            throw MediaError(.invalidOptions, "--reference and --hint guide the colorizer, but no colorizer runs. Add --colorize.")
-        }
-        var stills = stages
-        stills.stabilize = false
-        let models = try stills.modelStages.map { try ProcessorFactory.make($0, backend: backend, settings: limits.compute, log: log) }
-        for case let p as ColorizeProcessor in models { p.stills = true }
+    static func makeModels(_ stages: [StageSpec], backend: BackendChoice, limits: RunLimits, log: (String) -> Void) throws -> [FrameProcessor] {
+        let models = try ProcessorFactory.models(of: stages.map(\.forStills), backend: backend, settings: limits.compute, log: log)
+        models.forEach { $0.place(.stills) }
         return models
     }
 

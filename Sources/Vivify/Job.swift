@@ -69,7 +69,7 @@ package final class Job {
     /// Process only this part of the input (a segment of a resumable job): `output` is then
     /// the segment file, video only, encoded for `SegmentWindow.finalOutput`.
     package var segment: SegmentWindow?
-    /// Models already loaded (a segmented run loads them once), in `modelStages` order; they
+    /// Models already loaded (a segmented run loads them once), in the stages' order; they
     /// are reset before use.
     package var preloadedModels: [FrameProcessor]?
 
@@ -140,17 +140,16 @@ package final class Job {
         let warn = warnings.add
 
         // Models load before anything is opened for writing, so a bad model name costs nothing.
-        let models = try preloadedModels ?? c.stages.modelStages.map {
-            try ProcessorFactory.make($0, backend: c.run.backend, settings: c.limits.compute, log: events.info)
-        }
+        let models = try preloadedModels ?? ProcessorFactory.models(of: c.stages, backend: c.run.backend, settings: c.limits.compute,
+                                                                    log: events.info)
         models.forEach { $0.reset() }
         let source = try openInput(c, warn: warn)
         let video = source.info.video
         // Keyframes past the end are refused before any frame is processed (segments are
         // windows of the whole video: its own length counts).
-        if segment == nil {
-            try c.stages.colourGuide.checkKeyframes(frameCount: video.frameCount, duration: video.duration, frameRate: video.frameRate.doubleValue,
-                                                    input: c.input.path)
+        if segment == nil, let guide = c.stages.colourGuide {
+            try guide.checkKeyframes(frameCount: video.frameCount, duration: video.duration, frameRate: video.frameRate.doubleValue,
+                                     input: c.input.path)
         }
         let settled = try settleFormats(c, source: source, models: models, target: target, warn: warn)
         let chain = settled.chain
@@ -210,10 +209,7 @@ package final class Job {
         if output == "-" && c.output.effectiveFormat == nil {
             throw MediaError(.invalidOptions, "Standard output takes y4m or raw frames only. Pass --output-format y4m|rgb24|gray, or write to a file.")
         }
-        if !c.stages.colourGuide.isEmpty && c.stages.colorize == nil {
-            throw MediaError(.invalidOptions, "--reference, --keyframe and --hint guide the colorizer, but no colorizer runs. Add --colorize.")
-        }
-        try c.stages.colourGuide.checkFiles()
+        for guide in c.stages.compactMap(\.colourGuide) { try guide.checkFiles() }
         return .write(target)
     }
 
@@ -249,21 +245,22 @@ package final class Job {
         var resolvedColor: ColorInfo
     }
 
-    /// Settles the formats once: the chain is configured from the ordered stage specs ([to
-    /// RGB] → models → [resize], the models already loaded) for what the source gives, the
-    /// sink from what the chain gives, and the chain then ends in the conversion to the pixel
+    /// Settles the formats once: the chain is configured from the ordered stages ([to RGB]
+    /// when a model runs on other frames, then the list, the models already loaded) for what
+    /// the source gives, the sink from what the chain gives, and the chain then ends in the conversion to the pixel
     /// format the sink says it takes (rounding to 8 bits once).
     private func settleFormats(_ c: RunConfiguration, source: FrameSource, models: [FrameProcessor], target: URL?,
                                warn: (String) -> Void) throws -> Settled {
         let video = source.info.video
         var models = models
-        var processors: [FrameProcessor] = []
-        for spec in c.stages.stageSpecs(sourceFormat: video.pixelFormat) {
-            processors.append(spec.runsModel ? models.removeFirst() : try ProcessorFactory.make(spec, backend: c.run.backend, settings: c.limits.compute))
+        var processors: [FrameProcessor] = !models.isEmpty && video.pixelFormat != .rgb24 ? [ToRGBProcessor()] : []
+        for (spec, name) in zip(c.stages, c.stages.names) {
+            processors.append(spec.runsModel ? models.removeFirst()
+                              : try ProcessorFactory.make(spec, name: name, backend: c.run.backend, settings: c.limits.compute))
         }
         var chain = try ProcessingChain(processors, input: FrameDescription(
             width: video.width, height: video.height, frameRate: video.frameRate, layout: .packed(video.pixelFormat)), maxPixels: c.limits.pixelLimit)
-        for case let p as ColorizeProcessor in chain.processors { p.indexOffset = segment?.firstFrameIndex ?? 0 }
+        chain.processors.forEach { $0.place(.video(firstFrameIndex: segment?.firstFrameIndex ?? 0)) }
         var produced = video
         produced.pixelFormat = chain.output.layout.packedFormat
         var resolved = video.color.resolved(height: video.height)
@@ -405,9 +402,7 @@ package final class Job {
                                                                    : ran == .vulkan ? BackendChoice.vulkanStorage(under: c.limits.precisionChoice) : "fp32"))
         }
         // References, keyframes and the hints picture, with their SHA-256 like the models'.
-        let guide = c.stages.colourGuide
-        for (task, path) in guide.references.map({ ("reference", $0) }) + guide.keyframes.map({ ("keyframe \($0.position.text)", $0.file) })
-            + (guide.hintsImage.map { [("hints", $0)] } ?? []) {
+        for (task, path) in c.stages.compactMap(\.colourGuide).flatMap(\.pictures) {
             models.append(RunDescription.Model(task: task, name: path, files: [path: try SHA256.hash(fileAt: URL(fileURLWithPath: path)).hex]))
         }
         var settings: [String: String] = [
@@ -419,17 +414,11 @@ package final class Job {
         ]
         // As asked (`--precision`); each model's entry says what it ran in.
         if c.run.backend == .onednn || c.run.backend == .vulkan { settings["precision"] = c.limits.precisionChoice.rawValue }
-        let stages = c.stages
-        if stages.colorize != nil {
-            settings["stabilize"] = String(stages.stabilize)
-            settings["anchor_shots"] = String(stages.stabilize && stages.anchorShots)
-            settings["saturation"] = String(stages.saturation)
-            settings["colorize_after"] = String(stages.colorizeAfter)
-            if !guide.hints.isEmpty { settings["hints"] = guide.hints.map(\.description).joined(separator: " ") }
-        }
+        // Each stage's own settings (the stabilizer, tiles, resize, …).
+        settings.merge(c.stages.statsSettings) { general, _ in general }
         let optional: [(String, String?)] = [
             ("crf", c.output.encoder.crf.map { String($0) }), ("preset", c.output.encoder.preset), ("pix_fmt", c.output.encoder.pixelFormat),
-            ("resize", stages.resize?.description), ("max_frames", c.run.maxFrames.map(String.init)), ("tile", stages.tile.map(String.init)),
+            ("max_frames", c.run.maxFrames.map(String.init)),
             ("target_fps", c.run.targetFPS.map { String($0) }), ("assume_matrix", c.input.assumeMatrix),
             ("input_format", c.input.format?.rawValue), ("output_format", c.output.format?.rawValue),
             ("size", c.input.rawSize?.description), ("rate", c.input.rawRate.map { "\($0.num)/\($0.den)" }),

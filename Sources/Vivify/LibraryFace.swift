@@ -22,7 +22,7 @@ public typealias BackendChoice = Models.BackendChoice
 /// The number format of the models' convolutions (`RunLimits.precision`).
 public typealias PrecisionChoice = Models.PrecisionChoice
 
-/// References, keyframes and hints that guide the colorizer (`StageSettings.colourGuide`).
+/// References, keyframes and hints that guide the colorizer (`StageSpec.colorize`'s guide).
 public typealias ColourGuideSpec = Models.ColourGuideSpec
 
 /// A colour version of one frame (`ColourGuideSpec.keyframes`).

@@ -78,8 +78,7 @@ struct BenchCommand: ParsableCommand {
     /// thrown away.
     func benchConfiguration() throws -> RunConfiguration {
         var c = Bench.configuration(size: FrameSize(parsing: size)!, frames: frames)
-        c.stages = model.stages
-        c.stages.anchorShots = anchor
+        c.stages = model.stages(anchorShots: anchor)
         c.run.backend = model.backend
         if let fps = timing.targetFps { c.run.targetFPS = fps }
         c.limits = model.limits(pixels: limitOptions)

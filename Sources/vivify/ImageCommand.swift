@@ -44,7 +44,7 @@ struct ImageCommand: ParsableCommand {
     /// the directory).
     func configuration(input: String, output: String) -> RunConfiguration {
         var c = RunConfiguration(input: input, output: output)
-        c.stages = modelOptions.stages
+        c.stages = modelOptions.stages()
         c.output.existing = overwriteOptions.existing
         c.run.backend = modelOptions.backend
         c.limits = modelOptions.limits(pixels: limitOptions)

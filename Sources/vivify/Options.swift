@@ -261,16 +261,25 @@ struct ModelOptions: ParsableArguments {
         return limits
     }
 
-    /// The stages these options describe (the job's own options add resize, the stabilizer
-    /// and keyframes).
-    var stages: StageSettings {
-        var s = StageSettings(colorize: colorize, upscale: upscale, tile: tile)
-        s.colorizeAfter = colorizeAfter
-        s.saturation = saturation
-        s.colourGuide = guide
+    /// The stages these options describe, in the order they run: colorize then upscale (the
+    /// reverse with --colorize-after), each filter where it stands among them on the command
+    /// line, then `resize`. A job's own options give the stabilizer, shot anchors, keyframes
+    /// and resize; a picture takes the defaults.
+    func stages(stabilize: Bool = true, anchorShots: Bool = true, keyframes: [Keyframe] = [], resize: FrameSize? = nil) -> [StageSpec] {
+        var models: [StageSpec] = []
+        if let colorize {
+            var guide = guide
+            guide.keyframes = keyframes
+            models.append(.colorize(model: colorize, stabilize: stabilize, saturation: saturation, guide: guide, anchorShots: anchorShots))
+        }
+        if let upscale {
+            let step = StageSpec.upscale(model: upscale, tile: tile)
+            if colorizeAfter { models.insert(step, at: 0) } else { models.append(step) }
+        }
         // Checked in validate().
-        s.filters = (try? filters) ?? []
-        return s
+        var stages = FilterStage.place((try? filters) ?? [], among: models, tile: tile)
+        if let resize { stages.append(.resize(size: resize)) }
+        return stages
     }
 }
 
@@ -398,6 +407,9 @@ struct JobOptions: ParsableArguments {
             throw ValidationError("'--crf \(crf)' is out of range. Use a value from 0 to 63 (x264 default 23).")
         }
         for k in keyframe where Keyframe(parsing: k) == nil { throw ValidationError(Keyframe.parseError(k)) }
+        if !keyframe.isEmpty && modelOptions.colorize == nil {
+            throw ValidationError("--reference, --keyframe and --hint guide the colorizer, but no colorizer runs. Add --colorize.")
+        }
     }
 
     /// The configuration of a job from `input` to `output` with these options (and `network`'s
@@ -407,11 +419,8 @@ struct JobOptions: ParsableArguments {
         inputOptions.apply(to: &c.input)
         c.input.strict = strict
         c.input.networkTimeout = network?.timeout
-        c.stages = modelOptions.stages
-        c.stages.resize = resize.flatMap(FrameSize.init(parsing:))
-        c.stages.stabilize = stabilize
-        c.stages.anchorShots = anchor
-        c.stages.colourGuide.keyframes = keyframe.compactMap(Keyframe.init(parsing:))
+        c.stages = modelOptions.stages(stabilize: stabilize, anchorShots: anchor, keyframes: keyframe.compactMap(Keyframe.init(parsing:)),
+                                       resize: resize.flatMap(FrameSize.init(parsing:)))
         c.output.format = outputFormat
         c.output.encoder = EncoderSettings(codec: codec ?? EncoderSettings.defaultCodec(forOutput: output), crf: crf, preset: preset, pixelFormat: pixFmt)
         c.output.copyAudioAndSubtitles = !noAudio

@@ -183,7 +183,8 @@ final class FilterCLITests: XCTestCase {
         XCTAssertEqual(String(decoding: r.stdout, as: UTF8.self), "2\n")
         let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: work + "/manifest.json"))) as? [String: Any]
         let configuration = (manifest?["settings"] as? [String: Any])?["configuration"] as? [String: Any]
-        let filters = (configuration?["stages"] as? [String: Any])?["filters"] as? [[String: Any]]
+        // The stages as their list, each an object keyed by its kind.
+        let filters = (configuration?["stages"] as? [[String: Any]])?.compactMap { $0["filter"] as? [String: Any] }
         XCTAssertEqual(filters?.count, 1)
         XCTAssertEqual((filters?.first?["strength"] as? NSNumber)?.floatValue ?? 0, 0.8, accuracy: 1e-6)
         XCTAssertEqual(filters?.first?["model"] as? String, URL(fileURLWithPath: model).standardizedFileURL.path)

@@ -26,11 +26,11 @@ final class PlannedConfigurationTests: XCTestCase {
         // The manifest holds the configuration itself.
         let data = try Data(contentsOf: URL(fileURLWithPath: work + "/" + SegmentedJob.manifestName))
         let manifest = try JSONDecoder().decode(SegmentManifest.self, from: data)
-        XCTAssertEqual(manifest.version, 2)
+        XCTAssertEqual(manifest.version, 3)
         let c = manifest.settings.configuration
         XCTAssertEqual(c.input.path, URL(fileURLWithPath: source).standardizedFileURL.path)
         XCTAssertEqual(c.output.path, URL(fileURLWithPath: joined).standardizedFileURL.path)
-        XCTAssertEqual(c.stages.resize, FrameSize(width: 96, height: 64))
+        XCTAssertEqual(c.stages, [.resize(size: FrameSize(width: 96, height: 64))])
         XCTAssertEqual(c.output.encoder, EncoderSettings(codec: "ffv1", pixelFormat: "yuv444p"))
         XCTAssertFalse(c.output.copyAudioAndSubtitles)
         XCTAssertEqual(c.input.assumeMatrix, "bt470bg")

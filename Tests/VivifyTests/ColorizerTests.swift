@@ -284,9 +284,7 @@ final class ColorizerTests: XCTestCase {
         var results: [Bool: Double] = [:]
         for stabilize in [false, true] {
             var c = RunConfiguration(input: clip, output: "\(dir)/out-\(stabilize).mkv")
-            c.stages.colorize = "\(Self.fixtures)/eccv16-tiny.param"
-            c.stages.stabilize = stabilize
-            c.stages.anchorShots = false
+            c.stages = [.colorize(model: "\(Self.fixtures)/eccv16-tiny.param", stabilize: stabilize, anchorShots: false)]
             c.output.encoder = EncoderSettings(codec: "ffv1")
             // 120 frames keep the test short; lossless output so the metric sees the stage's colour.
             c.run.maxFrames = 120

@@ -23,7 +23,7 @@ final class FilterStageTests: XCTestCase {
         var source = FloatPlanarImage(channels: 3, width: 1, height: 1)
         source.load(from: frame)
         func filter(_ s: Float) throws -> FloatPlanarImage {
-            try run([ProcessorFactory.make(.filter(model: "2", tile: nil, strength: s, name: "filter"), backend: .reference)], frame)
+            try run([ProcessorFactory.make(.filter(model: "2", tile: nil, strength: s), backend: .reference)], frame)
         }
         let model = try filter(1), input = try filter(0), quarter = try filter(0.25)
         XCTAssertEqual([model.width, model.height], [80, 48])
@@ -44,28 +44,27 @@ final class FilterStageTests: XCTestCase {
         XCTAssertGreaterThan(modelVsInput, 0.01, "the model changes the picture")
     }
 
-    /// Each filter after the first `after` of the colorize/upscale stages in chain order,
-    /// named in order.
+    /// Each filter after the first `after` of the colorize/upscale stages in chain order (as
+    /// the command line and manifests before version 3 place them), named in order.
     func testFiltersTakeTheirPlacesAmongTheModels() {
-        var c = RunConfiguration(input: "in.mp4", output: "out.mp4")
-        c.stages.colorize = "vivify-color"
-        c.stages.upscale = "2"
-        c.stages.filters = [FilterStage(model: "a", after: 0), FilterStage(model: "b", strength: 0.5, after: 1), FilterStage(model: "c", after: 2),
-                     FilterStage(model: "d", after: 0)]
+        let filters = [FilterStage(model: "a", after: 0), FilterStage(model: "b", strength: 0.5, after: 1), FilterStage(model: "c", after: 2),
+                       FilterStage(model: "d", after: 0)]
+        let colorize = StageSpec.colorize(model: "vivify-color"), upscale = StageSpec.upscale(model: "2")
         func names(_ specs: [StageSpec]) -> [String] {
-            specs.map {
-                switch $0 {
+            zip(specs, specs.names).map { spec, name in
+                switch spec {
                 case .colorize: return "colorize"
                 case .upscale: return "upscale"
-                case .filter(let m, _, let s, let n): return "\(n):\(m)@\(s)"
+                case .filter(let m, _, let s): return "\(name):\(m)@\(s)"
                 default: return "other"
                 }
             }
         }
-        XCTAssertEqual(names(c.stages.modelStages), ["filter:a@1.0", "filter2:d@1.0", "colorize", "filter3:b@0.5", "upscale", "filter4:c@1.0"])
-        c.stages.colorizeAfter = true
-        XCTAssertEqual(names(c.stages.modelStages), ["filter:a@1.0", "filter2:d@1.0", "upscale", "filter3:b@0.5", "colorize", "filter4:c@1.0"])
-        c.stages.colorize = nil
-        XCTAssertEqual(names(c.stages.modelStages), ["filter:a@1.0", "filter2:d@1.0", "upscale", "filter3:b@0.5", "filter4:c@1.0"])
+        XCTAssertEqual(names(FilterStage.place(filters, among: [colorize, upscale], tile: nil)),
+                       ["filter:a@1.0", "filter2:d@1.0", "colorize", "filter3:b@0.5", "upscale", "filter4:c@1.0"])
+        XCTAssertEqual(names(FilterStage.place(filters, among: [upscale, colorize], tile: nil)),
+                       ["filter:a@1.0", "filter2:d@1.0", "upscale", "filter3:b@0.5", "colorize", "filter4:c@1.0"])
+        XCTAssertEqual(names(FilterStage.place(filters, among: [upscale], tile: nil)),
+                       ["filter:a@1.0", "filter2:d@1.0", "upscale", "filter3:b@0.5", "filter4:c@1.0"])
     }
 }

@@ -23,8 +23,8 @@ final class ProcessingChainTests: XCTestCase {
 
     func testChainDescribesItsOutputBeforeFramesFlowAndFramesMatchIt() throws {
         let input = FrameDescription(width: 96, height: 54, frameRate: Rational(30, 1), layout: .packed(.yuv420p))
-        let specs: [StageSpec] = [.toRGB, .colorize(model: "vivify-color", stabilize: false, saturation: 1), .upscale(model: "2", tile: nil)]
-        var chain = try ProcessingChain(specs.map { try ProcessorFactory.make($0, backend: .reference) }, input: input)
+        let specs: [StageSpec] = [.colorize(model: "vivify-color", stabilize: false, saturation: 1), .upscale(model: "2", tile: nil)]
+        var chain = try ProcessingChain([ToRGBProcessor()] + specs.map { try ProcessorFactory.make($0, backend: .reference) }, input: input)
         XCTAssertEqual(chain.output, FrameDescription(width: 192, height: 108, frameRate: Rational(30, 1), layout: .planarFloat(channels: 3)))
         try chain.append(OutputConversionProcessor(format: .yuv420p))
         XCTAssertEqual(chain.output.layout, .packed(.yuv420p))

@@ -14,13 +14,12 @@ final class RunConfigurationCodingTests: XCTestCase {
         c.output.copyAudioAndSubtitles = false
         c.input.strict = true
         c.input.assumeMatrix = "bt709"
-        var stages = StageSettings(colorize: "vivify-color", upscale: "2", tile: 96)
-        stages.colorizeAfter = true
-        stages.stabilize = false
-        stages.saturation = 1.25
-        stages.filters = [FilterStage(model: "style.wifm", strength: 0.5, after: 1)]
-        stages.resize = FrameSize(width: 640, height: 360)
-        stages.colourGuide.hints = [ColourHint(parsing: "10,20=#ff8000")!]
+        let stages: [StageSpec] = [
+            .upscale(model: "2", tile: 96), .filter(model: "style.wifm", tile: 96, strength: 0.5),
+            .colorize(model: "vivify-color", stabilize: false, saturation: 1.25, guide: ColourGuideSpec(hints: [ColourHint(parsing: "10,20=#ff8000")!]),
+                      anchorShots: true),
+            .resize(size: FrameSize(width: 640, height: 360)),
+        ]
         c.stages = stages
         c.run.maxFrames = 30
         c.run.backend = .reference
@@ -44,7 +43,7 @@ final class RunConfigurationCodingTests: XCTestCase {
         XCTAssertEqual(back.run.backend, .reference)
         XCTAssertEqual(back.run.mode, .live)
         XCTAssertEqual(back.output.existing, .replace)
-        XCTAssertEqual(back.stages.modelStages.count, 3, "the order is rebuilt from the stages")
+        XCTAssertEqual(back.stages.modelStages.map(\.name), ["upscale", "filter", "colorize"], "the list keeps its order")
         XCTAssertNil(back.input.synthetic, "a generated input is not part of the JSON")
     }
 }

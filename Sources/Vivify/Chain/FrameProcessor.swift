@@ -152,6 +152,16 @@ package struct ChainFrame: Sendable {
     }
 }
 
+/// Where the frames a stage gets sit.
+package enum FramePlacement: Equatable, Sendable {
+    /// Still pictures (`vivify image`): no place in a video, so keyframes and scene cuts do
+    /// not apply.
+    case stills
+    /// A video's frames, the first one (id 0) being frame `firstFrameIndex` of the whole
+    /// input (a segment's window starts mid-video).
+    case video(firstFrameIndex: Int)
+}
+
 /// One stage of the chain. Configured once, then fed frames on one thread, in order.
 package protocol FrameProcessor: AnyObject {
     /// Name in traces and messages ("colorize").
@@ -175,6 +185,8 @@ package protocol FrameProcessor: AnyObject {
     var warmUpFrames: Int { get }
     /// Forgets the state built from earlier frames (a new segment or stream begins).
     func reset()
+    /// Says where the frames sit (before the first one; a video's from frame 0 unless told).
+    func place(_ placement: FramePlacement)
     /// Gives back the frame-sized buffers kept for the next frame (a still picture is done;
     /// the next one may have another size). The next frame allocates them again.
     func releaseBuffers()
@@ -187,6 +199,7 @@ extension FrameProcessor {
     package func flopsPerFrame() throws -> Double { 0 }
     package var warmUpFrames: Int { 0 }
     package func reset() {}
+    package func place(_ placement: FramePlacement) {}
     package func releaseBuffers() {}
 }
 

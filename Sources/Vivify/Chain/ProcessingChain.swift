@@ -2,58 +2,6 @@ package import MediaIO
 internal import Pipeline
 import Models
 
-/// One stage of a job as configuration: what to build, before any model is loaded.
-package enum StageSpec: Sendable, Equatable {
-    /// Decoded frames to packed RGB.
-    case toRGB
-    /// A colorizer (built-in name, bundle or path), with its stabilizer, saturation and
-    /// guidance (references, keyframes, hints), and whether shots anchor their colour (with
-    /// the stabilizer).
-    case colorize(model: String, stabilize: Bool, saturation: Float, guide: ColourGuideSpec = ColourGuideSpec(), anchor: Bool = true)
-    /// An upscaler (built-in or catalog name, bundle or path) with its tile size.
-    case upscale(model: String, tile: Int?)
-    /// An image-to-image model (`--filter`: style transfer, denoise, deblock; any scale) with
-    /// its tile size, how much of its output is kept (`strength`, the rest is the input) and
-    /// its stage name ("filter", "filter2", …).
-    case filter(model: String, tile: Int?, strength: Float, name: String)
-    /// Resize to a fixed size.
-    case resize(FrameSize)
-    /// Round to 8 bits and convert to the sink's packed format.
-    case output(PixelFormat)
-
-    /// Whether the stage runs a model.
-    package var runsModel: Bool {
-        switch self {
-        case .colorize, .upscale, .filter: return true
-        case .toRGB, .resize, .output: return false
-        }
-    }
-}
-
-/// Makes processors from stage specs (video2x's ProcessorFactory).
-package enum ProcessorFactory {
-    /// Builds the processor for `spec`, loading its model on `backend`; `log` gets one line
-    /// when a model is fetched.
-    /// `settings`: the run's precision, memory budget and pixel limit the model loads under.
-    package static func make(_ spec: StageSpec, backend: BackendChoice, settings: ComputeSettings = ComputeSettings(),
-                             log: (String) -> Void = { _ in }) throws -> FrameProcessor {
-        switch spec {
-        case .toRGB: return ToRGBProcessor()
-        case .colorize(let model, let stabilize, let saturation, let guide, let anchor):
-            return ColorizeProcessor(try Colorizer(model: model, backend: backend, settings: settings, stabilize: stabilize,
-                                                   saturation: saturation, guide: guide, anchorShots: anchor),
-                                     precision: settings.precision)
-        case .upscale(let model, let tile):
-            return UpscaleProcessor(try Upscaler(model: model, tile: tile, backend: backend, settings: settings, log: log))
-        case .filter(let model, let tile, let strength, let name):
-            return FilterProcessor(try Upscaler(model: model, tile: tile, backend: backend, settings: settings, allowInt8: false, log: log),
-                                   strength: strength, name: name)
-        case .resize(let size): return ResizeProcessor(size: size)
-        case .output(let format): return OutputConversionProcessor(format: format)
-        }
-    }
-}
-
 /// Processors configured in order: each one's output description is the next one's input.
 /// `vivify run`, `vivify image` and `vivify bench` all go through one.
 package struct ProcessingChain {

@@ -58,10 +58,10 @@ package final class ColorizeProcessor: FrameProcessor {
 
     /// Still pictures (`vivify image`): frames have no place in a video, so keyframes and
     /// scene cuts do not apply.
-    package var stills = false
+    private var stills = false
     /// Added to frame ids to give the whole input's frame number (a segment's window starts
     /// mid-video; keyframes are numbered in the whole video).
-    package var indexOffset = 0
+    private var indexOffset = 0
 
     /// The `--precision` the colorizer was loaded under.
     package let precision: PrecisionChoice
@@ -75,6 +75,13 @@ package final class ColorizeProcessor: FrameProcessor {
     package func releaseBuffers() {
         output = FloatPlanarImage(channels: 3, width: 1, height: 1)
         grey = VideoFrame(format: .rgb24, width: 1, height: 1)
+    }
+
+    package func place(_ placement: FramePlacement) {
+        switch placement {
+        case .stills: (stills, indexOffset) = (true, 0)
+        case .video(let first): (stills, indexOffset) = (false, first)
+        }
     }
 
     package func configure(input: FrameDescription) throws -> FrameDescription {

@@ -90,8 +90,9 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
     /// (so every setting and limit of the plan is honoured), and what the plan found.
     ///
     /// Manifests of layout version 1 (vivify 0.13.0 and before) kept every setting as a flat
-    /// field (`upscale`, `codec`, `maxPixels`, …); they are read into the same value
-    /// (`LegacySettings`) and written back in this layout.
+    /// field (`upscale`, `codec`, `maxPixels`, …), and those of version 2 the stages as named
+    /// fields (`StageSettingsV2`: `colorize`, `upscale`, `colorizeAfter`, `filters`, …) rather
+    /// than their list; both are read into the same value and written back in this layout.
     package struct Settings: Codable, Sendable, Equatable {
         /// The vivify version that planned the job.
         package var vivifyVersion: String
@@ -144,18 +145,14 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
             c.run.targetFPS = nil
             c.limits.threads = nil
             c.limits.customLayers = c.limits.customLayers.map(absolute)
-            c.stages.filters = c.stages.filters.map { FilterStage(model: Self.absoluteIfFile($0.model), strength: $0.strength, after: $0.after) }
-            var g = c.stages.colourGuide
-            g.references = g.references.map(absolute)
-            g.keyframes = g.keyframes.map { Keyframe(position: $0.position, file: absolute($0.file)) }
-            g.hintsImage = g.hintsImage.map(absolute)
-            c.stages.colourGuide = g
+            c.stages = c.stages.map { $0.planned(absolute: absolute) }
             vivifyVersion = version
             configuration = c
             self.models = models
         }
 
-        /// Reads the settings of this version, or the flat ones of earlier versions.
+        /// Reads the settings of this version, the named stages of version 2, or the flat
+        /// settings of version 1.
         package init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             guard container.contains(.configuration) else {
@@ -163,7 +160,13 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
                 return
             }
             vivifyVersion = try container.decode(String.self, forKey: .vivifyVersion)
-            configuration = try container.decode(RunConfiguration.self, forKey: .configuration)
+            // Version 3 lists the stages; version 2 named them (an object, not a list).
+            let stages = try container.nestedContainer(keyedBy: ConfigurationKeys.self, forKey: .configuration)
+            if (try? stages.nestedUnkeyedContainer(forKey: .stages)) != nil {
+                configuration = try container.decode(RunConfiguration.self, forKey: .configuration)
+            } else {
+                configuration = try container.decode(ConfigurationV2.self, forKey: .configuration).configuration
+            }
             models = try container.decode([String: String].self, forKey: .models)
             int8Calibration = try container.decodeIfPresent(String.self, forKey: .int8Calibration)
             replaceExistingOutput = try container.decodeIfPresent(Bool.self, forKey: .replaceExistingOutput)
@@ -175,12 +178,6 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
         package var output: String { configuration.output.path }
         /// The limits the job was planned under, which every `work` and the join run under.
         package var limits: RunLimits { configuration.limits }
-
-        /// A model argument that names a file, as an absolute path (workers may run elsewhere
-        /// in the tree); names of built-in and catalog models as they are.
-        static func absoluteIfFile(_ model: String) -> String {
-            FileManager.default.fileExists(atPath: model) ? URL(fileURLWithPath: model).standardizedFileURL.path : model
-        }
 
         /// The settings that differ from `other`, as "name old → new", empty when none.
         package func differences(to other: Settings) -> [String] {
@@ -211,6 +208,81 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
             }
             walk(object, "")
             return out
+        }
+    }
+
+    /// The keys of a configuration that tell its layout apart.
+    private enum ConfigurationKeys: String, CodingKey {
+        case stages
+    }
+
+    /// A run configuration as manifests of layout version 2 wrote it: the stages as named
+    /// fields.
+    struct ConfigurationV2: Decodable {
+        var input: InputSettings
+        var stages: StageSettingsV2
+        var output: OutputSettings
+        var run: RunSettings
+        var limits: RunLimits
+
+        /// The same run with its stages listed.
+        var configuration: RunConfiguration {
+            var c = RunConfiguration(input: input.path, output: output.path)
+            (c.input, c.output, c.run, c.limits) = (input, output, run, limits)
+            c.stages = stages.list
+            return c
+        }
+    }
+
+    /// The stages as manifests of layout version 2 (and, as flat fields, version 1) named
+    /// them: at most one colorizer and one upscaler, ordered by `colorizeAfter`, one tile size
+    /// for every model, filters placed among them, then resize.
+    struct StageSettingsV2: Decodable {
+        var colorize: String?
+        var upscale: String?
+        var tile: Int?
+        var colorizeAfter = false
+        var stabilize = true
+        var anchorShots = true
+        var saturation: Float = 1
+        var colourGuide = ColourGuideSpec()
+        var filters: [FilterStage] = []
+        var resize: FrameSize?
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: Keys.self)
+            colorize = try c.decodeIfPresent(String.self, forKey: .colorize)
+            upscale = try c.decodeIfPresent(String.self, forKey: .upscale)
+            tile = try c.decodeIfPresent(Int.self, forKey: .tile)
+            colorizeAfter = try c.decodeIfPresent(Bool.self, forKey: .colorizeAfter) ?? false
+            stabilize = try c.decodeIfPresent(Bool.self, forKey: .stabilize) ?? true
+            anchorShots = try c.decodeIfPresent(Bool.self, forKey: .anchorShots) ?? true
+            saturation = try c.decodeIfPresent(Float.self, forKey: .saturation) ?? 1
+            colourGuide = try c.decodeIfPresent(ColourGuideSpec.self, forKey: .colourGuide) ?? ColourGuideSpec()
+            filters = try c.decodeIfPresent([FilterStage].self, forKey: .filters) ?? []
+            resize = try c.decodeIfPresent(FrameSize.self, forKey: .resize)
+        }
+
+        private enum Keys: String, CodingKey {
+            case colorize, upscale, tile, colorizeAfter, stabilize, anchorShots, saturation, colourGuide, filters, resize
+        }
+
+        /// The stages in the order those versions ran them: colorize then upscale (the
+        /// reverse with `colorizeAfter`), each filter after the first `after` of them, then resize.
+        var list: [StageSpec] {
+            var models: [StageSpec] = []
+            if let colorize {
+                models.append(.colorize(model: colorize, stabilize: stabilize, saturation: saturation, guide: colourGuide, anchorShots: anchorShots))
+            }
+            if let upscale {
+                let step = StageSpec.upscale(model: upscale, tile: tile)
+                if colorizeAfter { models.insert(step, at: 0) } else { models.append(step) }
+            }
+            var stages = FilterStage.place(filters, among: models, tile: tile)
+            if let resize { stages.append(.resize(size: resize)) }
+            return stages
         }
     }
 
@@ -257,16 +329,18 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
         /// ran it; a backend this version does not know is oneDNN.
         var settings: Settings {
             var c = RunConfiguration(input: input, output: output)
-            c.stages.upscale = upscale
-            c.stages.tile = tile
-            c.stages.colorize = colorize
-            c.stages.colorizeAfter = colorizeAfter
-            c.stages.filters = filters ?? []
-            c.stages.stabilize = stabilize
-            c.stages.anchorShots = anchorShots ?? false
-            c.stages.saturation = saturation
-            c.stages.colourGuide = colourGuide ?? ColourGuideSpec()
-            c.stages.resize = resize.flatMap(FrameSize.init(parsing:))
+            var stages = StageSettingsV2()
+            stages.upscale = upscale
+            stages.tile = tile
+            stages.colorize = colorize
+            stages.colorizeAfter = colorizeAfter
+            stages.filters = filters ?? []
+            stages.stabilize = stabilize
+            stages.anchorShots = anchorShots ?? false
+            stages.saturation = saturation
+            stages.colourGuide = colourGuide ?? ColourGuideSpec()
+            stages.resize = resize.flatMap(FrameSize.init(parsing:))
+            c.stages = stages.list
             c.run.backend = BackendChoice(rawValue: backend) ?? .onednn
             c.output.encoder = EncoderSettings(codec: codec, crf: crf, preset: preset, pixelFormat: pixelFormat)
             c.output.copyAudioAndSubtitles = copyAudioAndSubtitles
@@ -280,7 +354,11 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
             var s = Settings(planned: c, models: models, version: vivifyVersion)
             s.configuration.input.path = input
             s.configuration.output.path = output
-            s.configuration.stages.filters = filters ?? []
+            // Filters' models as stored; the guide's pictures made absolute, as before.
+            s.configuration.stages = zip(s.configuration.stages, c.stages).map { planned, stored in
+                if case .filter = stored { return stored }
+                return planned
+            }
             s.int8Calibration = int8Calibration
             s.replaceExistingOutput = replaceExistingOutput
             return s
@@ -375,11 +453,12 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
 
     /// "vivify-segments".
     package var format = "vivify-segments"
-    /// Layout version of this file: 2 keeps the settings as a `RunConfiguration`, 1 (read
-    /// too) as flat fields.
+    /// Layout version of this file: 3 keeps the settings as a `RunConfiguration` with its
+    /// stages as a list; 2 (read too) named the stages, 1 (read too) kept every setting as a
+    /// flat field.
     package var version = Self.currentVersion
     /// The layout this version writes.
-    package static let currentVersion = 2
+    package static let currentVersion = 3
     /// The input.
     package var input: Fingerprint
     /// The settings.

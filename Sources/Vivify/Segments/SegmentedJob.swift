@@ -67,29 +67,26 @@ public final class SegmentedJob {
         return try create(at: directory, manifest: manifest)
     }
 
-    /// Loads the models of `c`, in `modelStages` order, under `c.limits`.
+    /// Loads the models of `c`, in the stages' order, under `c.limits`.
     package static func loadModels(_ c: RunConfiguration, log: (String) -> Void = { _ in }) throws -> [FrameProcessor] {
         c.limits.applyProcessWide()
-        return try c.stages.modelStages.map { try ProcessorFactory.make($0, backend: c.run.backend, settings: c.limits.compute, log: log) }
+        return try ProcessorFactory.models(of: c.stages, backend: c.run.backend, settings: c.limits.compute, log: log)
     }
 
     /// SHA-256 of every model's files, by task and name (built-in models by name and version),
-    /// and of the custom layer library `customLayers` names.
-    static func modelDigests(_ models: [FrameProcessor], customLayers: String?) throws -> [String: String] {
+    /// of the guidance pictures of `c`'s stages, and of the custom layer library it names.
+    static func modelDigests(_ models: [FrameProcessor], of c: RunConfiguration) throws -> [String: String] {
         var out: [String: String] = [:]
         for case let p as ModelStage in models {
             out["\(p.name) \(p.modelName)"] = try ModelDigest.of(files: p.modelFiles).hex
-            // References, keyframes and the hints picture by content, so that every worker
-            // colours alike and a file changed after `plan` is refused.
-            if let guide = (p as? ColorizeProcessor)?.colorizer.guide?.spec {
-                for (kind, file) in guide.references.map({ ("reference", $0) }) + guide.keyframes.map({ ("keyframe \($0.position.text)", $0.file) })
-                    + (guide.hintsImage.map { [("hints", $0)] } ?? []) {
-                    out["\(kind) \(URL(fileURLWithPath: file).standardizedFileURL.path)"] = try SHA256.hash(fileAt: URL(fileURLWithPath: file)).hex
-                }
-            }
+        }
+        // References, keyframes and the hints picture by content, so that every worker
+        // colours alike and a file changed after `plan` is refused.
+        for (kind, file) in c.stages.compactMap(\.colourGuide).flatMap(\.pictures) {
+            out["\(kind) \(URL(fileURLWithPath: file).standardizedFileURL.path)"] = try SHA256.hash(fileAt: URL(fileURLWithPath: file)).hex
         }
         // The compiled custom layer library by content: every worker runs the same code.
-        if let library = customLayers {
+        if let library = c.limits.customLayers {
             out["custom layers"] = try SHA256.hash(fileAt: URL(fileURLWithPath: library)).hex
         }
         return out
@@ -153,7 +150,7 @@ public final class SegmentedJob {
                 startPTS: stamps[first], endPTS: endPTS, warmUpPTS: warmPTS, seekCandidates: candidates,
                 startSeconds: index.seconds(stamps[first]), endSeconds: index.seconds(end), done: nil, failed: nil))
         }
-        var settings = SegmentManifest.Settings(c, models: try modelDigests(models, customLayers: c.limits.customLayers))
+        var settings = SegmentManifest.Settings(c, models: try modelDigests(models, of: c))
         if (try? c.run.backend.resolved()) == .onednn, let upscaler = models.lazy.compactMap({ ($0 as? UpscaleProcessor)?.upscaler }).first {
             // What the upscaler computes in (`auto` decides per model) is what every worker forces.
             if upscaler.quantisesToInt8 {
@@ -378,7 +375,7 @@ public final class SegmentedJob {
         let loaded = try models ?? Self.loadModels(c, log: events.warning)
         if models == nil {
             // The models found now must be the planned ones.
-            let digests = try Self.modelDigests(loaded, customLayers: c.limits.customLayers)
+            let digests = try Self.modelDigests(loaded, of: c)
             if digests != manifest.settings.models {
                 throw MediaError(.invalidOptions, "The models found now differ from those the job was planned with (\(digests.keys.sorted().joined(separator: ", "))). Plan the job again.")
             }
