@@ -175,7 +175,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         for sub in [bundle.manifest.main] + (bundle.manifest.alpha.map { [$0] } ?? []) {
             let file = bundle.url(for: sub).path
             guard let format = ModelFileFormat.forPath(file), let importer = format.importer,
-                  let imported = try? importer(file, bundle.weightsURL(for: sub)?.path, bundle.manifest.customLayers) else { continue }
+                  let imported = try? importer(file, bundle.weightsURL(for: sub)?.path, bundle.manifest.customLayers, nil) else { continue }
             exercise(imported.graph)
         }
     }

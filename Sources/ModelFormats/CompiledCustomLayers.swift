@@ -191,22 +191,18 @@ public final class CompiledCustomLayers: @unchecked Sendable {
 
     // MARK: the library named by --custom-layers
 
-    private static let chosen = Mutex<(path: String?, loaded: CompiledCustomLayers?)>((nil, nil))
+    /// The libraries opened so far, by path: a shared library stays loaded in the process
+    /// once opened, so each is opened once (a cache, not a setting: which library a model
+    /// uses is its importer's `library` argument).
+    private static let opened = Mutex<[String: CompiledCustomLayers]>([:])
 
-    /// The library `--custom-layers` names, for the models loaded from now on (nil: none).
-    /// Set only from that flag (through `RunLimits`), never from a model or bundle.
-    public static var libraryPath: String? {
-        get { chosen.withLock { $0.path } }
-        set { chosen.withLock { if $0.path != newValue { $0 = (newValue, nil) } } }
-    }
-
-    /// The library `libraryPath` names, opened on first use; nil when none is named.
-    public static func active() throws -> CompiledCustomLayers? {
-        try chosen.withLock { state in
-            guard let path = state.path else { return nil }
-            if let loaded = state.loaded { return loaded }
+    /// The library at `path` (`--custom-layers`, given to the importer by the run that loads
+    /// the model, never named by a model or bundle), opened on first use.
+    public static func open(_ path: String) throws -> CompiledCustomLayers {
+        try opened.withLock { libraries in
+            if let loaded = libraries[path] { return loaded }
             let library = try CompiledCustomLayers(path: path)
-            state.loaded = library
+            libraries[path] = library
             return library
         }
     }

@@ -54,7 +54,7 @@ extension CoreMLImporter.NetworkBuilder {
         let className = l.params.string(10)
         guard !className.isEmpty else { throw l.fail("is a custom layer without a className") }
         let ops = customLayers?.classes[className]
-        let library = ops == nil ? try CompiledCustomLayers.active() : nil
+        let library = ops == nil ? try customLayerLibrary.map(CompiledCustomLayers.open) : nil
         guard ops != nil || library?.supports(className) == true else {
             throw CoreMLImporter.undeclaredCustomLayer(layer: l.name, className: className, description: l.params.string(40),
                                                        source: source, declarations: customLayers, library: library?.path)

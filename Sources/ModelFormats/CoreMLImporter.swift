@@ -48,8 +48,9 @@ public struct CoreMLModel: Sendable {
 public enum CoreMLImporter {
     /// Loads the `.mlmodel` file at `path` (or the NeuralNetwork inside an `.mlpackage`).
     /// `customLayers` declares what its custom layers compute; when nil, the file
-    /// `NAME.layers.json` beside the model is read if there is one.
-    public static func load(path: String, customLayers: CustomLayerDeclarations? = nil) throws -> CoreMLModel {
+    /// `NAME.layers.json` beside the model is read if there is one. `library`: the compiled
+    /// custom layer library (`--custom-layers`) for custom layers nothing declares.
+    public static func load(path: String, customLayers: CustomLayerDeclarations? = nil, library: String? = nil) throws -> CoreMLModel {
         var file = path
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
@@ -68,12 +69,12 @@ public enum CoreMLImporter {
             let beside = CustomLayerDeclarations.besidePath(for: path)
             if FileManager.default.fileExists(atPath: beside) { declarations = try CustomLayerDeclarations.read(path: beside) }
         }
-        return try parse(data, source: path, customLayers: declarations)
+        return try parse(data, source: path, customLayers: declarations, library: library)
     }
 
     /// Parses the bytes of a `.mlmodel` file; `source` names it in messages; `customLayers`
-    /// declares what its custom layers compute.
-    public static func parse(_ data: Data, source: String, customLayers: CustomLayerDeclarations? = nil) throws -> CoreMLModel {
+    /// declares what its custom layers compute, `library` runs those nothing declares.
+    public static func parse(_ data: Data, source: String, customLayers: CustomLayerDeclarations? = nil, library: String? = nil) throws -> CoreMLModel {
         let model = try Message(data, what: "the model", source: source)
         let version = model.int(1)
         guard version >= 1 else {
@@ -111,6 +112,7 @@ public enum CoreMLImporter {
         var builder = NetworkBuilder(source: source, inputName: input.name, declaredInput: inputShape.map { Shape(c: $0.c, h: $0.h, w: $0.w) })
         builder.inputChannels = inputShape?.c ?? input.image?.channels
         builder.customLayers = customLayers
+        builder.customLayerLibrary = library
         builder.addPreprocessing(preprocessing)
         let layers = try network.messages(1, what: "a layer", source: source)
         for (k, layer) in layers.enumerated() {

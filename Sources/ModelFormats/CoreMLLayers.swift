@@ -101,6 +101,9 @@ extension CoreMLImporter {
         var notes: [String] = []
         /// What the model's custom layers compute (`customLayers`), if declared.
         var customLayers: CustomLayerDeclarations?
+        /// The compiled custom layer library (`--custom-layers`) for custom layers no
+        /// declaration covers; nil: none.
+        var customLayerLibrary: String?
 
         init(source: String, inputName: String, declaredInput: Shape?) {
             self.source = source

@@ -40,8 +40,10 @@ public struct ModelFileFormat: Sendable {
     public let summary: String
     /// Reads the graph (`weights`: a separate weights file when the format has one;
     /// `customLayers`: a bundle's declarations of Core ML custom layers, nil to read the
-    /// `NAME.layers.json` beside a bare model); nil for bundles, which hold a model of another format.
-    public let importer: (@Sendable (_ path: String, _ weights: String?, _ customLayers: CustomLayerDeclarations?) throws -> ImportedGraph)?
+    /// `NAME.layers.json` beside a bare model; `library`: the compiled custom layer library
+    /// of `--custom-layers`); nil for bundles, which hold a model of another format.
+    public let importer: (@Sendable (_ path: String, _ weights: String?, _ customLayers: CustomLayerDeclarations?,
+                                     _ library: String?) throws -> ImportedGraph)?
     /// A text description of a file of this format.
     public let describer: @Sendable (_ path: String) throws -> String
 
@@ -49,28 +51,28 @@ public struct ModelFileFormat: Sendable {
     public static let all: [ModelFileFormat] = [
         ModelFileFormat(kind: .ncnn, name: "ncnn", extensions: ["param"],
                         summary: "ncnn .param graph with its .bin weights beside it",
-                        importer: { path, weights, _ in ImportedGraph(graph: try NCNNImporter.load(paramPath: path, binPath: weights), inputIsImage: false) },
+                        importer: { path, weights, _, _ in ImportedGraph(graph: try NCNNImporter.load(paramPath: path, binPath: weights), inputIsImage: false) },
                         describer: { path in
                             let g = try NCNNImporter.load(paramPath: path)
                             return "ncnn model \(path): \(g.nodes.count) layers, input '\(g.valueNames[g.input])', output '\(g.valueNames[g.output])'\n"
                         }),
         ModelFileFormat(kind: .coreMLNeuralNetwork, name: "Core ML NeuralNetwork", extensions: ["mlmodel"],
                         summary: "Core ML model file (NeuralNetwork layers)",
-                        importer: { path, _, customLayers in
-                            let m = try CoreMLImporter.load(path: path, customLayers: customLayers)
+                        importer: { path, _, customLayers, library in
+                            let m = try CoreMLImporter.load(path: path, customLayers: customLayers, library: library)
                             return ImportedGraph(graph: m.graph, inputIsImage: m.inputIsImage)
                         },
                         describer: { try CoreMLImporter.load(path: $0).description + "\n" }),
         ModelFileFormat(kind: .coreMLProgram, name: "Core ML ML Program", extensions: ["mlpackage"],
                         summary: "Core ML package (ML Program with weight blobs)",
-                        importer: { path, _, _ in
+                        importer: { path, _, _, _ in
                             let m = try CoreMLProgramImporter.load(path: path)
                             return ImportedGraph(graph: m.graph, inputIsImage: m.inputIsImage)
                         },
                         describer: { try CoreMLProgramImporter.load(path: $0).description + "\n" }),
         ModelFileFormat(kind: .onnx, name: "ONNX", extensions: ["onnx"],
                         summary: "ONNX model (opsets 7–\(ONNXImporter.newestOpset), one NCHW image input)",
-                        importer: { path, _, _ in ImportedGraph(graph: try ONNXImporter.load(path: path).graph, inputIsImage: false) },
+                        importer: { path, _, _, _ in ImportedGraph(graph: try ONNXImporter.load(path: path).graph, inputIsImage: false) },
                         describer: { try ONNXImporter.load(path: $0).description + "\n" }),
         ModelFileFormat(kind: .wifm, name: ".wifm bundle", extensions: ["wifm"],
                         summary: "Vivify model bundle: a model of one of the formats above, its manifest and info.md",

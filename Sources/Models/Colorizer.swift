@@ -71,7 +71,7 @@ package final class Colorizer {
         // Video (the stabilizer on) has a guide even without guidance: shots anchor their own colour.
         let anchor = stabilize && anchorShots
         self.guide = guide.isEmpty && !anchor ? nil : try ColourGuide(spec: guide, backend: backend, settings: settings, anchorShots: anchor)
-        let loaded = try ModelResolver.resolve(argument, task: .colorize)
+        let loaded = try ModelResolver.resolve(argument, task: .colorize, library: settings.customLayers)
         graph = loaded.graph
         spec = loaded.colorizer ?? ColorizerSpec()
         // Bundles and descriptions alike: the numbers are checked before anything is sized.

@@ -1,9 +1,10 @@
 package import MediaIO
 
 /// The limits of a run that reach the models it loads: the number format they compute in,
-/// the memory their tiles may use and the largest picture they read (a colour guide's
-/// references). Given to each model when it is made, never read from process-wide state, so
-/// two runs in one process with other limits load their models each under its own.
+/// the memory their tiles may use, the largest picture they read (a colour guide's
+/// references) and the compiled custom layer library their custom layers may run in. Given
+/// to each model when it is made, never read from process-wide state, so two runs in one
+/// process with other limits load their models each under its own.
 package struct ComputeSettings: Sendable, Equatable {
     /// `--precision` (the library's default: fp32).
     package var precision: PrecisionChoice
@@ -12,11 +13,16 @@ package struct ComputeSettings: Sendable, Equatable {
     package var memoryBudget: Int?
     /// The largest picture, in pixels, a model reads (`--max-pixels`).
     package var maxPixels: Int
+    /// The compiled custom layer library (`--custom-layers`) a Core ML model's custom layers
+    /// that nothing declares run in; nil: none.
+    package var customLayers: String?
 
     /// Settings; each one left out is the library's default.
-    package init(precision: PrecisionChoice = .fp32, memoryBudget: Int? = nil, maxPixels: Int = MediaLimits.defaultMaxPixels) {
+    package init(precision: PrecisionChoice = .fp32, memoryBudget: Int? = nil, maxPixels: Int = MediaLimits.defaultMaxPixels,
+                 customLayers: String? = nil) {
         self.precision = precision
         self.memoryBudget = memoryBudget
         self.maxPixels = maxPixels
+        self.customLayers = customLayers
     }
 }

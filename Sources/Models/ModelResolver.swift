@@ -42,14 +42,16 @@ package struct LoadedModel {
 /// The graph comes back adapted to the engine's frames (upscalers: RGB in [0, 1] in and out)
 /// with the tiling rules an upscaler needs, or the description a colorizer needs.
 package enum ModelResolver {
-    /// Resolves and loads `argument` for `task`; `log` gets one line when a model is fetched.
+    /// Resolves and loads `argument` for `task`; `log` gets one line when a model is fetched;
+    /// `library`: the compiled custom layer library (`--custom-layers`) for Core ML custom
+    /// layers nothing declares.
     package static func resolve(_ argument: String, task: WifmManifest.Task, store: ModelStore = ModelStore(),
-                        log: (String) -> Void = { _ in }) throws -> LoadedModel {
+                        library: String? = nil, log: (String) -> Void = { _ in }) throws -> LoadedModel {
         let what = task == .upscale ? "upscaler" : "colorizer"
         // Built-in names.
         if let builtin = BuiltinModels.name(for: argument, task: task) ?? (BuiltinModels.names.contains(argument) ? argument : nil),
            let path = try BuiltinModels.path(for: builtin, store: store) {
-            var loaded = try loadBundle(path, name: builtin, task: task)
+            var loaded = try loadBundle(path, name: builtin, task: task, library: library)
             loaded.name = builtin
             loaded.files = [path]
             return loaded
@@ -65,7 +67,7 @@ package enum ModelResolver {
                 let ext = (argument as NSString).pathExtension
                 throw MediaError(.unsupported, "Cannot read the \(what) '\(argument)': \(ext.isEmpty ? "a file without an extension" : "'.\(ext)'") is not a model format Vivify reads. Use \(ModelFileFormat.extensionList).")
             }
-            var loaded = try load(argument, format: format, task: task, store: store)
+            var loaded = try load(argument, format: format, task: task, store: store, library: library)
             loaded.files = [argument] + [ModelFileFormat.weightsFile(beside: argument)].compactMap { $0 }
             return loaded
         }
@@ -87,13 +89,14 @@ package enum ModelResolver {
     }
 
     /// A model file of a known format.
-    package static func load(_ path: String, format: ModelFileFormat, task: WifmManifest.Task, store: ModelStore) throws -> LoadedModel {
+    package static func load(_ path: String, format: ModelFileFormat, task: WifmManifest.Task, store: ModelStore,
+                             library: String? = nil) throws -> LoadedModel {
         let name = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
-        guard let importer = format.importer else { return try loadBundle(path, name: name, task: task) }
+        guard let importer = format.importer else { return try loadBundle(path, name: name, task: task, library: library) }
         if task == .colorize {
             // A bare colorizer graph needs its description beside it.
             let spec = try ColorizerSpec.beside(param: path)
-            var loaded = LoadedModel(name: name, graph: try importer(path, nil, nil).graph)
+            var loaded = LoadedModel(name: name, graph: try importer(path, nil, nil, library).graph)
             loaded.colorizer = spec
             return loaded
         }
@@ -109,7 +112,7 @@ package enum ModelResolver {
             loaded.spec = try entry.map { try tiling(for: $0, graph: graph) } ?? inferTiling(graph)
             return loaded
         }
-        let imported = try importer(path, nil, nil)
+        let imported = try importer(path, nil, nil, library)
         var g = imported.graph
         // Image inputs take 0–255 pixels; the output range is measured on a grey tile.
         if imported.inputIsImage { g = g.prependingAffine(scale: [255], bias: [0]) }
@@ -205,7 +208,7 @@ package enum ModelResolver {
         }
     }
 
-    package static func loadBundle(_ path: String, name: String, task: WifmManifest.Task) throws -> LoadedModel {
+    package static func loadBundle(_ path: String, name: String, task: WifmManifest.Task, library: String? = nil) throws -> LoadedModel {
         let bundle = try ModelBundle.open(path: path)
         let m = bundle.manifest
         guard m.task == task else {
@@ -216,7 +219,7 @@ package enum ModelResolver {
             guard let importer = ModelFileFormat.forPath(file)?.importer else {
                 throw MediaError(.unsupported, "The bundle '\(path)' holds '\((file as NSString).lastPathComponent)', which is not a model format Vivify reads. Use \(ModelFileFormat.extensionList) inside.")
             }
-            let imported = try importer(file, bundle.weightsURL(for: sub)?.path, m.customLayers)
+            let imported = try importer(file, bundle.weightsURL(for: sub)?.path, m.customLayers, library)
             let (raw, isImage) = (imported.graph, imported.inputIsImage)
             try checkTensorNames(sub, of: raw, bundle: path)
             guard task == .upscale else { return raw }

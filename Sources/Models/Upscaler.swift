@@ -53,7 +53,7 @@ package final class Upscaler {
     package init(model: String, tile: Int? = nil, backend: BackendChoice = .onednn, settings: ComputeSettings = ComputeSettings(),
                 store: ModelStore = ModelStore(), allowInt8: Bool = true, log: (String) -> Void = { _ in }) throws {
         let backend = try backend.resolved()
-        let loaded = try ModelResolver.resolve(model, task: .upscale, store: store, log: log)
+        let loaded = try ModelResolver.resolve(model, task: .upscale, store: store, library: settings.customLayers, log: log)
         loaded.warnings.forEach(log)
         name = loaded.name
         modelFiles = loaded.files

@@ -31,7 +31,7 @@ package enum EngineBench {
     package static func run(model: String, width: Int, height: Int, pad: [Int], runs: Int, backend: BackendChoice,
                            limits: RunLimits = RunLimits(), store: ModelStore = ModelStore()) throws -> Result {
         limits.applyProcessWide()
-        let loaded = try self.loaded(model, store: store)
+        let loaded = try self.loaded(model, store: store, library: limits.customLayers)
         let graph = loaded.graph
         let shape = Shape(c: graph.inputChannels ?? 3, h: height + pad[1] + pad[3], w: width + pad[0] + pad[2])
         // A picture-like input: smooth shading, some texture and a little noise. Uniform noise
@@ -99,10 +99,10 @@ package enum EngineBench {
         try loaded(model, store: store).graph
     }
 
-    private static func loaded(_ model: String, store: ModelStore) throws -> LoadedModel {
+    private static func loaded(_ model: String, store: ModelStore, library: String? = nil) throws -> LoadedModel {
         let colorizer = BuiltinModels.task(of: model) == .colorize
             || (model.lowercased().hasSuffix(".wifm") && (try? ModelBundle.open(path: model).manifest.task) == .colorize)
             || (ModelFileFormat.forPath(model)?.importer != nil && (try? ColorizerSpec.beside(param: model)) != nil)
-        return try ModelResolver.resolve(model, task: colorizer ? .colorize : .upscale, store: store)
+        return try ModelResolver.resolve(model, task: colorizer ? .colorize : .upscale, store: store, library: library)
     }
 }

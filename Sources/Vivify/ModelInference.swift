@@ -119,8 +119,9 @@ package enum ModelInference {
         package var output: NPYArray
     }
 
-    /// The model file's graph as its importer reads it. `.wifm` bundles give their main model.
-    static func graph(_ path: String) throws -> Graph {
+    /// The model file's graph as its importer reads it (`library`: `--custom-layers`).
+    /// `.wifm` bundles give their main model.
+    static func graph(_ path: String, library: String? = nil) throws -> Graph {
         guard FileManager.default.fileExists(atPath: path) else {
             throw MediaError(.inputUnreadable, "Cannot open the model '\(path)': no such file. `vivify infer` takes a model file (\(ModelFileFormat.extensionList)).")
         }
@@ -128,7 +129,7 @@ package enum ModelInference {
             throw MediaError(.unsupported, "'\(path)' is not a model file Vivify reads. Use \(ModelFileFormat.extensionList).")
         }
         if let importer = format.importer {
-            return try importer(path, ModelFileFormat.weightsFile(beside: path), nil).graph
+            return try importer(path, ModelFileFormat.weightsFile(beside: path), nil, library).graph
         }
         let bundle = try ModelBundle.open(path: path)
         let main = bundle.manifest.main
@@ -136,7 +137,7 @@ package enum ModelInference {
         guard let importer = ModelFileFormat.forPath(file)?.importer else {
             throw MediaError(.unsupported, "The bundle '\(path)' holds '\((file as NSString).lastPathComponent)', which is not a model format Vivify reads.")
         }
-        return try importer(file, bundle.weightsURL(for: main)?.path, bundle.manifest.customLayers).graph
+        return try importer(file, bundle.weightsURL(for: main)?.path, bundle.manifest.customLayers, library).graph
     }
 
     /// Runs `model` on `input` (shape C×H×W or 1×C×H×W; `inputName`, when given, must be the
@@ -175,7 +176,7 @@ package enum ModelInference {
             throw MediaError(.invalidOptions, "'\(model)' takes one input tensor (\(inputs.count) given); only ONNX models take values for other graph inputs.")
         }
         let (inputName, input) = inputs[0]
-        let g = try graph(model)
+        let g = try graph(model, library: limits.customLayers)
         let name = g.valueNames[g.input]
         if let inputName, inputName != name {
             throw MediaError(.invalidOptions, "'\(model)' has one input, '\(name)', not '\(inputName)'. Pass --input \(name)=FILE or just --input FILE.")

@@ -9,9 +9,8 @@ import Models
 /// with the run (`RunConfiguration.limits`, the parameters of the image, bench, infer and
 /// model-tool entry points) and the library reads each limit from the value it was given: the
 /// readers, the models and their tiles get theirs when they are made (`compute`,
-/// `pixelLimit`). Only the thread count and the custom layer library are process-wide
-/// underneath (oneDNN's OpenMP pool, a loaded shared library): `applyProcessWide()` sets
-/// them when an entry point starts.
+/// `pixelLimit`). Only the thread count is process-wide underneath (oneDNN's OpenMP pool and
+/// the banded loops read it): `applyProcessWide()` sets it when an entry point starts.
 ///
 /// nil is the library's default: all cores, `MediaLimits.defaultMaxPixels`, the standard
 /// memory budget with the speed cap on automatic tiles, fp32, no custom layer library.
@@ -27,9 +26,9 @@ public struct RunLimits: Codable, Sendable, Equatable {
     /// The number format of the oneDNN convolutions (`--precision`; the library's default is
     /// fp32, the `vivify` command's auto).
     public var precision: PrecisionChoice?
-    /// The compiled custom layer library (`--custom-layers`) the Core ML models loaded from
-    /// now on may use for custom layers nothing declares (only this flag sets it, never a
-    /// model or bundle). nil leaves it as it is.
+    /// The compiled custom layer library (`--custom-layers`) the Core ML models of the run
+    /// may use for custom layers nothing declares (only this flag sets it, never a model or
+    /// bundle). nil: none.
     public var customLayers: String?
 
     /// Limits; every one left out is the library's default.
@@ -47,20 +46,19 @@ public struct RunLimits: Codable, Sendable, Equatable {
     package var precisionChoice: PrecisionChoice { precision ?? .fp32 }
 
     /// What the models loaded under these limits compute with: the precision, the tiles'
-    /// memory budget and the largest picture they read.
+    /// memory budget, the largest picture they read and the custom layer library.
     package var compute: ComputeSettings {
-        ComputeSettings(precision: precisionChoice, memoryBudget: maxMemory, maxPixels: pixelLimit)
+        ComputeSettings(precision: precisionChoice, memoryBudget: maxMemory, maxPixels: pixelLimit, customLayers: customLayers)
     }
 
     /// The bytes the tiles may use under these limits (what `--stats` records).
     package var memoryBudget: Int { maxMemory.map { max($0, TiledRunner.smallestMemoryBudget) } ?? TiledRunner.standardMemoryBudget }
 
-    /// Sets the two limits that are process-wide underneath, when given: the thread count
-    /// (oneDNN's OpenMP pool and the banded loops) and the custom layer library (loaded once
-    /// and kept). Every other limit is read from this value where it applies.
+    /// Sets the one limit that is process-wide underneath, when given: the thread count
+    /// (oneDNN's OpenMP pool and the banded loops). Every other limit is read from this value
+    /// where it applies.
     package func applyProcessWide() {
         if let threads { ComputeThreads.set(threads) }
-        if let customLayers { CompiledCustomLayers.libraryPath = customLayers }
     }
 
     /// The pixel limit when none is given (`--max-pixels`): 8K UHD fits.

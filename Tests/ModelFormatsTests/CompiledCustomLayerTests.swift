@@ -16,6 +16,8 @@ final class CompiledCustomLayerTests: XCTestCase {
     static let undeclared = CustomLayerDeclarations(classes: [:], origin: "the test (none)")
 
     var scratch: URL!
+    /// The compiled custom layer library the importer is given (`--custom-layers`).
+    var library: String?
 
     override func setUpWithError() throws {
         scratch = FileManager.default.temporaryDirectory.appendingPathComponent("compiled-layer-tests-\(UUID().uuidString)")
@@ -23,7 +25,6 @@ final class CompiledCustomLayerTests: XCTestCase {
     }
 
     override func tearDownWithError() throws {
-        CompiledCustomLayers.libraryPath = nil
         CompiledCustomLayers.checksGeometryValues.store(true, ordering: .relaxed)
         unsetenv("VIVIFY_TEST_FAULT")
         try? FileManager.default.removeItem(at: scratch)
@@ -45,7 +46,7 @@ final class CompiledCustomLayerTests: XCTestCase {
     }
 
     func load(_ fixture: String = "style_fp32") throws -> CoreMLModel {
-        try CoreMLImporter.load(path: CoreMLCustomLayerTests.fixtures.appendingPathComponent(fixture + ".mlmodel").path, customLayers: Self.undeclared)
+        try CoreMLImporter.load(path: CoreMLCustomLayerTests.fixtures.appendingPathComponent(fixture + ".mlmodel").path, customLayers: Self.undeclared, library: library)
     }
 
     func run(_ model: CoreMLModel, on backend: InferenceBackend) throws -> [Float] {
@@ -54,7 +55,7 @@ final class CompiledCustomLayerTests: XCTestCase {
     }
 
     func testCompiledLayersMatchTheReferenceOnBothBackends() throws {
-        CompiledCustomLayers.libraryPath = try build("libfault.so")
+        library = try build("libfault.so")
         var report: [String] = []
         for fixture in ["style_fp32", "style_fp16", "style_linear8", "style_lut8"] {
             let model = try load(fixture)
@@ -73,7 +74,7 @@ final class CompiledCustomLayerTests: XCTestCase {
     /// A library whose crop answers no crop: the layer after it does not fit, at load. (A
     /// version-1 library: one of version 2 meets its geometry's checks first, below.)
     func testWrongShapeIsRefusedAtLoad() throws {
-        CompiledCustomLayers.libraryPath = try build("libfault1.so", flags: ["-DABI_VERSION=1"])
+        library = try build("libfault1.so", flags: ["-DABI_VERSION=1"])
         setenv("VIVIFY_TEST_FAULT", "shape", 1)
         XCTAssertThrowsError(try load()) { error in
             let e = error as! EngineError
@@ -93,7 +94,7 @@ final class CompiledCustomLayerTests: XCTestCase {
     /// NaN, a value left unwritten, an error return: each found when the layer runs. (A
     /// version-1 library: the values' check of a version-2 geometry would meet them at load.)
     func testBadValuesAndFailuresAreCaughtWhenTheLayerRuns() throws {
-        CompiledCustomLayers.libraryPath = try build("libfault1.so", flags: ["-DABI_VERSION=1"])
+        library = try build("libfault1.so", flags: ["-DABI_VERSION=1"])
         let cases: [(String, EngineError.Kind, [String])] = [
             ("nan", .nonFiniteOutput, ["class 'RescaleOutputLambda'", "gave nan at channel 1, row 2, column 3"]),
             ("unwritten", .nonFiniteOutput, ["gave nan at channel 2, row 39, column 39", "left unwritten"]),
@@ -119,7 +120,7 @@ final class CompiledCustomLayerTests: XCTestCase {
             (scratch.appendingPathComponent("absent.so").path, .unreadable, "no such file"),
             (CoreMLCustomLayerTests.fixtures.appendingPathComponent("style_fp32.mlmodel").path, .unreadable, "Cannot load the custom layer library"),
         ] {
-            CompiledCustomLayers.libraryPath = path
+            library = path
             XCTAssertThrowsError(try load(), path) { error in
                 let e = error as! ModelFormatError
                 XCTAssertEqual(e.kind, kind, e.message)
@@ -127,11 +128,11 @@ final class CompiledCustomLayerTests: XCTestCase {
             }
         }
         // Without the flag's library, or with one that lacks the class: the undeclared error.
-        CompiledCustomLayers.libraryPath = nil
+        library = nil
         XCTAssertThrowsError(try load()) { XCTAssertTrue("\($0)".contains("--custom-layers"), "\($0)") }
         // Declarations win over the library where both cover a class.
-        CompiledCustomLayers.libraryPath = try build("libfault.so")
-        let declared = try CoreMLImporter.load(path: CoreMLCustomLayerTests.fixtures.appendingPathComponent("style_fp32.mlmodel").path)
+        library = try build("libfault.so")
+        let declared = try CoreMLImporter.load(path: CoreMLCustomLayerTests.fixtures.appendingPathComponent("style_fp32.mlmodel").path, library: library)
         XCTAssertFalse(declared.graph.nodes.contains { if case .external = $0.op { return true } else { return false } })
     }
 
@@ -144,14 +145,14 @@ final class CompiledCustomLayerTests: XCTestCase {
     /// of 72×60 and 78×90 in 24- and 28-pixel tiles (windows that end inside the picture: the
     /// border is 32) against the whole frame, on oneDNN and the reference.
     func testCompiledLayersTileLikeTheWholeFrameAndTheReference() throws {
-        CompiledCustomLayers.libraryPath = try build("libfault.so")
+        library = try build("libfault.so")
         let model = try load()
         let graph = model.graph
         XCTAssertEqual(graph.nodes.filter(Self.isExternal).count, 3)
         XCTAssertTrue(graph.unplacedExternalKernels.isEmpty)
         XCTAssertNotNil(graph.placements(), "the compiled layers are placed like the declared ones")
         XCTAssertTrue(model.description.contains("in tiles like the engine's own layers"), model.description)
-        let declared = try CoreMLImporter.load(path: CoreMLCustomLayerTests.fixtures.appendingPathComponent("style_fp32.mlmodel").path).graph
+        let declared = try CoreMLImporter.load(path: CoreMLCustomLayerTests.fixtures.appendingPathComponent("style_fp32.mlmodel").path, library: library).graph
         XCTAssertEqual(graph.receptiveRadius(), declared.receptiveRadius(), "the same radius as the declared crop gives")
         let spec = try TilingSpec.inferred(for: graph)
         let fixture = try CoreMLCustomLayerTests.floats("style.input.f32"), expected = try CoreMLCustomLayerTests.floats("style_fp32.output.f32")
@@ -188,9 +189,9 @@ final class CompiledCustomLayerTests: XCTestCase {
         var report: [String] = []
         for format in ["style_fp16", "style_linear8", "style_lut8"] {
             let expected = try CoreMLCustomLayerTests.floats(format + ".output.f32")
-            CompiledCustomLayers.libraryPath = nil
-            let declared = try CoreMLImporter.load(path: CoreMLCustomLayerTests.fixtures.appendingPathComponent(format + ".mlmodel").path).graph
-            CompiledCustomLayers.libraryPath = try build("libfault-\(format).so")
+            library = nil
+            let declared = try CoreMLImporter.load(path: CoreMLCustomLayerTests.fixtures.appendingPathComponent(format + ".mlmodel").path, library: library).graph
+            library = try build("libfault-\(format).so")
             let compiled = try load(format).graph
             XCTAssertEqual(compiled.nodes.filter(Self.isExternal).count, 3, format)
             for (how, graph) in [("declared", declared), ("compiled", compiled)] {
@@ -211,9 +212,9 @@ final class CompiledCustomLayerTests: XCTestCase {
     /// one pass (plain tiles, the receptive radius as border) and gives, tile for tile, what
     /// the declared layers give in the same tiles.
     func testBatchNormTwinTilesInOnePassLikeItsDeclaredLayers() throws {
-        CompiledCustomLayers.libraryPath = try build("libfault.so")
+        library = try build("libfault.so")
         let compiled = try load("style_bn").graph
-        let declared = try CoreMLImporter.load(path: CoreMLCustomLayerTests.fixtures.appendingPathComponent("style_bn.mlmodel").path).graph
+        let declared = try CoreMLImporter.load(path: CoreMLCustomLayerTests.fixtures.appendingPathComponent("style_bn.mlmodel").path, library: library).graph
         XCTAssertFalse(compiled.needsWholeFrame)
         XCTAssertEqual(compiled.receptiveRadius(), declared.receptiveRadius())
         let spec = TilingSpec(scale: 1, padding: (compiled.receptiveRadius() + 3) / 4 * 4, border: .reflect, multiple: 4)
@@ -235,7 +236,7 @@ final class CompiledCustomLayerTests: XCTestCase {
         let fixture = try CoreMLCustomLayerTests.floats("style.input.f32"), expected = try CoreMLCustomLayerTests.floats("style_fp32.output.f32")
         for (name, flags, fault, words) in [("libv1.so", ["-DABI_VERSION=1"], nil, "speaks ABI version 1"),
                                             ("libfault.so", [], "geometry-anywhere", "gives no geometry")] as [(String, [String], String?, String)] {
-            CompiledCustomLayers.libraryPath = try build(name, flags: flags)
+            library = try build(name, flags: flags)
             if let fault { setenv("VIVIFY_TEST_FAULT", fault, 1) } else { unsetenv("VIVIFY_TEST_FAULT") }
             let model = try load()
             XCTAssertTrue(model.description.contains("on whole frames") && model.description.contains(words), model.description)
@@ -259,7 +260,7 @@ final class CompiledCustomLayerTests: XCTestCase {
     /// placement: the graph is not placed and runs whole, never wrong.)
     func testAGeometryTheLibraryContradictsIsRefused() throws {
         let lib = try build("libfault.so")
-        CompiledCustomLayers.libraryPath = lib
+        library = lib
         for (fault, words) in [("geometry-shape", ["res_crop_1", "class 'ResCropBlockLambda'", "a crop of 1 from each side", "output_shape answers 14x14", "contradicts itself"]),
                                ("geometry-reach", ["rescale_output", "class 'RescaleOutputLambda'", "as pointwise", "changes (by", "geometry is wrong"])] {
             setenv("VIVIFY_TEST_FAULT", fault, 1)
