@@ -1,56 +1,13 @@
 import CDNNL
+import Engine
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Places buffers in one block by lifetime: two buffers that are alive at the same step never
-/// share bytes, any others may. Lifetimes are inclusive step ranges, so the input and the
-/// output of one step always get separate bytes.
-struct BufferPlan {
-    /// One buffer: its size and the first and last step that touch it.
-    struct Request: Equatable {
-        var bytes: Int
-        var first: Int
-        var last: Int
-    }
-
-    /// Offsets are multiples of this (AVX-512 loads, and oneDNN's own alignment).
-    static let alignment = 64
-
-    /// Each request's byte offset, and the block size they need. Largest first, each at the
-    /// lowest offset clear of the buffers already placed whose lifetimes overlap its own
-    /// (greedy by size, as TensorFlow Lite's arena planner and ncnn's blob allocator do);
-    /// O(n²) in the number of buffers, a few hundred at most.
-    static func offsets(_ requests: [Request]) -> (offsets: [Int], total: Int) {
-        func aligned(_ n: Int) -> Int { (n + alignment - 1) / alignment * alignment }
-        let order = requests.indices.sorted { a, b in
-            requests[a].bytes != requests[b].bytes ? requests[a].bytes > requests[b].bytes : a < b
-        }
-        var offsets = [Int](repeating: 0, count: requests.count)
-        var placed: [Int] = []
-        var total = 0
-        for i in order {
-            let r = requests[i]
-            let busy = placed.filter { requests[$0].first <= r.last && r.first <= requests[$0].last }
-                .map { (start: offsets[$0], end: offsets[$0] + aligned(requests[$0].bytes)) }
-                .sorted { $0.start < $1.start }
-            var at = 0
-            for b in busy {
-                if at + aligned(r.bytes) <= b.start { break }
-                at = max(at, b.end)
-            }
-            offsets[i] = at
-            total = max(total, at + aligned(r.bytes))
-            placed.append(i)
-        }
-        return (offsets, total)
-    }
-}
-
 /// The activations and scratchpads of one prepared graph. They are made without storage while
 /// the graph compiles, each step's uses are recorded, and `plan` then gives each a place in
-/// the backend's shared arena by lifetime (`BufferPlan`). Weights, the input and views keep
-/// storage of their own.
+/// the backend's shared arena by lifetime (the Engine's `BufferPlan`, in one block). Weights,
+/// the input and views keep storage of their own.
 final class ActivationPlanner {
     private(set) var memories: [DNNLMemory] = []
     private var index: [ObjectIdentifier: Int] = [:]

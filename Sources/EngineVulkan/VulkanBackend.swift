@@ -5,7 +5,8 @@ import Foundation
 /// The GPU backend on Vulkan compute (issue 31). The same code runs on any Vulkan device: a
 /// real GPU, or Mesa's lavapipe on the CPU (how the tests run it everywhere).
 ///
-///     prepare: shapes inferred ─▶ one storage buffer per value, weights uploaded once
+///     prepare: shapes inferred ─▶ values placed by lifetime in one arena per kind of memory
+///              (`BufferPlan`; a slice each), weights uploaded once
 ///              ─▶ nodes in order: a shader dispatch each, recorded into one command buffer
 ///                 with barriers between (external layers alone run on the host, on
 ///                 host-visible buffers, and cut the command buffer there)
@@ -40,14 +41,17 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     public init(precision: VulkanPrecision = .fp32) throws {
         context = try VulkanContext.shared.get()
         memoryPlan = VulkanMemoryPlan.automatic(for: context)
+        arenaBlockLimit = nil
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
 
     /// Opens the device with a memory plan chosen by the caller (tests force `.staged` on
-    /// lavapipe, whose memory is all host-visible and device-local at once).
-    init(memoryPlan: VulkanMemoryPlan, precision: VulkanPrecision = .fp32) throws {
+    /// lavapipe, whose memory is all host-visible and device-local at once), and arena blocks
+    /// of at most `arenaBlockLimit` bytes (tests force small ones to split the arena).
+    init(memoryPlan: VulkanMemoryPlan, precision: VulkanPrecision = .fp32, arenaBlockLimit: Int? = nil) throws {
         context = try VulkanContext.shared.get()
         self.memoryPlan = memoryPlan
+        self.arenaBlockLimit = arenaBlockLimit
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
 
@@ -58,6 +62,8 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
 
     /// Where prepared graphs keep their values and weights.
     let memoryPlan: VulkanMemoryPlan
+    /// The most bytes of one arena block; nil: the device's limit.
+    let arenaBlockLimit: Int?
 
     /// The device's name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)".
     public var deviceName: String { context.deviceName }
@@ -93,7 +99,8 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     public func prepare(_ graph: Graph, input inputShape: Shape) throws -> PreparedGraph {
         let specialized = try graph.specialized(for: inputShape)
         try checkSupport(specialized)
-        let prepared = try VulkanPrepared(context: context, graph: specialized, input: inputShape, plan: memoryPlan, storage: precision == .fp16 ? .fp16 : .fp32)
+        let prepared = try VulkanPrepared(context: context, graph: specialized, input: inputShape, plan: memoryPlan, storage: precision == .fp16 ? .fp16 : .fp32,
+                                         blockLimit: arenaBlockLimit)
         // The shaders this graph needed, compiled, for the next process (VulkanPipelineCache).
         context.savePipelineCache()
         return prepared

@@ -33,6 +33,13 @@ final class VulkanContext: @unchecked Sendable {
     /// Whether the Khronos validation layer watches this device (VIVIFY_VULKAN_VALIDATION=1).
     let validating: Bool
     let maxGroupsX: UInt32
+    /// The alignment of every activation's offset in an arena block: the device's
+    /// `minStorageBufferOffsetAlignment` (a descriptor's offset must be a multiple of it), and
+    /// at least 64 bytes (a cache line; vec4 loads of either storage).
+    let arenaAlignment: Int
+    /// The most bytes one arena block holds: the device's `maxStorageBufferRange` (the most one
+    /// descriptor binds: 128 MiB on lavapipe), and its `maxMemoryAllocationSize` where it says.
+    let arenaBlockLimit: Int
     /// Whether shaders may keep float16 values in storage buffers (`storageBuffer16BitAccess`,
     /// enabled on the device when it has it): what fp16 storage needs.
     let hasFP16Storage: Bool
@@ -88,6 +95,20 @@ final class VulkanContext: @unchecked Sendable {
         isCPU = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
         deviceType = props.deviceType
         maxGroupsX = props.limits.maxComputeWorkGroupCount.0
+        arenaAlignment = max(Int(props.limits.minStorageBufferOffsetAlignment), BufferPlan.alignment)
+        var blockLimit = Int(props.limits.maxStorageBufferRange)
+        if props.apiVersion >> 12 >= (1 << 10) | 1 {
+            var maintenance3 = VkPhysicalDeviceMaintenance3Properties()
+            maintenance3.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES
+            withUnsafeMutablePointer(to: &maintenance3) { mp in
+                var all = VkPhysicalDeviceProperties2()
+                all.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
+                all.pNext = UnsafeMutableRawPointer(mp)
+                vkGetPhysicalDeviceProperties2(chosen, &all)
+            }
+            if maintenance3.maxMemoryAllocationSize > 0 { blockLimit = min(blockLimit, Int(clamping: maintenance3.maxMemoryAllocationSize)) }
+        }
+        arenaBlockLimit = blockLimit
         // A queue family with compute.
         var familyCount: UInt32 = 0
         vkGetPhysicalDeviceQueueFamilyProperties(chosen, &familyCount, nil)

@@ -36,6 +36,51 @@ enum VulkanStorage: Sendable, Equatable {
     var stride: Int { self == .fp32 ? 4 : 2 }
 }
 
+/// `count` values at a byte offset of a buffer: an activation's place in an arena block (or a
+/// whole buffer), what a descriptor binds and copies read and write.
+struct VulkanSlice {
+    /// The buffer the values are in.
+    let block: VulkanBuffer
+    /// Their byte offset in it.
+    let offset: Int
+    /// How many values.
+    let count: Int
+
+    var buffer: VkBuffer { block.buffer }
+    var storage: VulkanStorage { block.storage }
+    var placement: VulkanBuffer.Placement { block.placement }
+    /// The size in bytes (at least 4: a binding is never empty).
+    var bytes: VkDeviceSize { VulkanBuffer.bytes(count, storage) }
+    /// The mapped address of the first value; nil in a `.device` buffer.
+    var mapped: UnsafeMutableRawPointer? { block.mapped.map { $0 + offset } }
+
+    /// Writes `values` (at most `count`) at the start of the slice, converted to the storage.
+    func write(_ values: UnsafeBufferPointer<Float>) {
+        guard let mapped, let base = values.baseAddress, !values.isEmpty else { return }
+        precondition(values.count <= count)
+        switch storage {
+        case .fp32:
+            mapped.bindMemory(to: Float.self, capacity: values.count).update(from: base, count: values.count)
+        case .fp16:
+            let halves = mapped.bindMemory(to: Float16.self, capacity: values.count)
+            for i in 0..<values.count { halves[i] = Float16(base[i]) }
+        }
+    }
+
+    /// Reads the first `values.count` values of the slice as floats.
+    func read(into values: UnsafeMutableBufferPointer<Float>) {
+        guard let mapped, let base = values.baseAddress, !values.isEmpty else { return }
+        precondition(values.count <= count)
+        switch storage {
+        case .fp32:
+            base.update(from: mapped.bindMemory(to: Float.self, capacity: values.count), count: values.count)
+        case .fp16:
+            let halves = mapped.bindMemory(to: Float16.self, capacity: values.count)
+            for i in 0..<values.count { base[i] = Float(halves[i]) }
+        }
+    }
+}
+
 /// A storage buffer (also a transfer source and destination) of `count` values, stored as
 /// `storage` says.
 final class VulkanBuffer {
@@ -119,32 +164,15 @@ final class VulkanBuffer {
         values.withUnsafeBufferPointer { write($0) }
     }
 
+    /// The whole buffer as a slice.
+    var whole: VulkanSlice { VulkanSlice(block: self, offset: 0, count: count) }
+
     /// Writes `values` (at most `count`) at the start of the mapped memory, converted to the
     /// buffer's storage.
-    func write(_ values: UnsafeBufferPointer<Float>) {
-        guard let mapped, let base = values.baseAddress, !values.isEmpty else { return }
-        precondition(values.count <= count)
-        switch storage {
-        case .fp32:
-            mapped.bindMemory(to: Float.self, capacity: values.count).update(from: base, count: values.count)
-        case .fp16:
-            let halves = mapped.bindMemory(to: Float16.self, capacity: values.count)
-            for i in 0..<values.count { halves[i] = Float16(base[i]) }
-        }
-    }
+    func write(_ values: UnsafeBufferPointer<Float>) { whole.write(values) }
 
     /// Reads the first `values.count` values of the mapped memory as floats.
-    func read(into values: UnsafeMutableBufferPointer<Float>) {
-        guard let mapped, let base = values.baseAddress, !values.isEmpty else { return }
-        precondition(values.count <= count)
-        switch storage {
-        case .fp32:
-            base.update(from: mapped.bindMemory(to: Float.self, capacity: values.count), count: values.count)
-        case .fp16:
-            let halves = mapped.bindMemory(to: Float16.self, capacity: values.count)
-            for i in 0..<values.count { base[i] = Float(halves[i]) }
-        }
-    }
+    func read(into values: UnsafeMutableBufferPointer<Float>) { whole.read(into: values) }
 
     deinit {
         if mapped != nil { vkUnmapMemory(context.device, memory) }

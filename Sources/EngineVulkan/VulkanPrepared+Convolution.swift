@@ -14,7 +14,7 @@ extension VulkanPrepared {
     }
 
     /// Bias and PReLU slopes as buffers (nil where absent).
-    private func biasAndSlopes(_ p: ConvolutionParameters) throws -> (VulkanBuffer?, VulkanBuffer?) {
+    private func biasAndSlopes(_ p: ConvolutionParameters) throws -> (VulkanSlice?, VulkanSlice?) {
         let slopes = VulkanActivation.encode(p.activation).slopes
         return (p.bias.isEmpty ? nil : try constant(p.bias), slopes.isEmpty ? nil : try constant(slopes))
     }

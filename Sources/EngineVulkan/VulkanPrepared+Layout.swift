@@ -73,14 +73,14 @@ extension VulkanPrepared {
     }
 
     /// Copies a `size` box: `from` and `to` are (offset, stride of each box axis).
-    private func box(_ x: VulkanBuffer, into y: VulkanBuffer, size: (Int, Int, Int), from: (Int, Int, Int, Int), to: (Int, Int, Int, Int)) throws {
+    private func box(_ x: VulkanSlice, into y: VulkanSlice, size: (Int, Int, Int), from: (Int, Int, Int, Int), to: (Int, Int, Int, Int)) throws {
         try dispatch("copy", count: size.0 * size.1 * size.2, [x, nil, y], [
             Int32(size.0), Int32(size.1), Int32(size.2), Int32(from.0), Int32(from.1), Int32(from.2), Int32(from.3),
             Int32(to.0), Int32(to.1), Int32(to.2), Int32(to.3),
         ])
     }
 
-    private func window(_ x: VulkanBuffer, _ s: Shape, into y: VulkanBuffer, _ o: Shape, channels: Int, from c0: Int, top: Int, left: Int, at: Int) throws {
+    private func window(_ x: VulkanSlice, _ s: Shape, into y: VulkanSlice, _ o: Shape, channels: Int, from c0: Int, top: Int, left: Int, at: Int) throws {
         try dispatch("window", count: channels * o.h * o.w, [x, nil, y], [
             Int32(channels), Int32(o.h), Int32(o.w), Int32(s.c), Int32(s.h), Int32(s.w), Int32(c0), Int32(top), Int32(left), Int32(at),
         ])

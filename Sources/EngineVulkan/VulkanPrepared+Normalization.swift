@@ -27,7 +27,7 @@ extension VulkanPrepared {
     }
 
     /// Line l starts at (l / q) · r + (l % q) · t.
-    private func softmax(_ x: VulkanBuffer, _ y: VulkanBuffer, lines: Int, n: Int, step: Int, start: (q: Int, r: Int, t: Int)) throws {
+    private func softmax(_ x: VulkanSlice, _ y: VulkanSlice, lines: Int, n: Int, step: Int, start: (q: Int, r: Int, t: Int)) throws {
         try dispatch("softmax", count: lines, [x, nil, y], [Int32(lines), Int32(n), Int32(step), Int32(start.q), Int32(start.r), Int32(start.t)])
     }
 }

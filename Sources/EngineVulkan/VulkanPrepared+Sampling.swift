@@ -26,8 +26,8 @@ extension VulkanPrepared {
                    detail: (detail, ds, order == .crd ? 1 : 2))
     }
 
-    private func sample(_ x: VulkanBuffer, _ s: Shape, into y: VulkanBuffer, _ o: Shape, rows: [Float], columns: [Float], extrapolation: Float = 0,
-                        detail: (buffer: VulkanBuffer, shape: Shape, order: Int32)? = nil) throws {
+    private func sample(_ x: VulkanSlice, _ s: Shape, into y: VulkanSlice, _ o: Shape, rows: [Float], columns: [Float], extrapolation: Float = 0,
+                        detail: (buffer: VulkanSlice, shape: Shape, order: Int32)? = nil) throws {
         guard o.count > 0 else { return }
         let ds = detail?.shape ?? Shape(c: 0, h: 0, w: 0)
         try dispatch("sampling", count: o.count, [x, detail?.buffer, y, try table(rows), try table(columns)], [

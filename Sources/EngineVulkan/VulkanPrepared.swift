@@ -1,15 +1,17 @@
 import CVulkan
 import Engine
 
-/// A graph prepared for one input shape on the Vulkan device: a buffer per value, weights
-/// uploaded once, and what a run does recorded once and replayed:
+/// A graph prepared for one input shape on the Vulkan device: the values in one arena per kind
+/// of memory, placed by lifetime, weights uploaded once, and what a run does recorded once and
+/// replayed:
 ///
 ///     [input staging ─copy─▶] dispatch ─barrier─▶ dispatch … [─copy─▶ output staging]
 ///                                   (one command buffer, cut only by host steps)
 ///
 /// Every operation but external layers is a shader dispatch; the shaders of each concern are
 /// recorded by the extension named after it (VulkanPrepared+Pooling.swift, …). Memory as
-/// `VulkanMemoryPlan` says. Values, weights, biases and slopes are stored as `storage` says
+/// `VulkanMemoryPlan` says; each value is a slice of an arena block (`BufferPlan` over the
+/// node order: values alive at the same node never share bytes), bound at its offset. Values, weights, biases and slopes are stored as `storage` says
 /// (fp16: the `_fp16` build of every shader, arithmetic still fp32; the host converts what it
 /// writes and reads); tap tables stay fp32.
 final class VulkanPrepared: PreparedGraph {
@@ -21,12 +23,17 @@ final class VulkanPrepared: PreparedGraph {
     let plan: VulkanMemoryPlan
     /// How values and weights are stored.
     let storage: VulkanStorage
-    /// One buffer per value.
-    private(set) var buffers: [VulkanBuffer] = []
+    /// Each value's place: a slice of an arena block.
+    private(set) var buffers: [VulkanSlice] = []
+    /// The arena blocks: per kind of memory, one, or more where the values outgrow the most
+    /// one descriptor binds (`VulkanContext.arenaBlockLimit`).
+    private(set) var arenas: [VulkanBuffer] = []
+    /// Bytes of the arena blocks, and what a buffer per value would take.
+    private(set) var activationBytes: (planned: Int, separate: Int) = (0, 0)
     /// Weights, biases, slopes, tap tables: kept alive as long as the command buffers that read them.
     private var constants: [VulkanBuffer] = []
     /// Staging buffers filled at prepare, copied into their device-local buffers once.
-    private var pendingUploads: [(from: VulkanBuffer, to: VulkanBuffer)] = []
+    private var pendingUploads: [(from: VulkanBuffer, to: VulkanSlice)] = []
     /// Staged plan: where a run's input is written and its output read.
     private(set) var inputStaging: VulkanBuffer?
     private(set) var outputStaging: VulkanBuffer?
@@ -46,7 +53,8 @@ final class VulkanPrepared: PreparedGraph {
     /// The command buffer being recorded.
     private var recording: VkCommandBuffer?
 
-    init(context: VulkanContext, graph: Graph, input: Shape, plan: VulkanMemoryPlan, storage: VulkanStorage = .fp32) throws {
+    init(context: VulkanContext, graph: Graph, input: Shape, plan: VulkanMemoryPlan, storage: VulkanStorage = .fp32,
+         blockLimit: Int? = nil) throws {
         self.context = context
         self.graph = graph
         self.plan = plan
@@ -74,14 +82,14 @@ final class VulkanPrepared: PreparedGraph {
             onHost.formUnion(node.inputs)
             onHost.insert(node.output)
         }
-        buffers = try shapes.indices.map { v in
-            let placement: VulkanBuffer.Placement = plan == .mapped ? .shared : onHost.contains(v) ? .staging : .device
-            return try VulkanBuffer(context, count: shapes[v].count, placement: placement, storage: storage)
+        let placements = shapes.indices.map { v -> VulkanBuffer.Placement in
+            plan == .mapped ? .shared : onHost.contains(v) ? .staging : .device
         }
+        buffers = try arena(placements, blockLimit: blockLimit ?? context.arenaBlockLimit)
         if buffers[graph.input].mapped == nil {
             let staging = try VulkanBuffer(context, count: input.count, placement: .staging, storage: storage)
             inputStaging = staging
-            try copy(staging, into: buffers[graph.input], count: input.count)
+            try copy(staging.whole, into: buffers[graph.input], count: input.count)
         }
         for node in graph.nodes {
             if VulkanBackend.runsOnDevice(node.op) {
@@ -94,10 +102,46 @@ final class VulkanPrepared: PreparedGraph {
         if buffers[graph.output].mapped == nil {
             let staging = try VulkanBuffer(context, count: out.count, placement: .staging, storage: storage)
             outputStaging = staging
-            try copy(buffers[graph.output], into: staging, count: out.count)
+            try copy(buffers[graph.output], into: staging.whole, count: out.count)
         }
         try endRecording()
         try uploadConstants()
+    }
+
+    /// Each value's slice: the values of each placement planned by lifetime over the node
+    /// order (`Graph.valueLifetimes`) into blocks of at most `blockLimit` bytes, offsets aligned
+    /// as descriptors need.
+    ///
+    /// Reuse needs no barrier of its own: every dispatch and copy is followed by a global
+    /// barrier from its stage, whose execution dependency also orders the reads before it
+    /// against the writes after it (write-after-read on a reused range), and a run's first
+    /// writes against the last run's reads (a barrier's scopes reach across submissions).
+    private func arena(_ placements: [VulkanBuffer.Placement], blockLimit: Int) throws -> [VulkanSlice] {
+        let lifetimes = graph.valueLifetimes()
+        var slices = [VulkanSlice?](repeating: nil, count: shapes.count)
+        for placement in [VulkanBuffer.Placement.device, .staging, .shared] {
+            let values = shapes.indices.filter { placements[$0] == placement }
+            guard !values.isEmpty else { continue }
+            let requests = values.map { v in
+                BufferPlan.Request(bytes: Int(VulkanBuffer.bytes(shapes[v].count, storage)), first: lifetimes[v].first, last: lifetimes[v].last)
+            }
+            let placed: BufferPlan
+            do {
+                placed = try BufferPlan(requests, alignment: context.arenaAlignment, blockLimit: blockLimit)
+            } catch let e as EngineError {
+                throw EngineError(e.kind, "\(graph.source) at \(inputShape): \(e.message)")
+            }
+            let blocks = try placed.blocks.map { bytes in
+                try VulkanBuffer(context, count: (bytes + storage.stride - 1) / storage.stride, placement: placement, storage: storage)
+            }
+            for (v, place) in zip(values, placed.places) {
+                slices[v] = VulkanSlice(block: blocks[place.block], offset: place.offset, count: shapes[v].count)
+            }
+            arenas += blocks
+            activationBytes.planned += placed.total
+            activationBytes.separate += requests.reduce(0) { $0 + $1.bytes }
+        }
+        return slices.map { $0! }
     }
 
     deinit {
@@ -109,7 +153,7 @@ final class VulkanPrepared: PreparedGraph {
 
     func run(input: UnsafeBufferPointer<Float>, output: UnsafeMutableBufferPointer<Float>) throws {
         precondition(input.count == inputShape.count && output.count == outputShape.count)
-        (inputStaging ?? buffers[graph.input]).write(input)
+        (inputStaging?.whole ?? buffers[graph.input]).write(input)
         for step in steps {
             switch step {
             case .device(let commands):
@@ -118,7 +162,7 @@ final class VulkanPrepared: PreparedGraph {
                 try runOnHost(node)
             }
         }
-        (outputStaging ?? buffers[graph.output]).read(into: output)
+        (outputStaging?.whole ?? buffers[graph.output]).read(into: output)
     }
 
     /// An external layer on the host: in place on fp32 buffers; through float copies of its
@@ -194,14 +238,14 @@ final class VulkanPrepared: PreparedGraph {
     /// Records a copy of `count` floats from `source` into `target` after the shaders and
     /// copies recorded before it (this run's, which wrote `source`, and the last run's, which
     /// may still read `target`); later shaders, copies and the host see the result.
-    private func copy(_ source: VulkanBuffer, into target: VulkanBuffer, count: Int) throws {
+    private func copy(_ source: VulkanSlice, into target: VulkanSlice, count: Int) throws {
         let cb = try beginRecording()
         let compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT.rawValue, transfer = VK_PIPELINE_STAGE_TRANSFER_BIT.rawValue
         let host = VK_PIPELINE_STAGE_HOST_BIT.rawValue
         Self.barrier(cb, from: compute | transfer, VK_ACCESS_SHADER_WRITE_BIT.rawValue | VK_ACCESS_TRANSFER_WRITE_BIT.rawValue,
                      to: transfer, VK_ACCESS_TRANSFER_READ_BIT.rawValue | VK_ACCESS_TRANSFER_WRITE_BIT.rawValue)
         precondition(source.storage == target.storage)
-        var region = VkBufferCopy(srcOffset: 0, dstOffset: 0, size: VulkanBuffer.bytes(count, source.storage))
+        var region = VkBufferCopy(srcOffset: VkDeviceSize(source.offset), dstOffset: VkDeviceSize(target.offset), size: VulkanBuffer.bytes(count, source.storage))
         vkCmdCopyBuffer(cb, source.buffer, target.buffer, 1, &region)
         Self.barrier(cb, from: transfer, VK_ACCESS_TRANSFER_WRITE_BIT.rawValue,
                      to: compute | transfer | host, VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue
@@ -214,7 +258,7 @@ final class VulkanPrepared: PreparedGraph {
         guard !pendingUploads.isEmpty else { return }
         let cb = try allocateCommandBuffer()
         for (from, to) in pendingUploads {
-            var region = VkBufferCopy(srcOffset: 0, dstOffset: 0, size: VulkanBuffer.bytes(from.count, from.storage))
+            var region = VkBufferCopy(srcOffset: 0, dstOffset: VkDeviceSize(to.offset), size: VulkanBuffer.bytes(from.count, from.storage))
             vkCmdCopyBuffer(cb, from.buffer, to.buffer, 1, &region)
         }
         // The recorded runs are submitted after this, so the barrier orders them after it.
@@ -263,14 +307,14 @@ final class VulkanPrepared: PreparedGraph {
 
     /// Records one dispatch of `shader` over `count` invocations with `bound` buffers at
     /// bindings 0…4 (nil: the dummy) and `parameters` as push constants, then a barrier.
-    func dispatch(_ shader: String, count: Int, _ bound: [VulkanBuffer?], _ parameters: [Int32]) throws {
+    func dispatch(_ shader: String, count: Int, _ bound: [VulkanSlice?], _ parameters: [Int32]) throws {
         guard count > 0 else { return }
         try dispatch(shader, groups: Self.grid((count + 63) / 64, maxX: Int(context.maxGroupsX)), bound, parameters)
     }
 
     /// The same with one workgroup (64 lanes) per item, `count` items: the workgroup's index
     /// is `gl_WorkGroupID.y · gl_NumWorkGroups.x + gl_WorkGroupID.x`.
-    func dispatchWorkgroups(_ shader: String, count: Int, _ bound: [VulkanBuffer?], _ parameters: [Int32]) throws {
+    func dispatchWorkgroups(_ shader: String, count: Int, _ bound: [VulkanSlice?], _ parameters: [Int32]) throws {
         guard count > 0 else { return }
         try dispatch(shader, groups: Self.grid(count, maxX: Int(context.maxGroupsX)), bound, parameters)
     }
@@ -282,7 +326,7 @@ final class VulkanPrepared: PreparedGraph {
     }
 
     /// The same with the workgroup counts given.
-    func dispatch(_ shader: String, groups: (x: Int, y: Int, z: Int), _ bound: [VulkanBuffer?], _ parameters: [Int32]) throws {
+    func dispatch(_ shader: String, groups: (x: Int, y: Int, z: Int), _ bound: [VulkanSlice?], _ parameters: [Int32]) throws {
         guard groups.x > 0, groups.y > 0, groups.z > 0 else { return }
         precondition(parameters.count <= 32 && bound.count <= VulkanContext.bindings)
         let cb = try beginRecording()
@@ -290,10 +334,13 @@ final class VulkanPrepared: PreparedGraph {
         let device = context.device
         let set = try descriptorSet()
         var infos = (0..<VulkanContext.bindings).map { i -> VkDescriptorBufferInfo in
+            // Each value exactly: a whole-size range from an offset in an arena block would
+            // reach past the values (and past the most one descriptor may bind).
+            let slice = (i < bound.count ? bound[i] : nil) ?? dummy.whole
             var b = VkDescriptorBufferInfo()
-            b.buffer = (i < bound.count ? bound[i] : nil)?.buffer ?? dummy.buffer
-            b.offset = 0
-            b.range = VkDeviceSize(VK_WHOLE_SIZE)
+            b.buffer = slice.buffer
+            b.offset = VkDeviceSize(slice.offset)
+            b.range = slice.bytes
             return b
         }
         infos.withUnsafeMutableBufferPointer { ip in
@@ -323,29 +370,29 @@ final class VulkanPrepared: PreparedGraph {
     /// A buffer holding `values` (weights, biases, slopes: stored as `storage` says) for
     /// shaders to read: written in place (mapped plan), or device-local and uploaded once
     /// through a staging buffer at the end of prepare.
-    func constant(_ values: [Float]) throws -> VulkanBuffer {
+    func constant(_ values: [Float]) throws -> VulkanSlice {
         try constant(values, storage: storage)
     }
 
     /// The same in fp32 whatever the storage: tables of indices and tap weights.
-    func table(_ values: [Float]) throws -> VulkanBuffer {
+    func table(_ values: [Float]) throws -> VulkanSlice {
         try constant(values, storage: .fp32)
     }
 
-    private func constant(_ values: [Float], storage: VulkanStorage) throws -> VulkanBuffer {
+    private func constant(_ values: [Float], storage: VulkanStorage) throws -> VulkanSlice {
         let b: VulkanBuffer
         if plan == .mapped {
             b = try VulkanBuffer(context, values: values, placement: .shared, storage: storage)
         } else {
             b = try VulkanBuffer(context, count: values.count, placement: .device, storage: storage)
-            try fill(b, with: values)
+            try fill(b.whole, with: values)
         }
         constants.append(b)
-        return b
+        return b.whole
     }
 
     /// Writes `values` into `target`: in place when it is mapped, else by an upload.
-    func fill(_ target: VulkanBuffer, with values: [Float]) throws {
+    func fill(_ target: VulkanSlice, with values: [Float]) throws {
         if target.mapped != nil {
             values.withUnsafeBufferPointer { target.write($0) }
             return
@@ -356,7 +403,7 @@ final class VulkanPrepared: PreparedGraph {
     static func bits(_ f: Float) -> Int32 { Int32(bitPattern: f.bitPattern) }
 
     /// The first input's buffer and shape and the output's, which most operations need.
-    func operands(_ node: Node) -> (x: VulkanBuffer, s: Shape, y: VulkanBuffer, o: Shape) {
+    func operands(_ node: Node) -> (x: VulkanSlice, s: Shape, y: VulkanSlice, o: Shape) {
         (buffers[node.inputs[0]], shapes[node.inputs[0]], buffers[node.output], shapes[node.output])
     }
 
