@@ -42,16 +42,19 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         context = try VulkanContext.shared.get()
         memoryPlan = VulkanMemoryPlan.automatic(for: context)
         arenaBlockLimit = nil
+        pointwiseGEMM = Self.pointwiseGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
 
     /// Opens the device with a memory plan chosen by the caller (tests force `.staged` on
     /// lavapipe, whose memory is all host-visible and device-local at once), and arena blocks
-    /// of at most `arenaBlockLimit` bytes (tests force small ones to split the arena).
-    init(memoryPlan: VulkanMemoryPlan, precision: VulkanPrecision = .fp32, arenaBlockLimit: Int? = nil) throws {
+    /// of at most `arenaBlockLimit` bytes (tests force small ones to split the arena), and 1×1
+    /// convolutions as matrix products or not (`pointwiseGEMM`; nil: as `init(precision:)` does).
+    init(memoryPlan: VulkanMemoryPlan, precision: VulkanPrecision = .fp32, arenaBlockLimit: Int? = nil, pointwiseGEMM: Bool? = nil) throws {
         context = try VulkanContext.shared.get()
         self.memoryPlan = memoryPlan
         self.arenaBlockLimit = arenaBlockLimit
+        self.pointwiseGEMM = pointwiseGEMM ?? Self.pointwiseGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
 
@@ -64,6 +67,21 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     let memoryPlan: VulkanMemoryPlan
     /// The most bytes of one arena block; nil: the device's limit.
     let arenaBlockLimit: Int?
+    /// Whether dense 1×1 stride-1 convolutions run as a tiled matrix product in shared memory
+    /// (convolution_1x1.comp) rather than the pixel-lane shader.
+    let pointwiseGEMM: Bool
+
+    /// The matrix product on GPUs, where shared-memory tiles are what makes a matrix product
+    /// fast (as ncnn does for 1×1); not on the CPU: on lavapipe the pixel-lane shader, whose
+    /// weights are the same for every lane, ran the colorizer (44 of its 67 convolutions 1×1)
+    /// about 20% faster. VIVIFY_VULKAN_GEMM=1 or 0 forces either, for comparisons.
+    static func pointwiseGEMM(environment: [String: String], isCPU: Bool) -> Bool {
+        switch environment["VIVIFY_VULKAN_GEMM"] {
+        case "1": return true
+        case "0": return false
+        default: return !isCPU
+        }
+    }
 
     /// The device's name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)".
     public var deviceName: String { context.deviceName }
@@ -100,7 +118,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         let specialized = try graph.specialized(for: inputShape)
         try checkSupport(specialized)
         let prepared = try VulkanPrepared(context: context, graph: specialized, input: inputShape, plan: memoryPlan, storage: precision == .fp16 ? .fp16 : .fp32,
-                                         blockLimit: arenaBlockLimit)
+                                         blockLimit: arenaBlockLimit, pointwiseGEMM: pointwiseGEMM)
         // The shaders this graph needed, compiled, for the next process (VulkanPipelineCache).
         context.savePipelineCache()
         return prepared

@@ -1,7 +1,7 @@
 import Engine
 
-/// Convolutions and transposed convolutions (convolution_pixels.comp, convolution4.comp,
-/// convolution.comp, deconvolution.comp), bias and activation fused.
+/// Convolutions and transposed convolutions (convolution_1x1.comp, convolution_pixels.comp,
+/// convolution4.comp, convolution.comp, deconvolution.comp), bias and activation fused.
 extension VulkanPrepared {
     /// The push constants convolution and deconvolution shaders share.
     private func parameters(_ p: ConvolutionParameters, _ s: Shape, _ o: Shape) -> [Int32] {
@@ -23,7 +23,19 @@ extension VulkanPrepared {
         let (x, s, y, o) = operands(node)
         let (bias, slopes) = try biasAndSlopes(p)
         let k = p.kernelH * p.kernelW
-        if p.groups == 1 {
+        if pointwiseGEMM, Self.isPointwise(p) {
+            // A matrix product: the weights [OC][C] zero-padded to multiples of 16 both ways
+            // (whole vec4 loads, no bounds checks on them).
+            let cp = (p.inChannels + 15) / 16 * 16, blocks = (p.outChannels + 15) / 16
+            var t = [Float](repeating: 0, count: blocks * 16 * cp)
+            for oc in 0..<p.outChannels {
+                for ic in 0..<p.inChannels { t[oc * cp + ic] = p.weights[oc * p.inChannels + ic] }
+            }
+            let plane = o.h * o.w
+            let tiles = (plane + 15) / 16, gx = min(tiles, Int(context.maxGroupsX))
+            try dispatch("convolution_1x1", groups: (gx, blocks, (tiles + gx - 1) / gx), [x, try constant(t), y, bias, slopes],
+                         parameters(p, s, o) + [Int32(cp), plane % 4 == 0 ? 1 : 0])
+        } else if p.groups == 1 {
             // Lanes across pixels, 16 output channels per invocation (the weights in blocks
             // of 16 channels: [OC/16][C][KH][KW][16], zero past the last channel).
             let blocks = (p.outChannels + 15) / 16
@@ -39,6 +51,13 @@ extension VulkanPrepared {
             try dispatch(four ? "convolution4" : "convolution", count: four ? o.count / 4 : o.count, [x, try constant(p.weights), y, bias, slopes],
                          parameters(p, s, o))
         }
+    }
+
+    /// A dense 1×1 convolution with stride 1 and no padding: each output pixel is a matrix
+    /// product of its input pixel's channels.
+    static func isPointwise(_ p: ConvolutionParameters) -> Bool {
+        p.groups == 1 && p.kernelH == 1 && p.kernelW == 1 && p.strideH == 1 && p.strideW == 1
+            && p.padTop == 0 && p.padLeft == 0 && p.padBottom == 0 && p.padRight == 0
     }
 
     /// Transposed convolution, any kernel, stride, dilation, cropping and groups: each output

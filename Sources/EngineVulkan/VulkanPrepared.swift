@@ -23,6 +23,10 @@ final class VulkanPrepared: PreparedGraph {
     let plan: VulkanMemoryPlan
     /// How values and weights are stored.
     let storage: VulkanStorage
+    /// Whether dense 1×1 convolutions run as a matrix product (`VulkanBackend.pointwiseGEMM`).
+    let pointwiseGEMM: Bool
+    /// The shader of every dispatch recorded, in order (what tests check the choices by).
+    private(set) var shaders: [String] = []
     /// Each value's place: a slice of an arena block.
     private(set) var buffers: [VulkanSlice] = []
     /// The arena blocks: per kind of memory, one, or more where the values outgrow the most
@@ -54,8 +58,9 @@ final class VulkanPrepared: PreparedGraph {
     private var recording: VkCommandBuffer?
 
     init(context: VulkanContext, graph: Graph, input: Shape, plan: VulkanMemoryPlan, storage: VulkanStorage = .fp32,
-         blockLimit: Int? = nil) throws {
+         blockLimit: Int? = nil, pointwiseGEMM: Bool = false) throws {
         self.context = context
+        self.pointwiseGEMM = pointwiseGEMM
         self.graph = graph
         self.plan = plan
         self.storage = storage
@@ -330,6 +335,7 @@ final class VulkanPrepared: PreparedGraph {
         guard groups.x > 0, groups.y > 0, groups.z > 0 else { return }
         precondition(parameters.count <= 32 && bound.count <= VulkanContext.bindings)
         let cb = try beginRecording()
+        shaders.append(shader)
         let pipeline = try context.pipeline(storage == .fp16 ? shader + "_fp16" : shader)
         let device = context.device
         let set = try descriptorSet()

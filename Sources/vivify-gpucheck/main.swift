@@ -6,6 +6,8 @@
 //     and fp16 storage with fp32 arithmetic), against the plain Swift reference backend;
 //   - speed: milliseconds per frame at each size and precision, run in tiles as vivify runs
 //     upscalers (TiledRunner, the backend's automatic tile), after one untimed warm-up frame;
+//   - for a model with no integer scale (the colorizer), parity on a --parity-tile square and
+//     milliseconds per whole run at each size instead (median of --runs; ncnn not timed);
 //   - ncnn-Vulkan's time on the same file, device and sizes (whole frames, fp32 and fp16, the
 //     median of --runs after a warm-up, upload and download included) when the `ncnn` Python
 //     package is importable (`python3`, or --python), and our time over ncnn's fp32 time.
@@ -127,8 +129,13 @@ func say(_ line: String) {
 func check(_ path: String, backends: [VulkanBackend], options: Options) throws -> Bool {
     let backend = backends[0]
     let graph = try NCNNImporter.load(paramPath: path)
-    let spec = try TilingSpec.inferred(for: graph)
     let channels = graph.inputChannels ?? 3
+    let spec: TilingSpec
+    do { spec = try TilingSpec.inferred(for: graph) } catch let e as EngineError where e.kind == .unsupported {
+        // Not an upscaler (the colorizer: 224×224 in, 56×56 out): run whole at each size.
+        say("\(path): no integer scale, run whole at each size")
+        return try checkWhole(graph, channels: channels, backends: backends, options: options)
+    }
     say("\(path): scale \(spec.scale), border \(spec.padding)")
     // Parity on one tile with its border, as the tiler feeds it.
     let side = graph.needsWholeFrame ? options.parityTile : options.parityTile + 2 * spec.padding
@@ -170,6 +177,41 @@ func check(_ path: String, backends: [VulkanBackend], options: Options) throws -
         }
     }
     if let python = options.python, NCNNPeer.usable { NCNNPeer.time(path, python: python, device: backend.deviceName, options: options, ours: ours) }
+    return ok
+}
+
+/// A model that is not an upscaler (no integer scale: the colorizer), checked and timed
+/// whole: parity on a seeded --parity-tile square, then milliseconds per run at each size
+/// (prepared once, one untimed warm-up; ncnn is not timed).
+func checkWhole(_ graph: Graph, channels: Int, backends: [VulkanBackend], options: Options) throws -> Bool {
+    let shape = Shape(c: channels, h: options.parityTile, w: options.parityTile)
+    var seeded = Seeded(state: 7)
+    let x = Tensor(shape: shape, data: seeded.fill(shape.count))
+    let want = try ReferenceBackend(runsPasses: false).prepare(graph, input: shape).run(x)
+    var ok = true
+    for backend in backends {
+        let got = try backend.prepare(graph, input: shape).run(x)
+        let worst = zip(got.data, want.data).map { abs($0 - $1) }.max() ?? .infinity
+        let scale = max(1, want.data.map(abs).max() ?? 0)
+        let tolerance = backend.precision == .fp16 ? options.fp16Tolerance : options.tolerance
+        let within = got.shape == want.shape && !got.data.contains { !$0.isFinite } && worst <= tolerance * scale
+        ok = ok && within
+        say("  parity \(backend.precision), \(shape.w)x\(shape.h) whole against the reference backend: max |error| \(String(format: "%.3g", worst)) "
+            + "(max |value| \(String(format: "%.3g", scale))) \(within ? "ok" : "FAILED (tolerance \(tolerance) relative)")")
+        for (w, h) in options.sizes {
+            let input = Tensor(shape: Shape(c: channels, h: h, w: w), data: seeded.fill(channels * h * w))
+            let prepared = try backend.prepare(graph, input: input.shape)
+            _ = try prepared.run(input)
+            var times: [Double] = []
+            for _ in 0..<options.runs {
+                let start = DispatchTime.now().uptimeNanoseconds
+                _ = try prepared.run(input)
+                times.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+            }
+            let median = times.sorted()[times.count / 2]
+            say("  \(w)x\(h): \(String(format: "%.1f", median)) ms per run, median of \(options.runs) (\(backend.precision), whole)")
+        }
+    }
     return ok
 }
 

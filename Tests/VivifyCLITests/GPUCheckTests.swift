@@ -46,6 +46,29 @@ final class GPUCheckTests: XCTestCase {
         XCTAssertTrue(badOut.contains("FAILED") && badOut.hasSuffix("1 of 2 model(s) failed\n"), badOut)
     }
 
+    /// A model with no integer scale (the built-in colorizer: 224×224 in, 56×56 out) is checked
+    /// and timed whole at each size, in both precisions; with its 44 1×1 convolutions as matrix
+    /// products (VIVIFY_VULKAN_GEMM=1; lavapipe runs the pixel-lane shader unless told).
+    func testAModelWithoutAScaleRunsWhole() throws {
+        _ = try BackendChoiceCLITests.listed()
+        let dir = try CLI.tempDir()
+        for ext in ["param", "bin"] {
+            try FileManager.default.copyItem(atPath: CLI.packageRoot.appendingPathComponent("Models/vivify-color.\(ext)").path, toPath: "\(dir)/color.\(ext)")
+        }
+        let r = try CLI.run(Self.binary, [dir, "--sizes", "32x32", "--parity-tile", "32", "--runs", "2", "--no-ncnn", "--tolerance", "1e-4"],
+                            environment: ["VIVIFY_VULKAN_VALIDATION": "1", "VIVIFY_VULKAN_GEMM": "1"])
+        let out = String(decoding: r.stdout, as: UTF8.self)
+        XCTAssertEqual(r.code, 0, out + r.stderr)
+        XCTAssertFalse(r.stderr.contains("Vulkan validation:"), r.stderr)
+        XCTAssertTrue(out.contains("color.param: no integer scale, run whole at each size"), out)
+        for precision in ["fp32", "fp16"] {
+            XCTAssertNotNil(out.range(of: "parity \(precision), 32x32 whole against the reference backend: max \\|error\\| [0-9.e+-]+ \\(max \\|value\\| [0-9.e+-]+\\) ok",
+                                      options: .regularExpression), out)
+            XCTAssertNotNil(out.range(of: "32x32: [0-9]+\\.[0-9] ms per run, median of 2 \\(\(precision), whole\\)", options: .regularExpression), out)
+        }
+        XCTAssertTrue(out.hasSuffix("all 1 model(s) ok\n"), out)
+    }
+
     /// ncnn-Vulkan, the peer, is timed on the same file and device when its Python package is
     /// importable (scripts/install-deps installs it), with our time over its own; a frame
     /// smaller than the model's border, on which ncnn crashes, is said, not fatal.
