@@ -68,7 +68,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// The most bytes of one arena block; nil: the device's limit.
     let arenaBlockLimit: Int?
     /// Whether dense 1×1 stride-1 convolutions run as a tiled matrix product in shared memory
-    /// (convolution_1x1.comp) rather than the pixel-lane shader.
+    /// (convolution_1x1.comp) rather than with lanes across pixels (convolution_1x1_lanes.comp).
     let pointwiseGEMM: Bool
 
     /// The matrix product on GPUs, where shared-memory tiles are what makes a matrix product

@@ -115,7 +115,8 @@ class VulkanParityTests: ValidatedVulkanTestCase {
     /// channels below, at and past its 16-channel tiles (3, 4, 5, 16, 17, 33, 64), pixel counts
     /// a multiple of 4 (vec4 loads and stores) and not (7×5, 9×11), tiles cut by the picture's
     /// end, with and without bias, PReLU per channel and shared, and two in a row. Chosen on
-    /// GPUs; on the CPU (this device in CI) forced, and checked to be the shader that ran.
+    /// GPUs; on the CPU (this device in CI) forced, and checked to be the shader that ran. The
+    /// CPU's 1×1 shader (pixel lanes without a window) on the same cases.
     func testPointwiseConvolutionsAsMatrixProducts() throws {
         let automatic = try backend()
         let gemm = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, pointwiseGEMM: true)
@@ -126,8 +127,9 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         let one = chain([(conv(8, 4, k: 1), [1]), (conv(8, 8, k: 3, pads: (1, 1, 1, 1)), [1])])
         let shaders = try XCTUnwrap(try gemm.prepare(one, input: Shape(c: 4, h: 5, w: 7)) as? VulkanPrepared).shaders
         XCTAssertEqual(shaders, ["convolution_1x1", "convolution_pixels"])
-        XCTAssertEqual(try XCTUnwrap(try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, pointwiseGEMM: false)
-            .prepare(one, input: Shape(c: 4, h: 5, w: 7)) as? VulkanPrepared).shaders, ["convolution_pixels", "convolution_pixels"])
+        let lanes = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, pointwiseGEMM: false)
+        XCTAssertEqual(try XCTUnwrap(try lanes.prepare(one, input: Shape(c: 4, h: 5, w: 7)) as? VulkanPrepared).shaders,
+                       ["convolution_1x1_lanes", "convolution_pixels"])
         func params(_ op: Engine.Operation) -> ConvolutionParameters {
             guard case .convolution(let p) = op else { preconditionFailure() }
             return p
@@ -137,16 +139,18 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         XCTAssertFalse(VulkanPrepared.isPointwise(params(conv(8, 4, k: 1, pads: (0, 1, 0, 0)))))
         XCTAssertFalse(VulkanPrepared.isPointwise(params(conv(8, 4, k: 1, groups: 2))))
         XCTAssertFalse(VulkanPrepared.isPointwise(params(conv(8, 4, k: 3))))
-        for s in oddShapes + [Shape(c: 17, h: 4, w: 8), Shape(c: 33, h: 12, w: 12)] {
-            for oc in [3, 5, 16, 17, 64] {
-                try compare(chain([(conv(oc, s.c, k: 1, bias: oc != 5), [1])]), s, "1x1 \(s.c)->\(oc) at \(s.h)x\(s.w)", on: gemm)
+        for (name, backend) in [("matrix product", gemm), ("pixel lanes", lanes)] {
+            for s in oddShapes + [Shape(c: 17, h: 4, w: 8), Shape(c: 33, h: 12, w: 12)] {
+                for oc in [3, 5, 16, 17, 64] {
+                    try compare(chain([(conv(oc, s.c, k: 1, bias: oc != 5), [1])]), s, "\(name): 1x1 \(s.c)->\(oc) at \(s.h)x\(s.w)", on: backend)
+                }
             }
+            let s = Shape(c: 5, h: 7, w: 5)
+            try compare(chain([(conv(64, 5, k: 1, activation: .prelu(slopes: rng.array(64))), [1]), (conv(4, 64, k: 1, activation: .prelu(slopes: [0.2])), [1])]),
+                        s, "\(name): 1x1 5->64->4 with PReLU", on: backend)
+            try compare(chain([(conv(16, 5, k: 1, activation: .leakyRelu(slope: 0.1)), [1]), (conv(3, 16, k: 1, activation: .sigmoid), [1])]),
+                        Shape(c: 5, h: 8, w: 8), "\(name): 1x1 5->16->3, leaky ReLU and sigmoid", on: backend)
         }
-        let s = Shape(c: 5, h: 7, w: 5)
-        try compare(chain([(conv(64, 5, k: 1, activation: .prelu(slopes: rng.array(64))), [1]), (conv(4, 64, k: 1, activation: .prelu(slopes: [0.2])), [1])]),
-                    s, "1x1 5->64->4 with PReLU", on: gemm)
-        try compare(chain([(conv(16, 5, k: 1, activation: .leakyRelu(slope: 0.1)), [1]), (conv(3, 16, k: 1, activation: .sigmoid), [1])]),
-                    Shape(c: 5, h: 8, w: 8), "1x1 5->16->3, leaky ReLU and sigmoid", on: gemm)
     }
 
     func testFusedAndStandaloneActivations() throws {
