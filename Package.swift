@@ -49,7 +49,8 @@ let package = Package(
         // loops, the yardstick) and the tiler. Optimised even in debug builds and tests (the
         // reference runs whole models there), but with checks: -Ounchecked stays out of the
         // reference path.
-        // Compute: the thread count every compute loop and oneDNN use (`--threads`).
+        // Compute: the default thread count (all cores). `--threads` is no process-wide
+        // setting: the count reaches the backends and the compute loops as a value.
         .target(name: "Compute"),
         .target(name: "Engine", dependencies: ["Compute"], swiftSettings: [.unsafeFlags(["-O"])]),
         // EngineDNNL: the oneDNN backend and its hand-written fast kernels (the fused upscaler
@@ -77,7 +78,7 @@ let package = Package(
         .target(name: "ColorScience", dependencies: ["Compute"], swiftSettings: [.unsafeFlags(["-Ounchecked"])]),
         // FuzzTargets: every parser of untrusted bytes as one entry point; vivify-fuzz drives them
         // with libFuzzer (scripts/fuzz) or, in a plain build, replays inputs.
-        .target(name: "FuzzTargets", dependencies: ["Compute", "MediaIO", "ModelFormats", "Engine", "EngineDNNL", "Vivify"]),
+        .target(name: "FuzzTargets", dependencies: ["Compute", "MediaIO", "ModelFormats", "Engine", "EngineDNNL", "Models", "Vivify"]),
         .executableTarget(name: "vivify-fuzz", dependencies: ["FuzzTargets"]),
         // vivify-gpucheck: the Vulkan backend's parity and speed on a folder of models, with no
         // FFmpeg and no oneDNN, to carry to a GPU machine (scripts/gpucheck-bundle).

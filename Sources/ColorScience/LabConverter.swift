@@ -37,8 +37,8 @@ public final class LabConverter: @unchecked Sendable {
     /// Makes a converter.
     ///
     /// - Parameter threads: How many chunks each frame is split into; values below 1 count
-    ///   as 1. Defaults to the compute thread count (`--threads`; all cores).
-    public init(threads: Int = ComputeThreads.count) {
+    ///   as 1. Defaults to all cores; a run passes its own count (`--threads`).
+    public init(threads: Int = ComputeThreads.allCores) {
         self.threads = max(1, threads)
     }
 

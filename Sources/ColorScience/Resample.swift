@@ -71,10 +71,11 @@ public enum Resample {
     /// own L (`fittedTo`). Bilinear upsampling is the case of zero slopes (`bilinearModel`);
     /// the guided filter (`GuidedFilter`) gives slopes that make colour follow L's edges. The
     /// result is multiplied by `saturation` and each pixel fitted into the RGB gamut at its own
-    /// lightness (`GamutFit`): one pass over the frame, rows split over the cores, column taps
-    /// computed once.
+    /// lightness (`GamutFit`): one pass over the frame, rows split over `threads` (the run's
+    /// `--threads`; all cores by default; each worker writes its own rows, so the split
+    /// changes no bit), column taps computed once.
     public static func linearModelAB(_ coefficients: [Float], _ sw: Int, _ sh: Int, fittedTo l: [Float], saturation: Float = 1,
-                                     a: inout [Float], b: inout [Float], _ dw: Int, _ dh: Int) {
+                                     a: inout [Float], b: inout [Float], _ dw: Int, _ dh: Int, threads: Int = ComputeThreads.allCores) {
         let n = dw * dh
         precondition(coefficients.count == 4 * sw * sh && l.count == n)
         if a.count != n { a = [Float](repeating: 0, count: n) }
@@ -88,7 +89,7 @@ public enum Resample {
             x1s[x] = min(x0s[x] + 1, sw - 1)
             txs[x] = fx - Float(x0s[x])
         }
-        let chunks = min(dh, max(1, ComputeThreads.count))
+        let chunks = min(dh, max(1, threads))
         let plane = sw * sh
         coefficients.withUnsafeBufferPointer { cp in
             l.withUnsafeBufferPointer { lp in

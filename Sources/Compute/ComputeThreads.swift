@@ -1,20 +1,15 @@
 import Foundation
-import Synchronization
 
-/// How many threads Vivify's compute uses: oneDNN's parallel regions and the Swift loops that
-/// split a frame into bands (colour conversion, resampling, the fused upscaler tail). All
-/// cores unless `--threads` set it (once, at start-up).
+/// How many threads Vivify's compute uses when nothing says otherwise: oneDNN's parallel
+/// regions and the Swift loops that split a frame into bands (colour conversion, resampling,
+/// the fused upscaler tail, the colour guide, the reference kernels). There is no
+/// process-wide count to set: each of those takes its count as a value (`threads:`), which a
+/// run derives from its own `--threads` (`RunLimits.threadCount`), so two runs in one process
+/// each compute with their own.
 public enum ComputeThreads {
-    private static let chosen = Atomic<Int>(0)
+    /// All cores: the count every `threads:` parameter defaults to.
+    public static var allCores: Int { ProcessInfo.processInfo.activeProcessorCount }
 
-    /// The thread count in force.
-    public static var count: Int {
-        let n = chosen.load(ordering: .relaxed)
-        return n > 0 ? n : ProcessInfo.processInfo.activeProcessorCount
-    }
-
-    /// Sets the count (at least 1); 0 goes back to all cores.
-    public static func set(_ n: Int) {
-        chosen.store(max(0, n), ordering: .relaxed)
-    }
+    /// `n` threads (at least 1), or all cores for nil.
+    public static func count(_ n: Int?) -> Int { n.map { max(1, $0) } ?? allCores }
 }

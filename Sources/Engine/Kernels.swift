@@ -31,10 +31,11 @@ package enum Kernels {
         }
     }
 
-    /// Runs `body` over `0..<count` in contiguous bands, one per compute thread (`--threads`).
-    /// Each index is written by exactly one band, so results do not depend on the split.
-    static func inBands(_ count: Int, _ body: (Range<Int>) -> Void) {
-        let bands = min(count, ComputeThreads.count)
+    /// Runs `body` over `0..<count` in contiguous bands, one per thread of `threads` (the
+    /// run's `--threads`). Each index is written by exactly one band, so results do not depend
+    /// on the split.
+    static func inBands(_ count: Int, threads: Int, _ body: (Range<Int>) -> Void) {
+        let bands = min(count, max(1, threads))
         if bands <= 1 { body(0..<count); return }
         // The bands touch disjoint outputs and only read what they share.
         withoutActuallyEscaping(body) { body in
@@ -51,7 +52,7 @@ package enum Kernels {
     /// output channels are split across the compute threads; within a row each tap is added
     /// to every output column it reaches (a loop the compiler vectorises), in that same order.
     static func convolution(_ p: ConvolutionParameters, _ x: UnsafeBufferPointer<Float>, _ s: Shape,
-                            _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
+                            _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape, threads: Int) {
         let icg = p.inChannels / p.groups, ocg = p.outChannels / p.groups
         // Output columns each kernel column reaches inside the input: ox in lo[kx]..<hi[kx].
         var lo = [Int](repeating: 0, count: p.kernelW), hi = lo
@@ -61,7 +62,7 @@ package enum Kernels {
             hi[kx] = max(lo[kx], min(o.w, floorDivide(s.w - 1 - offset, p.strideW) + 1))
         }
         p.weights.withUnsafeBufferPointer { w in
-            inBands(p.outChannels * o.h) { rows in
+            inBands(p.outChannels * o.h, threads: threads) { rows in
                 let sum = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(o.w, 1))
                 defer { sum.deallocate() }
                 for row in rows {
@@ -104,10 +105,10 @@ package enum Kernels {
     /// channels are split across the compute threads; each output value takes its terms in
     /// the same order (input channel, input row, column, kernel row, column) whatever the split.
     static func deconvolution(_ p: ConvolutionParameters, _ x: UnsafeBufferPointer<Float>, _ s: Shape,
-                              _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
+                              _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape, threads: Int) {
         let icg = p.inChannels / p.groups, ocg = p.outChannels / p.groups
         p.weights.withUnsafeBufferPointer { w in
-            inBands(p.outChannels) { channels in
+            inBands(p.outChannels, threads: threads) { channels in
                 for oc in channels {
                     let b = p.bias.isEmpty ? 0 : p.bias[oc]
                     for i in 0..<(o.h * o.w) { y[oc * o.h * o.w + i] = b }
@@ -331,17 +332,18 @@ package enum Kernels {
     }
 
     /// Runs `op` on plain CHW inputs into `y`: the one dispatcher both backends use for the
-    /// operations they run as loops.
+    /// operations they run as loops. The convolutions split their rows over `threads` (the
+    /// backend's own count, from the run's `--threads`).
     package static func execute(_ op: Operation, _ inputs: [UnsafeBufferPointer<Float>], _ shapes: [Shape],
-                                _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) throws {
+                                _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape, threads: Int) throws {
         if case .constant(_, let values) = op {
             values.withUnsafeBufferPointer { y.baseAddress!.update(from: $0.baseAddress!, count: $0.count) }
             return
         }
         let x = inputs[0], s0 = shapes[0]
         switch op {
-        case .convolution(let p): convolution(p, x, s0, y, o)
-        case .deconvolution(let p): deconvolution(p, x, s0, y, o)
+        case .convolution(let p): convolution(p, x, s0, y, o, threads: threads)
+        case .deconvolution(let p): deconvolution(p, x, s0, y, o, threads: threads)
         case .activation(let a): activation(a, x, s0, y)
         case .binary(let k, let c): binary(k, c, x, s0, inputs[1], shapes[1], y, o)
         case .scalar(let k, let v, let first): scalar(k, v, first, x, y)

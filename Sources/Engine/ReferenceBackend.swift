@@ -1,3 +1,5 @@
+import Compute
+
 /// The plain Swift backend: simple loops, obviously correct, the yardstick for every fast path.
 public struct ReferenceBackend: InferenceBackend {
     public var name: String { "reference" }
@@ -5,10 +7,13 @@ public struct ReferenceBackend: InferenceBackend {
     /// oneDNN backend does; without them it runs the graph exactly as given, the yardstick for
     /// the passes themselves.
     public var runsPasses: Bool
+    /// How many threads its convolutions split their rows over (the run's `--threads`).
+    public var threads: Int
 
-    /// Makes the backend.
-    public init(runsPasses: Bool = true) {
+    /// Makes the backend; `threads` defaults to all cores.
+    public init(runsPasses: Bool = true, threads: Int = ComputeThreads.allCores) {
         self.runsPasses = runsPasses
+        self.threads = max(1, threads)
     }
 
     /// Every operation: the reference runs the whole IR.
@@ -25,7 +30,7 @@ public struct ReferenceBackend: InferenceBackend {
         let specialized = try graph.specialized(for: inputShape)
         let graph = runsPasses ? try specialized.fusingUpsampleDetailTails(input: inputShape, where: supports) : specialized
         try checkSupport(graph)
-        return try ReferencePrepared(graph: graph, input: inputShape)
+        return try ReferencePrepared(graph: graph, input: inputShape, threads: threads)
     }
 }
 
@@ -35,9 +40,11 @@ final class ReferencePrepared: PreparedGraph {
     var buffers: [[Float]]
     let inputShape: Shape
     let outputShape: Shape
+    let threads: Int
 
-    init(graph: Graph, input: Shape) throws {
+    init(graph: Graph, input: Shape, threads: Int) throws {
         self.graph = graph
+        self.threads = threads
         let inferred = try graph.inferShapes(input: input)
         shapes = inferred.map { $0 ?? Shape(c: 0, h: 0, w: 0) }
         buffers = shapes.map { [Float](repeating: 0, count: $0.count) }
@@ -63,7 +70,7 @@ final class ReferencePrepared: PreparedGraph {
         // Each input's pointer is only used inside its own `withUnsafeBufferPointer`: the
         // calls nest, one per input, and the kernel runs in the innermost.
         try withInputs(node.inputs[...], []) { inputs in
-            try Kernels.execute(node.op, inputs, node.inputs.map { shapes[$0] }, y, shapes[node.output])
+            try Kernels.execute(node.op, inputs, node.inputs.map { shapes[$0] }, y, shapes[node.output], threads: threads)
         }
     }
 

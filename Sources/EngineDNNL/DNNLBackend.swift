@@ -12,13 +12,17 @@ import Glibc
 /// lacks (pixel shuffle, bicubic resize, padding, the fused upscaler tail) run as loops on
 /// NCHW, with reorders inserted only where layouts change. Everything is created once per
 /// input shape in `prepare`: weights reordered, primitives built, buffers allocated. A run
-/// allocates nothing. oneDNN's OpenMP runtime uses all available cores.
+/// allocates nothing. oneDNN's OpenMP parallel regions and the Swift loops use `threads`
+/// (the run's `--threads`; all cores by default), set on the calling thread each time a
+/// graph is prepared or run (`OpenMPThreads`).
 public final class DNNLBackend: InferenceBackend, @unchecked Sendable {
     public var name: String { "onednn" }
     let engine: dnnl_engine_t
     let stream: dnnl_stream_t
     /// The number format convolutions compute in.
     public let precision: ComputePrecision
+    /// How many threads its primitives (OpenMP) and loops use: the run's `--threads`.
+    public let threads: Int
     /// The one block every graph prepared here keeps its activations in.
     let arena = ActivationArena()
     /// The input scales of int8 layers (precision `.int8`; layers it does not name run fp32).
@@ -68,7 +72,11 @@ public final class DNNLBackend: InferenceBackend, @unchecked Sendable {
     ///   - calibration: the int8 input ranges (`.int8` runs in fp32 without one).
     ///   - observer: records every convolution's input range as graphs run (for calibration;
     ///     use with fp32).
-    public init(precision: ComputePrecision = .fp32, calibration: Int8Calibration? = nil, observer: Int8Observer? = nil) throws {
+    ///   - threads: how many threads its primitives and loops use (at least 1; default all
+    ///     cores).
+    public init(precision: ComputePrecision = .fp32, calibration: Int8Calibration? = nil, observer: Int8Observer? = nil,
+                threads: Int = ComputeThreads.allCores) throws {
+        self.threads = max(1, threads)
         // int8 without a calibration (a model nothing calibrated: the colorizer) is plain fp32.
         self.precision = precision == .int8 && calibration == nil ? .fp32 : precision
         self.calibration = precision == .int8 ? calibration : nil

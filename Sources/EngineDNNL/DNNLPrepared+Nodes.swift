@@ -409,10 +409,11 @@ extension DNNLPrepared {
         let base = try plain(node.inputs[0]), detail = try plain(node.inputs[1])
         let bs = shapes[node.inputs[0]], dc = shapes[node.inputs[1]].c
         let dst = try activation(Self.plainMD(shapes[node.output]), isPlain: true)
-        let stream = self.stream
+        let stream = self.stream, threads = backend.threads
         appendLoop([base, detail, dst]) {
             try dnnlCheck(dnnl_stream_wait(stream), "synchronise")
-            UpsampleDetail.run(mode, base: base.pointer, bs, detail: detail.pointer, detailChannels: dc, order: order, y: dst.pointer)
+            UpsampleDetail.run(mode, base: base.pointer, bs, detail: detail.pointer, detailChannels: dc, order: order, y: dst.pointer,
+                               threads: threads)
         }
         current[node.output] = dst
         plainCopies[node.output] = dst
@@ -425,7 +426,7 @@ extension DNNLPrepared {
         let o = shapes[node.output]
         let dst = try activation(Self.plainMD(o), isPlain: true)
         let op = node.op
-        let stream = self.stream
+        let stream = self.stream, threads = backend.threads
         let counts = ins.map(shapesCount)
         appendLoop(ins + [dst]) {
             // oneDNN work queued before must be done before Swift reads its output.
@@ -436,7 +437,7 @@ extension DNNLPrepared {
             if case .resize(.bicubic, _, _, _, _, let align) = op {
                 FastKernels.separableBicubic(align, inputs[0], inShapes[0], y, o)
             } else {
-                try Kernels.execute(op, inputs, inShapes, y, o)
+                try Kernels.execute(op, inputs, inShapes, y, o, threads: threads)
             }
         }
         current[node.output] = dst

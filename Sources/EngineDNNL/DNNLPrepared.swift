@@ -45,8 +45,9 @@ final class DNNLPrepared: PreparedGraph {
     var stream: dnnl_stream_t { backend.stream }
 
     init(backend: DNNLBackend, graph: Graph, input: Shape, precision: ComputePrecision) throws {
-        // Primitives are laid out for the thread count in force when they are made.
-        OpenMPThreads.apply(ComputeThreads.count)
+        // Primitives are laid out for the thread count in force when they are made: the
+        // backend's, set on this thread.
+        OpenMPThreads.apply(backend.threads)
         self.backend = backend
         self.precision = precision
         sourceGraph = graph
@@ -115,8 +116,9 @@ final class DNNLPrepared: PreparedGraph {
     }
 
     func run(input: UnsafeBufferPointer<Float>, output: UnsafeMutableBufferPointer<Float>) throws {
-        // OpenMP's thread count is per calling thread: set it on whichever thread runs this.
-        OpenMPThreads.apply(ComputeThreads.count)
+        // OpenMP's thread count is per calling thread: set the backend's on whichever thread
+        // runs this.
+        OpenMPThreads.apply(backend.threads)
         clips.worst = 0
         // Pictures unlike the calibration set (saturated synthetic colours, some busy photos
         // under Real-CUGAN) drive layers past their ranges; such a run stops at the first layer

@@ -40,9 +40,10 @@ public enum UpsampleDetail {
     public static func supports(_ mode: ResizeMode) -> Bool { phases(mode) != nil }
 
     /// Computes `y` (C×2H×2W) from `base` (C×H×W) and `detail` (4C or 4 channels × H×W, in
-    /// `order`), splitting rows over the cores.
+    /// `order`), splitting rows over `threads` (the backend's `--threads`; each worker writes
+    /// its own rows, so the split does not change a bit).
     public static func run(_ mode: ResizeMode, base: UnsafePointer<Float>, _ s: Shape, detail: UnsafePointer<Float>,
-                           detailChannels: Int, order: ShuffleOrder, y: UnsafeMutablePointer<Float>) {
+                           detailChannels: Int, order: ShuffleOrder, y: UnsafeMutablePointer<Float>, threads: Int = ComputeThreads.allCores) {
         precondition(detailChannels == 4 || detailChannels == 4 * s.c, "detail must have 4 or 4·C channels")
         guard let (p0, p1) = phases(mode) else { preconditionFailure("the fused kernel does not compute \(mode) resizes") }
         let plane = s.h * s.w
@@ -50,7 +51,7 @@ public enum UpsampleDetail {
         let shared = detailChannels == 4
         let outC = s.c
         // Work items: (channel, band of input rows).
-        let bands = max(1, min(s.h, 2 * ComputeThreads.count))
+        let bands = max(1, min(s.h, 2 * max(1, threads)))
         let rowsPerBand = (s.h + bands - 1) / bands
         // The pointers cross into the worker closures; each worker writes its own rows.
         nonisolated(unsafe) let base = base, detail = detail, y = y

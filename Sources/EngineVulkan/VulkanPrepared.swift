@@ -173,11 +173,13 @@ final class VulkanPrepared: PreparedGraph {
     /// An external layer on the host: in place on fp32 buffers; through float copies of its
     /// operands on fp16 ones (external layers are rare and small beside the convolutions).
     private func runOnHost(_ node: Node) throws {
+        // Only external layers run here, and they take no thread count (only the kernels'
+        // convolutions split their rows): one thread is what they are given.
         let inShapes = node.inputs.map { shapes[$0] }, o = shapes[node.output], y = buffers[node.output]
         if storage == .fp32 {
             let ins = node.inputs.map { UnsafeBufferPointer(start: UnsafePointer(buffers[$0].mapped!.assumingMemoryBound(to: Float.self)), count: shapes[$0].count) }
             let out = UnsafeMutableBufferPointer(start: y.mapped!.assumingMemoryBound(to: Float.self), count: o.count)
-            try Kernels.execute(node.op, ins, inShapes, out, o)
+            try Kernels.execute(node.op, ins, inShapes, out, o, threads: 1)
             return
         }
         let ins = node.inputs.map { v in
@@ -188,7 +190,7 @@ final class VulkanPrepared: PreparedGraph {
         }
         var out = [Float](repeating: 0, count: o.count)
         try withPointers(ins) { pointers in
-            try out.withUnsafeMutableBufferPointer { try Kernels.execute(node.op, pointers, inShapes, $0, o) }
+            try out.withUnsafeMutableBufferPointer { try Kernels.execute(node.op, pointers, inShapes, $0, o, threads: 1) }
         }
         out.withUnsafeBufferPointer { y.write($0) }
     }

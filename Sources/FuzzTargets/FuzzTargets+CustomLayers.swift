@@ -21,7 +21,7 @@ extension FuzzTarget {
             let shape = Shape(c: channels, h: h, w: w)
             // Values within 4 M floats each (the fuzzer's memory limit is 1 GiB).
             guard let shapes = try? graph.inferShapes(input: shape), shapes.allSatisfy({ ($0?.count ?? 0) <= 1 << 22 }),
-                  let prepared = try? ReferenceBackend().prepare(graph, input: shape) else { continue }
+                  let prepared = try? ReferenceBackend(threads: threads).prepare(graph, input: shape) else { continue }
             let input = Tensor(shape: shape, data: (0..<shape.count).map { Float($0 % 7) - 3 })
             _ = try? prepared.run(input)
         }

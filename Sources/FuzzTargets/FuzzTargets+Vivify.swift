@@ -3,6 +3,7 @@ import EngineDNNL
 import Foundation
 import MediaIO
 import ModelFormats
+import Models
 import Vivify
 
 // The files the Vivify library reads beside models and jobs: a colorizer's `.json`
@@ -59,7 +60,7 @@ extension FuzzTarget {
         _ = write(data, "models/colorizer-\(input)-\(output).json")
         // oneDNN, as `vivify` runs it: a description at the limits (2048² L) stays well within
         // the fuzzer's time limit there.
-        guard let colorizer = try? Colorizer(model: param, backend: .onednn, stabilize: true) else { return }
+        guard let colorizer = try? Models.Colorizer(model: param, backend: .onednn, settings: ComputeSettings(threads: threads), stabilize: true) else { return }
         // The model side is the description's (up to 2048², valid): instrumented, a frame costs
         // about 1.5 µs per model pixel, so beyond 1024² three frames would pass the fuzzer's
         // 10 s limit through cost alone. Those descriptions are loaded and checked only; the
@@ -109,7 +110,7 @@ extension FuzzTarget {
     /// oneDNN backend equalises and quantises the graph with it, then runs a tile.
     static func calibration(_ data: Data) {
         guard let calibration = try? JSONDecoder().decode(Int8Calibration.self, from: data), let graph = calibrationGraph,
-              let backend = try? DNNLBackend(precision: .int8, calibration: calibration),
+              let backend = try? DNNLBackend(precision: .int8, calibration: calibration, threads: threads),
               let prepared = try? backend.prepare(graph, input: calibrationInput.shape) else { return }
         _ = try? prepared.run(calibrationInput)
     }
@@ -142,6 +143,6 @@ extension FuzzTarget {
         let path = write(data, "input.npy")
         guard let array = try? NPYArray.read(path) else { return }
         _ = array.fileData
-        _ = try? ModelInference.run(model: npyModel, input: array, backend: .reference)
+        _ = try? ModelInference.run(model: npyModel, input: array, backend: .reference, limits: RunLimits(threads: threads))
     }
 }

@@ -51,7 +51,6 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
     /// Feeds `data` to the parser. Errors are swallowed: only crashes count.
     public func run(_ data: Data) {
-        FuzzTarget.oneThread
         switch self {
         case .y4m: FuzzTarget.y4m(data)
         case .rate: FuzzTarget.rate(data)
@@ -74,9 +73,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         }
     }
 
-    /// One compute thread (oneDNN's OpenMP team included): the fuzzer runs one target per
-    /// core, and idle OpenMP threads spinning between the small inputs cost more than the work.
-    static let oneThread: Void = ComputeThreads.set(1)
+    /// The compute threads every target's backends and loops are given (oneDNN's OpenMP team
+    /// included): one, since the fuzzer runs one target per core, and idle OpenMP threads
+    /// spinning between the small inputs cost more than the work.
+    static let threads = 1
 
     /// A private scratch folder for the targets that read files (one per process).
     static let scratch: URL = {

@@ -1,3 +1,4 @@
+internal import Compute
 package import Engine
 internal import EngineDNNL
 internal import EngineVulkan
@@ -33,11 +34,12 @@ public enum BackendChoice: String, Sendable, CaseIterable {
     private static let autoResolution: Result<BackendChoice, Error> = autoDevice.map { $0 == nil ? .onednn : .vulkan }
 
     /// The backend, running a model that decides nothing for itself under `precision`
-    /// (`PrecisionChoice.precision(measured: false)` on oneDNN, its storage on Vulkan).
-    package func make(precision: PrecisionChoice = .fp32) throws -> InferenceBackend {
+    /// (`PrecisionChoice.precision(measured: false)` on oneDNN, its storage on Vulkan), its
+    /// CPU work on `threads` threads (default: all cores; the GPU's shaders take none).
+    package func make(precision: PrecisionChoice = .fp32, threads: Int = ComputeThreads.allCores) throws -> InferenceBackend {
         switch try resolved() {
-        case .onednn, .auto: return try DNNLBackend(precision: precision.precision(measured: false))
-        case .reference: return ReferenceBackend()
+        case .onednn, .auto: return try DNNLBackend(precision: precision.precision(measured: false), threads: threads)
+        case .reference: return ReferenceBackend(threads: threads)
         case .vulkan: return try VulkanBackend(precision: precision.vulkanPrecision)
         }
     }
@@ -64,13 +66,14 @@ public enum BackendChoice: String, Sendable, CaseIterable {
         }
     }
 
-    /// The matrix multiplier of the same kind (oneDNN's sgemm, or plain loops).
-    func makeMatrixMultiplier() -> MatrixMultiplier {
+    /// The matrix multiplier of the same kind (oneDNN's sgemm on `threads` threads, or plain
+    /// loops).
+    func makeMatrixMultiplier(threads: Int) -> MatrixMultiplier {
         switch self {
-        case .onednn: return DNNLMatrixMultiplier()
+        case .onednn: return DNNLMatrixMultiplier(threads: threads)
         case .reference: return ReferenceMatrixMultiplier()
         // The colour guide's matching runs on the host: oneDNN's sgemm.
-        case .vulkan, .auto: return DNNLMatrixMultiplier()
+        case .vulkan, .auto: return DNNLMatrixMultiplier(threads: threads)
         }
     }
 }

@@ -47,7 +47,10 @@ package final class Colorizer {
     private let backend: InferenceBackend
     private let bundle: ModelBundle?
     private var prepared: [Shape: PreparedGraph] = [:]
-    private let lab = LabConverter()
+    /// Colour conversions, split over the run's threads.
+    private let lab: LabConverter
+    /// How many threads the per-frame loops use (`ComputeSettings.threads`).
+    private let threads: Int
     private var fullL: [Float] = [], lowL: [Float] = [], outL: [Float] = []
     private var modelInput: [Float] = [], modelOutput: [Float] = []
     private var a: [Float] = [], b: [Float] = []
@@ -60,14 +63,16 @@ package final class Colorizer {
     /// `.param` (Core ML `.mlmodel`/`.mlpackage`) with its `.bin` and `.json` description beside it.
     /// `saturation` multiplies the predicted chroma (1 keeps it; the gamut fit still applies).
     /// `anchorShots` (with `stabilize`): each shot's colour anchored to its own earlier frames.
-    /// `settings`: the precision it computes in (what an unmeasured model gets) and the
-    /// largest guide picture it reads.
+    /// `settings`: the precision it computes in (what an unmeasured model gets), the largest
+    /// guide picture it reads and the threads its model and loops use.
     package init(model argument: String, backend: BackendChoice = .onednn, settings: ComputeSettings = ComputeSettings(),
                 stabilize: Bool, saturation: Float = 1, guide: ColourGuideSpec = ColourGuideSpec(), anchorShots: Bool = true) throws {
         guard Self.saturationRange.contains(saturation) else {
             throw MediaError(.invalidOptions, Self.saturationError(saturation))
         }
         self.saturation = saturation
+        threads = settings.threads
+        lab = LabConverter(threads: settings.threads)
         // Video (the stabilizer on) has a guide even without guidance: shots anchor their own colour.
         let anchor = stabilize && anchorShots
         self.guide = guide.isEmpty && !anchor ? nil : try ColourGuide(spec: guide, backend: backend, settings: settings, anchorShots: anchor)
@@ -80,7 +85,7 @@ package final class Colorizer {
         name = loaded.name
         modelFiles = loaded.files
         let model = argument
-        self.backend = try backend.make(precision: settings.precision)
+        self.backend = try backend.make(precision: settings.precision, threads: settings.threads)
         stabilizer = stabilize ? TemporalStabilizer() : nil
         let channels = spec.input == .l ? 1 : 4
         if let c = graph.inputChannels, c != channels {
@@ -257,7 +262,7 @@ package final class Colorizer {
                 let f = ColourReference.fineSide
                 stabilizer?.apply(l: guide.lFine, ab: &fine, width: f, height: f)
                 Resample.bilinearModel(fine, f, f, into: &coefficients)
-                Resample.linearModelAB(coefficients, f, f, fittedTo: fullL, saturation: saturation, a: &a, b: &b, w, h)
+                Resample.linearModelAB(coefficients, f, f, fittedTo: fullL, saturation: saturation, a: &a, b: &b, w, h, threads: threads)
                 detail?.apply(l: fullL, a: &a, b: &b, width: w, height: h)
             }
             try guide.finish(position: position, l: fullL, a: &a, b: &b, width: w, height: h)
@@ -275,7 +280,7 @@ package final class Colorizer {
         case .guided: GuidedFilter.coefficients(guide: outL, ab: ab, o.w, o.h, into: &coefficients)
         case .bilinear: Resample.bilinearModel(ab, o.w, o.h, into: &coefficients)
         }
-        Resample.linearModelAB(coefficients, o.w, o.h, fittedTo: fullL, saturation: saturation, a: &a, b: &b, w, h)
+        Resample.linearModelAB(coefficients, o.w, o.h, fittedTo: fullL, saturation: saturation, a: &a, b: &b, w, h, threads: threads)
     }
 
     /// Runs once on a blank frame (so the first real frame pays no set-up cost), then forgets

@@ -1,8 +1,10 @@
+internal import Compute
 package import MediaIO
 
 /// The limits of a run that reach the models it loads: the number format they compute in,
 /// the memory their tiles may use, the largest picture they read (a colour guide's
-/// references) and the compiled custom layer library their custom layers may run in. Given
+/// references), the compiled custom layer library their custom layers may run in and the
+/// threads their backends and per-frame loops use. Given
 /// to each model when it is made, never read from process-wide state, so two runs in one
 /// process with other limits load their models each under its own.
 package struct ComputeSettings: Sendable, Equatable {
@@ -16,10 +18,15 @@ package struct ComputeSettings: Sendable, Equatable {
     /// The compiled custom layer library (`--custom-layers`) a Core ML model's custom layers
     /// that nothing declares run in; nil: none.
     package var customLayers: String?
+    /// How many threads the backends (oneDNN's OpenMP regions, the reference kernels) and the
+    /// per-frame loops (colour conversion, resampling, the colour guide) use (`--threads`;
+    /// at least 1; default: all cores).
+    package var threads: Int
 
     /// Settings; each one left out is the library's default.
     package init(precision: PrecisionChoice = .fp32, memoryBudget: Int? = nil, maxPixels: Int = MediaLimits.defaultMaxPixels,
-                 customLayers: String? = nil) {
+                 customLayers: String? = nil, threads: Int = ComputeThreads.allCores) {
+        self.threads = max(1, threads)
         self.precision = precision
         self.memoryBudget = memoryBudget
         self.maxPixels = maxPixels

@@ -38,8 +38,9 @@ package struct PrecisionPlan {
 
     /// The oneDNN backend that runs the plan: int8 with its calibration, else the plan's
     /// precision (int8 without a calibration yet runs fp32: `DNNLBackend` has no ranges to
-    /// quantise with). The one place a plan becomes a backend (upscalers, `bench-model`).
-    package func makeBackend() throws -> DNNLBackend {
-        try DNNLBackend(precision: precision, calibration: calibration)
+    /// quantise with), on `threads` threads. The one place a plan becomes a backend
+    /// (upscalers, `bench-model`).
+    package func makeBackend(threads: Int) throws -> DNNLBackend {
+        try DNNLBackend(precision: precision, calibration: calibration, threads: threads)
     }
 }

@@ -26,6 +26,8 @@ package final class Upscaler {
     private let requestedTile: Int?
     /// The tiles' memory budget (`--max-memory`; nil: the standard one, speed-capped).
     private let memoryBudget: Int?
+    /// How many threads its backends use (`--threads`).
+    package let threads: Int
     /// The model store (where int8 calibrations are kept).
     private let store: ModelStore
     /// The precision resolved for the model (`--precision`); int8 runs fp32 until calibrated.
@@ -47,7 +49,8 @@ package final class Upscaler {
     /// - Parameters:
     ///   - tile: interior tile size in input pixels; nil picks one (`TiledRunner.automaticTileSize`).
     ///   - log: receives one line when a model is fetched.
-    ///   - settings: the precision the model computes in and its tiles' memory budget.
+    ///   - settings: the precision the model computes in, its tiles' memory budget and the
+    ///     threads its backend uses.
     ///   - allowInt8: whether `--precision int8` may quantise this model (a filter stage runs
     ///     fp32: its calibration is not kept in a segmented job's manifest).
     package init(model: String, tile: Int? = nil, backend: BackendChoice = .onednn, settings: ComputeSettings = ComputeSettings(),
@@ -63,6 +66,7 @@ package final class Upscaler {
         bundle = loaded.bundle
         requestedTile = tile
         memoryBudget = settings.memoryBudget
+        threads = settings.threads
         let engine: InferenceBackend
         self.store = store
         if backend == .onednn {
@@ -76,14 +80,14 @@ package final class Upscaler {
             }
             // int8 without a calibration yet runs fp32 until its first picture with detail.
             needsCalibration = plan.precision == .int8 && plan.calibration == nil
-            let dnnl = try plan.makeBackend()
+            let dnnl = try plan.makeBackend(threads: settings.threads)
             if plan.calibration != nil { int8Backend = dnnl }
             engine = dnnl
         } else {
             precision = .fp32
-            engine = try backend.make(precision: settings.precision)
+            engine = try backend.make(precision: settings.precision, threads: settings.threads)
         }
-        alphaRunner = try loaded.alphaGraph.map { try TiledRunner(graph: $0, spec: tiling, backend: backend == .onednn ? DNNLBackend(precision: .fp32) : engine, tileSize: tile,
+        alphaRunner = try loaded.alphaGraph.map { try TiledRunner(graph: $0, spec: tiling, backend: backend == .onednn ? DNNLBackend(precision: .fp32, threads: settings.threads) : engine, tileSize: tile,
                                                                        memoryBudget: settings.memoryBudget) }
         scale = spec.scale
         runner = try TiledRunner(graph: graph, spec: spec, backend: engine, tileSize: tile, memoryBudget: settings.memoryBudget)
@@ -166,14 +170,14 @@ package final class Upscaler {
     /// and kept nowhere (`vivify models calibrate` writes them where asked).
     package func measureInt8Ranges(on images: [FloatPlanarImage]) throws -> Int8Calibration {
         let observer = Int8Observer()
-        let probe = try TiledRunner(graph: graph, spec: spec, backend: DNNLBackend(precision: .fp32, observer: observer), tileSize: runner.tileSize)
+        let probe = try TiledRunner(graph: graph, spec: spec, backend: DNNLBackend(precision: .fp32, observer: observer, threads: threads), tileSize: runner.tileSize)
         for image in images { _ = try upscale(image, with: probe) }
         return observer.calibration
     }
 
     private func use(_ calibration: Int8Calibration, origin: String) throws {
         int8CalibrationOrigin = origin
-        let int8 = try DNNLBackend(precision: .int8, calibration: calibration)
+        let int8 = try DNNLBackend(precision: .int8, calibration: calibration, threads: threads)
         int8Backend = int8
         runner = try TiledRunner(graph: graph, spec: spec, backend: int8, tileSize: requestedTile, memoryBudget: memoryBudget)
         self.calibration = calibration

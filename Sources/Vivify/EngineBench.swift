@@ -1,4 +1,3 @@
-internal import Compute
 internal import Engine
 internal import EngineDNNL
 import Foundation
@@ -30,7 +29,6 @@ package enum EngineBench {
     /// `pad` (left, top, right, bottom) pixels, under `limits` (its threads and precision).
     package static func run(model: String, width: Int, height: Int, pad: [Int], runs: Int, backend: BackendChoice,
                            limits: RunLimits = RunLimits(), store: ModelStore = ModelStore()) throws -> Result {
-        limits.applyProcessWide()
         let loaded = try self.loaded(model, store: store, library: limits.customLayers)
         let graph = loaded.graph
         let shape = Shape(c: graph.inputChannels ?? 3, h: height + pad[1] + pad[3], w: width + pad[0] + pad[2])
@@ -59,14 +57,14 @@ package enum EngineBench {
             if precision == .int8 && plan.calibration == nil {
                 // No kept or shipped calibration: one on the timed input itself.
                 let observer = Int8Observer()
-                let probe = try DNNLBackend(precision: .fp32, observer: observer).prepare(graph, input: shape)
+                let probe = try DNNLBackend(precision: .fp32, observer: observer, threads: limits.threadCount).prepare(graph, input: shape)
                 var out = [Float](repeating: 0, count: probe.outputShape.count)
                 try input.withUnsafeBufferPointer { i in try out.withUnsafeMutableBufferPointer { try probe.run(input: i, output: $0) } }
                 plan.calibration = observer.calibration
             }
-            engine = try plan.makeBackend()
+            engine = try plan.makeBackend(threads: limits.threadCount)
         } else {
-            engine = try backend.make(precision: limits.precisionChoice)
+            engine = try backend.make(precision: limits.precisionChoice, threads: limits.threadCount)
         }
         let prepared = try engine.prepare(graph, input: shape)
         var output = [Float](repeating: 0, count: prepared.outputShape.count)
@@ -83,7 +81,7 @@ package enum EngineBench {
         let o = prepared.outputShape
         return Result(model: model, inputShape: [shape.c, shape.h, shape.w], outputShape: [o.c, o.h, o.w], runs: times,
                       medianSeconds: median, gflop: gflop, achievedGFLOPS: gflop / median, backend: backend.rawValue,
-                      threads: ComputeThreads.count, openMPThreads: OpenMPThreads.current(), precision: precision.rawValue)
+                      threads: limits.threadCount, openMPThreads: OpenMPThreads.current(), precision: precision.rawValue)
     }
 
     /// The version of the oneDNN library linked.

@@ -77,7 +77,6 @@ package enum ImageBatch {
         let directory = configuration.output.path
         let stages = configuration.stages, existingOutput = configuration.output.existing
         let limits = configuration.limits
-        limits.applyProcessWide()
         if let format, !["png", "jpg", "jpeg"].contains(format.lowercased()) {
             throw MediaError(.invalidOptions, "'--format \(format)' is not an image format Vivify writes. Use png or jpg.")
         }

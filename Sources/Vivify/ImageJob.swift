@@ -17,7 +17,6 @@ package enum ImageJob {
         let input = configuration.input.path, output = configuration.output.path
         let stages = configuration.stages, existingOutput = configuration.output.existing
         let limits = configuration.limits
-        limits.applyProcessWide()
         try ImageIO.validateOutputPath(output)
         // Checked before any work, as for video: never a device or the input, and an existing
         // picture only replaced with -y.

@@ -50,7 +50,6 @@ package enum Int8Calibrator {
     /// The pictures are read and the model loaded under `limits`.
     package static func calibrate(model: String, pictures: [String], tile: Int? = nil, store: ModelStore = ModelStore(),
                                  limits: RunLimits = RunLimits(), log: (String) -> Void = { _ in }) throws -> Report {
-        limits.applyProcessWide()
         guard !pictures.isEmpty else {
             throw MediaError(.invalidOptions, "Give the pictures to calibrate \(model) on: PNG or JPEG files like the ones it will upscale.")
         }

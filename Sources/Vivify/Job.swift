@@ -1,5 +1,4 @@
 import Foundation
-internal import Compute
 internal import Engine
 internal import ModelCatalog
 package import MediaIO
@@ -127,7 +126,6 @@ package final class Job {
     ///     (chain and sink) ─▶ the stages ─▶ run the pipeline ─▶ put the output in place
     package func run() throws -> JobResult {
         let c = configuration
-        c.limits.applyProcessWide()
         let target: URL?
         switch try checkRequest(c) {
         case .skip:
@@ -409,7 +407,7 @@ package final class Job {
             "mode": c.run.mode.rawValue, "live_output": c.run.liveOutput.rawValue, "realtime": String(c.run.realtime),
             "codec": c.output.encoder.encoderName, "backend": c.run.backend.rawValue, "strict": String(c.input.strict),
             "copy_audio_and_subtitles": String(c.output.copyAudioAndSubtitles), "existing_output": c.output.existing.rawValue,
-            "threads": String(ComputeThreads.count), "max_pixels": String(c.limits.pixelLimit),
+            "threads": String(c.limits.threadCount), "max_pixels": String(c.limits.pixelLimit),
             "max_memory": String(c.limits.memoryBudget),
         ]
         // As asked (`--precision`); each model's entry says what it ran in.

@@ -167,10 +167,10 @@ package enum ModelInference {
     /// The model runs under `limits` (its threads and precision).
     package static func run(model: String, inputs: [(name: String?, array: NPYArray)], backend: BackendChoice = .onednn,
                            memoryBudget: Int = ModelInference.standardMemoryBudget, limits: RunLimits = RunLimits()) throws -> Result {
-        limits.applyProcessWide()
         guard !inputs.isEmpty else { throw MediaError(.invalidOptions, "Pass an input tensor: --input FILE.npy.") }
         if (model as NSString).pathExtension.lowercased() == "onnx" {
-            return try runONNX(model: model, inputs: inputs, backend: backend, memoryBudget: memoryBudget, precision: limits.precisionChoice)
+            return try runONNX(model: model, inputs: inputs, backend: backend, memoryBudget: memoryBudget, precision: limits.precisionChoice,
+                               threads: limits.threadCount)
         }
         guard inputs.count == 1 else {
             throw MediaError(.invalidOptions, "'\(model)' takes one input tensor (\(inputs.count) given); only ONNX models take values for other graph inputs.")
@@ -188,7 +188,7 @@ package enum ModelInference {
         }
         let shape = Shape(c: dims[0], h: dims[1], w: dims[2])
         try checkMemory(g, input: shape, model: model, budget: memoryBudget)
-        let out = try backend.make(precision: limits.precisionChoice).prepare(g, input: shape).run(Tensor(shape: shape, data: input.values))
+        let out = try backend.make(precision: limits.precisionChoice, threads: limits.threadCount).prepare(g, input: shape).run(Tensor(shape: shape, data: input.values))
         return Result(inputName: name, outputName: g.valueNames[g.output],
                       output: NPYArray(shape: [1, out.shape.c, out.shape.h, out.shape.w], values: out.data))
     }
@@ -212,7 +212,7 @@ package enum ModelInference {
     }
 
     static func runONNX(model: String, inputs: [(name: String?, array: NPYArray)], backend: BackendChoice, memoryBudget: Int,
-                        precision: PrecisionChoice) throws -> Result {
+                        precision: PrecisionChoice, threads: Int) throws -> Result {
         guard FileManager.default.fileExists(atPath: model) else {
             throw MediaError(.inputUnreadable, "Cannot open the model '\(model)': no such file.")
         }
@@ -241,7 +241,7 @@ package enum ModelInference {
         let shape = Shape(c: dims[1], h: dims[2], w: dims[3])
         let onnx = try ONNXImporter.load(path: model, options: ONNXImportOptions(bindings: bindings, inputShape: shape))
         try checkMemory(onnx.graph.specialized(for: shape), input: shape, model: model, budget: memoryBudget)
-        let out = try backend.make(precision: precision).prepare(onnx.graph, input: shape).run(Tensor(shape: shape, data: image.values))
+        let out = try backend.make(precision: precision, threads: threads).prepare(onnx.graph, input: shape).run(Tensor(shape: shape, data: image.values))
         let full = [1, out.shape.c, out.shape.h, out.shape.w]
         return Result(inputName: onnx.inputName, outputName: onnx.outputName,
                       output: NPYArray(shape: Array(full.suffix(max(1, onnx.outputRank))), values: out.data))

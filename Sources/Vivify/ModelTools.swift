@@ -95,13 +95,12 @@ package enum ModelTools {
     /// Loads `model` (any form), checks its shapes on one tile and times it, under `limits`.
     package static func verify(model: String, frame: FrameSize, tile: Int?, backend: BackendChoice,
                               limits: RunLimits = RunLimits()) throws -> Verification {
-        limits.applyProcessWide()
         let upscaler = try Upscaler(model: model, tile: tile, backend: backend, settings: limits.compute)
         let spec = upscaler.spec
         let t = min(upscaler.tileSize, max(frame.width, frame.height))
         let (th, tw) = upscaler.tileInterior(height: frame.height, width: frame.width)
         let shape = Shape(c: 3, h: th + 2 * spec.padding, w: tw + 2 * spec.padding)
-        let prepared = try backend.make(precision: limits.precisionChoice).prepare(upscaler.graph, input: shape)
+        let prepared = try backend.make(precision: limits.precisionChoice, threads: limits.threadCount).prepare(upscaler.graph, input: shape)
         let input = Tensor(shape: shape, data: [Float](repeating: 0.5, count: shape.count))
         _ = try prepared.run(input)
         var times: [Double] = []

@@ -9,8 +9,9 @@ import Models
 /// with the run (`RunConfiguration.limits`, the parameters of the image, bench, infer and
 /// model-tool entry points) and the library reads each limit from the value it was given: the
 /// readers, the models and their tiles get theirs when they are made (`compute`,
-/// `pixelLimit`). Only the thread count is process-wide underneath (oneDNN's OpenMP pool and
-/// the banded loops read it): `applyProcessWide()` sets it when an entry point starts.
+/// `pixelLimit`), the thread count included (`threadCount`: the backends set it on the
+/// thread that runs their primitives, the banded loops split by it). Nothing is written
+/// process-wide, so two runs in one process each compute under their own limits.
 ///
 /// nil is the library's default: all cores, `MediaLimits.defaultMaxPixels`, the standard
 /// memory budget with the speed cap on automatic tiles, fp32, no custom layer library.
@@ -45,21 +46,18 @@ public struct RunLimits: Codable, Sendable, Equatable {
     /// The precision asked for: `precision`, or the library's fp32.
     package var precisionChoice: PrecisionChoice { precision ?? .fp32 }
 
+    /// The thread count: `threads` (at least 1), or all cores.
+    package var threadCount: Int { ComputeThreads.count(threads) }
+
     /// What the models loaded under these limits compute with: the precision, the tiles'
-    /// memory budget, the largest picture they read and the custom layer library.
+    /// memory budget, the largest picture they read, the custom layer library and the threads.
     package var compute: ComputeSettings {
-        ComputeSettings(precision: precisionChoice, memoryBudget: maxMemory, maxPixels: pixelLimit, customLayers: customLayers)
+        ComputeSettings(precision: precisionChoice, memoryBudget: maxMemory, maxPixels: pixelLimit, customLayers: customLayers,
+                        threads: threadCount)
     }
 
     /// The bytes the tiles may use under these limits (what `--stats` records).
     package var memoryBudget: Int { maxMemory.map { max($0, TiledRunner.smallestMemoryBudget) } ?? TiledRunner.standardMemoryBudget }
-
-    /// Sets the one limit that is process-wide underneath, when given: the thread count
-    /// (oneDNN's OpenMP pool and the banded loops). Every other limit is read from this value
-    /// where it applies.
-    package func applyProcessWide() {
-        if let threads { ComputeThreads.set(threads) }
-    }
 
     /// The pixel limit when none is given (`--max-pixels`): 8K UHD fits.
     package static var defaultMaxPixels: Int { MediaLimits.defaultMaxPixels }

@@ -1,4 +1,3 @@
-import Compute
 @testable import Engine
 import XCTest
 
@@ -23,8 +22,6 @@ final class ReferenceConvolutionOrderTests: XCTestCase {
         Case(inC: 3, outC: 4, h: 4, w: 3, kh: 7, kw: 7, sh: 1, sw: 1, dh: 1, dw: 1, pt: 3, pl: 3, pb: 3, pr: 3, groups: 1),
         Case(inC: 6, outC: 4, h: 6, w: 17, kh: 2, kw: 4, sh: 2, sw: 4, dh: 1, dw: 3, pt: 0, pl: 5, pb: 0, pr: 6, groups: 2),
     ]
-
-    override func tearDown() { ComputeThreads.set(0) }
 
     func testConvolutionEqualsTheTextbookLoopAtEveryThreadCount() {
         for c in cases {
@@ -62,9 +59,8 @@ final class ReferenceConvolutionOrderTests: XCTestCase {
                 }
             }
             for threads in [1, 2, 3] {
-                ComputeThreads.set(threads)
                 var y = [Float](repeating: .nan, count: expected.count)
-                x.withUnsafeBufferPointer { xp in y.withUnsafeMutableBufferPointer { Kernels.convolution(p, xp, s, $0, o) } }
+                x.withUnsafeBufferPointer { xp in y.withUnsafeMutableBufferPointer { Kernels.convolution(p, xp, s, $0, o, threads: threads) } }
                 XCTAssertEqual(y, expected, "\(c) at \(threads) threads")
             }
         }
@@ -105,9 +101,8 @@ final class ReferenceConvolutionOrderTests: XCTestCase {
             }
             expected = expected.map { max($0, 0) }
             for threads in [1, 2, 3] {
-                ComputeThreads.set(threads)
                 var y = [Float](repeating: .nan, count: expected.count)
-                x.withUnsafeBufferPointer { xp in y.withUnsafeMutableBufferPointer { Kernels.deconvolution(p, xp, s, $0, o) } }
+                x.withUnsafeBufferPointer { xp in y.withUnsafeMutableBufferPointer { Kernels.deconvolution(p, xp, s, $0, o, threads: threads) } }
                 XCTAssertEqual(y, expected, "\(c) at \(threads) threads")
             }
         }

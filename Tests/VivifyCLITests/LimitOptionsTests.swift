@@ -5,16 +5,13 @@ import Vivify
 @testable import vivify
 import XCTest
 
-/// The command line maps its limits onto one value and writes no process-wide state: parsing
-/// and validating the options changes nothing, and the library reads the limits from the value
-/// (only the thread count, process-wide underneath, is set when a run starts).
+/// The command line maps its limits onto one value and writes no process-wide state (there is
+/// none to write: no thread count either, `ComputeThreads` only says what all cores are), and
+/// the library reads the limits from the value.
 final class LimitOptionsTests: XCTestCase {
     func testParsingWritesNoGlobalAndTheLibraryReadsTheLimitsFromTheValue() throws {
-        let threads = ComputeThreads.count
-        defer { ComputeThreads.set(threads) }
         let run = try Run.parse(["in.mkv", "out.mkv", "--threads", "3", "--max-pixels", "1234", "--max-memory", "128M",
                                  "--precision", "fp32", "--timeout", "5"])
-        XCTAssertEqual(ComputeThreads.count, threads, "the options are checked, not put in force")
         let c = run.runConfiguration
         XCTAssertEqual(c.limits, RunLimits(threads: 3, maxPixels: 1234, maxMemory: 128 << 20, precision: .fp32))
         XCTAssertEqual(c.input.networkTimeout, 5, "the timeout travels with the input, to the reader that waits")
@@ -24,15 +21,15 @@ final class LimitOptionsTests: XCTestCase {
         XCTAssertEqual(image.modelOptions.limits(pixels: image.limitOptions), RunLimits(threads: 2, maxPixels: 99, precision: .bf16))
         let work = try WorkCommand.parse(["dir", "--threads", "4"])
         XCTAssertEqual(work.threadOptions.limits, RunLimits(threads: 4))
-        XCTAssertEqual(ComputeThreads.count, threads)
 
-        // The models are loaded under the value's precision, memory budget and pixel limit;
-        // a library entry point sets the thread count when it starts.
-        XCTAssertEqual(c.limits.compute, ComputeSettings(precision: .fp32, memoryBudget: 128 << 20, maxPixels: 1234))
-        XCTAssertEqual(RunLimits(maxMemory: nil).compute, ComputeSettings(precision: .fp32, memoryBudget: nil, maxPixels: RunLimits.defaultMaxPixels),
+        // The models are loaded under the value's precision, memory budget, pixel limit and
+        // thread count.
+        XCTAssertEqual(c.limits.compute, ComputeSettings(precision: .fp32, memoryBudget: 128 << 20, maxPixels: 1234, threads: 3))
+        XCTAssertEqual(RunLimits(maxMemory: nil).compute, ComputeSettings(precision: .fp32, memoryBudget: nil, maxPixels: RunLimits.defaultMaxPixels,
+                                                                          threads: ComputeThreads.allCores),
                        "limits left out are the library's defaults")
+        XCTAssertEqual(RunLimits(maxMemory: nil).compute, ComputeSettings(), "the settings' own defaults are the same")
         _ = try SegmentedJob.loadModels(c)
-        XCTAssertEqual(ComputeThreads.count, 3)
     }
 
     func testBadValuesAreStillRefusedWhenParsed() {

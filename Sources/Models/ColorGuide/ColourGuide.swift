@@ -48,10 +48,10 @@ package final class ColourGuide {
     /// own features, so a video run with only shot anchors never loads it.
     private var loadedEncoder: ReferenceEncoder?
     private let backend: BackendChoice
-    /// The precision the encoder computes in and the largest picture read.
+    /// The precision the encoder computes in, the largest picture read and the threads.
     private let settings: ComputeSettings
     private let matcher: ReferenceMatcher
-    private let lab = LabConverter()
+    private let lab: LabConverter
     private var references: [ColourReference] = []
     private var keyframes: [LoadedKeyframe] = []
     private var hintSeeds: [HintSpreader.Seed] = []
@@ -104,7 +104,8 @@ package final class ColourGuide {
 
     /// Reads and prepares every reference and keyframe of `spec` (errors name the file and the
     /// fix, before any frame is processed), none larger than `settings.maxPixels`; the
-    /// reference encoder computes in `settings.precision`.
+    /// reference encoder computes in `settings.precision`, and it and the loops on
+    /// `settings.threads` threads.
     package init(spec: ColourGuideSpec, backend: BackendChoice = .onednn, settings: ComputeSettings = ComputeSettings(),
                  anchorShots: Bool = false) throws {
         self.spec = spec
@@ -112,13 +113,14 @@ package final class ColourGuide {
         try spec.checkFiles()
         self.backend = backend
         self.settings = settings
-        matcher = ReferenceMatcher(multiplier: backend.makeMatrixMultiplier())
+        matcher = ReferenceMatcher(multiplier: backend.makeMatrixMultiplier(threads: settings.threads), threads: settings.threads)
+        lab = LabConverter(threads: settings.threads)
         for path in spec.references {
-            let (l, a, b, w, h) = try Self.readColour(path, option: "--reference", maxPixels: settings.maxPixels)
+            let (l, a, b, w, h) = try Self.readColour(path, option: "--reference", maxPixels: settings.maxPixels, lab: lab)
             references.append(try ColourReference(name: path, l: l, a: a, b: b, width: w, height: h, encoder: encoder()))
         }
         for k in spec.keyframes {
-            let (l, a, b, w, h) = try Self.readColour(k.file, option: "--keyframe", maxPixels: settings.maxPixels)
+            let (l, a, b, w, h) = try Self.readColour(k.file, option: "--keyframe", maxPixels: settings.maxPixels, lab: lab)
             let r = try ColourReference(name: k.file, l: l, a: a, b: b, width: w, height: h, encoder: encoder())
             keyframes.append(LoadedKeyframe(position: k.position, file: k.file, reference: r, width: w, height: h, a: a, b: b,
                                             histogram: TemporalStabilizer.histogram(r.lFine)))
@@ -144,7 +146,7 @@ package final class ColourGuide {
     }
 
     /// Reads a colour picture as planar L, a, b; refuses grey ones.
-    static func readColour(_ path: String, option: String, maxPixels: Int) throws -> (l: [Float], a: [Float], b: [Float], w: Int, h: Int) {
+    static func readColour(_ path: String, option: String, maxPixels: Int, lab: LabConverter) throws -> (l: [Float], a: [Float], b: [Float], w: Int, h: Int) {
         let image = try ImageIO.read(path: path, maxPixels: maxPixels)
         guard image.color.channels == 3 else {
             throw MediaError(.invalidOptions, "'\(option) \(path)' is a grey picture: it has no colour to give. Give a colour photograph (or colour the frame in an editor first).")
@@ -154,7 +156,7 @@ package final class ColourGuide {
         let w = image.width, h = image.height
         var rgb = [UInt8](repeating: 0, count: 3 * w * h)
         packed.planes[0].withUnsafeBufferPointer { src in for i in 0..<rgb.count { rgb[i] = src[i] } }
-        let (l, a, b) = LabConverter().lab(of: rgb, width: w, height: h)
+        let (l, a, b) = lab.lab(of: rgb, width: w, height: h)
         // Grey stored as RGB: (almost) no pixel with visible chroma.
         var coloured = 0
         for i in 0..<(w * h) where a[i] * a[i] + b[i] * b[i] > 25 { coloured += 1 }
@@ -285,7 +287,7 @@ package final class ColourGuide {
                 ab[c * f * f + i] = w * t.ab[c * f * f + i] + (1 - w) * autoFine[i]
             }
         }
-        let detail = DetailTransfer.enabled ? DetailTransfer(match: t.match, weight: t.weight, details: weighted.map(\.reference.detail)) : nil
+        let detail = DetailTransfer.enabled ? DetailTransfer(match: t.match, weight: t.weight, details: weighted.map(\.reference.detail), threads: settings.threads) : nil
         return .fine(ab: ab, detail: detail)
     }
 
@@ -293,7 +295,7 @@ package final class ColourGuide {
 
     private func encoder() throws -> ReferenceEncoder {
         if let e = loadedEncoder { return e }
-        let e = try ReferenceEncoder(backend: backend, precision: settings.precision)
+        let e = try ReferenceEncoder(backend: backend, precision: settings.precision, threads: settings.threads)
         loadedEncoder = e
         return e
     }

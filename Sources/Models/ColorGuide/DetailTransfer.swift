@@ -24,6 +24,8 @@ struct DetailTransfer {
     var weight: [Float]
     /// The references matched, in the order `match` numbers them (nil: no detail kept).
     var details: [ColourDetail?]
+    /// How many threads the rows split over (the run's `--threads`; each writes its own rows).
+    var threads: Int = ComputeThreads.allCores
 
     /// Search radius at the reference's resolution. Radius 2 against 1: +0.15 points on the
     /// bedroom clip (the tuning clips of `ColourGuide`), at about twice the cost.
@@ -39,7 +41,7 @@ struct DetailTransfer {
         guard details.contains(where: { $0 != nil }), l.count == w * h, a.count == w * h, b.count == w * h else { return }
         let radius = Self.radius, inv = -1 / (2 * Self.sigmaL * Self.sigmaL)
         let sx = Float(f) / Float(w), sy = Float(f) / Float(h)
-        let chunks = max(1, min(ComputeThreads.count, h))
+        let chunks = max(1, min(max(1, threads), h))
         match.withUnsafeBufferPointer { mp in weight.withUnsafeBufferPointer { wp in l.withUnsafeBufferPointer { lp in
         a.withUnsafeMutableBufferPointer { ap in b.withUnsafeMutableBufferPointer { bp in
             nonisolated(unsafe) let (mp, wp, lp, ap, bp) = (mp.baseAddress!, wp.baseAddress!, lp.baseAddress!, ap.baseAddress!, bp.baseAddress!)

@@ -28,11 +28,11 @@ final class ReferenceEncoder {
     private var output: [Float]
 
     /// Loads the built-in colorizer's encoder on `backend`, computing in what an unmeasured
-    /// model gets under `precision`.
-    init(backend: BackendChoice, precision: PrecisionChoice) throws {
+    /// model gets under `precision`, on `threads` threads.
+    init(backend: BackendChoice, precision: PrecisionChoice, threads: Int) throws {
         let loaded = try ModelResolver.resolve(BuiltinModels.color, task: .colorize)
         let graph = try Self.featureGraph(from: loaded.graph)
-        prepared = try backend.make(precision: precision).prepare(graph, input: Shape(c: 1, h: Self.inputSide, w: Self.inputSide))
+        prepared = try backend.make(precision: precision, threads: threads).prepare(graph, input: Shape(c: 1, h: Self.inputSide, w: Self.inputSide))
         let o = prepared.outputShape
         guard o == Shape(c: Self.outputChannels, h: Self.coarseSide, w: Self.coarseSide) else {
             throw EngineError(.invalidGraph, "The reference encoder gives \(o), not the \(Self.outputChannels)×7×7 feature map it was built for.")

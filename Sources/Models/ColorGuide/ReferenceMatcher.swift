@@ -32,6 +32,8 @@ struct ReferenceMatcher {
     var highConfidence: Float = 0.7
 
     let multiplier: MatrixMultiplier
+    /// How many threads the per-cell loops split over (the run's `--threads`).
+    var threads: Int = ComputeThreads.allCores
 
     /// A reference with the log of its weight (keyframes nearer in time weigh more).
     struct Weighted {
@@ -86,10 +88,10 @@ struct ReferenceMatcher {
         let temperature = self.temperature, lightnessWeight = self.lightnessWeight / 100
         let logWeights = references.map(\.logWeight)
         let refL = references.map(\.reference.lGrid)
-        // Top k per target cell (rows split over the cores).
+        // Top k per target cell (rows split over `threads`).
         topIndex.withUnsafeMutableBufferPointer { ti in topP.withUnsafeMutableBufferPointer { tp in confidence.withUnsafeMutableBufferPointer { cf in
             nonisolated(unsafe) let (ti, tp, cf) = (ti.baseAddress!, tp.baseAddress!, cf.baseAddress!)
-            let chunks = max(1, min(ComputeThreads.count, g))
+            let chunks = max(1, min(threads, g))
             DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
                 var bestS = [Float](repeating: 0, count: k), bestL = [Float](repeating: 0, count: k), bestI = [Int32](repeating: 0, count: k)
                 for t in (cells * chunk / chunks)..<(cells * (chunk + 1) / chunks) {
@@ -151,7 +153,7 @@ struct ReferenceMatcher {
         let plane = fine * fine
         ab.withUnsafeMutableBufferPointer { abp in weight.withUnsafeMutableBufferPointer { wp in match.withUnsafeMutableBufferPointer { mp in
             nonisolated(unsafe) let (abp, wp, mp) = (abp.baseAddress!, wp.baseAddress!, mp.baseAddress!)
-            let chunks = max(1, min(ComputeThreads.count, fine))
+            let chunks = max(1, min(threads, fine))
             DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
                 lightnessLUT.withUnsafeBufferPointer { lut in spatial.withUnsafeBufferPointer { sp in lFine.withUnsafeBufferPointer { lt in
                 for y in (fine * chunk / chunks)..<(fine * (chunk + 1) / chunks) {

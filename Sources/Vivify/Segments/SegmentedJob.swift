@@ -69,7 +69,6 @@ public final class SegmentedJob {
 
     /// Loads the models of `c`, in the stages' order, under `c.limits`.
     package static func loadModels(_ c: RunConfiguration, log: (String) -> Void = { _ in }) throws -> [FrameProcessor] {
-        c.limits.applyProcessWide()
         return try ProcessorFactory.models(of: c.stages, backend: c.run.backend, settings: c.limits.compute, log: log)
     }
 

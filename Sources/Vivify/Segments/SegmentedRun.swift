@@ -56,7 +56,6 @@ public final class SegmentedRun {
     func run() throws -> Outcome {
         let onInfo = events.info, shouldStop = events.shouldStop
         let c = configuration
-        c.limits.applyProcessWide()
         let input = c.input.path, output = c.output.path
         let directory = SegmentedJob.defaultDirectory(forOutput: output)
         let earlier = try? SegmentedJob(directory: directory)
