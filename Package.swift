@@ -9,20 +9,30 @@ import PackageDescription
 let optimisedInDebug: [SwiftSetting] = ProcessInfo.processInfo.environment["VIVIFY_SANITIZE"] == nil ? [.unsafeFlags(["-O"])] : []
 
 // Layout (see ../shared/STYLE.md):
-//   C modules   CFFmpeg, CZip, CDNNL  — system libraries from Debian, each with a shim header
+//   C modules   CFFmpeg, CZip, CDNNL, CVulkan — system libraries from Debian, each with a shim header
 //   MediaIO     demux/decode/encode/mux, y4m and raw frame streams, frames and pixel formats
+//   Compute     the default thread count (all cores); runs pass theirs as values
 //   Engine      graph IR, shape inference, graph passes, reference backend, tiler (no C libraries)
 //   EngineDNNL  the oneDNN backend and its fast kernels (links libdnnl); importers never see it
+//   EngineVulkan the Vulkan compute backend and its shaders (links libvulkan)
+//   ModelFormats the importers (ncnn, Core ML, ML Program, ONNX, .wifm) onto the graph IR
 //   SafeFiles   PartialFile: every output written beside its target and renamed into place
 //   ModelCatalog the model catalog, our SHA-256, the model store and fetcher
+//   Pipeline    stages on threads, bounded queues with named drop policies (imports none of ours)
+//   Tracing     the frame-timing tracer, stats, Chrome trace and SVG plot (imports none of ours)
+//   ColorScience Lab conversion (reference and fast), resampling, gamut fit, colour meters
 //   Models      the model layer: resolver, built-ins, upscaler, colorizer and its colour guide,
-//               stabilizer, precision and int8 plans, model digest (no jobs)
-//   Vivify      the library face: RunConfiguration (input, stages, output, run, limits) and
-//               run(configuration, events:), segmented or in one piece, wiring the stages; the
-//               jobs (run, segments, image, bench, infer); public only what a library user needs
+//               stabilizer, precision and int8 plans, model digest, ComputeSettings (no jobs)
+//   BuiltinModelData the built-in bundles as generated source
+//   Vivify      the library face: RunConfiguration (input, stages as an ordered [StageSpec],
+//               output, run, limits) and run(configuration, events:), segmented or in one
+//               piece, wiring the stages (StageSpec.swift: each stage's case, processor and
+//               settings); the jobs (run, segments, image, bench, infer); public only what a
+//               library user needs
 //   vivify      the thin command-line tool: imports only Vivify and ArgumentParser
 //   FuzzTargets the parsers of untrusted bytes as fuzz entry points; vivify-fuzz drives them
 //   vivify-gpucheck  the Vulkan backend alone (no FFmpeg, no oneDNN) for a GPU machine
+//   vivify-lab-bench, vivify-upsample-bench  timings of ColorScience's conversion and resampling
 // Debug builds (the tests' vivify binary) optimise the modules whose loops touch every pixel
 // or byte (Engine, EngineDNNL, ColorScience, MediaIO, ModelCatalog's SHA-256, the Models
 // colour guide and stabilizer): unoptimised, they made the end-to-end tests twice as slow.
