@@ -139,22 +139,8 @@ func check(_ path: String, backends: [VulkanBackend], options: Options) throws -
     say("\(path): scale \(spec.scale), border \(spec.padding)")
     // Parity on one tile with its border, as the tiler feeds it.
     let side = graph.needsWholeFrame ? options.parityTile : options.parityTile + 2 * spec.padding
-    let shape = Shape(c: channels, h: side, w: side)
     var seeded = Seeded(state: 7)
-    let x = Tensor(shape: shape, data: seeded.fill(shape.count))
-    let want = try ReferenceBackend(runsPasses: false).prepare(graph, input: shape).run(x)
-    var ok = true
-    for backend in backends {
-        let got = try backend.prepare(graph, input: shape).run(x)
-        let worst = zip(got.data, want.data).map { abs($0 - $1) }.max() ?? .infinity
-        let scale = max(1, want.data.map(abs).max() ?? 0)
-        let finite = !got.data.contains { !$0.isFinite }
-        let tolerance = backend.precision == .fp16 ? options.fp16Tolerance : options.tolerance
-        let within = got.shape == want.shape && finite && worst <= tolerance * scale
-        ok = ok && within
-        say("  parity \(backend.precision), \(side)x\(side) tile against the reference backend: max |error| \(String(format: "%.3g", worst)) "
-            + "(max |value| \(String(format: "%.3g", scale))) \(within ? "ok" : "FAILED (tolerance \(tolerance) relative)")")
-    }
+    let ok = try checkParity(graph, Shape(c: channels, h: side, w: side), "tile", backends: backends, options: options, seeded: &seeded)
     // Speed in tiles, as vivify runs the model; ncnn's time is set beside our fp32 time.
     var ours: [String: Double] = [:]
     for backend in backends {
@@ -180,12 +166,10 @@ func check(_ path: String, backends: [VulkanBackend], options: Options) throws -
     return ok
 }
 
-/// A model that is not an upscaler (no integer scale: the colorizer), checked and timed
-/// whole: parity on a seeded --parity-tile square, then milliseconds per run at each size
-/// (prepared once, one untimed warm-up; ncnn is not timed).
-func checkWhole(_ graph: Graph, channels: Int, backends: [VulkanBackend], options: Options) throws -> Bool {
-    let shape = Shape(c: channels, h: options.parityTile, w: options.parityTile)
-    var seeded = Seeded(state: 7)
+/// Each backend against the reference backend on one seeded input of `shape` (`what`: "tile"
+/// or "whole"), printed; true when every one is within its precision's tolerance, relative to
+/// max(1, max |reference|), with the reference's shape and only finite values.
+func checkParity(_ graph: Graph, _ shape: Shape, _ what: String, backends: [VulkanBackend], options: Options, seeded: inout Seeded) throws -> Bool {
     let x = Tensor(shape: shape, data: seeded.fill(shape.count))
     let want = try ReferenceBackend(runsPasses: false).prepare(graph, input: shape).run(x)
     var ok = true
@@ -196,8 +180,19 @@ func checkWhole(_ graph: Graph, channels: Int, backends: [VulkanBackend], option
         let tolerance = backend.precision == .fp16 ? options.fp16Tolerance : options.tolerance
         let within = got.shape == want.shape && !got.data.contains { !$0.isFinite } && worst <= tolerance * scale
         ok = ok && within
-        say("  parity \(backend.precision), \(shape.w)x\(shape.h) whole against the reference backend: max |error| \(String(format: "%.3g", worst)) "
+        say("  parity \(backend.precision), \(shape.w)x\(shape.h) \(what) against the reference backend: max |error| \(String(format: "%.3g", worst)) "
             + "(max |value| \(String(format: "%.3g", scale))) \(within ? "ok" : "FAILED (tolerance \(tolerance) relative)")")
+    }
+    return ok
+}
+
+/// A model that is not an upscaler (no integer scale: the colorizer), checked and timed
+/// whole: parity on a seeded --parity-tile square, then milliseconds per run at each size
+/// (prepared once, one untimed warm-up; ncnn is not timed).
+func checkWhole(_ graph: Graph, channels: Int, backends: [VulkanBackend], options: Options) throws -> Bool {
+    var seeded = Seeded(state: 7)
+    let ok = try checkParity(graph, Shape(c: channels, h: options.parityTile, w: options.parityTile), "whole", backends: backends, options: options, seeded: &seeded)
+    for backend in backends {
         for (w, h) in options.sizes {
             let input = Tensor(shape: Shape(c: channels, h: h, w: w), data: seeded.fill(channels * h * w))
             let prepared = try backend.prepare(graph, input: input.shape)
