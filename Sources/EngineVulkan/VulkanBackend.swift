@@ -43,18 +43,22 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         memoryPlan = VulkanMemoryPlan.automatic(for: context)
         arenaBlockLimit = nil
         pointwiseGEMM = Self.pointwiseGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
+        winograd = Self.winograd(environment: ProcessInfo.processInfo.environment)
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
 
     /// Opens the device with a memory plan chosen by the caller (tests force `.staged` on
     /// lavapipe, whose memory is all host-visible and device-local at once), and arena blocks
     /// of at most `arenaBlockLimit` bytes (tests force small ones to split the arena), and 1×1
-    /// convolutions as matrix products or not (`pointwiseGEMM`; nil: as `init(precision:)` does).
-    init(memoryPlan: VulkanMemoryPlan, precision: VulkanPrecision = .fp32, arenaBlockLimit: Int? = nil, pointwiseGEMM: Bool? = nil) throws {
+    /// convolutions as matrix products or not (`pointwiseGEMM`), 3×3 stride-1 ones by Winograd's
+    /// method or not (`winograd`; nil: as `init(precision:)` does for either).
+    init(memoryPlan: VulkanMemoryPlan, precision: VulkanPrecision = .fp32, arenaBlockLimit: Int? = nil, pointwiseGEMM: Bool? = nil,
+         winograd: VulkanWinograd? = nil) throws {
         context = try VulkanContext.shared.get()
         self.memoryPlan = memoryPlan
         self.arenaBlockLimit = arenaBlockLimit
         self.pointwiseGEMM = pointwiseGEMM ?? Self.pointwiseGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
+        self.winograd = winograd ?? Self.winograd(environment: ProcessInfo.processInfo.environment)
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
 
@@ -80,6 +84,20 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         case "1": return true
         case "0": return false
         default: return !isCPU
+        }
+    }
+
+    /// Which dense 3×3 stride-1 convolutions run by Winograd's F(2×2, 3×3): input transform,
+    /// 16 matrix products, output transform (winograd_*.comp; `VulkanPrepared.isWinograd`).
+    let winograd: VulkanWinograd
+
+    /// Those of 16 channels or more by default; VIVIFY_VULKAN_WINOGRAD=1 takes every one,
+    /// 0 none, for comparisons.
+    static func winograd(environment: [String: String]) -> VulkanWinograd {
+        switch environment["VIVIFY_VULKAN_WINOGRAD"] {
+        case "1": return .always
+        case "0": return .never
+        default: return .wide
         }
     }
 
@@ -118,11 +136,21 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         let specialized = try graph.specialized(for: inputShape)
         try checkSupport(specialized)
         let prepared = try VulkanPrepared(context: context, graph: specialized, input: inputShape, plan: memoryPlan, storage: precision == .fp16 ? .fp16 : .fp32,
-                                         blockLimit: arenaBlockLimit, pointwiseGEMM: pointwiseGEMM)
+                                         blockLimit: arenaBlockLimit, pointwiseGEMM: pointwiseGEMM, winograd: winograd)
         // The shaders this graph needed, compiled, for the next process (VulkanPipelineCache).
         context.savePipelineCache()
         return prepared
     }
+}
+
+/// Which dense 3×3 stride-1 convolutions run by Winograd's method.
+enum VulkanWinograd: Sendable, Equatable {
+    /// None.
+    case never
+    /// Those of at least 16 channels in and out.
+    case wide
+    /// Every one.
+    case always
 }
 
 /// What the Vulkan backend stores values and weights as; arithmetic is fp32 in both.

@@ -1,8 +1,8 @@
 import Engine
 
-/// Convolutions and transposed convolutions (convolution_1x1.comp, convolution_1x1_lanes.comp,
-/// convolution_pixels.comp, convolution4.comp, convolution.comp, deconvolution.comp), bias and
-/// activation fused.
+/// Convolutions and transposed convolutions (winograd_*.comp, convolution_1x1.comp,
+/// convolution_1x1_lanes.comp, convolution_pixels.comp, convolution4.comp, convolution.comp,
+/// deconvolution.comp), bias and activation fused.
 extension VulkanPrepared {
     /// The push constants convolution and deconvolution shaders share.
     private func parameters(_ p: ConvolutionParameters, _ s: Shape, _ o: Shape) -> [Int32] {
@@ -24,7 +24,9 @@ extension VulkanPrepared {
         let (x, s, y, o) = operands(node)
         let (bias, slopes) = try biasAndSlopes(p)
         let k = p.kernelH * p.kernelW
-        if pointwiseGEMM, Self.isPointwise(p) {
+        if Self.isWinograd(p, winograd), try winogradConvolution(p, x, s, y, o, bias, slopes) {
+            return
+        } else if pointwiseGEMM, Self.isPointwise(p) {
             // A matrix product: the weights [OC][C] zero-padded to multiples of 16 both ways
             // (whole vec4 loads, no bounds checks on them).
             let cp = (p.inChannels + 15) / 16 * 16, blocks = (p.outChannels + 15) / 16
@@ -54,6 +56,61 @@ extension VulkanPrepared {
             try dispatch(four ? "convolution4" : "convolution", count: four ? o.count / 4 : o.count, [x, try constant(p.weights), y, bias, slopes],
                          parameters(p, s, o))
         }
+    }
+
+    /// Whether `choice` runs `p` by Winograd's F(2×2, 3×3): a dense 3×3 convolution with stride
+    /// 1 and dilation 1 (any padding); `.wide` only with at least 16 channels in and out (fewer
+    /// stay with the pixel-lane shader, where the transforms cost more than the 2.25× fewer
+    /// multiplications save).
+    static func isWinograd(_ p: ConvolutionParameters, _ choice: VulkanWinograd) -> Bool {
+        guard p.groups == 1, p.kernelH == 3, p.kernelW == 3, p.strideH == 1, p.strideW == 1, p.dilationH == 1, p.dilationW == 1 else { return false }
+        switch choice {
+        case .never: return false
+        case .wide: return p.inChannels >= 16 && p.outChannels >= 16
+        case .always: return true
+        }
+    }
+
+    /// Winograd's F(2×2, 3×3) (Lavin & Gray 2016): the weights transformed once here,
+    /// U = G g Gᵀ, stored [16][OC/16][C][16]; each run transforms every 4×4 input window under
+    /// a 2×2 output tile (Bᵀ d B), multiplies the 16 positions' matrices U[k] · V[k] and
+    /// transforms the products back (Aᵀ M A) with bias and activation. False (nothing
+    /// recorded) where a scratch buffer would pass the most one descriptor binds.
+    private func winogradConvolution(_ p: ConvolutionParameters, _ x: VulkanSlice, _ s: Shape, _ y: VulkanSlice, _ o: Shape,
+                                     _ bias: VulkanSlice?, _ slopes: VulkanSlice?) throws -> Bool {
+        let th = (o.h + 1) / 2, tw = (o.w + 1) / 2, tiles = th * tw, padded = (tiles + 3) / 4 * 4
+        let blocks = (p.outChannels + 15) / 16
+        let inputCount = 16 * p.inChannels * padded, productCount = 16 * p.outChannels * padded
+        guard max(inputCount, productCount) * 4 <= context.arenaBlockLimit else { return false }
+        let ic = p.inChannels
+        var u = [Float](repeating: 0, count: 16 * blocks * 16 * ic)
+        for oc in 0..<p.outChannels {
+            for c in 0..<ic {
+                let g = Array(p.weights[(oc * ic + c) * 9..<(oc * ic + c) * 9 + 9])
+                // G g (4×3), then (G g) Gᵀ (4×4); G = [1 0 0; ½ ½ ½; ½ −½ ½; 0 0 1].
+                var gg = [Float](repeating: 0, count: 12)
+                for col in 0..<3 {
+                    let a = g[col], b = g[3 + col], d = g[6 + col]
+                    gg[col] = a
+                    gg[3 + col] = (a + b + d) / 2
+                    gg[6 + col] = (a - b + d) / 2
+                    gg[9 + col] = d
+                }
+                for row in 0..<4 {
+                    let a = gg[row * 3], b = gg[row * 3 + 1], d = gg[row * 3 + 2]
+                    let transformed = [a, (a + b + d) / 2, (a - b + d) / 2, d]
+                    for col in 0..<4 {
+                        u[(((row * 4 + col) * blocks + oc / 16) * ic + c) * 16 + oc % 16] = transformed[col]
+                    }
+                }
+            }
+        }
+        let v = try scratch(0, count: inputCount), m = try scratch(1, count: productCount)
+        let constants = parameters(p, s, o) + [Int32(tiles), Int32(padded), Int32(tw), Int32(blocks)]
+        try dispatch("winograd_input", count: ic * padded, [x, v], constants)
+        try dispatch("winograd_multiply", groups: ((padded / 4 + 63) / 64, blocks, 16), [v, try constant(u), m], constants)
+        try dispatch("winograd_output", count: p.outChannels * tiles, [m, nil, y, bias, slopes], constants)
+        return true
     }
 
     /// A dense 1×1 convolution with stride 1 and no padding: each output pixel is a matrix

@@ -25,6 +25,8 @@ final class VulkanPrepared: PreparedGraph {
     let storage: VulkanStorage
     /// Whether dense 1×1 convolutions run as a matrix product (`VulkanBackend.pointwiseGEMM`).
     let pointwiseGEMM: Bool
+    /// Whether 3×3 stride-1 convolutions may run by Winograd's method (`VulkanBackend.winograd`).
+    let winograd: VulkanWinograd
     /// The shader of every dispatch recorded, in order (what tests check the choices by).
     private(set) var shaders: [String] = []
     /// Each value's place: a slice of an arena block.
@@ -36,6 +38,10 @@ final class VulkanPrepared: PreparedGraph {
     private(set) var activationBytes: (planned: Int, separate: Int) = (0, 0)
     /// Weights, biases, slopes, tap tables: kept alive as long as the command buffers that read them.
     private var constants: [VulkanBuffer] = []
+    /// Winograd's scratch (transformed inputs, products), fp32: buffers of their own, shared by
+    /// every Winograd convolution of the graph (each dispatch ends in a global barrier, so one
+    /// convolution's use cannot overlap the next's), grown to the largest one needs.
+    private var scratchBuffers: [VulkanBuffer?] = [nil, nil]
     /// Staging buffers filled at prepare, copied into their device-local buffers once.
     private var pendingUploads: [(from: VulkanBuffer, to: VulkanSlice)] = []
     /// Staged plan: where a run's input is written and its output read.
@@ -58,9 +64,10 @@ final class VulkanPrepared: PreparedGraph {
     private var recording: VkCommandBuffer?
 
     init(context: VulkanContext, graph: Graph, input: Shape, plan: VulkanMemoryPlan, storage: VulkanStorage = .fp32,
-         blockLimit: Int? = nil, pointwiseGEMM: Bool = false) throws {
+         blockLimit: Int? = nil, pointwiseGEMM: Bool = false, winograd: VulkanWinograd = .never) throws {
         self.context = context
         self.pointwiseGEMM = pointwiseGEMM
+        self.winograd = winograd
         self.graph = graph
         self.plan = plan
         self.storage = storage
@@ -397,6 +404,16 @@ final class VulkanPrepared: PreparedGraph {
         }
         constants.append(b)
         return b.whole
+    }
+
+    /// The first `count` values of scratch buffer `slot` (0 or 1), fp32; a larger buffer when
+    /// the present one is too small (the smaller kept alive for the command buffers that bind it).
+    func scratch(_ slot: Int, count: Int) throws -> VulkanSlice {
+        if let b = scratchBuffers[slot], b.count >= count { return VulkanSlice(block: b, offset: 0, count: count) }
+        if let old = scratchBuffers[slot] { constants.append(old) }
+        let b = try VulkanBuffer(context, count: count, placement: plan == .staged ? .device : .shared)
+        scratchBuffers[slot] = b
+        return VulkanSlice(block: b, offset: 0, count: count)
     }
 
     /// Writes `values` into `target`: in place when it is mapped, else by an upload.

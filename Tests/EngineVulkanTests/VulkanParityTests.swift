@@ -111,6 +111,53 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         try compare(chain([(conv(3, 4, k: 9, pads: (4, 4, 4, 4)), [1])]), Shape(c: 4, h: 6, w: 5), "kernel larger than the picture")
     }
 
+    /// Dense 3×3 stride-1 convolutions by Winograd's F(2×2, 3×3) (winograd_input, _multiply,
+    /// _output): channels 3, 4, 5 and 64 in and out (past and short of the multiply's blocks of
+    /// 16 output channels), pictures 7×5, 9×11 and 1×1 (2×2 tiles cut by the picture's edge),
+    /// padding 0, 1 and unequal, with and without bias, fused ReLU, leaky ReLU, PReLU per
+    /// channel and shared, and SiLU. Forced on every such layer and checked to be what ran;
+    /// by default only layers of 16 channels or more in and out take it.
+    func testWinogradConvolutions() throws {
+        let automatic = try backend()
+        XCTAssertEqual(VulkanBackend.winograd(environment: [:]), .wide)
+        XCTAssertEqual(VulkanBackend.winograd(environment: ["VIVIFY_VULKAN_WINOGRAD": "1"]), .always)
+        XCTAssertEqual(VulkanBackend.winograd(environment: ["VIVIFY_VULKAN_WINOGRAD": "0"]), .never)
+        let forced = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, winograd: .always)
+        let wide = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, winograd: .wide)
+        let never = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, winograd: .never)
+        let winograd = ["winograd_input", "winograd_multiply", "winograd_output"]
+        func shaders(_ b: VulkanBackend, _ g: Graph, _ s: Shape) throws -> [String] {
+            try XCTUnwrap(try b.prepare(g, input: s) as? VulkanPrepared).shaders
+        }
+        let narrow = chain([(conv(8, 8, k: 3, pads: (1, 1, 1, 1)), [1])])
+        XCTAssertEqual(try shaders(wide, narrow, Shape(c: 8, h: 5, w: 7)), ["convolution_pixels"])
+        XCTAssertEqual(try shaders(forced, narrow, Shape(c: 8, h: 5, w: 7)), winograd)
+        let wideLayer = chain([(conv(16, 16, k: 3, pads: (1, 1, 1, 1)), [1]), (conv(16, 16, k: 3, stride: 2), [1])])
+        XCTAssertEqual(try shaders(wide, wideLayer, Shape(c: 16, h: 9, w: 9)), winograd + ["convolution_pixels"])
+        XCTAssertEqual(try shaders(never, wideLayer, Shape(c: 16, h: 9, w: 9)), ["convolution_pixels", "convolution_pixels"])
+        let activations: [((Int, Int, Int, Int), Bool, Activation)] = [
+            ((1, 1, 1, 1), true, .identity), ((0, 0, 0, 0), true, .relu), ((1, 0, 2, 1), false, .leakyRelu(slope: 0.1)),
+            ((1, 1, 1, 1), true, .prelu(slopes: [0.25])), ((0, 1, 1, 0), true, .silu),
+        ]
+        for (ic, oc) in [(3, 5), (4, 4), (5, 3), (64, 64), (3, 64), (64, 5)] {
+            for (h, w) in [(5, 7), (11, 9), (1, 1)] {
+                for (i, (pads, bias, activation)) in activations.enumerated() {
+                    guard h + pads.0 + pads.2 >= 3, w + pads.1 + pads.3 >= 3 else { continue }
+                    let act = i == 3 && oc > 4 ? Activation.prelu(slopes: rng.array(oc)) : activation
+                    let g = chain([(conv(oc, ic, k: 3, pads: pads, bias: bias, activation: act), [1])])
+                    let s = Shape(c: ic, h: h, w: w)
+                    XCTAssertEqual(try shaders(forced, g, s), winograd)
+                    try compare(g, s, "Winograd \(ic)→\(oc) \(w)x\(h) pads \(pads) \(act)", on: forced)
+                }
+            }
+        }
+        // Two in a row (the second's scratch the first's, reused) and a wider one after them.
+        let three = chain([(conv(16, 4, k: 3, pads: (1, 1, 1, 1)), [1]), (conv(16, 16, k: 3, pads: (1, 1, 1, 1), activation: .relu), [1]),
+                           (conv(32, 16, k: 3, pads: (1, 1, 1, 1)), [1])])
+        XCTAssertEqual(try shaders(forced, three, Shape(c: 4, h: 11, w: 9)), winograd + winograd + winograd)
+        try compare(three, Shape(c: 4, h: 11, w: 9), "Winograd three in a row", on: forced, runs: 2)
+    }
+
     /// Dense 1×1 stride-1 convolutions run as a tiled matrix product (convolution_1x1.comp):
     /// channels below, at and past its 16-channel tiles (3, 4, 5, 16, 17, 33, 64), pixel counts
     /// a multiple of 4 (vec4 loads and stores) and not (7×5, 9×11), tiles cut by the picture's
