@@ -54,7 +54,7 @@ public struct PartialFile: Sendable {
     /// folder (a cluster's work directory).
     static let host: String = {
         var buffer = [CChar](repeating: 0, count: 256)
-        let name = gethostname(&buffer, buffer.count) == 0 ? String(cString: buffer) : "host"
+        let name = gethostname(&buffer, buffer.count) == 0 ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "host"
         let kept = name.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_" }
         return kept.isEmpty ? "host" : String(String.UnicodeScalarView(kept.prefix(64)))
     }()
