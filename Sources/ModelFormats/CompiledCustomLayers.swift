@@ -127,7 +127,7 @@ public final class CompiledCustomLayers: @unchecked Sendable {
     static func message(_ buffer: [CChar]) -> String {
         var b = buffer
         b[b.count - 1] = 0
-        let text = String(cString: b).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(decoding: b.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return text.isEmpty ? "no message" : String(text.prefix(300))
     }
 
