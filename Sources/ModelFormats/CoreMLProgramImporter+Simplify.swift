@@ -51,14 +51,8 @@ extension CoreMLProgramImporter {
             out.append(node)
         }
         // Keep only what the output needs.
-        var needed = Set([g.output])
-        var kept: [Node] = []
-        for node in out.reversed() where needed.contains(node.output) {
-            kept.append(node)
-            needed.formUnion(node.inputs)
-        }
         var result = g
-        result.nodes = kept.reversed()
-        return result
+        result.nodes = out
+        return result.truncated(at: g.output)
     }
 }
