@@ -2,6 +2,9 @@
 public protocol FrameSink: AnyObject {
     /// The only layout `write` takes, or nil when any `PixelFormat` is fine.
     var requiredFormat: PixelFormat? { get }
+    /// The matrix and range that frames converted into `requiredFormat` must take, when the
+    /// sink has settled them (an encoder's resolved colour); nil: the frames' own.
+    var requiredColor: ColorInfo? { get }
     /// Writes one frame.
     func write(_ frame: VideoFrame) throws
     /// Writes a packet copied from the input (audio, subtitles); sinks without such streams ignore it.
@@ -10,16 +13,16 @@ public protocol FrameSink: AnyObject {
     func finish() throws
 }
 
-extension MediaWriter: FrameSink {
-    public var requiredFormat: PixelFormat? { nil }
-}
+extension MediaWriter: FrameSink {}
 
 extension Y4MWriter: FrameSink {
     public var requiredFormat: PixelFormat? { pixelFormat }
+    public var requiredColor: ColorInfo? { nil }
     public func copy(_ packet: MediaPacket) throws {}
 }
 
 extension RawVideoWriter: FrameSink {
     public var requiredFormat: PixelFormat? { pixelFormat }
+    public var requiredColor: ColorInfo? { nil }
     public func copy(_ packet: MediaPacket) throws {}
 }

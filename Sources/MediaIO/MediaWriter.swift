@@ -53,6 +53,15 @@ public final class MediaWriter {
     private let description: OutputVideoDescription
     private let encoderPixelFormat: AVPixelFormat
 
+    /// The encoder's pixel format when frames can be handed to it in that layout (then the
+    /// caller converts, in a stage it traces, and `write` only copies); nil for layouts frames
+    /// cannot hold (10-bit, the JPEG "J" formats): `write` converts those itself.
+    public var requiredFormat: PixelFormat? {
+        PixelFormat(av: encoderPixelFormat).flatMap { $0.av == encoderPixelFormat ? $0 : nil }
+    }
+    /// The colour the encoder is told, which frames converted into `requiredFormat` take.
+    public var requiredColor: ColorInfo? { description.color }
+
     /// Warnings about what could not be carried over (streams dropped, options ignored).
     public private(set) var warnings: [String] = []
     /// Frames handed to the encoder.

@@ -220,8 +220,9 @@ public final class FrameConverter {
     /// Converts `source` into `destination`, whose format and size say what is wanted. Same
     /// format and size is a plain copy, so pass-through stays bit-exact. `destination` takes
     /// the source's timing; its colour is the source's with `matrix`/`range` as it already had
-    /// them when it goes to or from RGB.
-    public func convert(_ source: VideoFrame, into destination: inout VideoFrame) throws {
+    /// them when it goes to or from RGB. `color`, when given, is the destination's colour as it
+    /// is (an encoder's resolved description), used for the conversion's matrix and range.
+    public func convert(_ source: VideoFrame, into destination: inout VideoFrame, color: ColorInfo? = nil) throws {
         destination.pts = source.pts
         destination.duration = source.duration
         destination.timeBase = source.timeBase
@@ -234,7 +235,9 @@ public final class FrameConverter {
         // RGB is full range by definition; YUV and grey take the matrix and range the caller put
         // on `destination`, else the source's (RGB sources fall back to limited-range YUV).
         var dstColor = source.color
-        if destination.format == .rgb24 {
+        if let color {
+            dstColor = color
+        } else if destination.format == .rgb24 {
             dstColor.range = 2
         } else {
             if destination.color.hasMatrix { dstColor.matrix = destination.color.matrix }

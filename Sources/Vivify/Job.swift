@@ -281,7 +281,9 @@ package final class Job {
         }
         if let writer = sink as? MediaWriter { writer.warnings.forEach(warn) }
         let sinkFormat = sink.requiredFormat ?? produced.pixelFormat
-        if chain.output.layout != .packed(sinkFormat) { try chain.append(OutputConversionProcessor(format: sinkFormat)) }
+        if chain.output.layout != .packed(sinkFormat) {
+            try chain.append(OutputConversionProcessor(format: sinkFormat, color: sink.requiredColor))
+        }
         if !resolved.assumptions.isEmpty, sink.requiredFormat == .rgb24, video.pixelFormat.isYUV {
             warn("\(c.input.displayName) has no colour tags; converting to RGB assuming \(resolved.assumptions.joined(separator: ", ")). Pass --assume-matrix to choose.")
         }

@@ -47,6 +47,7 @@ final class SyntheticSource: FrameSource {
 /// A sink that keeps nothing (benchmarks).
 final class NullSink: FrameSink {
     var requiredFormat: PixelFormat? { nil }
+    var requiredColor: ColorInfo? { nil }
     func write(_ frame: VideoFrame) throws {}
     func copy(_ packet: MediaPacket) throws {}
     func finish() throws {}

@@ -132,4 +132,79 @@ final class ProcessingChainTests: XCTestCase {
         }
         return 10 * log10(255 * 255 / (se / Double(3 * n)))
     }
+
+    /// The encoder says which pixel format and colour it takes, so the last conversion is the
+    /// chain's traced "finish" stage; what it writes is byte for byte what the encoder's own
+    /// conversion wrote (issue 30, item 4). The frames carry BT.601 and the encoder BT.709:
+    /// converting with the frames' colour instead would differ.
+    func testEncoderConversionIsAChainStageWithTheSameResult() throws {
+        let dir = NSTemporaryDirectory() + "vivify-sink-format-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (width, height) = (66, 38)
+        var frames: [VideoFrame] = []
+        for i in 0..<4 {
+            var f = VideoFrame(format: .rgb24, width: width, height: height, color: .bt601)
+            for y in 0..<height {
+                for x in 0..<width {
+                    let p = (y * width + x) * 3
+                    f.planes[0][p] = UInt8((x * 255 / width + i * 20) % 256)
+                    f.planes[0][p + 1] = UInt8(y * 255 / height)
+                    f.planes[0][p + 2] = UInt8((x * y + i * 37) % 256)
+                }
+            }
+            f.pts = Int64(i)
+            f.timeBase = Rational(1, 25)
+            frames.append(f)
+        }
+        func description(_ w: Int) -> OutputVideoDescription {
+            OutputVideoDescription(pixelFormat: .rgb24, width: w, height: height, frameRate: Rational(25, 1),
+                                   timeBase: Rational(1, 25), sampleAspectRatio: Rational(1, 1), color: .bt709)
+        }
+        func writer(_ name: String, _ settings: EncoderSettings, width w: Int = width) throws -> MediaWriter {
+            try MediaWriter(path: dir + "/" + name, targetName: dir + "/" + name, video: description(w), settings: settings, copyStreams: [])
+        }
+        // Frames an encoder cannot be handed in its own layout are converted by the writer.
+        XCTAssertNil(try writer("j.mkv", EncoderSettings(codec: "libx264", pixelFormat: "yuvj420p")).requiredFormat)
+        XCTAssertEqual(try writer("odd.mkv", EncoderSettings(codec: "libx264"), width: 65).requiredFormat, .yuv444p)
+
+        let settings = EncoderSettings(codec: "ffv1", pixelFormat: "yuv420p")
+        let inside = try writer("inside.mkv", settings)
+        for f in frames { try inside.write(f) }
+        try inside.finish()
+
+        let staged = try writer("staged.mkv", settings)
+        XCTAssertEqual(staged.requiredFormat, .yuv420p)
+        XCTAssertEqual(staged.requiredColor, .bt709)
+        var chain = try ProcessingChain([], input: FrameDescription(width: width, height: height, frameRate: Rational(25, 1),
+                                                                     layout: .packed(.rgb24)))
+        try chain.append(OutputConversionProcessor(format: try XCTUnwrap(staged.requiredFormat), color: staged.requiredColor))
+        XCTAssertEqual(chain.stageGroups.map(\.name), ["finish"])
+        for (i, f) in frames.enumerated() {
+            let out = try XCTUnwrap(try chain.process(ChainFrame(id: i, frame: f)).first?.videoFrame)
+            XCTAssertEqual(out.format, .yuv420p)
+            try staged.write(out)
+        }
+        try staged.finish()
+
+        func decoded(_ name: String) throws -> [[[UInt8]]] {
+            let reader = try MediaReader(path: dir + "/" + name, copyStreams: false)
+            var frame = VideoFrame(format: .yuv420p, width: 1, height: 1), planes: [[[UInt8]]] = []
+            while true {
+                switch try reader.read(into: &frame) {
+                case .end: return planes
+                case .packet: continue
+                case .frame: planes.append(frame.planes)
+                }
+            }
+        }
+        let a = try decoded("inside.mkv"), b = try decoded("staged.mkv")
+        XCTAssertEqual(a.count, 4)
+        XCTAssertTrue(a == b, "the chain's conversion wrote other pixels than the encoder's own")
+        // The frames' own colour (BT.601) would have given other pixels: the test can tell.
+        var other = VideoFrame(format: .yuv420p, width: width, height: height)
+        other.color = frames[0].color
+        try FrameConverter(filter: .bicubic).convert(frames[0], into: &other)
+        XCTAssertNotEqual(other.planes[1], a[0][1])
+    }
 }

@@ -283,17 +283,23 @@ package final class ResizeProcessor: FrameProcessor {
 }
 
 /// The last stage before the sink: planar float rounded to 8 bits (once), then converted to
-/// the packed format the sink takes (bicubic swscale, the frame's matrix and range).
+/// the packed format the sink takes (bicubic swscale; the sink's matrix and range when it
+/// settled them, as an encoder does, else the frame's).
 package final class OutputConversionProcessor: FrameProcessor {
     package let name = "finish"
     /// The format the sink takes.
     package let format: PixelFormat
+    /// The colour the sink takes (nil: the frame's).
+    package let color: ColorInfo?
     private let converter = FrameConverter(filter: .bicubic)
     private var packed = VideoFrame(format: .rgb24, width: 1, height: 1)
     private var converted = VideoFrame(format: .rgb24, width: 1, height: 1)
 
     /// Makes the stage.
-    package init(format: PixelFormat) { self.format = format }
+    package init(format: PixelFormat, color: ColorInfo? = nil) {
+        self.format = format
+        self.color = color
+    }
 
     package func configure(input: FrameDescription) throws -> FrameDescription {
         var out = input
@@ -310,7 +316,7 @@ package final class OutputConversionProcessor: FrameProcessor {
         }
         converted.reshape(format: format, width: source.width, height: source.height)
         converted.color = source.color
-        try converter.convert(source, into: &converted)
+        try converter.convert(source, into: &converted, color: color)
         out.pixels = .packed(converted)
         out.timing.color = converted.color
         return [out]
