@@ -100,12 +100,7 @@ final class VulkanContext: @unchecked Sendable {
         if props.apiVersion >> 12 >= (1 << 10) | 1 {
             var maintenance3 = VkPhysicalDeviceMaintenance3Properties()
             maintenance3.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES
-            withUnsafeMutablePointer(to: &maintenance3) { mp in
-                var all = VkPhysicalDeviceProperties2()
-                all.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
-                all.pNext = UnsafeMutableRawPointer(mp)
-                vkGetPhysicalDeviceProperties2(chosen, &all)
-            }
+            VulkanDevices.chainedProperties(chosen, &maintenance3)
             if maintenance3.maxMemoryAllocationSize > 0 { blockLimit = min(blockLimit, Int(clamping: maintenance3.maxMemoryAllocationSize)) }
         }
         arenaBlockLimit = blockLimit

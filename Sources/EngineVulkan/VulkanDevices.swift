@@ -145,17 +145,23 @@ public enum VulkanDevices {
         if v >> 12 >= (1 << 10) | 2 {
             var d = VkPhysicalDeviceDriverProperties()
             d.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES
-            withUnsafeMutablePointer(to: &d) { dp in
-                var p2 = VkPhysicalDeviceProperties2()
-                p2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
-                p2.pNext = UnsafeMutableRawPointer(dp)
-                vkGetPhysicalDeviceProperties2(device, &p2)
-            }
+            chainedProperties(device, &d)
             let driverName = withUnsafeBytes(of: &d.driverName) { text($0) }
             let driverInfo = withUnsafeBytes(of: &d.driverInfo) { text($0) }
             if !driverName.isEmpty { driver = driverInfo.isEmpty ? driverName : "\(driverName), \(driverInfo)" }
         }
         return VulkanDeviceInfo(index: index, name: name, kind: kind, driver: driver, apiVersion: api)
+    }
+
+    /// Fills `extended` (a properties structure of Vulkan 1.1 or later, its `sType` set) by
+    /// chaining it behind a `VkPhysicalDeviceProperties2` query.
+    static func chainedProperties<T>(_ device: VkPhysicalDevice, _ extended: inout T) {
+        withUnsafeMutablePointer(to: &extended) { ep in
+            var all = VkPhysicalDeviceProperties2()
+            all.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
+            all.pNext = UnsafeMutableRawPointer(ep)
+            vkGetPhysicalDeviceProperties2(device, &all)
+        }
     }
 
     /// A NUL-terminated C string held in a fixed array.
