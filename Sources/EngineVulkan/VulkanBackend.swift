@@ -44,6 +44,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         arenaBlockLimit = nil
         pointwiseGEMM = Self.pointwiseGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         winograd = Self.winograd(environment: ProcessInfo.processInfo.environment)
+        winogradBlocked = Self.winogradBlocked(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
 
@@ -51,14 +52,16 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// lavapipe, whose memory is all host-visible and device-local at once), and arena blocks
     /// of at most `arenaBlockLimit` bytes (tests force small ones to split the arena), and 1×1
     /// convolutions as matrix products or not (`pointwiseGEMM`), 3×3 stride-1 ones by Winograd's
-    /// method or not (`winograd`; nil: as `init(precision:)` does for either).
+    /// method or not (`winograd`), their products in blocks for the CPU or not (`winogradBlocked`;
+    /// nil: as `init(precision:)` does for each).
     init(memoryPlan: VulkanMemoryPlan, precision: VulkanPrecision = .fp32, arenaBlockLimit: Int? = nil, pointwiseGEMM: Bool? = nil,
-         winograd: VulkanWinograd? = nil) throws {
+         winograd: VulkanWinograd? = nil, winogradBlocked: Bool? = nil) throws {
         context = try VulkanContext.shared.get()
         self.memoryPlan = memoryPlan
         self.arenaBlockLimit = arenaBlockLimit
         self.pointwiseGEMM = pointwiseGEMM ?? Self.pointwiseGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         self.winograd = winograd ?? Self.winograd(environment: ProcessInfo.processInfo.environment)
+        self.winogradBlocked = winogradBlocked ?? Self.winogradBlocked(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
 
@@ -101,6 +104,22 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         }
     }
 
+    /// Whether Winograd's 16 matrix products run 32 output channels × 16 tiles per invocation
+    /// (winograd_multiply_blocked.comp) rather than 16 × 4 (winograd_multiply.comp).
+    let winogradBlocked: Bool
+
+    /// Blocked on the CPU, where every buffer load is a loop over the SIMD lanes and fewer loads
+    /// per multiply-add is what counts: on lavapipe it ran the products about 3× faster
+    /// (realesr-animevideov3's 64-channel layers); not on GPUs, whose registers it would
+    /// overflow. VIVIFY_VULKAN_WINOGRAD_BLOCKED=1 or 0 forces either, for comparisons.
+    static func winogradBlocked(environment: [String: String], isCPU: Bool) -> Bool {
+        switch environment["VIVIFY_VULKAN_WINOGRAD_BLOCKED"] {
+        case "1": return true
+        case "0": return false
+        default: return isCPU
+        }
+    }
+
     /// The device's name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)".
     public var deviceName: String { context.deviceName }
     /// Whether the device is the CPU (lavapipe).
@@ -136,7 +155,8 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         let specialized = try graph.specialized(for: inputShape)
         try checkSupport(specialized)
         let prepared = try VulkanPrepared(context: context, graph: specialized, input: inputShape, plan: memoryPlan, storage: precision == .fp16 ? .fp16 : .fp32,
-                                         blockLimit: arenaBlockLimit, pointwiseGEMM: pointwiseGEMM, winograd: winograd)
+                                         blockLimit: arenaBlockLimit, pointwiseGEMM: pointwiseGEMM, winograd: winograd,
+                                         winogradBlocked: winogradBlocked)
         // The shaders this graph needed, compiled, for the next process (VulkanPipelineCache).
         context.savePipelineCache()
         return prepared

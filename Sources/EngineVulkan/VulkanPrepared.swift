@@ -27,6 +27,8 @@ final class VulkanPrepared: PreparedGraph {
     let pointwiseGEMM: Bool
     /// Whether 3×3 stride-1 convolutions may run by Winograd's method (`VulkanBackend.winograd`).
     let winograd: VulkanWinograd
+    /// Whether Winograd's products run 32 channels × 16 tiles per invocation (`VulkanBackend.winogradBlocked`).
+    let winogradBlocked: Bool
     /// The shader of every dispatch recorded, in order (what tests check the choices by).
     private(set) var shaders: [String] = []
     /// Each value's place: a slice of an arena block.
@@ -64,10 +66,12 @@ final class VulkanPrepared: PreparedGraph {
     private var recording: VkCommandBuffer?
 
     init(context: VulkanContext, graph: Graph, input: Shape, plan: VulkanMemoryPlan, storage: VulkanStorage = .fp32,
-         blockLimit: Int? = nil, pointwiseGEMM: Bool = false, winograd: VulkanWinograd = .never) throws {
+         blockLimit: Int? = nil, pointwiseGEMM: Bool = false, winograd: VulkanWinograd = .never,
+         winogradBlocked: Bool = false) throws {
         self.context = context
         self.pointwiseGEMM = pointwiseGEMM
         self.winograd = winograd
+        self.winogradBlocked = winogradBlocked
         self.graph = graph
         self.plan = plan
         self.storage = storage

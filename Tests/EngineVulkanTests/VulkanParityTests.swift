@@ -116,16 +116,29 @@ class VulkanParityTests: ValidatedVulkanTestCase {
     /// 16 output channels), pictures 7×5, 9×11 and 1×1 (2×2 tiles cut by the picture's edge),
     /// padding 0, 1 and unequal, with and without bias, fused ReLU, leaky ReLU, PReLU per
     /// channel and shared, and SiLU. Forced on every such layer and checked to be what ran;
-    /// by default only layers of 16 channels or more in and out take it.
+    /// by default only layers of 16 channels or more in and out take it. The products by both
+    /// multiply shaders (the GPU's 16 channels × 4 tiles per invocation and the CPU's blocked
+    /// 32 × 16, whose weights are padded to 32 channels): every case on each.
     func testWinogradConvolutions() throws {
         let automatic = try backend()
         XCTAssertEqual(VulkanBackend.winograd(environment: [:]), .wide)
         XCTAssertEqual(VulkanBackend.winograd(environment: ["VIVIFY_VULKAN_WINOGRAD": "1"]), .always)
         XCTAssertEqual(VulkanBackend.winograd(environment: ["VIVIFY_VULKAN_WINOGRAD": "0"]), .never)
-        let forced = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, winograd: .always)
-        let wide = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, winograd: .wide)
-        let never = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, winograd: .never)
-        let winograd = ["winograd_input", "winograd_multiply", "winograd_output"]
+        XCTAssertTrue(VulkanBackend.winogradBlocked(environment: [:], isCPU: true))
+        XCTAssertFalse(VulkanBackend.winogradBlocked(environment: [:], isCPU: false))
+        XCTAssertTrue(VulkanBackend.winogradBlocked(environment: ["VIVIFY_VULKAN_WINOGRAD_BLOCKED": "1"], isCPU: false))
+        XCTAssertFalse(VulkanBackend.winogradBlocked(environment: ["VIVIFY_VULKAN_WINOGRAD_BLOCKED": "0"], isCPU: true))
+        XCTAssertEqual(automatic.winogradBlocked, automatic.isCPU)
+        for blocked in [false, true] {
+            try winogradConvolutions(blocked: blocked, automatic.memoryPlan)
+        }
+    }
+
+    private func winogradConvolutions(blocked: Bool, _ memoryPlan: VulkanMemoryPlan) throws {
+        let forced = try VulkanBackend(memoryPlan: memoryPlan, precision: precision, winograd: .always, winogradBlocked: blocked)
+        let wide = try VulkanBackend(memoryPlan: memoryPlan, precision: precision, winograd: .wide, winogradBlocked: blocked)
+        let never = try VulkanBackend(memoryPlan: memoryPlan, precision: precision, winograd: .never, winogradBlocked: blocked)
+        let winograd = ["winograd_input", blocked ? "winograd_multiply_blocked" : "winograd_multiply", "winograd_output"]
         func shaders(_ b: VulkanBackend, _ g: Graph, _ s: Shape) throws -> [String] {
             try XCTUnwrap(try b.prepare(g, input: s) as? VulkanPrepared).shaders
         }
@@ -147,9 +160,18 @@ class VulkanParityTests: ValidatedVulkanTestCase {
                     let g = chain([(conv(oc, ic, k: 3, pads: pads, bias: bias, activation: act), [1])])
                     let s = Shape(c: ic, h: h, w: w)
                     XCTAssertEqual(try shaders(forced, g, s), winograd)
-                    try compare(g, s, "Winograd \(ic)→\(oc) \(w)x\(h) pads \(pads) \(act)", on: forced)
+                    try compare(g, s, "Winograd \(ic)→\(oc) \(w)x\(h) pads \(pads) \(act)\(blocked ? " blocked" : "")", on: forced)
                 }
             }
+        }
+        // More tiles than one invocation's 16 and than one workgroup's 1,024 (37×21: 209 tiles,
+        // 53 quads, the last invocation's quads partly past the end; 66×70: 1,155 tiles), and
+        // 48 output channels (three blocks of 16: half a block of 32 padded).
+        for (ic, oc, h, w) in [(5, 48, 21, 37), (16, 16, 66, 70), (64, 64, 21, 37)] {
+            let g = chain([(conv(oc, ic, k: 3, pads: (1, 1, 1, 1), activation: .prelu(slopes: rng.array(oc))), [1])])
+            let s = Shape(c: ic, h: h, w: w)
+            XCTAssertEqual(try shaders(forced, g, s), winograd)
+            try compare(g, s, "Winograd \(ic)→\(oc) \(w)x\(h)\(blocked ? " blocked" : "")", on: forced)
         }
         // Two in a row (the second's scratch the first's, reused) and a wider one after them.
         let three = chain([(conv(16, 4, k: 3, pads: (1, 1, 1, 1)), [1]), (conv(16, 16, k: 3, pads: (1, 1, 1, 1), activation: .relu), [1]),
