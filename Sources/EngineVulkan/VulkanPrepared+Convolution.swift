@@ -73,14 +73,16 @@ extension VulkanPrepared {
 
     /// Winograd's F(2×2, 3×3) (Lavin & Gray 2016): the weights transformed once here,
     /// U = G g Gᵀ, stored [16][OC/16][C][16]; each run transforms every 4×4 input window under
-    /// a 2×2 output tile (Bᵀ d B), multiplies the 16 positions' matrices U[k] · V[k] and
+    /// a 2×2 output tile (Bᵀ d B; four neighbouring tiles per invocation), multiplies the 16 positions' matrices U[k] · V[k] and
     /// transforms the products back (Aᵀ M A) with bias and activation; the products by
     /// winograd_multiply_blocked.comp where `winogradBlocked` (U then padded to 32 output
     /// channels). False (nothing
     /// recorded) where a scratch buffer would pass the most one descriptor binds.
     private func winogradConvolution(_ p: ConvolutionParameters, _ x: VulkanSlice, _ s: Shape, _ y: VulkanSlice, _ o: Shape,
                                      _ bias: VulkanSlice?, _ slopes: VulkanSlice?) throws -> Bool {
-        let th = (o.h + 1) / 2, tw = (o.w + 1) / 2, tiles = th * tw, padded = (tiles + 3) / 4 * 4
+        // Tiles along rows padded to a multiple of 4: the transforms take them four at a time,
+        // never across a row's end.
+        let th = (o.h + 1) / 2, tw = ((o.w + 1) / 2 + 3) / 4 * 4, tiles = th * tw, padded = tiles
         // The blocked multiply takes 32 output channels at a time: its weights padded to that.
         let blocks = winogradBlocked ? (p.outChannels + 31) / 32 * 2 : (p.outChannels + 15) / 16
         let inputCount = 16 * p.inChannels * padded, productCount = 16 * p.outChannels * padded
@@ -110,13 +112,13 @@ extension VulkanPrepared {
         }
         let v = try scratch(0, count: inputCount), m = try scratch(1, count: productCount)
         let constants = parameters(p, s, o) + [Int32(tiles), Int32(padded), Int32(tw), Int32(blocks)]
-        try dispatch("winograd_input", count: ic * padded, [x, v], constants)
+        try dispatch("winograd_input", count: ic * padded / 4, [x, v], constants)
         if winogradBlocked {
             try dispatch("winograd_multiply_blocked", groups: ((padded / 4 + 255) / 256, blocks / 2, 16), [v, try constant(u), m], constants)
         } else {
             try dispatch("winograd_multiply", groups: ((padded / 4 + 63) / 64, blocks, 16), [v, try constant(u), m], constants)
         }
-        try dispatch("winograd_output", count: p.outChannels * tiles, [m, nil, y, bias, slopes], constants)
+        try dispatch("winograd_output", count: p.outChannels * padded / 4, [m, nil, y, bias, slopes], constants)
         return true
     }
 

@@ -164,10 +164,11 @@ class VulkanParityTests: ValidatedVulkanTestCase {
                 }
             }
         }
-        // More tiles than one invocation's 16 and than one workgroup's 1,024 (37×21: 209 tiles,
-        // 53 quads, the last invocation's quads partly past the end; 66×70: 1,155 tiles), and
-        // 48 output channels (three blocks of 16: half a block of 32 padded).
-        for (ic, oc, h, w) in [(5, 48, 21, 37), (16, 16, 66, 70), (64, 64, 21, 37)] {
+        // More tiles than one invocation's 16 and than one workgroup's 1,024 (37×21: 19 tiles a
+        // row padded to 20, 220 tiles, 55 quads, the last invocation's quads partly past the
+        // end; 68×66: 1,188), 48 output channels (three blocks of 16: half a block of 32
+        // padded), and rows of a multiple of 4 outputs (68, 8: the output transform's vec4 stores).
+        for (ic, oc, h, w) in [(5, 48, 21, 37), (16, 16, 66, 68), (64, 64, 21, 37), (4, 5, 5, 8)] {
             let g = chain([(conv(oc, ic, k: 3, pads: (1, 1, 1, 1), activation: .prelu(slopes: rng.array(oc))), [1])])
             let s = Shape(c: ic, h: h, w: w)
             XCTAssertEqual(try shaders(forced, g, s), winograd)

@@ -1,43 +1,53 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
-// Winograd F(2×2, 3×3), step 1 of 3: each invocation takes one 4×4 input window of one
-// channel (the one under a 2×2 output tile, zero outside the picture) to its 16 transformed
-// values Bᵀ d B, stored [16][C][TP] in fp32 (TP: the tile count rounded up to 4, the extra
-// tiles zero, so the multiply reads whole vec4s). Parameters as convolution.comp's, then
-// p[20] = tiles, p[21] = TP, p[22] = tiles per row.
+// Winograd F(2×2, 3×3), step 1 of 3: each invocation takes four neighbouring 2×2 output tiles
+// of one channel (a quad: tiles are numbered along rows padded to a multiple of 4, so a quad
+// never wraps to the next row; the tiles past the row's end see only zeros) and transforms
+// the 4×4 input window under each (zero outside the picture) to its 16 values Bᵀ d B. The
+// four windows overlap: one 4×10 read serves them (40 loads, not 64), and each of the 16
+// values is stored for the four tiles as one vec4 (on lavapipe every load and store is a loop
+// over the SIMD lanes, so their number is what counts). V is [16][C][TP] in fp32 (TP: the
+// padded tile count, a multiple of 4). Parameters as convolution.comp's, then p[20] = tiles,
+// p[21] = TP, p[22] = tiles per padded row.
 layout(std430, binding = 0) readonly buffer X { DATA x[]; };
-layout(std430, binding = 1) writeonly buffer V { float v[]; };
+layout(std430, binding = 1) writeonly buffer V { vec4 v[]; };
 void main() {
     int C = p[0], H = p[1], W = p[2], PT = p[12], PL = p[13];
-    int T = p[20], TP = p[21], TW = p[22];
+    int TQ = p[21] / 4, TW = p[22];
     int i = index();
-    if (i >= C * TP) return;
-    int ic = i / TP, t = i % TP;
-    bool live = t < T;
-    int iy0 = (live ? t / TW : 0) * 2 - PT, ix0 = (live ? t % TW : 0) * 2 - PL;
-    float d[16];
-    for (int r = 0; r < 4; r++) {
-        int iy = iy0 + r;
-        bool rowIn = live && iy >= 0 && iy < H;
-        for (int c = 0; c < 4; c++) {
-            int ix = ix0 + c;
-            d[r * 4 + c] = (rowIn && ix >= 0 && ix < W) ? float(x[(ic * H + iy) * W + ix]) : 0.0;
+    if (i >= C * TQ) return;
+    int ic = i / TQ, q = i % TQ;
+    int iy0 = ((q * 4) / TW) * 2 - PT, ix0 = ((q * 4) % TW) * 2 - PL;
+    // Bᵀ d down each of the 10 columns: e[r * 10 + c]; Bᵀ = [1 0 −1 0; 0 1 1 0; 0 −1 1 0; 0 1 0 −1].
+    float e[40];
+    for (int c = 0; c < 10; c++) {
+        int ix = ix0 + c;
+        bool colIn = ix >= 0 && ix < W;
+        float d[4];
+        for (int r = 0; r < 4; r++) {
+            int iy = iy0 + r;
+            d[r] = (colIn && iy >= 0 && iy < H) ? float(x[(ic * H + iy) * W + ix]) : 0.0;
         }
+        e[c] = d[0] - d[2];
+        e[10 + c] = d[1] + d[2];
+        e[20 + c] = d[2] - d[1];
+        e[30 + c] = d[1] - d[3];
     }
-    // Bᵀ d (rows), then (Bᵀ d) B (columns); Bᵀ = [1 0 −1 0; 0 1 1 0; 0 −1 1 0; 0 1 0 −1].
-    float e[16];
-    for (int c = 0; c < 4; c++) {
-        e[c] = d[c] - d[8 + c];
-        e[4 + c] = d[4 + c] + d[8 + c];
-        e[8 + c] = d[8 + c] - d[4 + c];
-        e[12 + c] = d[4 + c] - d[12 + c];
-    }
-    int stride = C * TP, base = ic * TP + t;
+    // Then (Bᵀ d) B along each row, tile j's window starting at column 2j.
+    int stride = C * TQ, base = ic * TQ + q;
     for (int r = 0; r < 4; r++) {
-        v[base + (r * 4) * stride] = e[r * 4] - e[r * 4 + 2];
-        v[base + (r * 4 + 1) * stride] = e[r * 4 + 1] + e[r * 4 + 2];
-        v[base + (r * 4 + 2) * stride] = e[r * 4 + 2] - e[r * 4 + 1];
-        v[base + (r * 4 + 3) * stride] = e[r * 4 + 1] - e[r * 4 + 3];
+        vec4 o0, o1, o2, o3;
+        for (int j = 0; j < 4; j++) {
+            int c = r * 10 + j * 2;
+            o0[j] = e[c] - e[c + 2];
+            o1[j] = e[c + 1] + e[c + 2];
+            o2[j] = e[c + 2] - e[c + 1];
+            o3[j] = e[c + 1] - e[c + 3];
+        }
+        v[base + (r * 4) * stride] = o0;
+        v[base + (r * 4 + 1) * stride] = o1;
+        v[base + (r * 4 + 2) * stride] = o2;
+        v[base + (r * 4 + 3) * stride] = o3;
     }
 }
