@@ -73,11 +73,11 @@ extension VulkanPrepared {
 
     /// Winograd's F(2×2, 3×3) (Lavin & Gray 2016): the weights transformed once here,
     /// U = G g Gᵀ, stored [16][OC/16][C][16]; each run transforms every 4×4 input window under
-    /// a 2×2 output tile (Bᵀ d B; four neighbouring tiles per invocation), multiplies the 16 positions' matrices U[k] · V[k] and
-    /// transforms the products back (Aᵀ M A) with bias and activation; the products by
-    /// winograd_multiply_blocked.comp where `winogradBlocked` (U then padded to 32 output
-    /// channels). False (nothing
-    /// recorded) where a scratch buffer would pass the most one descriptor binds.
+    /// a 2×2 output tile (Bᵀ d B; four neighbouring tiles per invocation), multiplies the 16
+    /// positions' matrices U[k] · V[k] (by winograd_multiply_blocked.comp where
+    /// `winogradBlocked`, U then padded to 32 output channels) and transforms the products back
+    /// (Aᵀ M A) with bias and activation. False (nothing recorded) where a scratch buffer would
+    /// pass the most one descriptor binds.
     private func winogradConvolution(_ p: ConvolutionParameters, _ x: VulkanSlice, _ s: Shape, _ y: VulkanSlice, _ o: Shape,
                                      _ bias: VulkanSlice?, _ slopes: VulkanSlice?) throws -> Bool {
         // Tiles along rows padded to a multiple of 4: the transforms take them four at a time,
