@@ -1,5 +1,5 @@
 internal import Compute
-package import MediaIO
+internal import MediaIO
 
 /// The limits of a run that reach the models it loads: the number format they compute in,
 /// the memory their tiles may use, the largest picture they read (a colour guide's
