@@ -1,5 +1,5 @@
 import Foundation
-public import MediaIO
+internal import MediaIO
 
 // What the user says about colour beside the model: reference photos, keyframes, hints
 // (issue 28). Parsed from the command line, recorded in segment manifests (files by SHA-256),
