@@ -2,8 +2,11 @@
 # Rebuilds the built-in model bundles from training runs and embeds them in the binary.
 #   python3 training/fast2x.py --out training/runs/fast2x   (trains, exports vivify-fast-2x.param/.bin)
 #   python3 training/color.py --out training/runs/color     (trains, exports vivify-color.param/.bin)
-#   Models/make-builtin.sh [FAST2X_RUN] [COLOR_RUN]          (copies them here, packs Models/*.wifm
-#                                                             with manifest and info.md, embeds them)
+#   python3 training/fusion.py train                        (trains, exports vivify-guide.param/.bin)
+#   Models/make-builtin.sh [FAST2X_RUN] [COLOR_RUN] [FUSION_RUN]
+#                                                            (copies them here, packs Models/*.wifm
+#                                                             with manifest and info.md, embeds them
+#                                                             and the colour guide's fusion)
 # A model whose run folder holds no export keeps its current bundle (zip timestamps would
 # otherwise change its hash for nothing).
 set -euo pipefail
@@ -26,4 +29,9 @@ for i in 0 1; do
     rm -rf "$stage"
   fi
 done
-python3 training/embed_builtin.py Models/vivify-fast-2x.wifm Models/vivify-color.wifm
+fusion=${3:-training/runs/fusion}
+if [ -f "$fusion/vivify-guide.param" ]; then
+  cp "$fusion/vivify-guide.param" "$fusion/vivify-guide.bin" "$fusion/vivify-guide.reference.json" Models/
+fi
+python3 training/embed_builtin.py --fusion Models/vivify-guide.param Models/vivify-guide.bin \
+  Models/vivify-fast-2x.wifm Models/vivify-color.wifm

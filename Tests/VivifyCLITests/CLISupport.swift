@@ -5,6 +5,8 @@ import XCTest
 enum CLI {
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let sharedVideos = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/media/videos")
+    /// BSD100, held out from every training and tuning run.
+    static let sharedVal = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/datasets/val/BSD100")
 
     /// The vivify executable built beside the test bundle.
     static var binary: String {

@@ -78,7 +78,7 @@ package final class ColourGuide {
     private var l224 = [Float](repeating: 0, count: 224 * 224)
     private(set) var lFine = [Float](repeating: 0, count: ColourReference.fineSide * ColourReference.fineSide)
     private var lGrid = [Float](repeating: 0, count: ReferenceEncoder.gridSide * ReferenceEncoder.gridSide)
-    private var autoPlane: [Float] = [], autoFine: [Float] = []
+    private var autoPlane: [Float] = [], autoFinePlane: [Float] = [], autoFine: [Float] = []
 
     /// A keyframe read and prepared.
     struct LoadedKeyframe {
@@ -277,21 +277,51 @@ package final class ColourGuide {
         // The model's colour on the fine grid, mixed in where the match is not confident.
         // Mixed in place, channel by channel, in buffers kept from frame to frame.
         var ab = t.ab
-        let n = aw * ah
+        let n = aw * ah, ff = f * f
+        if autoFine.count != 2 * ff { autoFine = [Float](repeating: 0, count: 2 * ff) }
         for c in 0..<2 {
             if autoPlane.count != n { autoPlane = [Float](repeating: 0, count: n) }
             for i in 0..<n { autoPlane[i] = autoAB[c * n + i] }
-            Resample.bilinear(autoPlane, aw, ah, into: &autoFine, f, f)
-            for i in 0..<(f * f) {
+            Resample.bilinear(autoPlane, aw, ah, into: &autoFinePlane, f, f)
+            for i in 0..<ff {
                 let w = t.weight[i]
-                ab[c * f * f + i] = w * t.ab[c * f * f + i] + (1 - w) * autoFine[i]
+                autoFine[c * ff + i] = autoFinePlane[i]
+                ab[c * ff + i] = w * t.ab[c * ff + i] + (1 - w) * autoFinePlane[i]
             }
+        }
+        if let path = Self.dumpPath {
+            // Training data for the fusion (training/fusion.py): the fine grid's L, the
+            // transferred ab, its weight and the model's ab, float32, in that order.
+            let values = lFine + t.ab + t.weight + autoFine
+            try values.withUnsafeBufferPointer { Data(buffer: $0) }.write(to: URL(fileURLWithPath: path))
+        }
+        // The learned fusion corrects the blend where a user's reference or keyframe is
+        // matched (shot anchors, the model's own earlier colour, keep the blend).
+        if keyframeApplied || !references.isEmpty, let fusion = try fusion() {
+            try fusion.correct(&ab, l: lFine, transferred: t.ab, weight: t.weight, automatic: autoFine)
         }
         let detail = DetailTransfer.enabled ? DetailTransfer(match: t.match, weight: t.weight, details: weighted.map(\.reference.detail), threads: settings.threads) : nil
         return .fine(ab: ab, detail: detail)
     }
 
     private var lastFeatures: EncodedFeatures?
+
+    /// Where each guided frame's fine-grid inputs are written (`VIVIFY_DUMP_GUIDE`, for
+    /// training the fusion only; the last frame's overwrite the earlier ones').
+    private static let dumpPath = ProcessInfo.processInfo.environment["VIVIFY_DUMP_GUIDE"]
+
+    /// The learned fusion, prepared when first needed; nil when this binary has none or
+    /// `VIVIFY_NO_FUSION=1` (for measuring what it adds).
+    private func fusion() throws -> GuideFusion? {
+        guard GuideFusion.isEmbedded, !Self.fusionOff else { return nil }
+        if let f = loadedFusion { return f }
+        let f = try GuideFusion(backend: backend, precision: settings.precision, threads: settings.threads)
+        loadedFusion = f
+        return f
+    }
+
+    private var loadedFusion: GuideFusion?
+    private static let fusionOff = ProcessInfo.processInfo.environment["VIVIFY_NO_FUSION"] == "1"
 
     private func encoder() throws -> ReferenceEncoder {
         if let e = loadedEncoder { return e }
