@@ -119,7 +119,8 @@ class Op:
 
 def read(path):
     """(tensors, ops, graph inputs, graph outputs) of the first subgraph."""
-    buf = memoryview(open(path, "rb").read())
+    with open(path, "rb") as f:
+        buf = memoryview(f.read())
     if bytes(buf[4:8]) != b"TFL3":
         raise ValueError(f"'{path}' is not a TensorFlow Lite file (no TFL3 identifier)")
     model = Table(buf, struct.unpack_from("<I", buf, 0)[0])
@@ -208,7 +209,54 @@ class TFLiteNet:
 def run_layers(layers, values, stop_after=None):
     """Runs `layers` in order on `values` (tensor index -> NCHW tensor), adding each output;
     stops after the layer that writes `stop_after`. Also runs a slice of a network (the upper
-    layers that training/color.py fine-tunes), with trainable weights set on the layers."""
+    layers that training/color.py fine-tunes), with trainable weights set on the layers.
+
+    The fast path of `run_layers_reference` (test_tflite.py holds the two equal): TensorFlow's
+    'SAME' padding goes into the convolution's own `padding=` wherever it is symmetric (every
+    stride-1 convolution, and 1x1 ones pad nothing), so only the few stride-2 convolutions,
+    whose extra pixel goes to the bottom/right, still copy their input through an explicit pad
+    (a copy of the whole activation each, and on a channels_last tensor a change of layout).
+    Without autograd the activation clamps in place."""
+    torch = _torch()
+    F = torch.nn.functional
+    inplace = not torch.is_grad_enabled()
+    for layer in layers:
+        o = layer.options
+        a = values[layer.inputs[0]]
+        if layer.kind in (CONV_2D, DEPTHWISE_CONV_2D):
+            k = layer.weight.shape[2:]
+            padding = 0
+            if o["padding"] == PAD_SAME:
+                ph = same_padding(a.shape[2], k[0], o["stride"][0], o["dilation"][0])
+                pw = same_padding(a.shape[3], k[1], o["stride"][1], o["dilation"][1])
+                if ph[0] == ph[1] and pw[0] == pw[1]:
+                    padding = (ph[0], pw[0])
+                else:
+                    a = F.pad(a, (pw[0], pw[1], ph[0], ph[1]))
+            groups = a.shape[1] if layer.kind == DEPTHWISE_CONV_2D else 1
+            y = F.conv2d(a, layer.weight, layer.bias, o["stride"], padding, o["dilation"], groups)
+        elif layer.kind == ADD:
+            y = a + values[layer.inputs[1]]
+        elif layer.kind == AVERAGE_POOL_2D:
+            y = F.avg_pool2d(a, o["kernel"], o["stride"])
+        elif layer.kind == RESHAPE:
+            y = a.reshape(a.shape[0], -1)
+        elif layer.kind == SOFTMAX:
+            y = F.softmax(a, 1)
+        act = o.get("act", ACT_NONE)
+        if act != ACT_NONE:
+            lo, hi = {ACT_RELU6: (0, 6), ACT_RELU: (0, None), ACT_RELU_N1_TO_1: (-1, 1)}[act]
+            # clamp, not relu6/hardtanh: their gradients differ where a value is exactly 0 or 6
+            y = y.clamp_(lo, hi) if inplace else y.clamp(lo, hi)
+        values[layer.output] = y
+        if stop_after is not None and layer.output == stop_after:
+            break
+    return values
+
+
+def run_layers_reference(layers, values, stop_after=None):
+    """The plain reference of `run_layers`: an explicit pad before every 'SAME' convolution,
+    exactly as TensorFlow pads, then an unpadded convolution."""
     torch = _torch()
     F = torch.nn.functional
     for layer in layers:
