@@ -28,9 +28,20 @@ the decoder is trained:
   - Adam, cosine learning rate over --minutes of wall clock after a short warm-up, bf16
     autocast, channels_last; an exponential weight average (--ema) is what is kept.
 Every --save-every seconds, and at the end, all decoders' averaged weights (fp16) go to
-OUT/decoders.pt (and OUT/decoders-ft.pt), which training/crossval.py --checkpoints and `--export` below read.
+OUT/decoders.pt (and OUT/decoders-ft.pt), which training/crossval.py --checkpoints and `--export` below read,
+and the full training state (fp32: weights, Adam, averages, step, seconds trained, random
+state, options) to --state (default OUT/state.pt; about 18 MB a decoder). A run spans several
+device calls: --minutes (or --steps) is the whole run's, the cosine schedule spans it; each call
+ends after --call-minutes (wall clock, loading included) or --call-steps and saves; the next
+call continues it with --resume, reading the options, decoders, schedule and random state from
+--state (only the CALL_ARGS below come from its own command line), and may read another pack.
+A run stopped and resumed gives the weights of one never stopped (training/test_color_gpu.py).
 
 Usage (GPU):  python3 training/color_gpu.py --data .gpu-data --out $OUT --minutes 6.5
+  over two calls, the state kept on the warm machine in an ignored folder (not in $OUT):
+              python3 training/color_gpu.py --data .gpu-data --out $OUT --state training/runs/gpu30/state.pt --minutes 10 --call-minutes 8
+              python3 training/color_gpu.py --data .gpu-data --out $OUT --state training/runs/gpu30/state.pt --resume --call-minutes 4.5
+       (Models/training-logs/README.md, "What would close the rest", says what each call carries.)
        (CPU smoke test): python3 training/color_gpu.py --data .gpu-data --out /tmp/smoke --device cpu --steps 3 --batch 4 --limit 200
        export one decoder here: python3 training/color_gpu.py --export /path/decoders.pt --name all --out training/runs/c29
                                  [--alpha 0.5 --t 0.5 --scale 1.1]
@@ -46,7 +57,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from color import (AB_SCALE, BACKBONE, GRID, LAMBDA, SIZE, Colorizer, Decoder, Encoder, Upper, export, lab_to_rgb, reference_pair,
                    rgb_to_lab, soft_targets, write_sidecar)
 from common import rebalance_from_counts
-from tflite import TFLiteNet
+from tflite import TFLiteNet, run_layers
 
 FOLDS = 5
 
@@ -209,12 +220,15 @@ class Critic:
                        and self.net.tensors[l.output].shape[3] == 1001][-1]
         self.layers = self.net.layers[:[l.output for l in self.net.layers].index(self.logits) + 1]
         net_to(self.layers, device)
+        self.run = self._run
 
-    def __call__(self, rgb):
-        from tflite import run_layers
+    def _run(self, rgb):
         x = (rgb * 2 - 1).contiguous(memory_format=torch.channels_last)
         values = run_layers(self.layers, {self.net.graph_inputs[0]: x}, stop_after=self.logits)
         return values[self.logits].flatten(1).float(), [values[t] for t in self.taps]
+
+    def __call__(self, rgb):
+        return self.run(rgb)
 
 
 def critic_loss(critic, l, ab, truth_logits, truth_feats, kl_weight, feat_weight):
@@ -243,14 +257,26 @@ def bin_counts(images, device, batch=512):
     return torch.cat(out).numpy().astype(np.float64)
 
 
-def main():
+# What a resumed call takes from its own command line; every other option is the run's, read
+# back from the state file (the schedule, the decoders, the losses stay those of the first call).
+CALL_ARGS = ("data", "out", "state", "backbone", "device", "resume", "call_minutes", "call_steps", "save_every", "limit", "compile")
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=".gpu-data")
     ap.add_argument("--out", default="training/runs/color-gpu")
     ap.add_argument("--backbone", default=None, help="MobileNetV2 TFLite file (default: color.py's, or .gpu-data's copy)")
     ap.add_argument("--device", default="cuda")
-    ap.add_argument("--minutes", type=float, default=6.5, help="training time; the cosine schedule spans it")
-    ap.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: --minutes decides)")
+    ap.add_argument("--minutes", type=float, default=6.5, help="training time over all calls of a run; the cosine schedule spans it")
+    ap.add_argument("--steps", type=int, default=0, help="train this many steps over all calls; the schedule spans them (0: --minutes decides)")
+    ap.add_argument("--call-minutes", type=float, default=0, help="end this call after this many minutes of wall clock from its start "
+                    "(loading included), saving the state for --resume (0: no limit but --minutes)")
+    ap.add_argument("--call-steps", type=int, default=0, help="end this call after this many steps, saving the state for --resume (0: no limit)")
+    ap.add_argument("--state", help="the full training state (fp32, for --resume; default OUT/state.pt); put it where the next call finds it")
+    ap.add_argument("--resume", action="store_true", help="continue the run saved in --state (its options, decoders, schedule and random state)")
+    ap.add_argument("--decoders", default="", help="train only these decoders of the plan, comma-separated (default: folds 0-4, all, fold0-<ablation>)")
+    ap.add_argument("--compile", action="store_true", help="run the frozen encoder and critic through torch.compile (same result, faster on a GPU)")
     ap.add_argument("--batch", type=int, default=192)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--encoder-lr", type=float, default=5e-5)
@@ -272,7 +298,7 @@ def main():
     ap.add_argument("--alpha", type=float, default=0.5)
     ap.add_argument("--t", type=float, default=0.5)
     ap.add_argument("--scale", type=float, default=1.1)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     backbone = args.backbone or (BACKBONE if os.path.exists(BACKBONE) else os.path.join(args.data, "mobilenet_v2_1.0_224_quant.tflite"))
     os.makedirs(args.out, exist_ok=True)
     if args.export:
@@ -283,8 +309,48 @@ def main():
     train(args, backbone)
 
 
+def resume_args(args, saved):
+    """`args` with every option that is not in CALL_ARGS taken from the saved run's."""
+    for k, v in saved.items():
+        if k in CALL_ARGS or not hasattr(args, k):
+            continue
+        if getattr(args, k) != v:
+            print(f"--resume: --{k.replace('_', '-')} {v!r} as the run was started ({getattr(args, k)!r} on this command line ignored)", flush=True)
+        setattr(args, k, v)
+    return args
+
+
+def new_decoder(name, mask, opts, bins, weights, encoder, args, dev):
+    """One decoder to train: Colorizer (with the encoder's top as trainable layers for 'ft'),
+    Adam over its groups, and its weight average."""
+    torch.manual_seed(args.seed)
+    enc_copy = copy.deepcopy(encoder) if opts.get("finetune") else None
+    model = Colorizer(Decoder(encoder.channels, bins, args.dropout), Upper(enc_copy) if enc_copy else None).to(dev)
+    model = model.to(memory_format=torch.channels_last)
+    model.decoder.log_w.copy_(torch.log(torch.as_tensor(weights)))
+    groups = [{"params": list(model.decoder.parameters()), "lr": args.lr, "base_lr": args.lr}]
+    if model.upper is not None:
+        groups.append({"params": list(model.upper.parameters()), "lr": args.encoder_lr, "base_lr": args.encoder_lr, "weight_decay": 0.0})
+    opt = torch.optim.Adam(groups, weight_decay=args.weight_decay)
+    ema = copy.deepcopy(model)
+    for p in ema.parameters():
+        p.requires_grad_(False)
+    return dict(name=name, mask=torch.from_numpy(mask).to(dev), semantic=opts.get("semantic", True), model=model, opt=opt, ema=ema,
+                weights=torch.as_tensor(weights, device=dev), bins=bins, enc_copy=enc_copy, sums=np.zeros(4), seen=0)
+
+
 def train(args, backbone):
+    call_start = time.time()
     dev = torch.device(args.device)
+    args.state = args.state or os.path.join(args.out, "state.pt")
+    state = None
+    if args.resume:
+        if not os.path.exists(args.state):
+            sys.exit(f"--resume: no training state at '{args.state}'. Start the run without --resume, or pass the --state of the call to continue.")
+        state = torch.load(args.state, map_location="cpu", weights_only=False)
+        args = resume_args(args, state["args"])
+        print(f"resuming '{args.state}': step {state['step']}, {state['seconds']:.0f} s trained of "
+              + (f"{args.steps} steps" if args.steps else f"{args.minutes * 60:.0f} s"), flush=True)
     torch.manual_seed(args.seed)
     if dev.type == "cuda":
         torch.backends.cudnn.benchmark = True
@@ -295,39 +361,56 @@ def train(args, backbone):
     gen = torch.Generator(device=dev).manual_seed(args.seed)  # after the decoding workers: no CUDA before a fork
     print(f"{len(entries)} photographs ({images.shape[1]}x{images.shape[2]}) on {dev} in {time.time() - t0:.0f} s; sources "
           + ", ".join(f"{s} {sum(e['source'] == s for e in entries)}" for s in sorted({e['source'] for e in entries})), flush=True)
-    counts = bin_counts(images, dev)
+    counts = bin_counts(images, dev) if state is None else None
     encoder = Encoder(backbone)
     enc_layers = encoder.layers
     net_to(enc_layers, dev)
     critic = Critic(backbone, dev)
     plan = decoder_plan(entries, [a for a in args.ablations.split(",") if a])
+    wanted = [w for w in args.decoders.split(",") if w]
+    unknown = [w for w in wanted if w not in [p[0] for p in plan]]
+    if unknown:
+        sys.exit(f"--decoders: no decoder named {', '.join(repr(u) for u in unknown)}. Choose from {', '.join(p[0] for p in plan)} "
+                 "(fold0-<ablation> needs that ablation in --ablations).")
+    plan = [p for p in plan if not wanted or p[0] in wanted]
     decoders = []
-    for name, mask, opts in plan:
-        bins, weights = rebalance_from_counts(counts[mask].sum(0), args.rebalance)
-        torch.manual_seed(args.seed)
-        enc_copy = copy.deepcopy(encoder) if opts.get("finetune") else None
-        model = Colorizer(Decoder(encoder.channels, bins, args.dropout), Upper(enc_copy) if enc_copy else None).to(dev)
-        model = model.to(memory_format=torch.channels_last)
-        model.decoder.log_w.copy_(torch.log(torch.as_tensor(weights)))
-        groups = [{"params": list(model.decoder.parameters()), "lr": args.lr, "base_lr": args.lr}]
-        if model.upper is not None:
-            groups.append({"params": list(model.upper.parameters()), "lr": args.encoder_lr, "base_lr": args.encoder_lr, "weight_decay": 0.0})
-        opt = torch.optim.Adam(groups, weight_decay=args.weight_decay)
-        ema = copy.deepcopy(model)
-        for p in ema.parameters():
-            p.requires_grad_(False)
-        decoders.append(dict(name=name, mask=torch.from_numpy(mask).to(dev), semantic=opts.get("semantic", True), model=model, opt=opt, ema=ema,
-                             weights=torch.as_tensor(weights, device=dev), bins=bins, enc_copy=enc_copy, sums=np.zeros(4), seen=0))
-        print(f"decoder {name}: {int(mask.sum())} photographs, {len(bins)} bins, semantic {decoders[-1]['semantic']}, "
-              f"encoder top trained {model.upper is not None}", flush=True)
+    if state is None:
+        for name, mask, opts in plan:
+            bins, weights = rebalance_from_counts(counts[mask].sum(0), args.rebalance)
+            decoders.append(new_decoder(name, mask, opts, bins, weights, encoder, args, dev))
+    else:
+        # The saved bins and rebalancing weights, not this call's photographs': a resumed call may
+        # read another pack, and the decoder's head is sized by its bins.
+        masks = {name: mask for name, mask, _ in plan}
+        for saved in state["decoders"]:
+            opts = {"semantic": saved["semantic"], "finetune": saved["finetune"]}
+            d = new_decoder(saved["name"], masks[saved["name"]], opts, saved["bins"], saved["weights"], encoder, args, dev)
+            d["model"].load_state_dict(saved["model"])
+            d["ema"].load_state_dict(saved["ema"])
+            d["opt"].load_state_dict(saved["opt"])
+            decoders.append(d)
+        gen.set_state(state["rng"]["crops"])
+        torch.set_rng_state(state["rng"]["torch"])
+        if dev.type == "cuda" and state["rng"].get("cuda") is not None:
+            torch.cuda.set_rng_state(state["rng"]["cuda"], dev)
+    for d in decoders:
+        print(f"decoder {d['name']}: {int(d['mask'].sum())} photographs, {len(d['bins'])} bins, semantic {d['semantic']}, "
+              f"encoder top trained {d['model'].upper is not None}", flush=True)
+    encode = lambda l_in: encoder.net.forward(l_in, taps=encoder.taps, stop_after=encoder.last)[1]
+    if args.compile:
+        encode = torch.compile(encode, dynamic=False)
+        critic.run = torch.compile(critic.run, dynamic=False)
     n = len(entries)
     budget = args.minutes * 60
+    step0 = step = state["step"] if state else 0
+    before = state["seconds"] if state else 0.0  # training seconds of the earlier calls
+    finished = lambda now: (args.steps and step >= args.steps) or (not args.steps and before + now - start >= budget)
     start = time.time()
-    last_save, step = start, 0
+    last_save = start
     amp = dict(device_type=dev.type, dtype=torch.bfloat16)
-    while True:
+    while not finished(start):
         step += 1
-        frac = min(1.0, (time.time() - start) / budget) if not args.steps else step / args.steps
+        frac = min(1.0, (before + time.time() - start) / budget) if not args.steps else step / args.steps
         warm = min(1.0, step / args.warmup)
         idx = torch.randint(0, n, (args.batch,), device=dev, generator=gen)
         with torch.no_grad():
@@ -336,8 +419,7 @@ def train(args, backbone):
             l_in = degrade(lab[:, :1].clone(), gen)
             true_ab = F.avg_pool2d(lab[:, 1:], 4)
             with torch.autocast(**amp):
-                feats = encoder.net.forward(((l_in - 50) / 50).contiguous(memory_format=torch.channels_last), taps=encoder.taps,
-                                            stop_after=encoder.last)[1]
+                feats = encode(((l_in - 50) / 50).contiguous(memory_format=torch.channels_last))
                 feats = [f.float() for f in feats[:4]] + [feats[4].float().mean((2, 3))]
                 truth_logits, truth_feats = critic(rgb)
         for d in decoders:
@@ -373,20 +455,44 @@ def train(args, backbone):
             d["sums"] += [float(loss.detach()), float((ce.detach() * valid).sum() / valid.sum().clamp(min=1)), float(kl), float(fm)]
             d["seen"] += 1
         now = time.time()
-        done = (args.steps and step >= args.steps) or (not args.steps and now - start >= budget)
+        call_over = (args.call_steps and step - step0 >= args.call_steps) or (args.call_minutes and now - call_start >= args.call_minutes * 60)
+        done = finished(now) or call_over
         if step % 50 == 0 or done:
-            rate = step * args.batch / (now - start)
-            print(f"step {step} ({now - start:.0f} s, {rate:.0f} crops/s, lr x{warm * 0.5 * (1 + math.cos(math.pi * frac)):.3f}): "
+            rate = (step - step0) * args.batch / (now - start)
+            print(f"step {step} ({before + now - start:.0f} s, {rate:.0f} crops/s, lr x{warm * 0.5 * (1 + math.cos(math.pi * frac)):.3f}): "
                   + "; ".join(f"{d['name']} loss {d['sums'][0] / d['seen']:.3f} ce {d['sums'][1] / d['seen']:.3f} kl {d['sums'][2] / d['seen']:.3f} "
                               f"fm {d['sums'][3] / d['seen']:.3f}" for d in decoders), flush=True)
             for d in decoders:
                 d["sums"][:] = 0; d["seen"] = 0
         if done or now - last_save > args.save_every:
-            save(decoders, args, step, now - start, os.path.join(args.out, "decoders.pt"))
+            save(decoders, args, step, before + now - start, os.path.join(args.out, "decoders.pt"))
+            save_state(decoders, args, step, before + now - start, gen, dev)
             last_save = now
         if done:
             break
-    print(f"done: {step} steps of {args.batch} in {time.time() - start:.0f} s", flush=True)
+    seconds = before + time.time() - start
+    if step == step0:  # nothing left to train: the outputs of the finished run again
+        save(decoders, args, step, seconds, os.path.join(args.out, "decoders.pt"))
+    if finished(time.time()):
+        print(f"done: {step} steps of {args.batch} in {seconds:.0f} s of training", flush=True)
+    else:
+        print(f"call ends at step {step} ({seconds:.0f} s of training): the next call continues it with --resume --state {args.state}", flush=True)
+
+
+def save_state(decoders, args, step, seconds, gen, dev):
+    """Everything --resume needs (fp32, never fetched back): each decoder's weights, optimiser
+    and weight average, the step, the training seconds, the random state of the crops and of
+    dropout, and the options; written to .tmp and renamed, so a call killed mid-write leaves
+    the last state whole."""
+    cpu = lambda sd: {k: v.detach().cpu() if torch.is_tensor(v) else v for k, v in sd.items()}
+    out = {"step": step, "seconds": seconds, "args": vars(args),
+           "rng": {"crops": gen.get_state(), "torch": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state(dev) if dev.type == "cuda" else None},
+           "decoders": [{"name": d["name"], "bins": d["bins"], "weights": d["weights"].cpu().numpy(), "semantic": d["semantic"],
+                         "finetune": d["model"].upper is not None, "model": cpu(d["model"].state_dict()), "ema": cpu(d["ema"].state_dict()),
+                         "opt": d["opt"].state_dict()} for d in decoders]}
+    os.makedirs(os.path.dirname(os.path.abspath(args.state)), exist_ok=True)
+    torch.save(out, args.state + ".tmp")
+    os.replace(args.state + ".tmp", args.state)
 
 
 def save(decoders, args, step, seconds, path):
