@@ -8,7 +8,10 @@ Run: python3 -m unittest discover -s training -p 'test_*.py'   (scripts/test doe
 import contextlib, io, json, os, sys, tarfile, tempfile, unittest
 
 import numpy as np
-import torch
+try:
+    import torch
+except ImportError:  # CI has no PyTorch (training only): these tests run where training does
+    raise unittest.SkipTest("PyTorch is not installed")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import color_gpu
