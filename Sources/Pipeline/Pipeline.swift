@@ -1,8 +1,9 @@
 import Foundation
 
 /// Something that flows through the pipeline; frames have an id for tracing, other items
-/// (audio packets, markers) have none and are never dropped.
-public protocol PipelineItem {
+/// (audio packets, markers) have none and are never dropped. Its type is used on the stage
+/// threads, so its metatype must be sendable (`SendableMetatype`; any struct or class is).
+public protocol PipelineItem: SendableMetatype {
     /// The frame's sequence number, or nil for items that are not frames.
     var traceID: Int? { get }
 }
