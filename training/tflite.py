@@ -206,7 +206,7 @@ class TFLiteNet:
         return out, [values[t] for t in taps]
 
 
-def run_layers(layers, values, stop_after=None):
+def run_layers(layers, values, stop_after=None, fold_padding=True):
     """Runs `layers` in order on `values` (tensor index -> NCHW tensor), adding each output;
     stops after the layer that writes `stop_after`. Also runs a slice of a network (the upper
     layers that training/color.py fine-tunes), with trainable weights set on the layers.
@@ -216,10 +216,11 @@ def run_layers(layers, values, stop_after=None):
     stride-1 convolution, and 1x1 ones pad nothing), so only the few stride-2 convolutions,
     whose extra pixel goes to the bottom/right, still copy their input through an explicit pad
     (a copy of the whole activation each, and on a channels_last tensor a change of layout).
-    Without autograd the activation clamps in place."""
+    Without autograd the activation clamps in place. `fold_padding=False` is the plain
+    reference (`run_layers_reference`)."""
     torch = _torch()
     F = torch.nn.functional
-    inplace = not torch.is_grad_enabled()
+    inplace = fold_padding and not torch.is_grad_enabled()
     for layer in layers:
         o = layer.options
         a = values[layer.inputs[0]]
@@ -229,7 +230,7 @@ def run_layers(layers, values, stop_after=None):
             if o["padding"] == PAD_SAME:
                 ph = same_padding(a.shape[2], k[0], o["stride"][0], o["dilation"][0])
                 pw = same_padding(a.shape[3], k[1], o["stride"][1], o["dilation"][1])
-                if ph[0] == ph[1] and pw[0] == pw[1]:
+                if fold_padding and ph[0] == ph[1] and pw[0] == pw[1]:
                     padding = (ph[0], pw[0])
                 else:
                     a = F.pad(a, (pw[0], pw[1], ph[0], ph[1]))
@@ -256,67 +257,9 @@ def run_layers(layers, values, stop_after=None):
 
 def run_layers_reference(layers, values, stop_after=None):
     """The plain reference of `run_layers`: an explicit pad before every 'SAME' convolution,
-    exactly as TensorFlow pads, then an unpadded convolution."""
-    torch = _torch()
-    F = torch.nn.functional
-    for layer in layers:
-        o = layer.options
-        a = values[layer.inputs[0]]
-        if layer.kind in (CONV_2D, DEPTHWISE_CONV_2D):
-            k = layer.weight.shape[2:]
-            if o["padding"] == PAD_SAME:
-                ph = same_padding(a.shape[2], k[0], o["stride"][0], o["dilation"][0])
-                pw = same_padding(a.shape[3], k[1], o["stride"][1], o["dilation"][1])
-                a = F.pad(a, (pw[0], pw[1], ph[0], ph[1]))
-            groups = a.shape[1] if layer.kind == DEPTHWISE_CONV_2D else 1
-            y = F.conv2d(a, layer.weight, layer.bias, o["stride"], 0, o["dilation"], groups)
-        elif layer.kind == ADD:
-            y = a + values[layer.inputs[1]]
-        elif layer.kind == AVERAGE_POOL_2D:
-            y = F.avg_pool2d(a, o["kernel"], o["stride"])
-        elif layer.kind == RESHAPE:
-            y = a.reshape(a.shape[0], -1)
-        elif layer.kind == SOFTMAX:
-            y = F.softmax(a, 1)
-        act = o.get("act", ACT_NONE)
-        if act == ACT_RELU6:
-            y = y.clamp(0, 6)
-        elif act == ACT_RELU:
-            y = y.clamp(min=0)
-        elif act == ACT_RELU_N1_TO_1:
-            y = y.clamp(-1, 1)
-        values[layer.output] = y
-        if stop_after is not None and layer.output == stop_after:
-            break
-    return values
+    exactly as TensorFlow pads, then an unpadded convolution; clamps never in place."""
+    return run_layers(layers, values, stop_after, fold_padding=False)
 
-
-# --- check against the reference interpreter ------------------------------------------------
-
-def check(path, folder, limit):
-    import glob
-    import torch
-    from PIL import Image
-    from ai_edge_litert.interpreter import Interpreter
-    net = TFLiteNet(path)
-    h, w = net.input_size
-    interp = Interpreter(model_path=path)
-    interp.allocate_tensors()
-    inp, out = interp.get_input_details()[0], interp.get_output_details()[0]
-    files = sorted(glob.glob(os.path.join(folder, "*.jpg")) + glob.glob(os.path.join(folder, "*.png")))[:limit]
-    agree, rows = 0, 0
-    with torch.no_grad():
-        for f in files:
-            img = np.asarray(Image.open(f).convert("RGB").resize((w, h), Image.BILINEAR))
-            interp.set_tensor(inp["index"], img[None].astype(inp["dtype"]))
-            interp.invoke()
-            ref = int(np.argmax(interp.get_tensor(out["index"])[0]))
-            x = torch.from_numpy(img.astype(np.float32) / 127.5 - 1).permute(2, 0, 1)[None]
-            ours = int(torch.argmax(net.forward(x)[0][0]))
-            agree += ours == ref
-            rows += 1
-    print(f"{os.path.basename(path)}: float top-1 = reference interpreter top-1 on {agree}/{rows} photos ({100 * agree / rows:.1f}%)")
-    return agree / rows
 
 
 def main():
