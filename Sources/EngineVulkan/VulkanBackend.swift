@@ -45,6 +45,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         pointwiseGEMM = Self.pointwiseGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         winograd = Self.winograd(environment: ProcessInfo.processInfo.environment)
         winogradBlocked = Self.winogradBlocked(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
+        deconvolutionPhases = Self.deconvolutionPhases(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
 
@@ -52,16 +53,19 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// lavapipe, whose memory is all host-visible and device-local at once), and arena blocks
     /// of at most `arenaBlockLimit` bytes (tests force small ones to split the arena), and 1×1
     /// convolutions as matrix products or not (`pointwiseGEMM`), 3×3 stride-1 ones by Winograd's
-    /// method or not (`winograd`), their products in blocks for the CPU or not (`winogradBlocked`;
-    /// nil: as `init(precision:)` does for each).
+    /// method or not (`winograd`), their products in blocks for the CPU or not (`winogradBlocked`),
+    /// transposed convolutions per output phase or not (`deconvolutionPhases`; nil: as
+    /// `init(precision:)` does for each).
     init(memoryPlan: VulkanMemoryPlan, precision: VulkanPrecision = .fp32, arenaBlockLimit: Int? = nil, pointwiseGEMM: Bool? = nil,
-         winograd: VulkanWinograd? = nil, winogradBlocked: Bool? = nil) throws {
+         winograd: VulkanWinograd? = nil, winogradBlocked: Bool? = nil, deconvolutionPhases: Bool? = nil) throws {
         context = try VulkanContext.shared.get()
         self.memoryPlan = memoryPlan
         self.arenaBlockLimit = arenaBlockLimit
         self.pointwiseGEMM = pointwiseGEMM ?? Self.pointwiseGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         self.winograd = winograd ?? Self.winograd(environment: ProcessInfo.processInfo.environment)
         self.winogradBlocked = winogradBlocked ?? Self.winogradBlocked(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
+        self.deconvolutionPhases = deconvolutionPhases
+            ?? Self.deconvolutionPhases(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
 
@@ -120,6 +124,25 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         }
     }
 
+    /// Whether transposed convolutions with groups 1, dilation 1 and kernels at most twice the
+    /// stride run as one small convolution per output phase, 4 channels × 32 outputs per
+    /// invocation (deconvolution_phases.comp), rather than one gathered output value per
+    /// invocation (deconvolution.comp).
+    let deconvolutionPhases: Bool
+
+    /// Per phase on the CPU, where every buffer load is a loop over the SIMD lanes: on lavapipe
+    /// it took waifu2x-upconv7-photo from 4.5 s to 1.0 s per 160×90 frame (that layer from about
+    /// 3 s to well under 0.3 s; ncnn-Vulkan 1.2–1.5 s in the same runs); not on GPUs, where the
+    /// 32 vec4 accumulators per invocation are untried. VIVIFY_VULKAN_DECONV_PHASES=1 or 0
+    /// forces either, for comparisons.
+    static func deconvolutionPhases(environment: [String: String], isCPU: Bool) -> Bool {
+        switch environment["VIVIFY_VULKAN_DECONV_PHASES"] {
+        case "1": return true
+        case "0": return false
+        default: return isCPU
+        }
+    }
+
     /// The device's name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)".
     public var deviceName: String { context.deviceName }
     /// Whether the device is the CPU (lavapipe).
@@ -156,7 +179,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         try checkSupport(specialized)
         let prepared = try VulkanPrepared(context: context, graph: specialized, input: inputShape, plan: memoryPlan, storage: precision == .fp16 ? .fp16 : .fp32,
                                          blockLimit: arenaBlockLimit, pointwiseGEMM: pointwiseGEMM, winograd: winograd,
-                                         winogradBlocked: winogradBlocked)
+                                         winogradBlocked: winogradBlocked, deconvolutionPhases: deconvolutionPhases)
         // The shaders this graph needed, compiled, for the next process (VulkanPipelineCache).
         context.savePipelineCache()
         return prepared

@@ -29,6 +29,8 @@ final class VulkanPrepared: PreparedGraph {
     let winograd: VulkanWinograd
     /// Whether Winograd's products run 32 channels × 16 tiles per invocation (`VulkanBackend.winogradBlocked`).
     let winogradBlocked: Bool
+    /// Whether transposed convolutions that allow it run per output phase (`VulkanBackend.deconvolutionPhases`).
+    let deconvolutionPhases: Bool
     /// The shader of every dispatch recorded, in order (what tests check the choices by).
     private(set) var shaders: [String] = []
     /// Each value's place: a slice of an arena block.
@@ -67,8 +69,9 @@ final class VulkanPrepared: PreparedGraph {
 
     init(context: VulkanContext, graph: Graph, input: Shape, plan: VulkanMemoryPlan, storage: VulkanStorage = .fp32,
          blockLimit: Int? = nil, pointwiseGEMM: Bool = false, winograd: VulkanWinograd = .never,
-         winogradBlocked: Bool = false) throws {
+         winogradBlocked: Bool = false, deconvolutionPhases: Bool = false) throws {
         self.context = context
+        self.deconvolutionPhases = deconvolutionPhases
         self.pointwiseGEMM = pointwiseGEMM
         self.winograd = winograd
         self.winogradBlocked = winogradBlocked

@@ -406,6 +406,57 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         try compare(chain([(deconv(64, 64, k: 2, stride: 2, activation: .leakyRelu(slope: 0.1)), [1])]), Shape(c: 64, h: 12, w: 10), "64 to 64, 2x2/2")
     }
 
+    /// Transposed convolutions per output phase (deconvolution_phases.comp, the CPU's default),
+    /// forced on and off and checked to be what ran: channels 3, 4, 5 and 64 in and out (one
+    /// block of 4 output channels, a partial second, many), strides 2 and 3 and 3 × 2, kernels
+    /// 2 to 6 (phases with one tap and with two), 3 × 4, cropping equal, unequal and larger than
+    /// the stride, output padding, with and without bias, leaky ReLU and PReLU per channel;
+    /// pictures 7×5, 1×1 and 37×21 (blocks of 4 × 8 outputs cut by the picture's edge, more
+    /// than one workgroup). Grouped, dilated and kernels past twice the stride keep
+    /// deconvolution.comp.
+    func testPhasedDeconvolution() throws {
+        XCTAssertTrue(VulkanBackend.deconvolutionPhases(environment: [:], isCPU: true))
+        XCTAssertFalse(VulkanBackend.deconvolutionPhases(environment: [:], isCPU: false))
+        XCTAssertTrue(VulkanBackend.deconvolutionPhases(environment: ["VIVIFY_VULKAN_DECONV_PHASES": "1"], isCPU: false))
+        XCTAssertFalse(VulkanBackend.deconvolutionPhases(environment: ["VIVIFY_VULKAN_DECONV_PHASES": "0"], isCPU: true))
+        let automatic = try backend()
+        XCTAssertEqual(automatic.deconvolutionPhases, automatic.isCPU)
+        let phased = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, deconvolutionPhases: true)
+        let gathered = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, deconvolutionPhases: false)
+        func shaders(_ b: VulkanBackend, _ g: Graph, _ s: Shape) throws -> [String] {
+            try XCTUnwrap(try b.prepare(g, input: s) as? VulkanPrepared).shaders
+        }
+        typealias Case = (k: Int, kw: Int, stride: Int, strideW: Int, pads: (Int, Int, Int, Int), outputPad: (Int, Int), bias: Bool)
+        let cases: [Case] = [
+            (4, 4, 2, 2, (3, 3, 3, 3), (0, 0), true),   // waifu2x-upconv7's tail
+            (4, 4, 2, 2, (1, 1, 1, 1), (0, 0), true),
+            (3, 3, 2, 2, (1, 0, 2, 1), (1, 1), false),
+            (2, 2, 2, 2, (0, 0, 0, 0), (0, 0), true),
+            (3, 3, 3, 3, (0, 1, 1, 0), (2, 0), true),
+            (6, 5, 3, 3, (4, 2, 1, 3), (0, 1), true),
+            (3, 4, 3, 2, (1, 2, 0, 1), (1, 1), true),
+        ]
+        for (ic, oc) in [(3, 3), (5, 5), (64, 3), (3, 64), (4, 5)] {
+            for (h, w) in [(7, 5), (1, 1), (21, 37)] {
+                for (i, c) in cases.enumerated() {
+                    let act: Activation = i % 3 == 0 ? .identity : i % 3 == 1 ? .leakyRelu(slope: 0.1) : .prelu(slopes: rng.array(oc))
+                    let g = chain([(deconv(oc, ic, k: c.k, kw: c.kw, stride: c.stride, strideW: c.strideW, pads: c.pads, outputPad: c.outputPad,
+                                           bias: c.bias, activation: act), [1])])
+                    let s = Shape(c: ic, h: h, w: w)
+                    guard (try? g.inferShapes(input: s)) != nil else { continue }
+                    let what = "phased deconvolution \(ic)→\(oc) \(c.k)x\(c.kw)/\(c.stride),\(c.strideW) pads \(c.pads) \(w)x\(h)"
+                    XCTAssertEqual(try shaders(phased, g, s), ["deconvolution_phases"], what)
+                    XCTAssertEqual(try shaders(gathered, g, s), ["deconvolution"], what)
+                    try compare(g, s, what, on: phased)
+                }
+            }
+        }
+        let s = Shape(c: 4, h: 7, w: 5)
+        for op in [deconv(6, 4, k: 3, stride: 2, groups: 2), deconv(4, 4, k: 3, stride: 2, dilation: 2), deconv(4, 4, k: 5, stride: 2)] {
+            XCTAssertEqual(try shaders(phased, chain([(op, [1])]), s), ["deconvolution"])
+        }
+    }
+
     func testInstanceNormAndSoftmax() throws {
         for s in oddShapes + [Shape(c: 3, h: 67, w: 45)] {
             try compare(chain([(.instanceNorm(scale: rng.array(s.c), bias: rng.array(s.c), epsilon: 1e-5), [1])]), s, "instance norm \(s)")
