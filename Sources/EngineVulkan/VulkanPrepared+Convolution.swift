@@ -82,10 +82,10 @@ extension VulkanPrepared {
                                      _ bias: VulkanSlice?, _ slopes: VulkanSlice?) throws -> Bool {
         // Tiles along rows padded to a multiple of 4: the transforms take them four at a time,
         // never across a row's end.
-        let th = (o.h + 1) / 2, tw = ((o.w + 1) / 2 + 3) / 4 * 4, tiles = th * tw, padded = tiles
+        let th = (o.h + 1) / 2, tw = ((o.w + 1) / 2 + 3) / 4 * 4, tiles = th * tw
         // The blocked multiply takes 32 output channels at a time: its weights padded to that.
         let blocks = winogradBlocked ? (p.outChannels + 31) / 32 * 2 : (p.outChannels + 15) / 16
-        let inputCount = 16 * p.inChannels * padded, productCount = 16 * p.outChannels * padded
+        let inputCount = 16 * p.inChannels * tiles, productCount = 16 * p.outChannels * tiles
         guard max(inputCount, productCount) * 4 <= context.arenaBlockLimit else { return false }
         let ic = p.inChannels
         var u = [Float](repeating: 0, count: 16 * blocks * 16 * ic)
@@ -111,14 +111,14 @@ extension VulkanPrepared {
             }
         }
         let v = try scratch(0, count: inputCount), m = try scratch(1, count: productCount)
-        let constants = parameters(p, s, o) + [Int32(tiles), Int32(padded), Int32(tw), Int32(blocks)]
-        try dispatch("winograd_input", count: ic * padded / 4, [x, v], constants)
+        let constants = parameters(p, s, o) + [Int32(tiles), Int32(tw), Int32(blocks)]
+        try dispatch("winograd_input", count: ic * tiles / 4, [x, v], constants)
         if winogradBlocked {
-            try dispatch("winograd_multiply_blocked", groups: ((padded / 4 + 255) / 256, blocks / 2, 16), [v, try constant(u), m], constants)
+            try dispatch("winograd_multiply_blocked", groups: ((tiles / 4 + 255) / 256, blocks / 2, 16), [v, try constant(u), m], constants)
         } else {
-            try dispatch("winograd_multiply", groups: ((padded / 4 + 63) / 64, blocks, 16), [v, try constant(u), m], constants)
+            try dispatch("winograd_multiply", groups: ((tiles / 4 + 63) / 64, blocks, 16), [v, try constant(u), m], constants)
         }
-        try dispatch("winograd_output", count: p.outChannels * padded / 4, [m, nil, y, bias, slopes], constants)
+        try dispatch("winograd_output", count: p.outChannels * tiles / 4, [m, nil, y, bias, slopes], constants)
         return true
     }
 

@@ -8,13 +8,13 @@
 // four windows overlap: one 4×10 read serves them (40 loads, not 64), and each of the 16
 // values is stored for the four tiles as one vec4 (on lavapipe every load and store is a loop
 // over the SIMD lanes, so their number is what counts). V is [16][C][TP] in fp32 (TP: the
-// padded tile count, a multiple of 4). Parameters as convolution.comp's, then p[20] = tiles,
-// p[21] = TP, p[22] = tiles per padded row.
+// tile count, a multiple of 4 as the rows are). Parameters as convolution.comp's, then
+// p[20] = TP, p[21] = tiles per padded row.
 layout(std430, binding = 0) readonly buffer X { DATA x[]; };
 layout(std430, binding = 1) writeonly buffer V { vec4 v[]; };
 void main() {
     int C = p[0], H = p[1], W = p[2], PT = p[12], PL = p[13];
-    int TQ = p[21] / 4, TW = p[22];
+    int TQ = p[20] / 4, TW = p[21];
     int i = index();
     if (i >= C * TQ) return;
     int ic = i / TQ, q = i % TQ;

@@ -8,12 +8,12 @@
 // of a workgroup take neighbouring tile quads and the same 16 channels (workgroup y), so the
 // weights they read are the same for all (broadcast). U is [16][OC/16][C][16] (zero past
 // the last channel), V [16][C][TP], M [16][OC][TP], fp32. Parameters as winograd_input.comp's,
-// then p[23] = output-channel blocks of 16.
+// then p[22] = output-channel blocks of 16.
 layout(std430, binding = 0) readonly buffer V { vec4 v[]; };
 layout(std430, binding = 1) readonly buffer U { DATA4 u[]; };
 layout(std430, binding = 2) writeonly buffer M { vec4 m[]; };
 void main() {
-    int C = p[0], OC = p[3], TQ = p[21] / 4, blocks = p[23];
+    int C = p[0], OC = p[3], TQ = p[20] / 4, blocks = p[22];
     int q = int(gl_GlobalInvocationID.x);
     int block = int(gl_WorkGroupID.y), k = int(gl_WorkGroupID.z);
     bool live = q < TQ;

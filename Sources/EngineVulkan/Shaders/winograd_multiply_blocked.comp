@@ -10,14 +10,14 @@
 // (12 loads per 512, against 5 per 64), and the accumulators that spill stay whole vectors.
 // The fastest on lavapipe of 16 channels × 1, 4, 8, 12, 16, 24 or 32 tiles and 32 × 1, 4, 8
 // or 16 (the loops unrolled: without that 16 × 16 ran at 16 × 4's speed). Far too many
-// registers per invocation for a GPU, which keeps winograd_multiply.comp. U is [16][OC'/16][C][16] with OC' a multiple of 32
-// (zero past the last channel), V [16][C][TP], M [16][OC][TP], fp32. Parameters as
-// winograd_multiply.comp's (p[23] = OC'/16).
+// registers per invocation for a GPU, which keeps winograd_multiply.comp. U is
+// [16][OC'/16][C][16] with OC' a multiple of 32 (zero past the last channel), V [16][C][TP],
+// M [16][OC][TP], fp32. Parameters as winograd_multiply.comp's (p[22] = OC'/16).
 layout(std430, binding = 0) readonly buffer V { vec4 v[]; };
 layout(std430, binding = 1) readonly buffer U { DATA4 u[]; };
 layout(std430, binding = 2) writeonly buffer M { vec4 m[]; };
 void main() {
-    int C = p[0], OC = p[3], TQ = p[21] / 4, blocks = p[23];
+    int C = p[0], OC = p[3], TQ = p[20] / 4, blocks = p[22];
     int q0 = int(gl_GlobalInvocationID.x) * 4;
     int block0 = int(gl_WorkGroupID.y) * 2, k = int(gl_WorkGroupID.z);
     // Quads past the last one read the last (in range, never stored).

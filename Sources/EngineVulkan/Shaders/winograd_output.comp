@@ -13,7 +13,7 @@ layout(std430, binding = 2) writeonly buffer Y4 { DATA4 y4[]; };
 layout(std430, binding = 3) readonly buffer B { DATA bias[]; };
 layout(std430, binding = 4) readonly buffer S { DATA slopes[]; };
 void main() {
-    int OC = p[3], OH = p[4], OW = p[5], TQ = p[21] / 4, TW = p[22];
+    int OC = p[3], OH = p[4], OW = p[5], TQ = p[20] / 4, TW = p[21];
     int i = index();
     if (i >= OC * TQ) return;
     int oc = i / TQ, q = i % TQ;
