@@ -54,8 +54,13 @@ final class VulkanContext: @unchecked Sendable {
     /// Whether a pipeline was built since the cache was last saved.
     private var pipelinesBuilt = false
 
-    /// Storage buffers every shader's descriptor set has (unused ones bound to a dummy).
-    static let bindings = 5
+    /// Buffers every shader's descriptor set has (unused ones bound to a dummy): storage
+    /// buffers but for `uniformBinding`.
+    static let bindings = 6
+    /// The binding that is a uniform buffer (the rest are storage buffers).
+    static let uniformBinding = 5
+    /// The device's maxUniformBufferRange.
+    let maxUniformRange: Int
 
     /// The device opened once per process, or why there is none.
     static let shared: Result<VulkanContext, EngineError> = Result { try VulkanContext() }.mapError {
@@ -95,7 +100,8 @@ final class VulkanContext: @unchecked Sendable {
         isCPU = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
         deviceType = props.deviceType
         maxGroupsX = props.limits.maxComputeWorkGroupCount.0
-        arenaAlignment = max(Int(props.limits.minStorageBufferOffsetAlignment), BufferPlan.alignment)
+        arenaAlignment = max(Int(props.limits.minStorageBufferOffsetAlignment), Int(props.limits.minUniformBufferOffsetAlignment), BufferPlan.alignment)
+        maxUniformRange = Int(props.limits.maxUniformBufferRange)
         var blockLimit = Int(props.limits.maxStorageBufferRange)
         if props.apiVersion >> 12 >= (1 << 10) | 1 {
             var maintenance3 = VkPhysicalDeviceMaintenance3Properties()
@@ -175,7 +181,7 @@ final class VulkanContext: @unchecked Sendable {
         var layoutBindings = (0..<Self.bindings).map { i -> VkDescriptorSetLayoutBinding in
             var b = VkDescriptorSetLayoutBinding()
             b.binding = UInt32(i)
-            b.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+            b.descriptorType = i == Self.uniformBinding ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
             b.descriptorCount = 1
             b.stageFlags = VkShaderStageFlags(VK_SHADER_STAGE_COMPUTE_BIT.rawValue)
             return b

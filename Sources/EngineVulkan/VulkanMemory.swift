@@ -118,7 +118,7 @@ final class VulkanBuffer {
         var info = VkBufferCreateInfo()
         info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO
         info.size = Self.bytes(count, storage)
-        info.usage = VkBufferUsageFlags(VK_BUFFER_USAGE_STORAGE_BUFFER_BIT.rawValue | VK_BUFFER_USAGE_TRANSFER_SRC_BIT.rawValue
+        info.usage = VkBufferUsageFlags(VK_BUFFER_USAGE_STORAGE_BUFFER_BIT.rawValue | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT.rawValue | VK_BUFFER_USAGE_TRANSFER_SRC_BIT.rawValue
             | VK_BUFFER_USAGE_TRANSFER_DST_BIT.rawValue)
         info.sharingMode = VK_SHARING_MODE_EXCLUSIVE
         var b: VkBuffer?

@@ -113,7 +113,23 @@ extension VulkanPrepared {
         let v = try scratch(0, count: inputCount), m = try scratch(1, count: productCount)
         let constants = parameters(p, s, o) + [Int32(tiles), Int32(tw), Int32(blocks)]
         try dispatch("winograd_input", count: ic * tiles / 4, [x, v], constants)
-        if winogradBlocked {
+        // The blocked multiply's fp32 weights through a uniform buffer where one binding takes
+        // the weights of a position at least (ks positions per dispatch): on lavapipe its
+        // loads are an unrolled gather, not a loop over the lanes as a storage buffer's are
+        // (realesr-animevideov3-x2 at 160×90 12% faster, LP_NUM_THREADS=1). 64 KiB at most:
+        // winograd_multiply_uniform.comp's block.
+        let perK = blocks * ic * 16 * 4, ks = min(min(context.maxUniformRange, 65536) / perK, 16)
+        if winogradBlocked, storage == .fp32, ks > 0, (ks * perK) % context.arenaAlignment == 0 {
+            let whole = try constant(u)
+            var k0 = 0
+            while k0 < 16 {
+                let n = min(ks, 16 - k0)
+                let chunk = VulkanSlice(block: whole.block, offset: whole.offset + k0 * perK, count: n * perK / 4)
+                try dispatch("winograd_multiply_uniform", groups: ((tiles / 4 + 255) / 256, blocks / 2, n), [v, nil, m, nil, nil, chunk],
+                             constants + [Int32(k0)])
+                k0 += n
+            }
+        } else if winogradBlocked {
             try dispatch("winograd_multiply_blocked", groups: ((tiles / 4 + 255) / 256, blocks / 2, 16), [v, try constant(u), m], constants)
         } else {
             try dispatch("winograd_multiply", groups: ((tiles / 4 + 63) / 64, blocks, 16), [v, try constant(u), m], constants)

@@ -297,15 +297,15 @@ final class VulkanPrepared: PreparedGraph {
     private func descriptorSet() throws -> VkDescriptorSet? {
         let device = context.device
         if setsLeft == 0 {
-            var size = VkDescriptorPoolSize()
-            size.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
-            size.descriptorCount = UInt32(Self.setsPerPool * VulkanContext.bindings)
+            var sizes = [VkDescriptorPoolSize(type: VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount: UInt32(Self.setsPerPool * (VulkanContext.bindings - 1))),
+                         VkDescriptorPoolSize(type: VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, descriptorCount: UInt32(Self.setsPerPool))]
             var pool: VkDescriptorPool?
-            try withUnsafePointer(to: &size) { sp in
+            try sizes.withUnsafeMutableBufferPointer { sbp in
+                let sp = UnsafePointer(sbp.baseAddress!)
                 var info = VkDescriptorPoolCreateInfo()
                 info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO
                 info.maxSets = UInt32(Self.setsPerPool)
-                info.poolSizeCount = 1
+                info.poolSizeCount = 2
                 info.pPoolSizes = sp
                 try VulkanContext.check(vkCreateDescriptorPool(device, &info, nil, &pool), "creating a descriptor pool")
             }
@@ -327,7 +327,7 @@ final class VulkanPrepared: PreparedGraph {
     }
 
     /// Records one dispatch of `shader` over `count` invocations with `bound` buffers at
-    /// bindings 0…4 (nil: the dummy) and `parameters` as push constants, then a barrier.
+    /// bindings 0…5 (nil: the dummy) and `parameters` as push constants, then a barrier.
     func dispatch(_ shader: String, count: Int, _ bound: [VulkanSlice?], _ parameters: [Int32]) throws {
         guard count > 0 else { return }
         try dispatch(shader, groups: Self.grid((count + 63) / 64, maxX: Int(context.maxGroupsX)), bound, parameters)
@@ -372,7 +372,7 @@ final class VulkanPrepared: PreparedGraph {
                 w.dstSet = set
                 w.dstBinding = UInt32(i)
                 w.descriptorCount = 1
-                w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+                w.descriptorType = i == VulkanContext.uniformBinding ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
                 w.pBufferInfo = UnsafePointer(ip.baseAddress! + i)
                 return w
             }

@@ -138,9 +138,22 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         let forced = try VulkanBackend(memoryPlan: memoryPlan, precision: precision, winograd: .always, winogradBlocked: blocked)
         let wide = try VulkanBackend(memoryPlan: memoryPlan, precision: precision, winograd: .wide, winogradBlocked: blocked)
         let never = try VulkanBackend(memoryPlan: memoryPlan, precision: precision, winograd: .never, winogradBlocked: blocked)
-        let winograd = ["winograd_input", blocked ? "winograd_multiply_blocked" : "winograd_multiply", "winograd_output"]
-        func shaders(_ b: VulkanBackend, _ g: Graph, _ s: Shape) throws -> [String] {
+        // Blocked in fp32: the weights through a uniform buffer, 64 KiB (some of the 16
+        // positions) per dispatch; shaders(_:_:_:) counts a run of those dispatches once.
+        let multiply = blocked ? (precision == .fp32 ? "winograd_multiply_uniform" : "winograd_multiply_blocked") : "winograd_multiply"
+        let winograd = ["winograd_input", multiply, "winograd_output"]
+        func dispatched(_ b: VulkanBackend, _ g: Graph, _ s: Shape) throws -> [String] {
             try XCTUnwrap(try b.prepare(g, input: s) as? VulkanPrepared).shaders
+        }
+        func shaders(_ b: VulkanBackend, _ g: Graph, _ s: Shape) throws -> [String] {
+            let all = try dispatched(b, g, s)
+            return all.indices.filter { all[$0] != "winograd_multiply_uniform" || $0 == 0 || all[$0 - 1] != all[$0] }.map { all[$0] }
+        }
+        if blocked, precision == .fp32 {
+            // 64 channels in and out: 16 KiB of weights a position, 4 positions a dispatch.
+            let g = chain([(conv(64, 64, k: 3, pads: (1, 1, 1, 1)), [1])])
+            XCTAssertEqual(try dispatched(forced, g, Shape(c: 64, h: 5, w: 7)),
+                           ["winograd_input"] + Array(repeating: "winograd_multiply_uniform", count: 4) + ["winograd_output"])
         }
         let narrow = chain([(conv(8, 8, k: 3, pads: (1, 1, 1, 1)), [1])])
         XCTAssertEqual(try shaders(wide, narrow, Shape(c: 8, h: 5, w: 7)), ["convolution_pixels"])
