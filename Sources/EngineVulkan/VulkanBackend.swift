@@ -117,11 +117,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// (realesr-animevideov3's 64-channel layers); not on GPUs, whose registers it would
     /// overflow. VIVIFY_VULKAN_WINOGRAD_BLOCKED=1 or 0 forces either, for comparisons.
     static func winogradBlocked(environment: [String: String], isCPU: Bool) -> Bool {
-        switch environment["VIVIFY_VULKAN_WINOGRAD_BLOCKED"] {
-        case "1": return true
-        case "0": return false
-        default: return isCPU
-        }
+        cpuOnly("VIVIFY_VULKAN_WINOGRAD_BLOCKED", environment: environment, isCPU: isCPU)
     }
 
     /// Whether transposed convolutions with groups 1, dilation 1 and kernels at most twice the
@@ -136,7 +132,13 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// 32 vec4 accumulators per invocation are untried. VIVIFY_VULKAN_DECONV_PHASES=1 or 0
     /// forces either, for comparisons.
     static func deconvolutionPhases(environment: [String: String], isCPU: Bool) -> Bool {
-        switch environment["VIVIFY_VULKAN_DECONV_PHASES"] {
+        cpuOnly("VIVIFY_VULKAN_DECONV_PHASES", environment: environment, isCPU: isCPU)
+    }
+
+    /// A CPU-only kernel choice: on for CPU devices, off for GPUs, unless `variable` is "1"
+    /// (on) or "0" (off).
+    private static func cpuOnly(_ variable: String, environment: [String: String], isCPU: Bool) -> Bool {
+        switch environment[variable] {
         case "1": return true
         case "0": return false
         default: return isCPU
