@@ -147,6 +147,13 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
 
     /// The device's name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)".
     public var deviceName: String { context.deviceName }
+    /// Whether graphs prepared from now on time each layer of every run on the device
+    /// (timestamp queries around each layer's dispatches; `VulkanProfiledGraph.layerTimes`).
+    /// Off by default: the timestamps order the device's work the way the barriers already
+    /// do, but cost a little; `VIVIFY_VULKAN_PROFILE=1` turns it on from the start.
+    public var profiling = ProcessInfo.processInfo.environment["VIVIFY_VULKAN_PROFILE"] == "1"
+    /// Whether the device can time layers (its compute queue writes timestamps).
+    public var canProfile: Bool { context.timestampBits > 0 }
     /// Whether the device is the CPU (lavapipe).
     public var isCPU: Bool { context.isCPU }
     /// Whether the Khronos validation layer watches the device (`VIVIFY_VULKAN_VALIDATION=1`;
@@ -177,11 +184,15 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     }
 
     public func prepare(_ graph: Graph, input inputShape: Shape) throws -> PreparedGraph {
-        let specialized = try graph.specialized(for: inputShape)
+        // As oneDNN prepares a graph: batch norms folded into the convolutions before them,
+        // activations (PReLU too) fused into them (every convolution shader applies its
+        // activation on store: no pass of its own over the output), upscaler tails as one pass.
+        let specialized = try graph.specialized(for: inputShape).withFoldedChannelAffine().withFusedActivations()
+            .fusingUpsampleDetailTails(input: inputShape, where: supports)
         try checkSupport(specialized)
         let prepared = try VulkanPrepared(context: context, graph: specialized, input: inputShape, plan: memoryPlan, storage: precision == .fp16 ? .fp16 : .fp32,
                                          blockLimit: arenaBlockLimit, pointwiseGEMM: pointwiseGEMM, winograd: winograd,
-                                         winogradBlocked: winogradBlocked, deconvolutionPhases: deconvolutionPhases)
+                                         winogradBlocked: winogradBlocked, deconvolutionPhases: deconvolutionPhases, profiling: profiling)
         // The shaders this graph needed, compiled, for the next process (VulkanPipelineCache).
         context.savePipelineCache()
         return prepared

@@ -33,6 +33,10 @@ final class VulkanContext: @unchecked Sendable {
     /// Whether the Khronos validation layer watches this device (VIVIFY_VULKAN_VALIDATION=1).
     let validating: Bool
     let maxGroupsX: UInt32
+    /// Nanoseconds per timestamp tick (`timestampPeriod`), and the valid bits of the compute
+    /// queue's timestamps (0: the queue writes none, so layers cannot be timed on the device).
+    let timestampPeriod: Double
+    let timestampBits: UInt32
     /// The alignment of every activation's offset in an arena block: the device's
     /// `minStorageBufferOffsetAlignment` (a descriptor's offset must be a multiple of it), and
     /// at least 64 bytes (a cache line; vec4 loads of either storage).
@@ -120,6 +124,8 @@ final class VulkanContext: @unchecked Sendable {
             throw EngineError(.unsupported, "The Vulkan device '\(deviceName)' has no compute queue. Run on the CPU (--backend onednn).")
         }
         queueFamily = UInt32(family)
+        timestampPeriod = Double(props.limits.timestampPeriod)
+        timestampBits = families[family].timestampValidBits
         // 16-bit storage (core in Vulkan 1.1): asked for, and turned on, only where the device
         // has it; without it fp16 storage falls back to fp32 (VulkanBackend.init).
         var storage16 = VkPhysicalDevice16BitStorageFeatures()

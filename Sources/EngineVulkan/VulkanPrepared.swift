@@ -1,5 +1,6 @@
 import CVulkan
 import Engine
+import Foundation
 
 /// A graph prepared for one input shape on the Vulkan device: the values in one arena per kind
 /// of memory, placed by lifetime, weights uploaded once, and what a run does recorded once and
@@ -14,7 +15,7 @@ import Engine
 /// node order: values alive at the same node never share bytes), bound at its offset. Values, weights, biases and slopes are stored as `storage` says
 /// (fp16: the `_fp16` build of every shader, arithmetic still fp32; the host converts what it
 /// writes and reads); tap tables stay fp32.
-final class VulkanPrepared: PreparedGraph {
+final class VulkanPrepared: VulkanProfiledGraph {
     let inputShape: Shape
     let outputShape: Shape
     let context: VulkanContext
@@ -61,15 +62,26 @@ final class VulkanPrepared: PreparedGraph {
     /// What a run does, in order.
     private enum Step {
         case device(VkCommandBuffer)
-        case host(Node)
+        /// The node of this index.
+        case host(Int)
     }
     private var steps: [Step] = []
     /// The command buffer being recorded.
     private var recording: VkCommandBuffer?
+    /// Profiling (`VulkanBackend.profiling`): a timestamp before each layer's dispatches and
+    /// one after each dispatch, reset before every run by a command buffer of their own.
+    private var queryPool: VkQueryPool?
+    private var resetQueries: VkCommandBuffer?
+    private var queries = 0, queryCapacity = 0
+    /// Per layer timed on the device: its node, the query before its first dispatch, and per
+    /// dispatch its shader (an index into `shaders`) and the query after it.
+    private var marks: [(node: Int, start: Int, dispatches: [(shader: Int, end: Int)])] = []
+    /// The last run's time per layer (`VulkanProfiledGraph`).
+    private(set) var layerTimes: [VulkanLayerTime] = []
 
     init(context: VulkanContext, graph: Graph, input: Shape, plan: VulkanMemoryPlan, storage: VulkanStorage = .fp32,
          blockLimit: Int? = nil, pointwiseGEMM: Bool = false, winograd: VulkanWinograd = .never,
-         winogradBlocked: Bool = false, deconvolutionPhases: Bool = false) throws {
+         winogradBlocked: Bool = false, deconvolutionPhases: Bool = false, profiling: Bool = false) throws {
         self.context = context
         self.deconvolutionPhases = deconvolutionPhases
         self.pointwiseGEMM = pointwiseGEMM
@@ -94,6 +106,20 @@ final class VulkanPrepared: PreparedGraph {
         var fenceInfo = VkFenceCreateInfo()
         fenceInfo.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO
         try VulkanContext.check(vkCreateFence(device, &fenceInfo, nil, &fence), "creating a fence")
+        if profiling && context.timestampBits > 0 {
+            var info = VkQueryPoolCreateInfo()
+            info.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO
+            info.queryType = VK_QUERY_TYPE_TIMESTAMP
+            // A layer takes one query and one a dispatch: 1 to 3 dispatches for most, up to 18
+            // for Winograd's products in uniform-buffer slices; later ones go untimed.
+            queryCapacity = 32 * graph.nodes.count + 2
+            info.queryCount = UInt32(queryCapacity)
+            try VulkanContext.check(vkCreateQueryPool(device, &info, nil, &queryPool), "creating a timestamp query pool")
+            let cb = try allocateCommandBuffer()
+            vkCmdResetQueryPool(cb, queryPool, 0, info.queryCount)
+            try VulkanContext.check(vkEndCommandBuffer(cb), "recording commands")
+            resetQueries = cb
+        }
 
         // Values a host step touches stay host-visible whatever the plan.
         var onHost = Set<Int>()
@@ -110,12 +136,13 @@ final class VulkanPrepared: PreparedGraph {
             inputStaging = staging
             try copy(staging.whole, into: buffers[graph.input], count: input.count)
         }
-        for node in graph.nodes {
+        for (i, node) in graph.nodes.enumerated() {
             if VulkanBackend.runsOnDevice(node.op) {
+                if queryPool != nil { marks.append((i, try timestamp() ?? -1, [])) }
                 try record(node)
             } else {
                 try endRecording()
-                steps.append(.host(node))
+                steps.append(.host(i))
             }
         }
         if buffers[graph.output].mapped == nil {
@@ -168,20 +195,63 @@ final class VulkanPrepared: PreparedGraph {
         if let commandPool { vkDestroyCommandPool(device, commandPool, nil) }
         for pool in descriptorPools { vkDestroyDescriptorPool(device, pool, nil) }
         if let fence { vkDestroyFence(device, fence, nil) }
+        if let queryPool { vkDestroyQueryPool(device, queryPool, nil) }
     }
 
     func run(input: UnsafeBufferPointer<Float>, output: UnsafeMutableBufferPointer<Float>) throws {
         precondition(input.count == inputShape.count && output.count == outputShape.count)
         (inputStaging?.whole ?? buffers[graph.input]).write(input)
+        if let resetQueries { try context.submitAndWait(resetQueries, fence: fence!) }
+        var hostMilliseconds: [Int: Double] = [:]
         for step in steps {
             switch step {
             case .device(let commands):
                 try context.submitAndWait(commands, fence: fence!)
-            case .host(let node):
-                try runOnHost(node)
+            case .host(let i):
+                let start = DispatchTime.now().uptimeNanoseconds
+                try runOnHost(graph.nodes[i])
+                hostMilliseconds[i] = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
             }
         }
         (outputStaging?.whole ?? buffers[graph.output]).read(into: output)
+        if queryPool != nil { try readLayerTimes(host: hostMilliseconds) }
+    }
+
+    /// Records a timestamp written once the work recorded before it is done; its query, or
+    /// nil when not profiling.
+    private func timestamp() throws -> Int? {
+        guard let queryPool, queries < queryCapacity else { return nil }
+        let cb = try beginRecording()
+        vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queryPool, UInt32(queries))
+        queries += 1
+        return queries - 1
+    }
+
+    /// `layerTimes` from the last run's timestamps and the host steps' clock.
+    private func readLayerTimes(host: [Int: Double]) throws {
+        var ticks = [UInt64](repeating: 0, count: queries)
+        let flags = VkQueryResultFlags(VK_QUERY_RESULT_64_BIT.rawValue | VK_QUERY_RESULT_WAIT_BIT.rawValue)
+        let r = ticks.withUnsafeMutableBytes { raw in
+            vkGetQueryPoolResults(context.device, queryPool, 0, UInt32(queries), raw.count, raw.baseAddress, 8, flags)
+        }
+        try VulkanContext.check(r, "reading the layers' timestamps")
+        let bits = context.timestampBits, mask: UInt64 = bits >= 64 ? .max : (1 << UInt64(bits)) - 1
+        func ms(_ from: Int, _ to: Int) -> Double { Double((ticks[to] &- ticks[from]) & mask) * context.timestampPeriod / 1e6 }
+        var device: [Int: [(shader: String, ms: Double)]] = [:]
+        for m in marks where m.start >= 0 {
+            var last = m.start
+            device[m.node] = m.dispatches.map { d in
+                defer { last = d.end }
+                return (shaders[d.shader], ms(last, d.end))
+            }
+        }
+        layerTimes = graph.nodes.enumerated().map { i, node in
+            if let d = device[i] {
+                return VulkanLayerTime(layer: node.name, operation: node.op.kindName,
+                                       dispatches: d.map { VulkanLayerTime.Dispatch(shader: $0.shader, milliseconds: $0.ms) })
+            }
+            return VulkanLayerTime(layer: node.name, operation: node.op.kindName, hostMilliseconds: host[i] ?? 0)
+        }
     }
 
     /// An external layer on the host: in place on fp32 buffers; through float copies of its
@@ -387,6 +457,7 @@ final class VulkanPrepared: PreparedGraph {
         let compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT.rawValue
         Self.barrier(cb, from: compute, VK_ACCESS_SHADER_WRITE_BIT.rawValue, to: compute | VK_PIPELINE_STAGE_HOST_BIT.rawValue,
                      VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue | VK_ACCESS_HOST_READ_BIT.rawValue)
+        if let m = marks.last, m.start >= 0, let end = try timestamp() { marks[marks.count - 1].dispatches.append((shaders.count - 1, end)) }
     }
 
     /// A buffer holding `values` (weights, biases, slopes: stored as `storage` says) for

@@ -10,7 +10,10 @@
 //     milliseconds per whole run at each size instead (median of --runs; ncnn not timed);
 //   - ncnn-Vulkan's time on the same file, device and sizes (whole frames, fp32 and fp16, the
 //     median of --runs after a warm-up, upload and download included) when the `ncnn` Python
-//     package is importable (`python3`, or --python), and our time over ncnn's fp32 time.
+//     package is importable (`python3`, or --python), and our time over ncnn's fp32 time;
+//   - with --profile, where the time goes: one tile of the largest size (a whole run for the
+//     colorizer) timed layer by layer with the device's timestamps, the slowest layers and
+//     the time per shader.
 // Exit status: 0 when every model ran and kept parity within --tolerance, 1 when one did not,
 // 64 for bad arguments.
 import Engine
@@ -28,6 +31,7 @@ struct Options {
     var fp16Tolerance: Float = 1e-2
     var precisions: [VulkanPrecision] = [.fp32, .fp16]
     var python: String? = "python3"
+    var profile = false
 
     static let usage = """
         usage: vivify-gpucheck MODELS_DIR [--sizes WxH,WxH] [--parity-tile N] [--runs N] [--tile N] [--tolerance E] [--fp16-tolerance E] [--precisions P,P]
@@ -41,6 +45,7 @@ struct Options {
           --precisions    the precisions checked and timed (default fp32,fp16)
           --python P      the Python that times ncnn-Vulkan beside ours (default python3)
           --no-ncnn       do not time ncnn-Vulkan
+          --profile       also time one tile of the largest size layer by layer (device timestamps)
         """
 
     init(_ arguments: [String]) throws {
@@ -83,6 +88,7 @@ struct Options {
                 guard !precisions.isEmpty else { throw UsageError("'--precisions \(text)' names no precision. Use fp32, fp16 or fp32,fp16.") }
             case "--python": python = try value(a)
             case "--no-ncnn": python = nil
+            case "--profile": profile = true
             case "-h", "--help": throw UsageError("")
             default:
                 guard !a.hasPrefix("-"), folder.isEmpty else { throw UsageError("Unknown argument '\(a)'.") }
@@ -133,6 +139,15 @@ func check(_ path: String, backends: [VulkanBackend], options: Options) throws -
     let spec: TilingSpec
     do { spec = try TilingSpec.inferred(for: graph) } catch let e as EngineError where e.kind == .unsupported {
         // Not an upscaler (the colorizer: 224×224 in, 56×56 out): run whole at each size.
+        // vivify runs the colorizer at the size its Input layer declares (224×224: the frame
+        // is squashed to it), at which the model's skip connections line up; frame sizes
+        // that are not multiples of its stride cannot run whole.
+        if let declared = declaredInput(path) {
+            say("\(path): no integer scale, run whole at its declared input \(declared.w)x\(declared.h)")
+            var whole = options
+            whole.sizes = [declared]
+            return try checkWhole(graph, channels: channels, backends: backends, options: whole)
+        }
         say("\(path): no integer scale, run whole at each size")
         return try checkWhole(graph, channels: channels, backends: backends, options: options)
     }
@@ -163,7 +178,52 @@ func check(_ path: String, backends: [VulkanBackend], options: Options) throws -
         }
     }
     if let python = options.python, NCNNPeer.usable { NCNNPeer.time(path, python: python, device: backend.deviceName, options: options, ours: ours) }
+    if options.profile, let (w, h) = options.sizes.last {
+        let (th, tw) = try TiledRunner(graph: graph, spec: spec, backend: backend, tileSize: options.tile).tileInterior(height: h, width: w)
+        let shape = graph.needsWholeFrame ? Shape(c: channels, h: h, w: w) : Shape(c: channels, h: th + 2 * spec.padding, w: tw + 2 * spec.padding)
+        try profile(graph, shape, backends: backends, seeded: &seeded)
+    }
     return ok
+}
+
+/// Each backend's time per layer on one seeded input of `shape` (prepared with profiling, run
+/// once to warm up and once timed), printed as `VulkanLayerTime.summary` has it.
+func profile(_ graph: Graph, _ shape: Shape, backends: [VulkanBackend], seeded: inout Seeded) throws {
+    let x = Tensor(shape: shape, data: seeded.fill(shape.count))
+    for backend in backends {
+        guard backend.canProfile else {
+            say("  profile: not timed, the device's compute queue writes no timestamps")
+            return
+        }
+        backend.profiling = true
+        defer { backend.profiling = false }
+        let prepared = try backend.prepare(graph, input: shape)
+        _ = try prepared.run(x)
+        _ = try prepared.run(x)
+        guard let times = (prepared as? VulkanProfiledGraph)?.layerTimes, !times.isEmpty else {
+            say("  profile \(backend.precision): no layer times came back")
+            continue
+        }
+        say("  profile \(backend.precision), one \(shape.w)x\(shape.h) input:")
+        for line in VulkanLayerTime.summary(times, top: 12) { say("    " + line) }
+    }
+}
+
+/// The width and height an ncnn model's Input layer declares (`0=W 1=H`), if it does.
+func declaredInput(_ param: String) -> (w: Int, h: Int)? {
+    guard let text = try? String(contentsOfFile: param, encoding: .utf8) else { return nil }
+    for line in text.split(separator: "\n") {
+        let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+        guard fields.first == "Input" else { continue }
+        var w: Int?, h: Int?
+        for f in fields.dropFirst(4) {
+            if f.hasPrefix("0=") { w = Int(f.dropFirst(2)) }
+            if f.hasPrefix("1=") { h = Int(f.dropFirst(2)) }
+        }
+        if let w, let h, w > 0, h > 0 { return (w, h) }
+        return nil
+    }
+    return nil
 }
 
 /// Each backend against the reference backend on one seeded input of `shape` (`what`: "tile"
@@ -206,6 +266,9 @@ func checkWhole(_ graph: Graph, channels: Int, backends: [VulkanBackend], option
             let median = times.sorted()[times.count / 2]
             say("  \(w)x\(h): \(String(format: "%.1f", median)) ms per run, median of \(options.runs) (\(backend.precision), whole)")
         }
+    }
+    if options.profile, let (w, h) = options.sizes.last {
+        try profile(graph, Shape(c: channels, h: h, w: w), backends: backends, seeded: &seeded)
     }
     return ok
 }

@@ -47,25 +47,32 @@ final class GPUCheckTests: XCTestCase {
     }
 
     /// A model with no integer scale (the built-in colorizer: 224×224 in, 56×56 out) is checked
-    /// and timed whole at each size, in both precisions; with its 44 1×1 convolutions as matrix
-    /// products (VIVIFY_VULKAN_GEMM=1; lavapipe runs the pixel-lane shader unless told).
+    /// and timed whole at the size its Input layer declares (what vivify runs it at; 640×360
+    /// cannot run whole: its skip connections would not line up), in both precisions; with its
+    /// 44 1×1 convolutions as matrix products (VIVIFY_VULKAN_GEMM=1; lavapipe runs the
+    /// pixel-lane shader unless told); `--profile` times it layer by layer.
     func testAModelWithoutAScaleRunsWhole() throws {
         _ = try BackendChoiceCLITests.listed()
         let dir = try CLI.tempDir()
         for ext in ["param", "bin"] {
             try FileManager.default.copyItem(atPath: CLI.packageRoot.appendingPathComponent("Models/vivify-color.\(ext)").path, toPath: "\(dir)/color.\(ext)")
         }
-        let r = try CLI.run(Self.binary, [dir, "--sizes", "32x32", "--parity-tile", "32", "--runs", "2", "--no-ncnn", "--tolerance", "1e-4"],
+        let r = try CLI.run(Self.binary, [dir, "--sizes", "640x360", "--parity-tile", "32", "--runs", "2", "--no-ncnn", "--tolerance", "1e-4", "--profile"],
                             environment: ["VIVIFY_VULKAN_VALIDATION": "1", "VIVIFY_VULKAN_GEMM": "1"])
         let out = String(decoding: r.stdout, as: UTF8.self)
         XCTAssertEqual(r.code, 0, out + r.stderr)
         XCTAssertFalse(r.stderr.contains("Vulkan validation:"), r.stderr)
-        XCTAssertTrue(out.contains("color.param: no integer scale, run whole at each size"), out)
+        XCTAssertTrue(out.contains("color.param: no integer scale, run whole at its declared input 224x224"), out)
         for precision in ["fp32", "fp16"] {
             XCTAssertNotNil(out.range(of: "parity \(precision), 32x32 whole against the reference backend: max \\|error\\| [0-9.e+-]+ \\(max \\|value\\| [0-9.e+-]+\\) ok",
                                       options: .regularExpression), out)
-            XCTAssertNotNil(out.range(of: "32x32: [0-9]+\\.[0-9] ms per run, median of 2 \\(\(precision), whole\\)", options: .regularExpression), out)
+            XCTAssertNotNil(out.range(of: "224x224: [0-9]+\\.[0-9] ms per run, median of 2 \\(\(precision), whole\\)", options: .regularExpression), out)
+            // The profile: every layer but the input timed (the passes leave 90 of the file's
+            // 104), the slowest first, the 1×1 matrix-product shader among the shaders.
+            XCTAssertNotNil(out.range(of: "profile \(precision), one 224x224 input:\n +[0-9.]+ ms in 90 layers \\(device timestamps", options: .regularExpression), out)
         }
+        XCTAssertEqual(out.components(separatedBy: "per shader: ").count, 3, out)
+        XCTAssertTrue(out.contains("convolution_1x1 "), out)
         XCTAssertTrue(out.hasSuffix("all 1 model(s) ok\n"), out)
     }
 
