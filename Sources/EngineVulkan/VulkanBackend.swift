@@ -46,6 +46,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         winograd = Self.winograd(environment: ProcessInfo.processInfo.environment)
         winogradBlocked = Self.winogradBlocked(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         deconvolutionPhases = Self.deconvolutionPhases(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
+        convolutionRows = Self.convolutionRows(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
 
@@ -54,10 +55,11 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// of at most `arenaBlockLimit` bytes (tests force small ones to split the arena), and 1×1
     /// convolutions as matrix products or not (`pointwiseGEMM`), 3×3 stride-1 ones by Winograd's
     /// method or not (`winograd`), their products in blocks for the CPU or not (`winogradBlocked`),
-    /// transposed convolutions per output phase or not (`deconvolutionPhases`; nil: as
-    /// `init(precision:)` does for each).
+    /// transposed convolutions per output phase or not (`deconvolutionPhases`), dense
+    /// convolutions in runs of a row or not (`convolutionRows`; nil: as `init(precision:)` does
+    /// for each).
     init(memoryPlan: VulkanMemoryPlan, precision: VulkanPrecision = .fp32, arenaBlockLimit: Int? = nil, pointwiseGEMM: Bool? = nil,
-         winograd: VulkanWinograd? = nil, winogradBlocked: Bool? = nil, deconvolutionPhases: Bool? = nil) throws {
+         winograd: VulkanWinograd? = nil, winogradBlocked: Bool? = nil, deconvolutionPhases: Bool? = nil, convolutionRows: Bool? = nil) throws {
         context = try VulkanContext.shared.get()
         self.memoryPlan = memoryPlan
         self.arenaBlockLimit = arenaBlockLimit
@@ -66,6 +68,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         self.winogradBlocked = winogradBlocked ?? Self.winogradBlocked(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         self.deconvolutionPhases = deconvolutionPhases
             ?? Self.deconvolutionPhases(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
+        self.convolutionRows = convolutionRows ?? Self.convolutionRows(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
 
@@ -135,6 +138,19 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         cpuOnly("VIVIFY_VULKAN_DECONV_PHASES", environment: environment, isCPU: isCPU)
     }
 
+    /// Whether dense convolutions of at most 4 output channels compute runs of 8 pixels of a row
+    /// × 4 channels per invocation (convolution_rows4.comp) rather than one pixel × 16 channels
+    /// (convolution_pixels.comp, convolution_1x1_lanes.comp), 13 of them for nothing where the
+    /// layer has 3.
+    let convolutionRows: Bool
+
+    /// In runs on the CPU: on lavapipe realcugan-2x's last layer (64 → 3, 3×3) took 83 ms
+    /// against 663 ms on a 196×128 tile (release, LP_NUM_THREADS=1); not on GPUs, where it is
+    /// untried. VIVIFY_VULKAN_ROWS=1 or 0 forces either, for comparisons.
+    static func convolutionRows(environment: [String: String], isCPU: Bool) -> Bool {
+        cpuOnly("VIVIFY_VULKAN_ROWS", environment: environment, isCPU: isCPU)
+    }
+
     /// A CPU-only kernel choice: on for CPU devices, off for GPUs, unless `variable` is "1"
     /// (on) or "0" (off).
     private static func cpuOnly(_ variable: String, environment: [String: String], isCPU: Bool) -> Bool {
@@ -192,7 +208,8 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         try checkSupport(specialized)
         let prepared = try VulkanPrepared(context: context, graph: specialized, input: inputShape, plan: memoryPlan, storage: precision == .fp16 ? .fp16 : .fp32,
                                          blockLimit: arenaBlockLimit, pointwiseGEMM: pointwiseGEMM, winograd: winograd,
-                                         winogradBlocked: winogradBlocked, deconvolutionPhases: deconvolutionPhases, profiling: profiling)
+                                         winogradBlocked: winogradBlocked, deconvolutionPhases: deconvolutionPhases, convolutionRows: convolutionRows,
+                                         profiling: profiling)
         // The shaders this graph needed, compiled, for the next process (VulkanPipelineCache).
         context.savePipelineCache()
         return prepared

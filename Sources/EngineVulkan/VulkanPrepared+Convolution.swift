@@ -38,6 +38,8 @@ extension VulkanPrepared {
             let tiles = (plane + 15) / 16, gx = min(tiles, Int(context.maxGroupsX))
             try dispatch("convolution_1x1", groups: (gx, blocks, (tiles + gx - 1) / gx), [x, try constant(t), y, bias, slopes],
                          parameters(p, s, o) + [Int32(cp), plane % 4 == 0 ? 1 : 0])
+        } else if p.groups == 1 && convolutionRows && p.outChannels <= 4 {
+            try rowsConvolution(p, x, s, y, o, bias, slopes)
         } else if p.groups == 1 {
             // Lanes across pixels, 16 output channels per invocation (the weights in blocks
             // of 16 channels: [OC/16][C][KH][KW][16], zero past the last channel); 1×1 ones
@@ -56,6 +58,33 @@ extension VulkanPrepared {
             try dispatch(four ? "convolution4" : "convolution", count: four ? o.count / 4 : o.count, [x, try constant(p.weights), y, bias, slopes],
                          parameters(p, s, o))
         }
+    }
+
+    /// A layer of at most 4 output channels (an upscaler's last, 64 → 3) as runs of 8 pixels
+    /// of a row × 4 channels per invocation (convolution_rows4.comp), where the pixel-lane
+    /// shader would compute 16 channels per pixel, most of them for nothing: realcugan-2x's
+    /// last layer on lavapipe took 83 ms against 663 (a 196×128 tile). The same with 16 or 8
+    /// channels × 4 pixels (64 or 32 accumulators) was slower than the pixel-lane shader on its
+    /// wider layers (458–523 ms against 370–415 for the 2×2 stride-2 ones), and 4 × 4 or 4 × 16
+    /// slower than 4 × 8 here (152, 121 ms). Weights as [OC/4][C][KH][KW][4]; a 1×1
+    /// stride-1 unpadded layer runs as one row of all its pixels.
+    private func rowsConvolution(_ p: ConvolutionParameters, _ x: VulkanSlice, _ s: Shape, _ y: VulkanSlice, _ o: Shape,
+                                 _ bias: VulkanSlice?, _ slopes: VulkanSlice?) throws {
+        let k = p.kernelH * p.kernelW
+        let ch = 4, px = 8
+        let blocks = (p.outChannels + ch - 1) / ch
+        var t = [Float](repeating: 0, count: blocks * p.inChannels * k * ch)
+        for oc in 0..<p.outChannels {
+            for i in 0..<(p.inChannels * k) { t[((oc / ch) * p.inChannels * k + i) * ch + oc % ch] = p.weights[oc * p.inChannels * k + i] }
+        }
+        var parameters = parameters(p, s, o)
+        if Self.isPointwise(p) {
+            parameters[1] = 1; parameters[2] = Int32(s.h * s.w); parameters[4] = 1; parameters[5] = Int32(o.h * o.w)
+        }
+        let runs = (Int(parameters[5]) + px - 1) / px, items = Int(parameters[4]) * runs
+        let groups = (items + 63) / 64, gx = min(groups, Int(context.maxGroupsX))
+        try dispatch("convolution_rows4", groups: (gx, blocks, (groups + gx - 1) / gx),
+                     [x, try constant(t), y, bias, slopes], parameters + [Int32(runs)])
     }
 
     /// Whether `choice` runs `p` by Winograd's F(2×2, 3×3): a dense 3×3 convolution with stride

@@ -32,6 +32,8 @@ final class VulkanPrepared: VulkanProfiledGraph {
     let winogradBlocked: Bool
     /// Whether transposed convolutions that allow it run per output phase (`VulkanBackend.deconvolutionPhases`).
     let deconvolutionPhases: Bool
+    /// Whether dense convolutions run in runs of a row (`VulkanBackend.convolutionRows`).
+    let convolutionRows: Bool
     /// The shader of every dispatch recorded, in order (what tests check the choices by).
     private(set) var shaders: [String] = []
     /// Each value's place: a slice of an arena block.
@@ -81,8 +83,9 @@ final class VulkanPrepared: VulkanProfiledGraph {
 
     init(context: VulkanContext, graph: Graph, input: Shape, plan: VulkanMemoryPlan, storage: VulkanStorage = .fp32,
          blockLimit: Int? = nil, pointwiseGEMM: Bool = false, winograd: VulkanWinograd = .never,
-         winogradBlocked: Bool = false, deconvolutionPhases: Bool = false, profiling: Bool = false) throws {
+         winogradBlocked: Bool = false, deconvolutionPhases: Bool = false, convolutionRows: Bool = false, profiling: Bool = false) throws {
         self.context = context
+        self.convolutionRows = convolutionRows
         self.deconvolutionPhases = deconvolutionPhases
         self.pointwiseGEMM = pointwiseGEMM
         self.winograd = winograd

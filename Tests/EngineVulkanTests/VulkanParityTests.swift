@@ -427,6 +427,42 @@ class VulkanParityTests: ValidatedVulkanTestCase {
     /// pictures 7×5, 1×1 and 37×21 (blocks of 4 × 8 outputs cut by the picture's edge, more
     /// than one workgroup). Grouped, dilated and kernels past twice the stride keep
     /// deconvolution.comp.
+    /// Dense convolutions of at most 4 output channels in runs of a row (convolution_rows4.comp,
+    /// the CPU's choice) and one pixel per invocation (convolution_pixels.comp,
+    /// convolution_1x1_lanes.comp: the GPUs', and every wider layer's):
+    /// both against the reference on odd shapes — output channels 1, 3, 4 (the narrow shader),
+    /// 5, 17, 64; strides, dilations, unequal pads, 1×1 (flattened to one row); widths that
+    /// leave a run partly outside the picture — and the shader each records.
+    func testConvolutionRows() throws {
+        XCTAssertTrue(VulkanBackend.convolutionRows(environment: [:], isCPU: true))
+        XCTAssertFalse(VulkanBackend.convolutionRows(environment: [:], isCPU: false))
+        XCTAssertTrue(VulkanBackend.convolutionRows(environment: ["VIVIFY_VULKAN_ROWS": "1"], isCPU: false))
+        XCTAssertFalse(VulkanBackend.convolutionRows(environment: ["VIVIFY_VULKAN_ROWS": "0"], isCPU: true))
+        let automatic = try backend()
+        XCTAssertEqual(automatic.convolutionRows, automatic.isCPU)
+        for rows in [true, false] {
+            let b = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, pointwiseGEMM: false, winograd: .never, convolutionRows: rows)
+            typealias Case = (k: Int, stride: Int, dilation: Int, pads: (Int, Int, Int, Int))
+            let cases: [Case] = [(3, 1, 1, (1, 1, 1, 1)), (1, 1, 1, (0, 0, 0, 0)), (2, 2, 1, (0, 0, 0, 0)), (3, 2, 2, (2, 1, 0, 3)), (5, 1, 1, (2, 2, 2, 2))]
+            for (ic, oc) in [(3, 1), (5, 3), (64, 3), (3, 4), (4, 5), (17, 17), (8, 64)] {
+                for (h, w) in [(7, 5), (1, 1), (9, 13)] {
+                    for (i, c) in cases.enumerated() {
+                        let act: Activation = i % 3 == 0 ? .identity : i % 3 == 1 ? .leakyRelu(slope: 0.1) : .prelu(slopes: rng.array(oc))
+                        let g = chain([(conv(oc, ic, k: c.k, stride: c.stride, dilation: c.dilation, pads: c.pads, activation: act), [1])])
+                        let what = "\(rows ? "rows" : "pixels"): \(ic)→\(oc), \(c.k)x\(c.k) stride \(c.stride) dilation \(c.dilation), \(w)x\(h)"
+                        let s = Shape(c: ic, h: h, w: w)
+                        guard (try? g.inferShapes(input: s)) != nil else { continue }
+                        try compare(g, s, what, on: b)
+                        let shaders = try XCTUnwrap(b.prepare(g, input: s) as? VulkanPrepared).shaders
+                        let pointwise = c.k == 1
+                        let want = rows && oc <= 4 ? "convolution_rows4" : pointwise ? "convolution_1x1_lanes" : "convolution_pixels"
+                        XCTAssertEqual(shaders, [want], what)
+                    }
+                }
+            }
+        }
+    }
+
     func testPhasedDeconvolution() throws {
         XCTAssertTrue(VulkanBackend.deconvolutionPhases(environment: [:], isCPU: true))
         XCTAssertFalse(VulkanBackend.deconvolutionPhases(environment: [:], isCPU: false))

@@ -57,7 +57,8 @@ final class VulkanProfileTests: ValidatedVulkanTestCase {
         let prepared = try profiledBackend().prepare(g, input: s)
         let profiled = try XCTUnwrap(prepared as? VulkanPrepared)
         XCTAssertEqual(profiled.layerTimes.count, 0, "times before the first run")
-        for run in 0..<2 {
+        var fastest = [Double](repeating: .infinity, count: 4)
+        for run in 0..<5 {
             let got = try prepared.run(x)
             XCTAssertEqual(got.data, want.data, "run \(run): profiling changed the output")
             let times = profiled.layerTimes
@@ -70,12 +71,16 @@ final class VulkanProfileTests: ValidatedVulkanTestCase {
             }
             let mirror = try XCTUnwrap(times.last)
             XCTAssertTrue(mirror.onHost && mirror.dispatches.isEmpty && mirror.operation == "external: mirror")
-            // 11.8M multiply-adds against 61k additions over the same 61k values.
-            XCTAssertGreaterThan(times[0].milliseconds, times[1].milliseconds, "run \(run): \(times.map { ($0.layer, $0.milliseconds) })")
+            for (i, t) in times.enumerated() { fastest[i] = min(fastest[i], t.milliseconds) }
         }
+        // 11.8M multiply-adds against 61k additions over the same 61k values (each layer's
+        // fastest of five runs: lavapipe's timestamps are the host's clock, which other
+        // processes on the machine can stretch for any one dispatch).
+        XCTAssertGreaterThan(fastest[0], fastest[1], "\(fastest)")
         let summary = VulkanLayerTime.summary(profiled.layerTimes, top: 2)
         XCTAssertEqual(summary.count, 4, summary.joined(separator: "\n"))
-        XCTAssertTrue(summary[1].contains("wide (convolution: "), summary[1])
+        let slowest = try XCTUnwrap(profiled.layerTimes.max { $0.milliseconds < $1.milliseconds })
+        XCTAssertTrue(summary[1].contains(" \(slowest.layer) (\(slowest.operation): "), summary[1])
         XCTAssertTrue(summary[3].hasPrefix("  per shader: "), summary[3])
         for shader in Set(profiled.shaders) { XCTAssertTrue(summary[3].contains(shader + " "), "\(shader) missing in \(summary[3])") }
     }
