@@ -138,14 +138,15 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         cpuOnly("VIVIFY_VULKAN_DECONV_PHASES", environment: environment, isCPU: isCPU)
     }
 
-    /// Whether dense convolutions of at most 4 output channels compute runs of 8 pixels of a row
-    /// × 4 channels per invocation (convolution_rows4.comp) rather than one pixel × 16 channels
-    /// (convolution_pixels.comp, convolution_1x1_lanes.comp), 13 of them for nothing where the
-    /// layer has 3.
+    /// Whether dense convolutions (but 1×1 ones of more than 4 output channels) compute runs of
+    /// a row per invocation — 8 pixels × 4 channels where the layer has at most 4
+    /// (convolution_rows4.comp), else 4 pixels × 16 channels (convolution_rows16.comp) — rather
+    /// than one pixel × 16 channels (convolution_pixels.comp, convolution_1x1_lanes.comp).
     let convolutionRows: Bool
 
     /// In runs on the CPU: on lavapipe realcugan-2x's last layer (64 → 3, 3×3) took 83 ms
-    /// against 663 ms on a 196×128 tile (release, LP_NUM_THREADS=1); not on GPUs, where it is
+    /// against 663 ms on a 196×128 tile, its other such layers about 2.5× less time (release,
+    /// LP_NUM_THREADS=1; `VulkanPrepared.rowsConvolution`); not on GPUs, where they are
     /// untried. VIVIFY_VULKAN_ROWS=1 or 0 forces either, for comparisons.
     static func convolutionRows(environment: [String: String], isCPU: Bool) -> Bool {
         cpuOnly("VIVIFY_VULKAN_ROWS", environment: environment, isCPU: isCPU)

@@ -38,7 +38,7 @@ extension VulkanPrepared {
             let tiles = (plane + 15) / 16, gx = min(tiles, Int(context.maxGroupsX))
             try dispatch("convolution_1x1", groups: (gx, blocks, (tiles + gx - 1) / gx), [x, try constant(t), y, bias, slopes],
                          parameters(p, s, o) + [Int32(cp), plane % 4 == 0 ? 1 : 0])
-        } else if p.groups == 1 && convolutionRows && p.outChannels <= 4 {
+        } else if p.groups == 1 && convolutionRows && (p.outChannels <= 4 || !Self.isPointwise(p)) {
             try rowsConvolution(p, x, s, y, o, bias, slopes)
         } else if p.groups == 1 {
             // Lanes across pixels, 16 output channels per invocation (the weights in blocks
@@ -60,18 +60,23 @@ extension VulkanPrepared {
         }
     }
 
-    /// A layer of at most 4 output channels (an upscaler's last, 64 → 3) as runs of 8 pixels
-    /// of a row × 4 channels per invocation (convolution_rows4.comp), where the pixel-lane
-    /// shader would compute 16 channels per pixel, most of them for nothing: realcugan-2x's
-    /// last layer on lavapipe took 83 ms against 663 (a 196×128 tile). The same with 16 or 8
-    /// channels × 4 pixels (64 or 32 accumulators) was slower than the pixel-lane shader on its
-    /// wider layers (458–523 ms against 370–415 for the 2×2 stride-2 ones), and 4 × 4 or 4 × 16
-    /// slower than 4 × 8 here (152, 121 ms). Weights as [OC/4][C][KH][KW][4]; a 1×1
-    /// stride-1 unpadded layer runs as one row of all its pixels.
+    /// Runs of a row per invocation (convolution_rows.glsl): a layer of at most 4 output
+    /// channels (an upscaler's last, 64 → 3) as 8 pixels × 4 channels (convolution_rows4.comp),
+    /// where the pixel-lane shader computes 16 channels per pixel, most of them for nothing;
+    /// any other dense layer but a 1×1 one as 4 pixels × 16 channels
+    /// (convolution_rows16.comp): each weight load serves 4 pixels. On lavapipe (release,
+    /// LP_NUM_THREADS=1, realcugan-2x on a 196×128 tile, `--profile`): its last layer 83 ms
+    /// against 663 ms, its 2×2 stride-2 and first layers 743–953 ms against 2,027–2,315 ms in
+    /// all (two alternating rounds on a loaded machine), with 8 × 4 between (812–1,082 ms);
+    /// 4 × 4 and 4 × 16 slower than 4 × 8 on the last layer (152, 121 ms). 1×1 layers keep
+    /// convolution_1x1_lanes.comp: the colorizer's small ones (14×14 to 56×56) ran whole
+    /// 1,144–1,534 ms in runs of 16 × 4 against 939–1,201 ms. The weights in blocks of CH
+    /// channels, [OC/CH][C][KH][KW][CH]; a 1×1 stride-1 unpadded layer runs as one row of all
+    /// its pixels.
     private func rowsConvolution(_ p: ConvolutionParameters, _ x: VulkanSlice, _ s: Shape, _ y: VulkanSlice, _ o: Shape,
                                  _ bias: VulkanSlice?, _ slopes: VulkanSlice?) throws {
         let k = p.kernelH * p.kernelW
-        let ch = 4, px = 8
+        let ch = p.outChannels <= 4 ? 4 : 16, px = ch == 4 ? 8 : 4
         let blocks = (p.outChannels + ch - 1) / ch
         var t = [Float](repeating: 0, count: blocks * p.inChannels * k * ch)
         for oc in 0..<p.outChannels {
@@ -83,7 +88,7 @@ extension VulkanPrepared {
         }
         let runs = (Int(parameters[5]) + px - 1) / px, items = Int(parameters[4]) * runs
         let groups = (items + 63) / 64, gx = min(groups, Int(context.maxGroupsX))
-        try dispatch("convolution_rows4", groups: (gx, blocks, (groups + gx - 1) / gx),
+        try dispatch(ch == 4 ? "convolution_rows4" : "convolution_rows16", groups: (gx, blocks, (groups + gx - 1) / gx),
                      [x, try constant(t), y, bias, slopes], parameters + [Int32(runs)])
     }
 

@@ -249,11 +249,11 @@ final class VulkanPrepared: VulkanProfiledGraph {
             }
         }
         layerTimes = graph.nodes.enumerated().map { i, node in
-            if let d = device[i] {
-                return VulkanLayerTime(layer: node.name, operation: node.op.kindName,
-                                       dispatches: d.map { VulkanLayerTime.Dispatch(shader: $0.shader, milliseconds: $0.ms) })
-            }
-            return VulkanLayerTime(layer: node.name, operation: node.op.kindName, hostMilliseconds: host[i] ?? 0)
+            var t = device[i].map {
+                VulkanLayerTime(layer: node.name, operation: node.op.kindName, dispatches: $0.map { VulkanLayerTime.Dispatch(shader: $0.shader, milliseconds: $0.ms) })
+            } ?? VulkanLayerTime(layer: node.name, operation: node.op.kindName, hostMilliseconds: host[i] ?? 0)
+            t.output = shapes[node.output]
+            return t
         }
     }
 

@@ -18,6 +18,8 @@ public struct VulkanLayerTime: Sendable, Equatable {
     public let layer: String
     /// Its operation (`Operation.kindName`).
     public let operation: String
+    /// The shape of its output (channels × height × width; nil where not given).
+    public var output: Shape?
     /// Its dispatches in order (none for a constant, uploaded at prepare, or a layer run on the host).
     public let dispatches: [Dispatch]
     /// The dispatches' device time; for a layer run on the host, the host's wall time.
@@ -61,7 +63,8 @@ public struct VulkanLayerTime: Sendable, Equatable {
                 how += (how.isEmpty ? "" : ", ") + t.dispatches[k].shader + (j - k > 1 ? " ×\(j - k)" : "") + " " + ms(sum)
                 k = j
             }
-            lines.append("  \(ms(t.milliseconds)) ms \(share(t.milliseconds))  \(t.layer) (\(t.operation): \(how))")
+            let shape = t.output.map { " → \($0.c)×\($0.h)×\($0.w)" } ?? ""
+            lines.append("  \(ms(t.milliseconds)) ms \(share(t.milliseconds))  \(t.layer) (\(t.operation)\(shape): \(how))")
         }
         var byShader: [String: (ms: Double, dispatches: Int)] = [:]
         for t in times {

@@ -427,9 +427,9 @@ class VulkanParityTests: ValidatedVulkanTestCase {
     /// pictures 7×5, 1×1 and 37×21 (blocks of 4 × 8 outputs cut by the picture's edge, more
     /// than one workgroup). Grouped, dilated and kernels past twice the stride keep
     /// deconvolution.comp.
-    /// Dense convolutions of at most 4 output channels in runs of a row (convolution_rows4.comp,
-    /// the CPU's choice) and one pixel per invocation (convolution_pixels.comp,
-    /// convolution_1x1_lanes.comp: the GPUs', and every wider layer's):
+    /// Dense convolutions in runs of a row (convolution_rows4.comp for at most 4 output
+    /// channels, convolution_rows16.comp for more but 1×1: the CPU's choice) and one pixel per
+    /// invocation (convolution_pixels.comp, convolution_1x1_lanes.comp: the GPUs'):
     /// both against the reference on odd shapes — output channels 1, 3, 4 (the narrow shader),
     /// 5, 17, 64; strides, dilations, unequal pads, 1×1 (flattened to one row); widths that
     /// leave a run partly outside the picture — and the shader each records.
@@ -455,7 +455,8 @@ class VulkanParityTests: ValidatedVulkanTestCase {
                         try compare(g, s, what, on: b)
                         let shaders = try XCTUnwrap(b.prepare(g, input: s) as? VulkanPrepared).shaders
                         let pointwise = c.k == 1
-                        let want = rows && oc <= 4 ? "convolution_rows4" : pointwise ? "convolution_1x1_lanes" : "convolution_pixels"
+                        let want = rows && oc <= 4 ? "convolution_rows4" : pointwise ? "convolution_1x1_lanes"
+                            : rows ? "convolution_rows16" : "convolution_pixels"
                         XCTAssertEqual(shaders, [want], what)
                     }
                 }

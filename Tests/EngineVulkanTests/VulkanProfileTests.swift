@@ -80,7 +80,9 @@ final class VulkanProfileTests: ValidatedVulkanTestCase {
         let summary = VulkanLayerTime.summary(profiled.layerTimes, top: 2)
         XCTAssertEqual(summary.count, 4, summary.joined(separator: "\n"))
         let slowest = try XCTUnwrap(profiled.layerTimes.max { $0.milliseconds < $1.milliseconds })
-        XCTAssertTrue(summary[1].contains(" \(slowest.layer) (\(slowest.operation): "), summary[1])
+        let o = try XCTUnwrap(slowest.output)
+        XCTAssertTrue(summary[1].contains(" \(slowest.layer) (\(slowest.operation) → \(o.c)×\(o.h)×\(o.w): "), summary[1])
+        XCTAssertEqual(profiled.layerTimes.map { $0.output?.c }, [32, 32, 3, 3])
         XCTAssertTrue(summary[3].hasPrefix("  per shader: "), summary[3])
         for shader in Set(profiled.shaders) { XCTAssertTrue(summary[3].contains(shader + " "), "\(shader) missing in \(summary[3])") }
     }

@@ -3,10 +3,11 @@
 // runs of pixels: a weight vec4 serves PX pixels and an input value CH channels, so a kernel
 // tap costs CH/4 + PX loads for CH × PX multiply-adds (convolution_pixels.comp: 5 loads for
 // 16, whatever the layer's output channels). On the CPU (lavapipe) loads count: each becomes
-// a loop over the SIMD lanes while the multiply-adds are whole vectors; but so do registers:
-// 16 or 8 channels × 4 pixels (64 or 32 accumulators) ran slower there than
-// convolution_pixels.comp on 64- and 128-channel layers. Included by convolution_rows4.comp
-// (4 × 8, for layers of at most 4 output channels), which defines CH and PX. Weights as
+// a loop over the SIMD lanes while the multiply-adds are whole vectors. The loops over the
+// accumulators are unrolled, so they stay in registers (rolled, lavapipe kept them in
+// memory and 16 × 4 ran slower than convolution_pixels.comp). Included by
+// convolution_rows4.comp (4 × 8, for layers of at most 4 output channels) and
+// convolution_rows16.comp (16 × 4), which define CH and PX. Weights as
 // [OC/CH][C][KH][KW][CH] (zero past the last channel); parameters as convolution.comp's, and
 // p[20] the runs of PX pixels per output row. A 1×1 stride-1 unpadded convolution runs as
 // one row of H·W pixels.
@@ -24,7 +25,7 @@ void main() {
     bool live = item < OH * runs;
     int oy = live ? item / runs : 0, ox0 = live ? (item % runs) * PX : 0;
     vec4 acc[PX * Q];
-    for (int i = 0; i < PX * Q; i++) acc[i] = vec4(0.0);
+    [[unroll]] for (int i = 0; i < PX * Q; i++) acc[i] = vec4(0.0);
     int k = block * C * KH * KW * Q;
     for (int ic = 0; ic < C; ic++) {
         for (int ky = 0; ky < KH; ky++) {
@@ -33,21 +34,21 @@ void main() {
             int row = (ic * H + iy) * W;
             for (int kx = 0; kx < KW; kx++, k += Q) {
                 vec4 wq[Q];
-                for (int q = 0; q < Q; q++) wq[q] = vec4(w[k + q]);
-                for (int j = 0; j < PX; j++) {
+                [[unroll]] for (int q = 0; q < Q; q++) wq[q] = vec4(w[k + q]);
+                [[unroll]] for (int j = 0; j < PX; j++) {
                     int ix = (ox0 + j) * SW - PL + kx * DW;
                     float v = (rowIn && ix >= 0 && ix < W) ? float(x[row + ix]) : 0.0;
-                    for (int q = 0; q < Q; q++) acc[j * Q + q] += v * wq[q];
+                    [[unroll]] for (int q = 0; q < Q; q++) acc[j * Q + q] += v * wq[q];
                 }
             }
         }
     }
     if (!live) return;
     int plane = OH * OW;
-    for (int j = 0; j < PX; j++) {
+    [[unroll]] for (int j = 0; j < PX; j++) {
         int ox = ox0 + j;
         if (ox >= OW) break;
-        for (int c = 0; c < CH; c++) {
+        [[unroll]] for (int c = 0; c < CH; c++) {
             int oc = oc0 + c;
             if (oc >= OC) break;
             float s = acc[j * Q + c / 4][c % 4] + (p[15] != 0 ? float(bias[oc]) : 0.0);
