@@ -232,12 +232,15 @@ final class VulkanPrepared: VulkanProfiledGraph {
 
     /// `layerTimes` from the last run's timestamps and the host steps' clock.
     private func readLayerTimes(host: [Int: Double]) throws {
-        var ticks = [UInt64](repeating: 0, count: queries)
-        let flags = VkQueryResultFlags(VK_QUERY_RESULT_64_BIT.rawValue | VK_QUERY_RESULT_WAIT_BIT.rawValue)
-        let r = ticks.withUnsafeMutableBytes { raw in
-            vkGetQueryPoolResults(context.device, queryPool, 0, UInt32(queries), raw.count, raw.baseAddress, 8, flags)
+        // A graph with no layer on the device (external layers alone) wrote no timestamp.
+        var ticks = [UInt64](repeating: 0, count: max(queries, 1))
+        if queries > 0 {
+            let flags = VkQueryResultFlags(VK_QUERY_RESULT_64_BIT.rawValue | VK_QUERY_RESULT_WAIT_BIT.rawValue)
+            let r = ticks.withUnsafeMutableBytes { raw in
+                vkGetQueryPoolResults(context.device, queryPool, 0, UInt32(queries), raw.count, raw.baseAddress, 8, flags)
+            }
+            try VulkanContext.check(r, "reading the layers' timestamps")
         }
-        try VulkanContext.check(r, "reading the layers' timestamps")
         let bits = context.timestampBits, mask: UInt64 = bits >= 64 ? .max : (1 << UInt64(bits)) - 1
         func ms(_ from: Int, _ to: Int) -> Double { Double((ticks[to] &- ticks[from]) & mask) * context.timestampPeriod / 1e6 }
         var device: [Int: [(shader: String, ms: Double)]] = [:]

@@ -87,6 +87,19 @@ final class VulkanProfileTests: ValidatedVulkanTestCase {
         for shader in Set(profiled.shaders) { XCTAssertTrue(summary[3].contains(shader + " "), "\(shader) missing in \(summary[3])") }
     }
 
+    /// A graph with no layer on the device writes no timestamp: its one layer is timed by the
+    /// host's clock.
+    func testAGraphOfHostStepsAloneIsTimedByTheClock() throws {
+        let g = Graph(valueNames: ["in", "out"], nodes: [Node(name: "mirror", op: .external(ExternalLayer(MirrorKernel())), inputs: [0], output: 1)],
+                      input: 0, output: 1, source: "host only")
+        let s = Shape(c: 3, h: 5, w: 7)
+        let prepared = try XCTUnwrap(try profiledBackend().prepare(g, input: s) as? VulkanPrepared)
+        let x = Tensor(shape: s, data: values(s.count))
+        XCTAssertEqual(try prepared.run(x).data, try ReferenceBackend(runsPasses: false).prepare(g, input: s).run(x).data)
+        XCTAssertEqual(prepared.layerTimes.map(\.layer), ["mirror"])
+        XCTAssertTrue(prepared.layerTimes[0].onHost && prepared.layerTimes[0].milliseconds > 0)
+    }
+
     /// The passes change no result: the fused graph on the device against the reference on
     /// the graph as written (fp32 bar, relative to max(1, max |reference|)), with no activation
     /// or affine shader recorded.
