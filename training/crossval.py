@@ -52,6 +52,15 @@ def crop_files(files, crops):
     return [f for f in files for _ in range(crops)]
 
 
+def imagenette_files(root, train_root):
+    """Imagenette's colour photographs as training/data.py keeps them, sorted."""
+    from data import IMAGENETTE_COMMIT, check_snapshot, entries
+    commit = check_snapshot(root)
+    if commit is not None and commit != IMAGENETTE_COMMIT:
+        sys.exit(f"'{root}' is at {commit}, not {IMAGENETTE_COMMIT}: check out that commit (training/data.py names it).")
+    return sorted(f for f, e in entries(root, train_root) if e["source"] == "imagenette")
+
+
 def train_fold(k, folds, imagenet, args, encoder):
     """Train fold k's decoder (or reuse it) and export it; returns the .param path."""
     out = os.path.join(args.out, f"fold{k}")
@@ -67,10 +76,25 @@ def train_fold(k, folds, imagenet, args, encoder):
         if not os.path.exists(os.path.join(path, "ab.npy")):
             build_cache(encoder, files, args.crops, args.seed + seed % 2, path)
     owners = crop_files(train_files, args.crops) * 2 + crop_files(kept_out, args.crops) * 2
+    first = [0, 2]  # the cache sets of the first seed, whose ab fix the bins and the rebalancing
+    if args.imagenette:
+        # Issue 29: Imagenette's colour photographs (training/data.py's list: no one-channel
+        # JPEGs, none of ImageNet-sample900's own photographs) in every fold, --imagenette-crops
+        # a photograph in each of two cache sets.
+        extra = imagenette_files(args.imagenette, args.train)
+        for seed, name in enumerate(["imagenette1", "imagenette2"]):
+            path = os.path.join(args.cache, name)
+            if not os.path.exists(os.path.join(path, "ab.npy")):
+                build_cache(encoder, extra, args.imagenette_crops, args.seed + seed, path)
+            paths.append(path)
+        owners += crop_files(extra, args.imagenette_crops) * 2
+        first.append(4)
     keep = np.array([i for i, f in enumerate(owners) if f not in held])
     data = Caches(paths, keep)
-    first_set = np.concatenate([np.asarray(data.parts[0][5]), np.asarray(data.parts[2][5])])
+    first_set = np.concatenate([np.asarray(data.parts[j][5]) for j in first])
     first_owners = crop_files(train_files, args.crops) + crop_files(kept_out, args.crops)
+    if args.imagenette:
+        first_owners += crop_files(extra, args.imagenette_crops)
     bins, weights = quantize_prior(first_set[[f not in held for f in first_owners]], args.rebalance)
     print(f"fold {k}/{folds}: {len(held)} photographs held out, {len(data)} training crops, {len(bins)} ab bins", flush=True)
     torch.manual_seed(args.seed)
@@ -153,6 +177,8 @@ def main():
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--only", type=int, action="append", help="train (and evaluate) only these folds")
     ap.add_argument("--crops", type=int, default=12)
+    ap.add_argument("--imagenette", help="a checkout of thunderInfy/imagenette at training/data.py's commit: its colour photographs join every fold's training set (issue 29)")
+    ap.add_argument("--imagenette-crops", type=int, default=2, help="cached crops per Imagenette photograph in each of its two cache sets")
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--schedule", type=int, default=2700)
     ap.add_argument("--batch", type=int, default=32)
@@ -178,7 +204,7 @@ def main():
     imagenet = image_files(os.path.join(args.train, "ImageNet-sample900"))
     judge = Judge(args.shared)
     folds = args.only or list(range(args.folds))
-    rows, results = [], {"folds": {}, "recipe": {k: getattr(args, k) for k in ["steps", "schedule", "batch", "lr", "dropout", "rebalance", "seed"]}}
+    rows, results = [], {"folds": {}, "recipe": {k: getattr(args, k) for k in ["steps", "schedule", "batch", "lr", "dropout", "rebalance", "seed", "imagenette", "imagenette_crops"]}}
     decoding = dict(SHIPPED_DECODING, alpha=args.alpha, t=args.t, scale=args.scale)
     if args.checkpoints:
         meta = torch.load(args.checkpoints, map_location="cpu", weights_only=False)["meta"]
