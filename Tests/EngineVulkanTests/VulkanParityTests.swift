@@ -81,6 +81,15 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         return relative
     }
 
+    /// A CPU-only kernel switch: on for CPU devices, off for GPUs, and `variable` 1 or 0 forcing
+    /// it either way on both.
+    func assertCPUOnlySwitch(_ variable: String, _ choice: ([String: String], Bool) -> Bool, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertTrue(choice([:], true), variable, file: file, line: line)
+        XCTAssertFalse(choice([:], false), variable, file: file, line: line)
+        XCTAssertTrue(choice([variable: "1"], false), variable, file: file, line: line)
+        XCTAssertFalse(choice([variable: "0"], true), variable, file: file, line: line)
+    }
+
     func conv(_ oc: Int, _ ic: Int, k: Int, kw: Int? = nil, stride: Int = 1, dilation: Int = 1, pads: (Int, Int, Int, Int) = (0, 0, 0, 0),
               groups: Int = 1, bias: Bool = true, activation: Activation = .identity) -> Engine.Operation {
         let kw = kw ?? k
@@ -124,10 +133,7 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         XCTAssertEqual(VulkanBackend.winograd(environment: [:]), .wide)
         XCTAssertEqual(VulkanBackend.winograd(environment: ["VIVIFY_VULKAN_WINOGRAD": "1"]), .always)
         XCTAssertEqual(VulkanBackend.winograd(environment: ["VIVIFY_VULKAN_WINOGRAD": "0"]), .never)
-        XCTAssertTrue(VulkanBackend.winogradBlocked(environment: [:], isCPU: true))
-        XCTAssertFalse(VulkanBackend.winogradBlocked(environment: [:], isCPU: false))
-        XCTAssertTrue(VulkanBackend.winogradBlocked(environment: ["VIVIFY_VULKAN_WINOGRAD_BLOCKED": "1"], isCPU: false))
-        XCTAssertFalse(VulkanBackend.winogradBlocked(environment: ["VIVIFY_VULKAN_WINOGRAD_BLOCKED": "0"], isCPU: true))
+        assertCPUOnlySwitch("VIVIFY_VULKAN_WINOGRAD_BLOCKED", VulkanBackend.winogradBlocked)
         XCTAssertEqual(automatic.winogradBlocked, automatic.isCPU)
         for blocked in [false, true] {
             try winogradConvolutions(blocked: blocked, automatic.memoryPlan)
@@ -135,9 +141,11 @@ class VulkanParityTests: ValidatedVulkanTestCase {
     }
 
     private func winogradConvolutions(blocked: Bool, _ memoryPlan: VulkanMemoryPlan) throws {
-        let forced = try VulkanBackend(memoryPlan: memoryPlan, precision: precision, winograd: .always, winogradBlocked: blocked)
-        let wide = try VulkanBackend(memoryPlan: memoryPlan, precision: precision, winograd: .wide, winogradBlocked: blocked)
-        let never = try VulkanBackend(memoryPlan: memoryPlan, precision: precision, winograd: .never, winogradBlocked: blocked)
+        // The direct layers in the pixel-lane shader on every device (the row shaders, the CPU's
+        // choice for them, have testConvolutionRows).
+        let forced = try VulkanBackend(memoryPlan: memoryPlan, precision: precision, winograd: .always, winogradBlocked: blocked, convolutionRows: false)
+        let wide = try VulkanBackend(memoryPlan: memoryPlan, precision: precision, winograd: .wide, winogradBlocked: blocked, convolutionRows: false)
+        let never = try VulkanBackend(memoryPlan: memoryPlan, precision: precision, winograd: .never, winogradBlocked: blocked, convolutionRows: false)
         // Blocked in fp32: the weights through a uniform buffer, 64 KiB (some of the 16
         // positions) per dispatch; shaders(_:_:_:) counts a run of those dispatches once.
         let multiply = blocked ? (precision == .fp32 ? "winograd_multiply_uniform" : "winograd_multiply_blocked") : "winograd_multiply"
@@ -202,7 +210,7 @@ class VulkanParityTests: ValidatedVulkanTestCase {
     /// CPU's 1×1 shader (pixel lanes without a window) on the same cases.
     func testPointwiseConvolutionsAsMatrixProducts() throws {
         let automatic = try backend()
-        let gemm = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, pointwiseGEMM: true)
+        let gemm = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, pointwiseGEMM: true, convolutionRows: false)
         XCTAssertTrue(VulkanBackend.pointwiseGEMM(environment: [:], isCPU: false))
         XCTAssertFalse(VulkanBackend.pointwiseGEMM(environment: [:], isCPU: true))
         XCTAssertTrue(VulkanBackend.pointwiseGEMM(environment: ["VIVIFY_VULKAN_GEMM": "1"], isCPU: true))
@@ -210,7 +218,7 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         let one = chain([(conv(8, 4, k: 1), [1]), (conv(8, 8, k: 3, pads: (1, 1, 1, 1)), [1])])
         let shaders = try XCTUnwrap(try gemm.prepare(one, input: Shape(c: 4, h: 5, w: 7)) as? VulkanPrepared).shaders
         XCTAssertEqual(shaders, ["convolution_1x1", "convolution_pixels"])
-        let lanes = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, pointwiseGEMM: false)
+        let lanes = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, pointwiseGEMM: false, convolutionRows: false)
         XCTAssertEqual(try XCTUnwrap(try lanes.prepare(one, input: Shape(c: 4, h: 5, w: 7)) as? VulkanPrepared).shaders,
                        ["convolution_1x1_lanes", "convolution_pixels"])
         func params(_ op: Engine.Operation) -> ConvolutionParameters {
@@ -434,10 +442,7 @@ class VulkanParityTests: ValidatedVulkanTestCase {
     /// 5, 17, 64; strides, dilations, unequal pads, 1×1 (flattened to one row); widths that
     /// leave a run partly outside the picture — and the shader each records.
     func testConvolutionRows() throws {
-        XCTAssertTrue(VulkanBackend.convolutionRows(environment: [:], isCPU: true))
-        XCTAssertFalse(VulkanBackend.convolutionRows(environment: [:], isCPU: false))
-        XCTAssertTrue(VulkanBackend.convolutionRows(environment: ["VIVIFY_VULKAN_ROWS": "1"], isCPU: false))
-        XCTAssertFalse(VulkanBackend.convolutionRows(environment: ["VIVIFY_VULKAN_ROWS": "0"], isCPU: true))
+        assertCPUOnlySwitch("VIVIFY_VULKAN_ROWS", VulkanBackend.convolutionRows)
         let automatic = try backend()
         XCTAssertEqual(automatic.convolutionRows, automatic.isCPU)
         for rows in [true, false] {
@@ -465,10 +470,7 @@ class VulkanParityTests: ValidatedVulkanTestCase {
     }
 
     func testPhasedDeconvolution() throws {
-        XCTAssertTrue(VulkanBackend.deconvolutionPhases(environment: [:], isCPU: true))
-        XCTAssertFalse(VulkanBackend.deconvolutionPhases(environment: [:], isCPU: false))
-        XCTAssertTrue(VulkanBackend.deconvolutionPhases(environment: ["VIVIFY_VULKAN_DECONV_PHASES": "1"], isCPU: false))
-        XCTAssertFalse(VulkanBackend.deconvolutionPhases(environment: ["VIVIFY_VULKAN_DECONV_PHASES": "0"], isCPU: true))
+        assertCPUOnlySwitch("VIVIFY_VULKAN_DECONV_PHASES", VulkanBackend.deconvolutionPhases)
         let automatic = try backend()
         XCTAssertEqual(automatic.deconvolutionPhases, automatic.isCPU)
         let phased = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, deconvolutionPhases: true)
