@@ -23,7 +23,6 @@ extension VulkanPrepared {
     func convolution(_ p: ConvolutionParameters, _ node: Node) throws {
         let (x, s, y, o) = operands(node)
         let (bias, slopes) = try biasAndSlopes(p)
-        let k = p.kernelH * p.kernelW
         if Self.isWinograd(p, winograd), try winogradConvolution(p, x, s, y, o, bias, slopes) {
             return
         } else if pointwiseGEMM, Self.isPointwise(p) {
@@ -46,10 +45,7 @@ extension VulkanPrepared {
             // without the window's loops and bounds checks (6–10% faster for the colorizer on
             // lavapipe).
             let blocks = (p.outChannels + 15) / 16
-            var t = [Float](repeating: 0, count: blocks * p.inChannels * k * 16)
-            for oc in 0..<p.outChannels {
-                for i in 0..<(p.inChannels * k) { t[((oc / 16) * p.inChannels * k + i) * 16 + oc % 16] = p.weights[oc * p.inChannels * k + i] }
-            }
+            let t = Self.channelBlocks(p, 16)
             let groups = (o.h * o.w + 63) / 64, gx = min(groups, Int(context.maxGroupsX))
             try dispatch(Self.isPointwise(p) ? "convolution_1x1_lanes" : "convolution_pixels", groups: (gx, blocks, (groups + gx - 1) / gx), [x, try constant(t), y, bias, slopes], parameters(p, s, o))
         } else {
@@ -75,13 +71,9 @@ extension VulkanPrepared {
     /// its pixels.
     private func rowsConvolution(_ p: ConvolutionParameters, _ x: VulkanSlice, _ s: Shape, _ y: VulkanSlice, _ o: Shape,
                                  _ bias: VulkanSlice?, _ slopes: VulkanSlice?) throws {
-        let k = p.kernelH * p.kernelW
         let ch = p.outChannels <= 4 ? 4 : 16, px = ch == 4 ? 8 : 4
         let blocks = (p.outChannels + ch - 1) / ch
-        var t = [Float](repeating: 0, count: blocks * p.inChannels * k * ch)
-        for oc in 0..<p.outChannels {
-            for i in 0..<(p.inChannels * k) { t[((oc / ch) * p.inChannels * k + i) * ch + oc % ch] = p.weights[oc * p.inChannels * k + i] }
-        }
+        let t = Self.channelBlocks(p, ch)
         var parameters = parameters(p, s, o)
         if Self.isPointwise(p) {
             parameters[1] = 1; parameters[2] = Int32(s.h * s.w); parameters[4] = 1; parameters[5] = Int32(o.h * o.w)
@@ -90,6 +82,17 @@ extension VulkanPrepared {
         let groups = (items + 63) / 64, gx = min(groups, Int(context.maxGroupsX))
         try dispatch(ch == 4 ? "convolution_rows4" : "convolution_rows16", groups: (gx, blocks, (groups + gx - 1) / gx),
                      [x, try constant(t), y, bias, slopes], parameters + [Int32(runs)])
+    }
+
+    /// A dense layer's weights in blocks of `ch` output channels, [OC/ch][C][KH][KW][ch], zero
+    /// past the last channel (the pixel-lane and row shaders' layout).
+    static func channelBlocks(_ p: ConvolutionParameters, _ ch: Int) -> [Float] {
+        let taps = p.inChannels * p.kernelH * p.kernelW, blocks = (p.outChannels + ch - 1) / ch
+        var t = [Float](repeating: 0, count: blocks * taps * ch)
+        for oc in 0..<p.outChannels {
+            for i in 0..<taps { t[((oc / ch) * taps + i) * ch + oc % ch] = p.weights[oc * taps + i] }
+        }
+        return t
     }
 
     /// Whether `choice` runs `p` by Winograd's F(2×2, 3×3): a dense 3×3 convolution with stride
