@@ -686,6 +686,12 @@ def train(model, ema, opt, data, weights, val, tune, args, ckpt, step, spent):
             if tune_margin > best:
                 best = tune_margin
                 torch.save(state, best_path)
+        elif getattr(args, "save_every", 0) and step % args.save_every == 0:
+            # A checkpoint to resume from, without the evaluation (training/crossval.py).
+            state = {"model": model.state_dict(), "opt": opt.state_dict(), "bins": model.decoder.bins.numpy(), "step": step,
+                     "seconds": time.time() - start, "seed": args.seed, "finetune": model.upper is not None}
+            torch.save(state, ckpt + ".tmp")
+            os.replace(ckpt + ".tmp", ckpt)
         if out_of_time:
             break
 

@@ -82,12 +82,12 @@ def train_fold(k, folds, imagenet, args, encoder):
         # JPEGs, none of ImageNet-sample900's own photographs) in every fold, --imagenette-crops
         # a photograph in each of two cache sets.
         extra = imagenette_files(args.imagenette, args.train)
-        for seed, name in enumerate(["imagenette1", "imagenette2"]):
+        for seed, name in enumerate(["imagenette1", "imagenette2"][:args.imagenette_sets]):
             path = os.path.join(args.cache, name)
             if not os.path.exists(os.path.join(path, "ab.npy")):
                 build_cache(encoder, extra, args.imagenette_crops, args.seed + seed, path)
             paths.append(path)
-        owners += crop_files(extra, args.imagenette_crops) * 2
+        owners += crop_files(extra, args.imagenette_crops) * args.imagenette_sets
         first.append(4)
     keep = np.array([i for i, f in enumerate(owners) if f not in held])
     data = Caches(paths, keep)
@@ -103,8 +103,17 @@ def train_fold(k, folds, imagenet, args, encoder):
     opt = torch.optim.Adam([{"params": list(model.decoder.parameters()), "lr": args.lr, "base_lr": args.lr}], weight_decay=args.weight_decay)
     val = prepare_eval(encoder, sorted(held)[::6])  # logged once at the end; nothing is chosen by it
     targs = types.SimpleNamespace(out=out, seed=args.seed, minutes=0, steps=args.steps, schedule_steps=args.schedule, batch=args.batch,
-                                  eval_every=args.steps)
-    train(model, None, opt, data, weights, val, val, targs, os.path.join(out, "checkpoint.pt"), 0, 0.0)
+                                  eval_every=args.steps, save_every=args.save_every)
+    ckpt, step, spent = os.path.join(out, "checkpoint.pt"), 0, 0.0
+    if os.path.exists(ckpt):
+        # An interrupted fold goes on from its last checkpoint (every --save-every steps).
+        state = torch.load(ckpt, weights_only=False)  # our own checkpoint
+        if not np.array_equal(state["bins"], model.decoder.bins.numpy()):
+            sys.exit(f"'{ckpt}' was trained with other colour bins (other caches or options): delete it to start the fold afresh.")
+        model.load_state_dict(state["model"]); opt.load_state_dict(state["opt"])
+        step, spent = state["step"], state.get("seconds", 0.0)
+        print(f"fold {k}: resumed at step {step} ({spent:.0f} s trained)", flush=True)
+    train(model, None, opt, data, weights, val, val, targs, ckpt, step, spent)
     model.eval()
     d = SHIPPED_DECODING
     export(encoder, model.decoder, d["t"], d["scale"], d["alpha"], param + ".tmp", os.path.join(out, "vivify-color.bin"))
@@ -179,6 +188,9 @@ def main():
     ap.add_argument("--crops", type=int, default=12)
     ap.add_argument("--imagenette", help="a checkout of thunderInfy/imagenette at training/data.py's commit: its colour photographs join every fold's training set (issue 29)")
     ap.add_argument("--imagenette-crops", type=int, default=2, help="cached crops per Imagenette photograph in each of its two cache sets")
+    ap.add_argument("--imagenette-sets", type=int, choices=[1, 2], default=2,
+                    help="Imagenette cache sets used (1: half the features, which then fit in the page cache of a 24 GB machine)")
+    ap.add_argument("--save-every", type=int, default=100, help="steps between the checkpoints an interrupted fold resumes from")
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--schedule", type=int, default=2700)
     ap.add_argument("--batch", type=int, default=32)
@@ -204,7 +216,7 @@ def main():
     imagenet = image_files(os.path.join(args.train, "ImageNet-sample900"))
     judge = Judge(args.shared)
     folds = args.only or list(range(args.folds))
-    rows, results = [], {"folds": {}, "recipe": {k: getattr(args, k) for k in ["steps", "schedule", "batch", "lr", "dropout", "rebalance", "seed", "imagenette", "imagenette_crops"]}}
+    rows, results = [], {"folds": {}, "recipe": {k: getattr(args, k) for k in ["steps", "schedule", "batch", "lr", "dropout", "rebalance", "seed", "imagenette", "imagenette_crops", "imagenette_sets"]}}
     decoding = dict(SHIPPED_DECODING, alpha=args.alpha, t=args.t, scale=args.scale)
     if args.checkpoints:
         meta = torch.load(args.checkpoints, map_location="cpu", weights_only=False)["meta"]

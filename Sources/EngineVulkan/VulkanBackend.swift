@@ -141,7 +141,9 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// Whether dense convolutions (but 1×1 ones of more than 4 output channels) compute runs of
     /// a row per invocation — 8 pixels × 4 channels where the layer has at most 4
     /// (convolution_rows4.comp), else 4 pixels × 16 channels (convolution_rows16.comp) — rather
-    /// than one pixel × 16 channels (convolution_pixels.comp, convolution_1x1_lanes.comp).
+    /// than one pixel × 16 channels (convolution_pixels.comp, convolution_1x1_lanes.comp) —
+    /// and depthwise 3×3 ones 8 pixels of a row of a channel per invocation
+    /// (convolution_depthwise_s1/_s2.comp) rather than one value (convolution.comp).
     let convolutionRows: Bool
 
     /// In runs on the CPU: on lavapipe realcugan-2x's last layer (64 → 3, 3×3) took 83 ms

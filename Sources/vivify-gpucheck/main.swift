@@ -7,7 +7,8 @@
 //   - speed: milliseconds per frame at each size and precision, run in tiles as vivify runs
 //     upscalers (TiledRunner, the backend's automatic tile), after one untimed warm-up frame;
 //   - for a model with no integer scale (the colorizer), parity on a --parity-tile square and
-//     milliseconds per whole run at each size instead (median of --runs; ncnn not timed);
+//     milliseconds per whole run at each size instead (median of --runs), at the size its Input
+//     layer declares where it declares one;
 //   - ncnn-Vulkan's time on the same file, device and sizes (whole frames, fp32 and fp16, the
 //     median of --runs after a warm-up, upload and download included) when the `ncnn` Python
 //     package is importable (`python3`, or --python), and our time over ncnn's fp32 time;
@@ -146,10 +147,10 @@ func check(_ path: String, backends: [VulkanBackend], options: Options) throws -
             say("\(path): no integer scale, run whole at its declared input \(declared.w)x\(declared.h)")
             var whole = options
             whole.sizes = [declared]
-            return try checkWhole(graph, channels: channels, backends: backends, options: whole)
+            return try checkWhole(path, graph, channels: channels, backends: backends, options: whole)
         }
         say("\(path): no integer scale, run whole at each size")
-        return try checkWhole(graph, channels: channels, backends: backends, options: options)
+        return try checkWhole(path, graph, channels: channels, backends: backends, options: options)
     }
     say("\(path): scale \(spec.scale), border \(spec.padding)")
     // Parity on one tile with its border, as the tiler feeds it.
@@ -177,7 +178,9 @@ func check(_ path: String, backends: [VulkanBackend], options: Options) throws -
             if backend.precision == .fp32 || ours["\(w)x\(h)"] == nil { ours["\(w)x\(h)"] = ms }
         }
     }
-    if let python = options.python, NCNNPeer.usable { NCNNPeer.time(path, python: python, device: backend.deviceName, options: options, ours: ours) }
+    if let python = options.python, NCNNPeer.usable {
+        NCNNPeer.time(path, channels: channels, python: python, device: backend.deviceName, options: options, ours: ours)
+    }
     if options.profile, let (w, h) = options.sizes.last {
         let (th, tw) = try TiledRunner(graph: graph, spec: spec, backend: backend, tileSize: options.tile).tileInterior(height: h, width: w)
         let shape = graph.needsWholeFrame ? Shape(c: channels, h: h, w: w) : Shape(c: channels, h: th + 2 * spec.padding, w: tw + 2 * spec.padding)
@@ -248,10 +251,11 @@ func checkParity(_ graph: Graph, _ shape: Shape, _ what: String, backends: [Vulk
 
 /// A model that is not an upscaler (no integer scale: the colorizer), checked and timed
 /// whole: parity on a seeded --parity-tile square, then milliseconds per run at each size
-/// (prepared once, one untimed warm-up; ncnn is not timed).
-func checkWhole(_ graph: Graph, channels: Int, backends: [VulkanBackend], options: Options) throws -> Bool {
+/// (prepared once, one untimed warm-up), and ncnn-Vulkan's time on the same file and sizes.
+func checkWhole(_ path: String, _ graph: Graph, channels: Int, backends: [VulkanBackend], options: Options) throws -> Bool {
     var seeded = Seeded(state: 7)
     let ok = try checkParity(graph, Shape(c: channels, h: options.parityTile, w: options.parityTile), "whole", backends: backends, options: options, seeded: &seeded)
+    var ours: [String: Double] = [:]
     for backend in backends {
         for (w, h) in options.sizes {
             let input = Tensor(shape: Shape(c: channels, h: h, w: w), data: seeded.fill(channels * h * w))
@@ -265,7 +269,11 @@ func checkWhole(_ graph: Graph, channels: Int, backends: [VulkanBackend], option
             }
             let median = times.sorted()[times.count / 2]
             say("  \(w)x\(h): \(String(format: "%.1f", median)) ms per run, median of \(options.runs) (\(backend.precision), whole)")
+            if backend.precision == .fp32 || ours["\(w)x\(h)"] == nil { ours["\(w)x\(h)"] = median }
         }
+    }
+    if let python = options.python, NCNNPeer.usable {
+        NCNNPeer.time(path, channels: channels, python: python, device: backends[0].deviceName, options: options, ours: ours)
     }
     if options.profile, let (w, h) = options.sizes.last {
         try profile(graph, Shape(c: channels, h: h, w: w), backends: backends, seeded: &seeded)
@@ -279,14 +287,14 @@ enum NCNNPeer {
     nonisolated(unsafe) static var usable = true
 
     /// Prints `(w)x(h) fp32|fp16 MS` per size, or exits 3 when ncnn cannot be imported and 4
-    /// when it sees no device of that name. Arguments: param, device name, runs, sizes.
+    /// when it sees no device of that name. Arguments: param, device name, runs, input channels, sizes.
     static let script = """
         import sys, time, statistics
         try:
             import numpy as np, ncnn
         except Exception as e:
             print(e); sys.exit(3)
-        param, device, runs, sizes = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+        param, device, runs, channels, sizes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
         gpus = [ncnn.get_gpu_info(i).device_name() for i in range(ncnn.get_gpu_count())]
         if device not in gpus:
             print("ncnn-Vulkan sees " + (", ".join(gpus) or "no device")); sys.exit(4)
@@ -304,7 +312,7 @@ enum NCNNPeer {
             net.load_model(param[:-6] + ".bin")
             for size in sizes:
                 w, h = map(int, size.split("x"))
-                x = np.random.RandomState(0).rand(3, h, w).astype(np.float32)
+                x = np.random.RandomState(0).rand(channels, h, w).astype(np.float32)
                 times = []
                 for i in range(runs + 1):
                     t = time.perf_counter()
@@ -320,11 +328,11 @@ enum NCNNPeer {
             net.clear()
         """
 
-    static func time(_ param: String, python: String, device: String, options: Options, ours: [String: Double]) {
+    static func time(_ param: String, channels: Int, python: String, device: String, options: Options, ours: [String: Double]) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let sizes = options.sizes.map { "\($0.w)x\($0.h)" }
-        process.arguments = [python, "-c", script, param, device, String(options.runs)] + sizes
+        process.arguments = [python, "-c", script, param, device, String(options.runs), String(channels)] + sizes
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice

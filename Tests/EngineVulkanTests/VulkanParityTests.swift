@@ -469,6 +469,42 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         }
     }
 
+    /// Depthwise 3×3 convolutions in runs of 8 pixels of a row (convolution_depthwise_s1 and
+    /// _s2, with the row shaders: the CPU's choice) and one value per invocation
+    /// (convolution.comp) against the reference: channels 3, 4, 5 and 64, channel multipliers 1
+    /// and 2, strides 1 and 2, equal, unequal and no padding, pictures 7×5, 1×1, 9×13 and
+    /// 37×21 (runs cut by the picture's edge, more than one workgroup), bias or none, fused
+    /// activations — and the shader each records. Dilated and 5×5 depthwise layers, which it
+    /// does not take, keep convolution.comp.
+    func testDepthwiseRows() throws {
+        let automatic = try backend()
+        for rows in [true, false] {
+            let b = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, convolutionRows: rows)
+            typealias Case = (k: Int, stride: Int, dilation: Int, pads: (Int, Int, Int, Int))
+            let cases: [Case] = [(3, 1, 1, (1, 1, 1, 1)), (3, 2, 1, (1, 1, 1, 1)), (3, 2, 1, (0, 0, 1, 1)), (3, 1, 1, (0, 2, 1, 0)),
+                                 (3, 1, 2, (2, 2, 2, 2)), (5, 1, 1, (2, 2, 2, 2))]
+            for c in [3, 4, 5, 64] {
+                for multiplier in [1, 2] {
+                    for (h, w) in [(7, 5), (1, 1), (9, 13), (21, 37)] {
+                        for (i, k) in cases.enumerated() {
+                            let oc = c * multiplier
+                            let act: Activation = i % 3 == 0 ? .identity : i % 3 == 1 ? .relu : .prelu(slopes: rng.array(oc))
+                            let g = chain([(conv(oc, c, k: k.k, stride: k.stride, dilation: k.dilation, pads: k.pads, groups: c, bias: i != 3,
+                                                 activation: act), [1])])
+                            let s = Shape(c: c, h: h, w: w)
+                            guard (try? g.inferShapes(input: s)) != nil else { continue }
+                            let what = "\(rows ? "rows" : "one value"): depthwise \(c)×\(multiplier), \(k.k)x\(k.k) stride \(k.stride) dilation \(k.dilation) pads \(k.pads), \(w)x\(h)"
+                            try compare(g, s, what, on: b)
+                            let shaders = try XCTUnwrap(b.prepare(g, input: s) as? VulkanPrepared).shaders
+                            let want = rows && k.k == 3 && k.dilation == 1 ? "convolution_depthwise_s\(k.stride)" : "convolution"
+                            XCTAssertEqual(shaders, [want], what)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     func testPhasedDeconvolution() throws {
         assertCPUOnlySwitch("VIVIFY_VULKAN_DECONV_PHASES", VulkanBackend.deconvolutionPhases)
         let automatic = try backend()

@@ -99,6 +99,17 @@ final class GPUCheckTests: XCTestCase {
         XCTAssertTrue(tinyOut.contains("ncnn-Vulkan: crashed on this model"), tinyOut)
         let skipped = try CLI.run(Self.binary, [dir, "--sizes", "12x8", "--parity-tile", "8", "--no-ncnn", "--precisions", "fp32"])
         XCTAssertFalse(String(decoding: skipped.stdout, as: UTF8.self).contains("ncnn"))
+        // A model run whole (the colorizer: one channel in, at its declared 224×224): ncnn is
+        // fed the same one-channel input at that size.
+        let color = try CLI.tempDir()
+        for ext in ["param", "bin"] {
+            try FileManager.default.copyItem(atPath: CLI.packageRoot.appendingPathComponent("Models/vivify-color.\(ext)").path, toPath: "\(color)/color.\(ext)")
+        }
+        let whole = try CLI.run(Self.binary, [color, "--parity-tile", "32", "--precisions", "fp32"])
+        let wholeOut = String(decoding: whole.stdout, as: UTF8.self)
+        XCTAssertEqual(whole.code, 0, wholeOut + whole.stderr)
+        XCTAssertNotNil(wholeOut.range(of: #"ncnn-Vulkan 224x224: [0-9]+\.[0-9] ms fp32, [0-9]+\.[0-9] ms fp16 \(whole frame; ours [0-9]+\.[0-9]+x its fp32 time\)"#,
+                                       options: .regularExpression), wholeOut)
     }
 
     func testNoModelAndBadArgumentsAre64() throws {

@@ -1,0 +1,7 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "common.glsl"
+// Depthwise 3×3, horizontal stride 1, 8 pixels of a row per invocation (convolution_depthwise.glsl).
+#define SX 1
+#include "convolution_depthwise.glsl"
