@@ -61,6 +61,20 @@ def imagenette_files(root, train_root):
     return sorted(f for f, e in entries(root, train_root) if e["source"] == "imagenette")
 
 
+def resume(ckpt, model, opt):
+    """(step, seconds trained) of an interrupted fold's checkpoint (written every --save-every
+    steps), loaded into `model` and `opt`; (0, 0.0) where there is none. The crops drawn after
+    it are seeded by the step, so a resumed fold sees other crops than an unbroken one would."""
+    if not os.path.exists(ckpt):
+        return 0, 0.0
+    state = torch.load(ckpt, weights_only=False)  # our own checkpoint
+    if not np.array_equal(state["bins"], model.decoder.bins.numpy()):
+        sys.exit(f"'{ckpt}' was trained with other colour bins (other caches or options): delete it to start the fold afresh.")
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["opt"])
+    return state["step"], state.get("seconds", 0.0)
+
+
 def train_fold(k, folds, imagenet, args, encoder):
     """Train fold k's decoder (or reuse it) and export it; returns the .param path."""
     out = os.path.join(args.out, f"fold{k}")
@@ -104,14 +118,9 @@ def train_fold(k, folds, imagenet, args, encoder):
     val = prepare_eval(encoder, sorted(held)[::6])  # logged once at the end; nothing is chosen by it
     targs = types.SimpleNamespace(out=out, seed=args.seed, minutes=0, steps=args.steps, schedule_steps=args.schedule, batch=args.batch,
                                   eval_every=args.steps, save_every=args.save_every)
-    ckpt, step, spent = os.path.join(out, "checkpoint.pt"), 0, 0.0
-    if os.path.exists(ckpt):
-        # An interrupted fold goes on from its last checkpoint (every --save-every steps).
-        state = torch.load(ckpt, weights_only=False)  # our own checkpoint
-        if not np.array_equal(state["bins"], model.decoder.bins.numpy()):
-            sys.exit(f"'{ckpt}' was trained with other colour bins (other caches or options): delete it to start the fold afresh.")
-        model.load_state_dict(state["model"]); opt.load_state_dict(state["opt"])
-        step, spent = state["step"], state.get("seconds", 0.0)
+    ckpt = os.path.join(out, "checkpoint.pt")
+    step, spent = resume(ckpt, model, opt)
+    if step:
         print(f"fold {k}: resumed at step {step} ({spent:.0f} s trained)", flush=True)
     train(model, None, opt, data, weights, val, val, targs, ckpt, step, spent)
     model.eval()
