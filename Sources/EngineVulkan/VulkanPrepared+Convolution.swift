@@ -225,26 +225,32 @@ extension VulkanPrepared {
     /// invocation takes 4 output channels × 4 × 8 outputs of one phase, so an input value loaded
     /// serves many multiply-adds (on lavapipe the gather shader's two loads per multiply-add
     /// took about 80% of waifu2x-upconv7's time). The weights [C][OC][KH][KW] rearranged once to
-    /// [OC/4][SH][SW][C][2][2][4], zero past the kernel and the last channel.
+    /// [OC/4][SH][SW][C][T][T][4], zero past the kernel and the last channel: T = 2 taps a phase
+    /// each way, or 1 where the kernel is no larger than the stride (deconvolution_phases1.comp,
+    /// 4 × 2 × 8 outputs an invocation; realcugan's 2×2 stride-2 layers took 189–283 ms against
+    /// 290–482 ms with the three zero taps of T = 2, on lavapipe, one 196×128 tile).
     private func phasedDeconvolution(_ p: ConvolutionParameters, _ x: VulkanSlice, _ s: Shape, _ y: VulkanSlice, _ o: Shape,
                                      _ bias: VulkanSlice?, _ slopes: VulkanSlice?) throws {
         let sh = p.strideH, sw = p.strideW, c = p.inChannels, oc = p.outChannels
         let blocks = (oc + 3) / 4, phases = sh * sw
-        var t = [Float](repeating: 0, count: blocks * phases * c * 16)
+        // Taps a phase each way: one where the kernel is no larger than the stride.
+        let taps = p.kernelH <= sh && p.kernelW <= sw ? 1 : 2
+        var t = [Float](repeating: 0, count: blocks * phases * c * taps * taps * 4)
         for ic in 0..<c {
             for o in 0..<oc {
                 for ky in 0..<p.kernelH {
                     for kx in 0..<p.kernelW {
-                        let phase = (ky % sh) * sw + kx % sw, tap = (ky / sh) * 2 + kx / sw
-                        t[(((o / 4 * phases + phase) * c + ic) * 4 + tap) * 4 + o % 4] = p.weights[((ic * oc + o) * p.kernelH + ky) * p.kernelW + kx]
+                        let phase = (ky % sh) * sw + kx % sw, tap = (ky / sh) * taps + kx / sw
+                        t[(((o / 4 * phases + phase) * c + ic) * taps * taps + tap) * 4 + o % 4] = p.weights[((ic * oc + o) * p.kernelH + ky) * p.kernelW + kx]
                     }
                 }
             }
         }
         // Blocks of 4 × 8 outputs over the largest phase's grid (ceil(OH / SH) × ceil(OW / SW)).
-        let count = ((o.h + sh - 1) / sh + 3) / 4 * (((o.w + sw - 1) / sw + 7) / 8)
+        let my = taps == 1 ? 2 : 4
+        let count = ((o.h + sh - 1) / sh + my - 1) / my * (((o.w + sw - 1) / sw + 7) / 8)
         let groups = (count + 63) / 64, gx = min(groups, Int(context.maxGroupsX))
-        try dispatch("deconvolution_phases", groups: (gx, phases * blocks, (groups + gx - 1) / gx), [x, try constant(t), y, bias, slopes],
+        try dispatch(taps == 1 ? "deconvolution_phases1" : "deconvolution_phases", groups: (gx, phases * blocks, (groups + gx - 1) / gx), [x, try constant(t), y, bias, slopes],
                      parameters(p, s, o))
     }
 }

@@ -427,7 +427,8 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         try compare(chain([(deconv(64, 64, k: 2, stride: 2, activation: .leakyRelu(slope: 0.1)), [1])]), Shape(c: 64, h: 12, w: 10), "64 to 64, 2x2/2")
     }
 
-    /// Transposed convolutions per output phase (deconvolution_phases.comp, the CPU's default),
+    /// Transposed convolutions per output phase (deconvolution_phases.comp, the CPU's default;
+    /// deconvolution_phases1.comp where the kernel is no larger than the stride),
     /// forced on and off and checked to be what ran: channels 3, 4, 5 and 64 in and out (one
     /// block of 4 output channels, a partial second, many), strides 2 and 3 and 3 × 2, kernels
     /// 2 to 6 (phases with one tap and with two), 3 × 4, cropping equal, unequal and larger than
@@ -527,6 +528,10 @@ class VulkanParityTests: ValidatedVulkanTestCase {
             (3, 3, 3, 3, (0, 1, 1, 0), (2, 0), true),
             (6, 5, 3, 3, (4, 2, 1, 3), (0, 1), true),
             (3, 4, 3, 2, (1, 2, 0, 1), (1, 1), true),
+            // Kernels no larger than the stride: one tap a phase (deconvolution_phases1).
+            (3, 3, 3, 3, (1, 1, 0, 2), (0, 0), true),
+            (2, 3, 2, 3, (0, 1, 1, 0), (1, 2), true),
+            (2, 2, 3, 3, (0, 0, 0, 0), (2, 1), false),
         ]
         for (ic, oc) in [(3, 3), (5, 5), (64, 3), (3, 64), (4, 5)] {
             for (h, w) in [(7, 5), (1, 1), (21, 37)] {
@@ -537,7 +542,8 @@ class VulkanParityTests: ValidatedVulkanTestCase {
                     let s = Shape(c: ic, h: h, w: w)
                     guard (try? g.inferShapes(input: s)) != nil else { continue }
                     let what = "phased deconvolution \(ic)→\(oc) \(c.k)x\(c.kw)/\(c.stride),\(c.strideW) pads \(c.pads) \(w)x\(h)"
-                    XCTAssertEqual(try shaders(phased, g, s), ["deconvolution_phases"], what)
+                    let one = c.k <= c.stride && c.kw <= c.strideW
+                    XCTAssertEqual(try shaders(phased, g, s), [one ? "deconvolution_phases1" : "deconvolution_phases"], what)
                     XCTAssertEqual(try shaders(gathered, g, s), ["deconvolution"], what)
                     try compare(g, s, what, on: phased)
                 }
