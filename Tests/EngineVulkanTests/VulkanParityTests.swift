@@ -265,6 +265,19 @@ class VulkanParityTests: ValidatedVulkanTestCase {
             try compare(chain([(.globalAveragePool, [1]), (.binary(kind, coefficients: nil), [2, 1])]), s, "\(kind) broadcast plane")
         }
         try compare(chain([(.activation(.sigmoid), [1]), (.binary(.div, coefficients: nil), [2, 1])]), s, "div")
+        // Operands of the output's shape: four values an invocation where the count is a
+        // multiple of 4 (binary4.comp), else one (binary.comp). Positive bases for pow, a
+        // positive divisor for div.
+        let automatic = try backend()
+        for shape in [Shape(c: 4, h: 6, w: 8), Shape(c: 3, h: 7, w: 5), Shape(c: 64, h: 7, w: 5), Shape(c: 1, h: 1, w: 1)] {
+            for kind in [BinaryKind.add, .sub, .mul, .div, .max, .min, .pow] {
+                let g = chain([(.activation(.sigmoid), [1]), (.binary(kind, coefficients: [0.5, 2]), kind == .div ? [2, 1] : [1, 2])])
+                let what = "\(kind), operands of one shape \(shape)"
+                try compare(g, shape, what)
+                let shaders = try XCTUnwrap(automatic.prepare(g, input: shape) as? VulkanPrepared).shaders
+                XCTAssertEqual(shaders.last, shape.count % 4 == 0 ? "binary4" : "binary", what)
+            }
+        }
         for kind in [BinaryKind.add, .sub, .mul, .div, .max] {
             try compare(chain([(.scalar(kind, 0.75, scalarFirst: true), [1])]), s, "scalar \(kind) first")
             try compare(chain([(.scalar(kind, -1.25, scalarFirst: false), [1])]), s, "scalar \(kind)")
