@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 // Winograd F(2×2, 3×3), step 1 of 3: each invocation takes four neighbouring 2×2 output tiles
 // of one channel (a quad: tiles are numbered along rows padded to a multiple of 4, so a quad
@@ -21,11 +22,11 @@ void main() {
     int iy0 = ((q * 4) / TW) * 2 - PT, ix0 = ((q * 4) % TW) * 2 - PL;
     // Bᵀ d down each of the 10 columns: e[r * 10 + c]; Bᵀ = [1 0 −1 0; 0 1 1 0; 0 −1 1 0; 0 1 0 −1].
     float e[40];
-    for (int c = 0; c < 10; c++) {
+    [[unroll]] for (int c = 0; c < 10; c++) {
         int ix = ix0 + c;
         bool colIn = ix >= 0 && ix < W;
         float d[4];
-        for (int r = 0; r < 4; r++) {
+        [[unroll]] for (int r = 0; r < 4; r++) {
             int iy = iy0 + r;
             d[r] = (colIn && iy >= 0 && iy < H) ? float(x[(ic * H + iy) * W + ix]) : 0.0;
         }
@@ -36,9 +37,9 @@ void main() {
     }
     // Then (Bᵀ d) B along each row, tile j's window starting at column 2j.
     int stride = C * TQ, base = ic * TQ + q;
-    for (int r = 0; r < 4; r++) {
+    [[unroll]] for (int r = 0; r < 4; r++) {
         vec4 o0, o1, o2, o3;
-        for (int j = 0; j < 4; j++) {
+        [[unroll]] for (int j = 0; j < 4; j++) {
             int c = r * 10 + j * 2;
             o0[j] = e[c] - e[c + 2];
             o1[j] = e[c + 1] + e[c + 2];

@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 // Winograd F(2×2, 3×3), step 3 of 3: each invocation takes one output channel's 16 products
 // of a quad of neighbouring tiles (as winograd_input.comp numbers them; one vec4 load per
@@ -19,9 +20,9 @@ void main() {
     int oc = i / TQ, q = i % TQ;
     // Component j of each: tile j of the quad.
     vec4 s[16];
-    for (int k = 0; k < 16; k++) s[k] = m[(k * OC + oc) * TQ + q];
+    [[unroll]] for (int k = 0; k < 16; k++) s[k] = m[(k * OC + oc) * TQ + q];
     vec4 g0[4], g1[4];
-    for (int c = 0; c < 4; c++) {
+    [[unroll]] for (int c = 0; c < 4; c++) {
         g0[c] = s[c] + s[4 + c] + s[8 + c];
         g1[c] = s[4 + c] - s[8 + c] - s[12 + c];
     }
@@ -29,12 +30,12 @@ void main() {
     float b = p[15] != 0 ? float(bias[oc]) : 0.0;
     float slope = p[19] > 0 ? float(slopes[p[19] == 1 ? 0 : oc]) : 0.0;
     int oy0 = ((q * 4) / TW) * 2, ox0 = ((q * 4) % TW) * 2, plane = OH * OW;
-    for (int r = 0; r < 2; r++) {
+    [[unroll]] for (int r = 0; r < 2; r++) {
         int oy = oy0 + r;
         if (oy >= OH) break;
         // The row's 8 outputs: tile j's two at 2j and 2j + 1.
         float row[8];
-        for (int j = 0; j < 4; j++) {
+        [[unroll]] for (int j = 0; j < 4; j++) {
             row[j * 2] = activate(o[r * 2][j] + b, p[16], pf(17), pf(18), slope);
             row[j * 2 + 1] = activate(o[r * 2 + 1][j] + b, p[16], pf(17), pf(18), slope);
         }
@@ -43,7 +44,7 @@ void main() {
             if (ox0 < OW) y4[at / 4] = DATA4(vec4(row[0], row[1], row[2], row[3]));
             if (ox0 + 4 < OW) y4[at / 4 + 1] = DATA4(vec4(row[4], row[5], row[6], row[7]));
         } else {
-            for (int c = 0; c < 8; c++) {
+            [[unroll]] for (int c = 0; c < 8; c++) {
                 if (ox0 + c >= OW) break;
                 y[at + c] = DATA(row[c]);
             }
