@@ -53,6 +53,11 @@ extension VulkanPrepared {
             let blocks = (p.outChannels + 15) / 16
             let t = Self.channelBlocks(p, 16)
             let groups = (o.h * o.w + 63) / 64, gx = min(groups, Int(context.maxGroupsX))
+            if convolutionRows, Self.isPointwise(p),
+               try uniformBlocks("convolution_1x1_uniform", t, blocks: blocks, groups: (gx, (groups + gx - 1) / gx), [x, nil, y, bias, slopes],
+                                 parameters(p, s, o)) {
+                return
+            }
             try dispatch(Self.isPointwise(p) ? "convolution_1x1_lanes" : "convolution_pixels", groups: (gx, blocks, (groups + gx - 1) / gx), [x, try constant(t), y, bias, slopes], parameters(p, s, o))
         } else {
             // Four output channels per invocation where the groups allow.
@@ -60,6 +65,35 @@ extension VulkanPrepared {
             try dispatch(four ? "convolution4" : "convolution", count: four ? o.count / 4 : o.count, [x, try constant(p.weights), y, bias, slopes],
                          parameters(p, s, o))
         }
+    }
+
+    /// A layer's fp32 weights, `blocks` equal blocks of output channels, through a uniform
+    /// buffer (binding 5): `shader` dispatched once per run of blocks that 64 KiB (and the
+    /// device's uniform range) holds, workgroups y over those blocks, the first block's index
+    /// appended to `parameters`. lavapipe loads a uniform buffer by an unrolled gather where it
+    /// loops over the SIMD lanes for a storage buffer, whose loads are what its kernels' time
+    /// goes to (winograd_multiply_uniform.comp did this first). False, nothing recorded, in
+    /// fp16 storage or where one block passes what a binding holds. Used for 1×1 layers
+    /// (convolution_1x1_uniform.comp: the colorizer's 42 took 263–290 ms against 486–490 ms
+    /// on lavapipe, LP_NUM_THREADS=1, whole 224×224 runs, two alternating rounds); the row
+    /// shaders, whose weight vec4s serve 4 or 8 pixels each, did not gain from it
+    /// (realcugan-2x's 450–505 against 445–567 ms a tile).
+    private func uniformBlocks(_ shader: String, _ weights: [Float], blocks: Int, groups: (x: Int, z: Int), _ bound: [VulkanSlice?],
+                               _ parameters: [Int32]) throws -> Bool {
+        let perBlock = weights.count / blocks * 4
+        var nb = min(min(context.maxUniformRange, 65536) / perBlock, blocks)
+        // A dispatch but the last starts its successor at an offset the device must allow.
+        while nb > 0 && nb < blocks && (nb * perBlock) % context.arenaAlignment != 0 { nb -= 1 }
+        guard storage == .fp32, nb > 0, bound.count == VulkanContext.uniformBinding else { return false }
+        let whole = try constant(weights)
+        var b0 = 0
+        while b0 < blocks {
+            let n = min(nb, blocks - b0)
+            let chunk = VulkanSlice(block: whole.block, offset: whole.offset + b0 * perBlock, count: n * perBlock / 4)
+            try dispatch(shader, groups: (groups.x, n, groups.z), bound + [chunk], parameters + [Int32(b0)])
+            b0 += n
+        }
+        return true
     }
 
     /// Runs of a row per invocation (convolution_rows.glsl): a layer of at most 4 output

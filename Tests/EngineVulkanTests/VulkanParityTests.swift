@@ -450,7 +450,8 @@ class VulkanParityTests: ValidatedVulkanTestCase {
     /// than one workgroup). Grouped, dilated and kernels past twice the stride keep
     /// deconvolution.comp.
     /// Dense convolutions in runs of a row (convolution_rows4.comp for at most 4 output
-    /// channels, convolution_rows16.comp for more but 1×1: the CPU's choice) and one pixel per
+    /// channels, convolution_rows16.comp for more but 1×1, and 1×1 ones with their weights in a
+    /// uniform buffer in fp32, convolution_1x1_uniform.comp: the CPU's choice) and one pixel per
     /// invocation (convolution_pixels.comp, convolution_1x1_lanes.comp: the GPUs'):
     /// both against the reference on odd shapes — output channels 1, 3, 4 (the narrow shader),
     /// 5, 17, 64; strides, dilations, unequal pads, 1×1 (flattened to one row); widths that
@@ -474,13 +475,27 @@ class VulkanParityTests: ValidatedVulkanTestCase {
                         try compare(g, s, what, on: b)
                         let shaders = try XCTUnwrap(b.prepare(g, input: s) as? VulkanPrepared).shaders
                         let pointwise = c.k == 1
-                        let want = rows && oc <= 4 ? "convolution_rows4" : pointwise ? "convolution_1x1_lanes"
+                        let want = rows && oc <= 4 ? "convolution_rows4"
+                            : pointwise ? (rows && precision == .fp32 ? "convolution_1x1_uniform" : "convolution_1x1_lanes")
                             : rows ? "convolution_rows16" : "convolution_pixels"
                         XCTAssertEqual(shaders, [want], what)
                     }
                 }
             }
         }
+        // A 1×1 layer whose weights pass the 64 KiB one uniform binding holds (600 input
+        // channels: 37.5 KiB a block of 16 output channels): one dispatch per block in fp32.
+        let rows = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, pointwiseGEMM: false, winograd: .never, convolutionRows: true)
+        let wide = chain([(conv(40, 600, k: 1, activation: .prelu(slopes: rng.array(40))), [1])])
+        let s = Shape(c: 600, h: 5, w: 7)
+        try compare(wide, s, "1x1 600→40", on: rows)
+        XCTAssertEqual(try XCTUnwrap(rows.prepare(wide, input: s) as? VulkanPrepared).shaders,
+                       precision == .fp32 ? Array(repeating: "convolution_1x1_uniform", count: 3) : ["convolution_1x1_lanes"])
+        // 1100 input channels: 68.75 KiB a block, more than a binding holds: from a storage buffer.
+        let wider = chain([(conv(20, 1100, k: 1), [1])])
+        let t = Shape(c: 1100, h: 3, w: 5)
+        try compare(wider, t, "1x1 1100→20", on: rows)
+        XCTAssertEqual(try XCTUnwrap(rows.prepare(wider, input: t) as? VulkanPrepared).shaders, ["convolution_1x1_lanes"])
     }
 
     /// Depthwise 3×3 convolutions in runs of 8 pixels of a row (convolution_depthwise_s1 and
