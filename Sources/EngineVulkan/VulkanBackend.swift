@@ -143,7 +143,8 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// (convolution_rows4.comp), else 4 pixels × 16 channels (convolution_rows16.comp) — rather
     /// than one pixel × 16 channels (convolution_pixels.comp, convolution_1x1_lanes.comp) —
     /// and depthwise 3×3 ones 8 pixels of a row of a channel per invocation
-    /// (convolution_depthwise_s1/_s2.comp) rather than one value (convolution.comp).
+    /// (convolution_depthwise_s1/_s2.comp) rather than one value (convolution.comp), and 1×1
+    /// ones in fp32 with their weights in a uniform buffer (convolution_1x1_uniform.comp).
     let convolutionRows: Bool
 
     /// In runs on the CPU: on lavapipe realcugan-2x's last layer (64 → 3, 3×3) took 83 ms
