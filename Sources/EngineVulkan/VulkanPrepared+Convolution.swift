@@ -23,7 +23,8 @@ extension VulkanPrepared {
     func convolution(_ p: ConvolutionParameters, _ node: Node) throws {
         let (x, s, y, o) = operands(node)
         let (bias, slopes) = try biasAndSlopes(p)
-        if Self.isWinograd(p, winograd), try winogradConvolution(p, x, s, y, o, bias, slopes) {
+        if Self.isWinograd(p, winograd), winograd == .always || !winogradBlocked || o.h * o.w >= Self.blockedWinogradMinimumPlane,
+           try winogradConvolution(p, x, s, y, o, bias, slopes) {
             return
         } else if pointwiseGEMM, Self.isPointwise(p) {
             // A matrix product: the weights [OC][C] zero-padded to multiples of 16 both ways
@@ -145,6 +146,15 @@ extension VulkanPrepared {
         p.groups > 1 && p.groups == p.inChannels && p.kernelH == 3 && p.kernelW == 3 && p.dilationH == 1 && p.dilationW == 1
             && (p.strideW == 1 || p.strideW == 2)
     }
+
+    /// The fewest output pixels (height × width) for which the blocked Winograd products (the
+    /// CPU's) run a layer `.wide` takes; smaller pictures run direct. The blocked multiply
+    /// takes 256 quads of tiles per workgroup, and a 14×14 picture has 14: on lavapipe
+    /// (LP_NUM_THREADS=1, the colorizer at 224×224, `--profile`) its decoder's 128-channel
+    /// layers took 22–24 ms by Winograd against 13 ms by convolution_rows16.comp at 7×7 and
+    /// 14×14, where at 28×28 and 56×56 Winograd was the faster (under 15.6 against 27.9 ms,
+    /// 15.6 against 44.8 ms).
+    static let blockedWinogradMinimumPlane = 400
 
     /// Whether `choice` runs `p` by Winograd's F(2×2, 3×3): a dense 3×3 convolution with stride
     /// 1 and dilation 1 (any padding); `.wide` only with at least 16 channels in and out (fewer

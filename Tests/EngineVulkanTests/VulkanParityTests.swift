@@ -167,8 +167,13 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         XCTAssertEqual(try shaders(wide, narrow, Shape(c: 8, h: 5, w: 7)), ["convolution_pixels"])
         XCTAssertEqual(try shaders(forced, narrow, Shape(c: 8, h: 5, w: 7)), winograd)
         let wideLayer = chain([(conv(16, 16, k: 3, pads: (1, 1, 1, 1)), [1]), (conv(16, 16, k: 3, stride: 2), [1])])
-        XCTAssertEqual(try shaders(wide, wideLayer, Shape(c: 16, h: 9, w: 9)), winograd + ["convolution_pixels"])
-        XCTAssertEqual(try shaders(never, wideLayer, Shape(c: 16, h: 9, w: 9)), ["convolution_pixels", "convolution_pixels"])
+        XCTAssertEqual(try shaders(wide, wideLayer, Shape(c: 16, h: 21, w: 21)), winograd + ["convolution_pixels"])
+        XCTAssertEqual(try shaders(never, wideLayer, Shape(c: 16, h: 21, w: 21)), ["convolution_pixels", "convolution_pixels"])
+        // Blocked (the CPU's), a picture of fewer than 400 outputs runs direct unless forced.
+        XCTAssertEqual(VulkanPrepared.blockedWinogradMinimumPlane, 400)
+        XCTAssertEqual(try shaders(wide, wideLayer, Shape(c: 16, h: 19, w: 21)), (blocked ? [] : winograd) + ["convolution_pixels"]
+                       + (blocked ? ["convolution_pixels"] : []))
+        XCTAssertEqual(try shaders(forced, wideLayer, Shape(c: 16, h: 19, w: 21)), winograd + ["convolution_pixels"])
         let activations: [((Int, Int, Int, Int), Bool, Activation)] = [
             ((1, 1, 1, 1), true, .identity), ((0, 0, 0, 0), true, .relu), ((1, 0, 2, 1), false, .leakyRelu(slope: 0.1)),
             ((1, 1, 1, 1), true, .prelu(slopes: [0.25])), ((0, 1, 1, 0), true, .silu),
