@@ -25,7 +25,9 @@ decoders.pt of training/color_gpu.py (decoder `fold{k}`, or `fold0-VARIANT` with
 an ablation evaluated on fold 0 alone), exported by color.py's code with the decoding given by
 --alpha/--t/--scale, or with --choose-decoding, the decoding chosen on the tune split (every
 10th ImageNet file, inside fold 0's held-out photographs) with fold 0's decoder, by color.py's
-margin over the weakest bar at 224x224. The figures are reported for all held-out photographs
+margin over the weakest bar at 224x224 (--choose-decoding works on decoders trained here too:
+each fold is then exported again with fold 0's choice, as fold{k}-chosen). The figures are
+reported for all held-out photographs
 and again without those of Imagenette's 10 classes (training/data.py), which a decoder trained
 on Imagenette has seen, though not in these photographs.
 
@@ -151,12 +153,25 @@ class _CachedLogits:
         return self.model.ab(logits, t, scale, alpha)
 
 
-def choose_decoding(checkpoint, imagenet, args):
+def trained_decoder(out, encoder, k):
+    """Fold k's decoder as train_fold left it (its checkpoint.pt under `out`), in eval mode."""
+    state = torch.load(os.path.join(out, f"fold{k}", "checkpoint.pt"), weights_only=False)  # our own checkpoint
+    model = Colorizer(Decoder(encoder.channels, state["bins"]))
+    model.load_state_dict(state["model"])
+    model.eval()
+    return model
+
+
+def choose_decoding(checkpoint, imagenet, args, encoder=None):
     """(alpha, T, scale, table): the decoding with the largest margin over the weakest bar on the
-    tune split (imagenet[::10]) for fold 0's decoder, which never saw those photographs."""
+    tune split (imagenet[::10]) for fold 0's decoder, which never saw those photographs: from
+    --checkpoints, or (checkpoint None) the one train_fold trained under --out."""
     from color import evaluate, margin
-    from color_gpu import load_decoder
-    encoder, model = load_decoder(checkpoint, "fold0" + (f"-{args.variant}" if args.variant else ""))
+    if checkpoint is None:
+        model = trained_decoder(args.out, encoder, 0)
+    else:
+        from color_gpu import load_decoder
+        encoder, model = load_decoder(checkpoint, "fold0" + (f"-{args.variant}" if args.variant else ""))
     tune = prepare_eval(encoder, imagenet[::10])
     cached, table = _CachedLogits(model), []
     with torch.no_grad():
@@ -216,7 +231,7 @@ def main():
     ap.add_argument("--t", type=float, default=SHIPPED_DECODING["t"])
     ap.add_argument("--scale", type=float, default=SHIPPED_DECODING["scale"])
     ap.add_argument("--model", help="evaluate this exported .param (e.g. the shipped Models/vivify-color.param) on the folds' held-out photographs; nothing is trained")
-    ap.add_argument("--choose-decoding", action="store_true", help="with --checkpoints: choose alpha, T and scale on the tune split with fold 0's decoder")
+    ap.add_argument("--choose-decoding", action="store_true", help="choose alpha, T and scale on the tune split with fold 0's decoder (from --checkpoints, or trained here) and export every fold with it")
     args = ap.parse_args()
     if not os.access(args.vivify, os.X_OK):
         sys.exit(f"No vivify binary at '{args.vivify}'. Build it (swift build -c release --product vivify) or pass --vivify.")
@@ -246,6 +261,22 @@ def main():
                 param = checkpoint_fold(k, args, decoding)
             else:
                 param = train_fold(k, args.folds, imagenet, args, encoder)
+                if args.choose_decoding:
+                    # The decoding chosen with fold 0's decoder on the tune split (trained first,
+                    # if need be), every fold's decoder exported again with it.
+                    if "decoding_table" not in results:
+                        if k != 0:
+                            train_fold(0, args.folds, imagenet, args, encoder)
+                        a, t, sc, table = choose_decoding(None, imagenet, args, encoder)
+                        decoding = dict(alpha=a, t=t, scale=sc)
+                        results["decoding"], results["decoding_table"] = decoding, table
+                        print(f"chose alpha {a}, T {t}, scale {sc} on the tune split", flush=True)
+                    out = os.path.join(args.out, f"fold{k}-chosen")
+                    os.makedirs(out, exist_ok=True)
+                    param = os.path.join(out, "vivify-color.param")
+                    export(encoder, trained_decoder(args.out, encoder, k).decoder, decoding["t"], decoding["scale"], decoding["alpha"],
+                           param, os.path.join(out, "vivify-color.bin"))
+                    write_sidecar(out)
             s, r = evaluate_colorizer(args.vivify, param, imagenet[k::args.folds], work, None, set(), judge, True)
             print_colorizer(f"fold {k} (held out, its own decoder)", s)
             results["folds"][k] = s
