@@ -152,6 +152,13 @@ func check(_ path: String, backends: [VulkanBackend], options: Options) throws -
         say("\(path): no integer scale, run whole at each size")
         return try checkWhole(path, graph, channels: channels, backends: backends, options: options)
     }
+    // A model whose output has other channels than its input (the built-in colour guide: 8
+    // in, 3 out) is no upscaler for the tiler: run it whole at each size.
+    let probe = 2 * spec.padding + 8
+    if let out = try graph.inferShapes(input: Shape(c: channels, h: probe, w: probe))[graph.output], out.c != channels {
+        say("\(path): \(channels) channels in, \(out.c) out, run whole at each size")
+        return try checkWhole(path, graph, channels: channels, backends: backends, options: options)
+    }
     say("\(path): scale \(spec.scale), border \(spec.padding)")
     // Parity on one tile with its border, as the tiler feeds it.
     let side = graph.needsWholeFrame ? options.parityTile : options.parityTile + 2 * spec.padding
@@ -251,8 +258,11 @@ func checkParity(_ graph: Graph, _ shape: Shape, _ what: String, backends: [Vulk
 
 /// A model that is not an upscaler (no integer scale: the colorizer), checked and timed
 /// whole: parity on a seeded --parity-tile square, then milliseconds per run at each size
-/// (prepared once, one untimed warm-up), and ncnn-Vulkan's time on the same file and sizes.
-func checkWhole(_ path: String, _ graph: Graph, channels: Int, backends: [VulkanBackend], options: Options) throws -> Bool {
+/// (prepared once, one untimed warm-up; each size rounded up to what the graph can run,
+/// `runnableSize`), and ncnn-Vulkan's time on the same file and sizes.
+func checkWhole(_ path: String, _ graph: Graph, channels: Int, backends: [VulkanBackend], options given: Options) throws -> Bool {
+    var options = given
+    options.sizes = given.sizes.map { runnableSize(graph, channels: channels, $0) }
     var seeded = Seeded(state: 7)
     let ok = try checkParity(graph, Shape(c: channels, h: options.parityTile, w: options.parityTile), "whole", backends: backends, options: options, seeded: &seeded)
     var ours: [String: Double] = [:]
@@ -279,6 +289,17 @@ func checkWhole(_ path: String, _ graph: Graph, channels: Int, backends: [Vulkan
         try profile(graph, Shape(c: channels, h: h, w: w), backends: backends, seeded: &seeded)
     }
     return ok
+}
+
+/// `size`, or the nearest larger one whose sides are multiples of the smallest power of two
+/// (up to 64) at which the graph's shapes line up: a model run whole with skip connections
+/// across strided stages (the colour guide) needs sides it can halve and double back.
+func runnableSize(_ graph: Graph, channels: Int, _ size: (w: Int, h: Int)) -> (w: Int, h: Int) {
+    for m in [1, 2, 4, 8, 16, 32, 64] {
+        let w = (size.w + m - 1) / m * m, h = (size.h + m - 1) / m * m
+        if (try? graph.inferShapes(input: Shape(c: channels, h: h, w: w))) != nil { return (w, h) }
+    }
+    return size
 }
 
 /// ncnn-Vulkan, the peer, timed on the same model file and device through its Python package.

@@ -76,6 +76,23 @@ final class GPUCheckTests: XCTestCase {
         XCTAssertTrue(out.hasSuffix("all 1 model(s) ok\n"), out)
     }
 
+    /// A model whose output has other channels than its input (the built-in colour guide: 8
+    /// channels in, 3 out, scale 1) is run whole rather than refused as an upscaler, at each
+    /// size rounded up to what its strided stages and skip connections can run (30×18 → 32×20).
+    func testAModelOfOtherOutputChannelsRunsWhole() throws {
+        _ = try BackendChoiceCLITests.listed()
+        let dir = try CLI.tempDir()
+        for ext in ["param", "bin"] {
+            try FileManager.default.copyItem(atPath: CLI.packageRoot.appendingPathComponent("Models/vivify-guide.\(ext)").path, toPath: "\(dir)/guide.\(ext)")
+        }
+        let r = try CLI.run(Self.binary, [dir, "--sizes", "30x18", "--parity-tile", "32", "--runs", "1", "--no-ncnn", "--precisions", "fp32"])
+        let out = String(decoding: r.stdout, as: UTF8.self)
+        XCTAssertEqual(r.code, 0, out + r.stderr)
+        XCTAssertTrue(out.contains("guide.param: 8 channels in, 3 out, run whole at each size"), out)
+        XCTAssertNotNil(out.range(of: "32x20: [0-9]+\\.[0-9] ms per run, median of 1 \\(fp32, whole\\)", options: .regularExpression), out)
+        XCTAssertTrue(out.hasSuffix("all 1 model(s) ok\n"), out)
+    }
+
     /// ncnn-Vulkan, the peer, is timed on the same file and device when its Python package is
     /// importable (scripts/install-deps installs it), with our time over its own; a frame
     /// smaller than the model's border, on which ncnn crashes, is said, not fatal.
