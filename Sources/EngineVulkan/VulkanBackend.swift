@@ -47,6 +47,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         winogradBlocked = Self.winogradBlocked(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         deconvolutionPhases = Self.deconvolutionPhases(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         convolutionRows = Self.convolutionRows(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
+        implicitGEMM = Self.implicitGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
 
@@ -56,10 +57,11 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// convolutions as matrix products or not (`pointwiseGEMM`), 3×3 stride-1 ones by Winograd's
     /// method or not (`winograd`), their products in blocks for the CPU or not (`winogradBlocked`),
     /// transposed convolutions per output phase or not (`deconvolutionPhases`), dense
-    /// convolutions in runs of a row or not (`convolutionRows`; nil: as `init(precision:)` does
-    /// for each).
+    /// convolutions in runs of a row or not (`convolutionRows`), the other dense ones as implicit
+    /// matrix products or not (`implicitGEMM`; nil: as `init(precision:)` does for each).
     init(memoryPlan: VulkanMemoryPlan, precision: VulkanPrecision = .fp32, arenaBlockLimit: Int? = nil, pointwiseGEMM: Bool? = nil,
-         winograd: VulkanWinograd? = nil, winogradBlocked: Bool? = nil, deconvolutionPhases: Bool? = nil, convolutionRows: Bool? = nil) throws {
+         winograd: VulkanWinograd? = nil, winogradBlocked: Bool? = nil, deconvolutionPhases: Bool? = nil, convolutionRows: Bool? = nil,
+         implicitGEMM: Bool? = nil) throws {
         context = try VulkanContext.shared.get()
         self.memoryPlan = memoryPlan
         self.arenaBlockLimit = arenaBlockLimit
@@ -69,6 +71,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         self.deconvolutionPhases = deconvolutionPhases
             ?? Self.deconvolutionPhases(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         self.convolutionRows = convolutionRows ?? Self.convolutionRows(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
+        self.implicitGEMM = implicitGEMM ?? Self.implicitGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
 
@@ -155,6 +158,27 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         cpuOnly("VIVIFY_VULKAN_ROWS", environment: environment, isCPU: isCPU)
     }
 
+    /// Whether the dense convolutions that are neither Winograd's, nor 1×1 matrix products, nor
+    /// in runs of a row (larger kernels, strides, dilations, 3×3 ones of few channels) run as
+    /// implicit matrix products — 64 pixels × 64 output channels a workgroup through shared
+    /// memory, 16 output channels where a layer has at most 16 (convolution_gemm.comp,
+    /// convolution_gemm16.comp) — rather than one pixel × 16 channels per invocation
+    /// (convolution_pixels.comp).
+    let implicitGEMM: Bool
+
+    /// On GPUs, where shared-memory tiles are what makes a matrix product fast (as ncnn does
+    /// for such kernels); not on the CPU, whose row shaders load each weight once for 4 or 8
+    /// pixels without barriers (on lavapipe it is the slower; `VulkanPrepared.gemmConvolution`).
+    /// Not yet timed on a GPU: VIVIFY_VULKAN_IMPLICIT_GEMM=1 or 0 forces either, for
+    /// comparisons.
+    static func implicitGEMM(environment: [String: String], isCPU: Bool) -> Bool {
+        switch environment["VIVIFY_VULKAN_IMPLICIT_GEMM"] {
+        case "1": return true
+        case "0": return false
+        default: return !isCPU
+        }
+    }
+
     /// A CPU-only kernel choice: on for CPU devices, off for GPUs, unless `variable` is "1"
     /// (on) or "0" (off).
     private static func cpuOnly(_ variable: String, environment: [String: String], isCPU: Bool) -> Bool {
@@ -213,7 +237,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         let prepared = try VulkanPrepared(context: context, graph: specialized, input: inputShape, plan: memoryPlan, storage: precision == .fp16 ? .fp16 : .fp32,
                                          blockLimit: arenaBlockLimit, pointwiseGEMM: pointwiseGEMM, winograd: winograd,
                                          winogradBlocked: winogradBlocked, deconvolutionPhases: deconvolutionPhases, convolutionRows: convolutionRows,
-                                         profiling: profiling)
+                                         implicitGEMM: implicitGEMM, profiling: profiling)
         // The shaders this graph needed, compiled, for the next process (VulkanPipelineCache).
         context.savePipelineCache()
         return prepared

@@ -46,6 +46,8 @@ extension VulkanPrepared {
             let runs = (o.w + 7) / 8, groups = (o.h * runs + 63) / 64, gx = min(groups, Int(context.maxGroupsX))
             try dispatch("convolution_depthwise_s\(p.strideW)", groups: (gx, p.outChannels, (groups + gx - 1) / gx),
                          [x, try constant(p.weights), y, bias, slopes], parameters(p, s, o) + [Int32(runs)])
+        } else if p.groups == 1 && implicitGEMM && !Self.isPointwise(p) {
+            try gemmConvolution(p, x, s, y, o, bias, slopes)
         } else if p.groups == 1 {
             // Lanes across pixels, 16 output channels per invocation (the weights in blocks
             // of 16 channels: [OC/16][C][KH][KW][16], zero past the last channel); 1×1 ones
@@ -123,6 +125,27 @@ extension VulkanPrepared {
         let groups = (items + 63) / 64, gx = min(groups, Int(context.maxGroupsX))
         try dispatch(ch == 4 ? "convolution_rows4" : "convolution_rows16", groups: (gx, blocks, (groups + gx - 1) / gx),
                      [x, try constant(t), y, bias, slopes], parameters + [Int32(runs)])
+    }
+
+    /// A dense convolution as an implicit matrix product (convolution_gemm.glsl): 64 output
+    /// channels × 64 pixels a workgroup, or 16 × 64 where the layer has at most 16 output
+    /// channels (convolution_gemm16.comp: a 64-channel tile would compute 4 to 64 times the
+    /// channels there are). The weights as `[OC/T][KP][T]` (T the tile's channels, KP the
+    /// C·KH·KW taps rounded up to 16), zero past the last channel and tap.
+    private func gemmConvolution(_ p: ConvolutionParameters, _ x: VulkanSlice, _ s: Shape, _ y: VulkanSlice, _ o: Shape,
+                                 _ bias: VulkanSlice?, _ slopes: VulkanSlice?) throws {
+        let tileChannels = p.outChannels <= 16 ? 16 : 64
+        let taps = p.inChannels * p.kernelH * p.kernelW, kp = (taps + 15) / 16 * 16
+        let blocks = (p.outChannels + tileChannels - 1) / tileChannels
+        var t = [Float](repeating: 0, count: blocks * kp * tileChannels)
+        for oc in 0..<p.outChannels {
+            let base = (oc / tileChannels) * kp * tileChannels + oc % tileChannels
+            for i in 0..<taps { t[base + i * tileChannels] = p.weights[oc * taps + i] }
+        }
+        let plane = o.h * o.w
+        let tiles = (plane + 63) / 64, gx = min(tiles, Int(context.maxGroupsX))
+        try dispatch(tileChannels == 16 ? "convolution_gemm16" : "convolution_gemm", groups: (gx, blocks, (tiles + gx - 1) / gx),
+                     [x, try constant(t), y, bias, slopes], parameters(p, s, o) + [Int32(kp), plane % 4 == 0 ? 1 : 0])
     }
 
     /// A dense layer's weights in blocks of `ch` output channels, [OC/ch][C][KH][KW][ch], zero

@@ -503,6 +503,57 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         XCTAssertEqual(try XCTUnwrap(rows.prepare(wider, input: t) as? VulkanPrepared).shaders, ["convolution_1x1_lanes"])
     }
 
+    /// Dense convolutions as implicit matrix products (convolution_gemm.comp, 64 output channels
+    /// a tile; convolution_gemm16.comp for at most 16): the GPUs' choice for what Winograd and
+    /// the 1×1 product do not take, forced here on the CPU device, against the reference and
+    /// checked to be what ran. Kernels 1 (strided), 2, 3, 5, 7 × 3 and 9; strides 1 to 3,
+    /// dilation 2, pads equal, unequal and none; output channels 1, 3, 16 (one whole small
+    /// tile), 17, 64 (one whole tile) and 65 (a partial second); input channels 3 to 64, so the
+    /// taps are below, at and past the 16 of a slice and not a multiple of it; pictures 1×1, 7×5
+    /// (a pixel count not a multiple of 4), 8×9 and 37×21 (more than one tile of 64 pixels,
+    /// the last cut); fused activations. Kept off on the CPU; pointwise, grouped and Winograd
+    /// layers keep their shaders with it on.
+    func testImplicitGEMM() throws {
+        XCTAssertTrue(VulkanBackend.implicitGEMM(environment: [:], isCPU: false))
+        XCTAssertFalse(VulkanBackend.implicitGEMM(environment: [:], isCPU: true))
+        XCTAssertTrue(VulkanBackend.implicitGEMM(environment: ["VIVIFY_VULKAN_IMPLICIT_GEMM": "1"], isCPU: true))
+        XCTAssertFalse(VulkanBackend.implicitGEMM(environment: ["VIVIFY_VULKAN_IMPLICIT_GEMM": "0"], isCPU: false))
+        let automatic = try backend()
+        XCTAssertEqual(automatic.implicitGEMM, !automatic.isCPU)
+        let b = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, pointwiseGEMM: false, winograd: .wide, winogradBlocked: false,
+                                  convolutionRows: false, implicitGEMM: true)
+        typealias Case = (k: Int, kw: Int, stride: Int, dilation: Int, pads: (Int, Int, Int, Int))
+        let cases: [Case] = [(3, 3, 1, 1, (1, 1, 1, 1)), (1, 1, 2, 1, (0, 0, 0, 0)), (2, 2, 2, 1, (0, 0, 0, 0)), (3, 3, 2, 2, (2, 1, 0, 3)),
+                             (5, 5, 1, 1, (2, 2, 2, 2)), (7, 3, 3, 1, (3, 1, 2, 0)), (9, 9, 1, 1, (4, 4, 4, 4))]
+        for (ic, oc) in [(3, 1), (5, 3), (3, 16), (4, 17), (64, 3), (17, 64), (8, 65)] {
+            for (h, w) in [(1, 1), (5, 7), (9, 8), (21, 37)] {
+                for (i, c) in cases.enumerated() {
+                    let act: Activation = i % 3 == 0 ? .identity : i % 3 == 1 ? .leakyRelu(slope: 0.1) : .prelu(slopes: rng.array(oc))
+                    let g = chain([(conv(oc, ic, k: c.k, kw: c.kw, stride: c.stride, dilation: c.dilation, pads: c.pads, bias: i != 1,
+                                         activation: act), [1])])
+                    let s = Shape(c: ic, h: h, w: w)
+                    guard (try? g.inferShapes(input: s)) != nil else { continue }
+                    let what = "implicit GEMM: \(ic)→\(oc), \(c.k)x\(c.kw) stride \(c.stride) dilation \(c.dilation) pads \(c.pads), \(w)x\(h)"
+                    try compare(g, s, what, on: b)
+                    let shaders = try XCTUnwrap(b.prepare(g, input: s) as? VulkanPrepared).shaders
+                    let winograd = c.k == 3 && c.kw == 3 && c.stride == 1 && c.dilation == 1 && ic >= 16 && oc >= 16
+                    XCTAssertEqual(shaders.count == 1 ? shaders[0] : "Winograd",
+                                   winograd ? "Winograd" : oc <= 16 ? "convolution_gemm16" : "convolution_gemm", what)
+                }
+            }
+        }
+        // Two in a row, the second reading what the first wrote, more taps than a slice (64 · 9).
+        let two = chain([(conv(64, 5, k: 5, pads: (2, 2, 2, 2), activation: .relu), [1]), (conv(24, 64, k: 3, stride: 2, pads: (1, 1, 1, 1)), [1])])
+        try compare(two, Shape(c: 5, h: 19, w: 23), "implicit GEMM two in a row", on: b, runs: 2)
+        XCTAssertEqual(try XCTUnwrap(b.prepare(two, input: Shape(c: 5, h: 19, w: 23)) as? VulkanPrepared).shaders,
+                       ["convolution_gemm", "convolution_gemm"])
+        // What it does not take.
+        for (op, want) in [(conv(8, 4, k: 1), "convolution_1x1_lanes"), (conv(8, 4, k: 3, pads: (1, 1, 1, 1), groups: 2), "convolution4")] {
+            let g = chain([(op, [1])])
+            XCTAssertEqual(try XCTUnwrap(b.prepare(g, input: Shape(c: 4, h: 5, w: 7)) as? VulkanPrepared).shaders, [want])
+        }
+    }
+
     /// Depthwise 3×3 convolutions in runs of 8 pixels of a row (convolution_depthwise_s1 and
     /// _s2, with the row shaders: the CPU's choice) and one value per invocation
     /// (convolution.comp) against the reference: channels 3, 4, 5 and 64, channel multipliers 1

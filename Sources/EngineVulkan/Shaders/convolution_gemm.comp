@@ -1,0 +1,6 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+// Implicit-GEMM convolution, 64 output channels × 64 pixels a workgroup (convolution_gemm.glsl).
+#define OCL 8
+#include "convolution_gemm.glsl"
