@@ -48,6 +48,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         deconvolutionPhases = Self.deconvolutionPhases(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         convolutionRows = Self.convolutionRows(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         implicitGEMM = Self.implicitGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
+        cooperativeGEMM = context.hasCooperativeMatrix
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
 
@@ -61,7 +62,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// matrix products or not (`implicitGEMM`; nil: as `init(precision:)` does for each).
     init(memoryPlan: VulkanMemoryPlan, precision: VulkanPrecision = .fp32, arenaBlockLimit: Int? = nil, pointwiseGEMM: Bool? = nil,
          winograd: VulkanWinograd? = nil, winogradBlocked: Bool? = nil, deconvolutionPhases: Bool? = nil, convolutionRows: Bool? = nil,
-         implicitGEMM: Bool? = nil) throws {
+         implicitGEMM: Bool? = nil, cooperativeGEMM: Bool? = nil) throws {
         context = try VulkanContext.shared.get()
         self.memoryPlan = memoryPlan
         self.arenaBlockLimit = arenaBlockLimit
@@ -72,12 +73,26 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
             ?? Self.deconvolutionPhases(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         self.convolutionRows = convolutionRows ?? Self.convolutionRows(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         self.implicitGEMM = implicitGEMM ?? Self.implicitGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
+        self.cooperativeGEMM = cooperativeGEMM ?? context.hasCooperativeMatrix
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
 
+    /// The precision that runs, and what to tell the user: fp16 asked for on a device without
+    /// 16-bit storage; cooperative matrices asked for (VIVIFY_VULKAN_COOPMAT=1) where the device
+    /// cannot run them, or in fp32, where they do not run.
     private static func precision(_ asked: VulkanPrecision, on context: VulkanContext) -> (VulkanPrecision, String?) {
-        guard asked == .fp16, !context.hasFP16Storage else { return (asked, nil) }
-        return (.fp32, "the Vulkan device '\(context.deviceName)' has no 16-bit storage buffers (storageBuffer16BitAccess): fp16 runs in fp32.")
+        var notes: [String] = []
+        var runs = asked
+        if asked == .fp16 && !context.hasFP16Storage {
+            runs = .fp32
+            notes.append("the Vulkan device '\(context.deviceName)' has no 16-bit storage buffers (storageBuffer16BitAccess): fp16 runs in fp32.")
+        }
+        if let note = context.cooperativeMatrixNote {
+            notes.append(note)
+        } else if context.hasCooperativeMatrix && runs == .fp32 {
+            notes.append("VIVIFY_VULKAN_COOPMAT=1: cooperative matrices run only with fp16 storage (--precision fp16); fp32 runs without them.")
+        }
+        return (runs, notes.isEmpty ? nil : notes.joined(separator: " "))
     }
 
     /// Where prepared graphs keep their values and weights.
@@ -179,6 +194,13 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         }
     }
 
+    /// Whether, with fp16 storage, dense convolutions of more than 16 output channels that
+    /// Winograd does not take (1×1 ones too) run as the implicit matrix product on cooperative
+    /// matrices (convolution_gemm_coop.comp; `VulkanCooperativeMatrix`): where the device has
+    /// them and VIVIFY_VULKAN_COOPMAT=1 asks. Tests force it on the CPU device, which runs
+    /// the `_emulated` build of the same shader.
+    let cooperativeGEMM: Bool
+
     /// A CPU-only kernel choice: on for CPU devices, off for GPUs, unless `variable` is "1"
     /// (on) or "0" (off).
     private static func cpuOnly(_ variable: String, environment: [String: String], isCPU: Bool) -> Bool {
@@ -237,7 +259,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         let prepared = try VulkanPrepared(context: context, graph: specialized, input: inputShape, plan: memoryPlan, storage: precision == .fp16 ? .fp16 : .fp32,
                                          blockLimit: arenaBlockLimit, pointwiseGEMM: pointwiseGEMM, winograd: winograd,
                                          winogradBlocked: winogradBlocked, deconvolutionPhases: deconvolutionPhases, convolutionRows: convolutionRows,
-                                         implicitGEMM: implicitGEMM, profiling: profiling)
+                                         implicitGEMM: implicitGEMM, cooperativeGEMM: cooperativeGEMM, profiling: profiling)
         // The shaders this graph needed, compiled, for the next process (VulkanPipelineCache).
         context.savePipelineCache()
         return prepared

@@ -47,6 +47,11 @@ final class VulkanContext: @unchecked Sendable {
     /// Whether shaders may keep float16 values in storage buffers (`storageBuffer16BitAccess`,
     /// enabled on the device when it has it): what fp16 storage needs.
     let hasFP16Storage: Bool
+    /// Whether cooperative matrices are turned on (`VulkanCooperativeMatrix`: asked for by
+    /// VIVIFY_VULKAN_COOPMAT=1, and the device has what the shader needs).
+    let hasCooperativeMatrix: Bool
+    /// Why they are not, when asked for; nil otherwise.
+    let cooperativeMatrixNote: String?
     let setLayout: VkDescriptorSetLayout
     let pipelineLayout: VkPipelineLayout
     /// Queue submissions and the pipeline table are shared between threads.
@@ -143,6 +148,25 @@ final class VulkanContext: @unchecked Sendable {
         enabled16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES
         enabled16.storageBuffer16BitAccess = VkBool32(hasFP16Storage ? VK_TRUE : VK_FALSE)
         let wants16 = hasFP16Storage
+        // Cooperative matrices, where asked for (VIVIFY_VULKAN_COOPMAT=1) and the device has
+        // what convolution_gemm_coop.comp needs; with fp16 storage, the only precision it runs in.
+        if VulkanCooperativeMatrix.isRequested() {
+            let why = hasFP16Storage ? VulkanCooperativeMatrix.check(instance, chosen, apiVersion: props.apiVersion)
+                : "it has no 16-bit storage buffers"
+            hasCooperativeMatrix = why == nil
+            let name = deviceName
+            cooperativeMatrixNote = why.map { "VIVIFY_VULKAN_COOPMAT=1: the Vulkan device '\(name)' cannot run cooperative matrices (\($0)); the implicit matrix product runs without them." }
+        } else {
+            hasCooperativeMatrix = false
+            cooperativeMatrixNote = nil
+        }
+        let cooperate = hasCooperativeMatrix
+        let cooperative = cooperate ? VulkanCooperativeMatrix.Features() : nil
+        defer { cooperative?.release() }
+        let extensionNames = cooperate ? [VulkanCooperativeMatrix.extensionName] : []
+        let extensionStrings = extensionNames.map { strdup($0) }
+        defer { extensionStrings.forEach { free($0) } }
+        var extensionPointers = extensionStrings.map { UnsafePointer<CChar>($0) }
         var priority: Float = 1
         var madeDevice: VkDevice?
         let dr: VkResult = withUnsafePointer(to: &priority) { pp in
@@ -153,12 +177,17 @@ final class VulkanContext: @unchecked Sendable {
             q.pQueuePriorities = pp
             return withUnsafePointer(to: &q) { qp in
                 withUnsafeMutablePointer(to: &enabled16) { ep in
-                    var info = VkDeviceCreateInfo()
-                    info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO
-                    info.pNext = wants16 ? UnsafeRawPointer(ep) : nil
-                    info.queueCreateInfoCount = 1
-                    info.pQueueCreateInfos = qp
-                    return vkCreateDevice(chosen, &info, nil, &madeDevice)
+                    extensionPointers.withUnsafeMutableBufferPointer { xp in
+                        var info = VkDeviceCreateInfo()
+                        info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO
+                        let storage: UnsafeMutableRawPointer? = wants16 ? UnsafeMutableRawPointer(ep) : nil
+                        info.pNext = UnsafeRawPointer(cooperative.map { $0.chain(after: storage) } ?? storage)
+                        info.queueCreateInfoCount = 1
+                        info.pQueueCreateInfos = qp
+                        info.enabledExtensionCount = UInt32(xp.count)
+                        info.ppEnabledExtensionNames = xp.isEmpty ? nil : UnsafePointer(xp.baseAddress)
+                        return vkCreateDevice(chosen, &info, nil, &madeDevice)
+                    }
                 }
             }
         }

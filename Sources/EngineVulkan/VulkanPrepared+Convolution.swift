@@ -26,6 +26,8 @@ extension VulkanPrepared {
         if Self.isWinograd(p, winograd), winograd == .always || !winogradBlocked || o.h * o.w >= Self.blockedWinogradMinimumPlane,
            try winogradConvolution(p, x, s, y, o, bias, slopes) {
             return
+        } else if cooperativeGEMM && storage == .fp16 && p.groups == 1 && p.outChannels > 16 {
+            try gemmConvolution(p, x, s, y, o, bias, slopes, cooperative: true)
         } else if pointwiseGEMM, Self.isPointwise(p) {
             // A matrix product: the weights [OC][C] zero-padded to multiples of 16 both ways
             // (whole vec4 loads, no bounds checks on them).
@@ -131,10 +133,12 @@ extension VulkanPrepared {
     /// channels × 64 pixels a workgroup, or 16 × 64 where the layer has at most 16 output
     /// channels (convolution_gemm16.comp: a 64-channel tile would compute 4 to 64 times the
     /// channels there are). The weights as `[OC/T][KP][T]` (T the tile's channels, KP the
-    /// C·KH·KW taps rounded up to 16), zero past the last channel and tap.
+    /// C·KH·KW taps rounded up to 16), zero past the last channel and tap. `cooperative`: on
+    /// cooperative matrices (convolution_gemm_coop.glsl, 64 × 64; its `_emulated` build where
+    /// the device has none, as in the tests).
     private func gemmConvolution(_ p: ConvolutionParameters, _ x: VulkanSlice, _ s: Shape, _ y: VulkanSlice, _ o: Shape,
-                                 _ bias: VulkanSlice?, _ slopes: VulkanSlice?) throws {
-        let tileChannels = p.outChannels <= 16 ? 16 : 64
+                                 _ bias: VulkanSlice?, _ slopes: VulkanSlice?, cooperative: Bool = false) throws {
+        let tileChannels = p.outChannels <= 16 && !cooperative ? 16 : 64
         let taps = p.inChannels * p.kernelH * p.kernelW, kp = (taps + 15) / 16 * 16
         let blocks = (p.outChannels + tileChannels - 1) / tileChannels
         var t = [Float](repeating: 0, count: blocks * kp * tileChannels)
@@ -144,7 +148,9 @@ extension VulkanPrepared {
         }
         let plane = o.h * o.w
         let tiles = (plane + 63) / 64, gx = min(tiles, Int(context.maxGroupsX))
-        try dispatch(tileChannels == 16 ? "convolution_gemm16" : "convolution_gemm", groups: (gx, blocks, (tiles + gx - 1) / gx),
+        let shader = cooperative ? (context.hasCooperativeMatrix ? "convolution_gemm_coop" : "convolution_gemm_coop_emulated")
+            : tileChannels == 16 ? "convolution_gemm16" : "convolution_gemm"
+        try dispatch(shader, groups: (gx, blocks, (tiles + gx - 1) / gx),
                      [x, try constant(t), y, bias, slopes], parameters(p, s, o) + [Int32(kp), plane % 4 == 0 ? 1 : 0])
     }
 

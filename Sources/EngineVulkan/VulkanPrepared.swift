@@ -36,6 +36,8 @@ final class VulkanPrepared: VulkanProfiledGraph {
     let convolutionRows: Bool
     /// Whether the other dense convolutions run as implicit matrix products (`VulkanBackend.implicitGEMM`).
     let implicitGEMM: Bool
+    /// Whether, in fp16, they may run on cooperative matrices (`VulkanBackend.cooperativeGEMM`).
+    let cooperativeGEMM: Bool
     /// The shader of every dispatch recorded, in order (what tests check the choices by).
     private(set) var shaders: [String] = []
     /// Each value's place: a slice of an arena block.
@@ -86,10 +88,11 @@ final class VulkanPrepared: VulkanProfiledGraph {
     init(context: VulkanContext, graph: Graph, input: Shape, plan: VulkanMemoryPlan, storage: VulkanStorage = .fp32,
          blockLimit: Int? = nil, pointwiseGEMM: Bool = false, winograd: VulkanWinograd = .never,
          winogradBlocked: Bool = false, deconvolutionPhases: Bool = false, convolutionRows: Bool = false, implicitGEMM: Bool = false,
-         profiling: Bool = false) throws {
+         cooperativeGEMM: Bool = false, profiling: Bool = false) throws {
         self.context = context
         self.convolutionRows = convolutionRows
         self.implicitGEMM = implicitGEMM
+        self.cooperativeGEMM = cooperativeGEMM
         self.deconvolutionPhases = deconvolutionPhases
         self.pointwiseGEMM = pointwiseGEMM
         self.winograd = winograd

@@ -1,5 +1,6 @@
 @testable import Engine
 @testable import EngineVulkan
+import CVulkan
 import Foundation
 import ModelFormats
 import XCTest
@@ -551,6 +552,51 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         for (op, want) in [(conv(8, 4, k: 1), "convolution_1x1_lanes"), (conv(8, 4, k: 3, pads: (1, 1, 1, 1), groups: 2), "convolution4")] {
             let g = chain([(op, [1])])
             XCTAssertEqual(try XCTUnwrap(b.prepare(g, input: Shape(c: 4, h: 5, w: 7)) as? VulkanPrepared).shaders, [want])
+        }
+    }
+
+    /// The implicit matrix product on cooperative matrices (convolution_gemm_coop.glsl), forced:
+    /// on this device, which has none, its `_emulated` build (the same staging of weights and
+    /// inputs in shared memory, the same output, the products lane by lane), in fp16 storage
+    /// only — in fp32 the layers keep their other shaders. Output channels 17, 64, 65 and 130
+    /// (partial and whole 64-channel tiles; 16 or fewer keep convolution_gemm16.comp), 1×1
+    /// layers (taken too), kernels 3×3 to 7×3 with strides, dilation and unequal pads, pictures
+    /// 1×1 to 37×21, and 1,000 input channels (63 slices of taps: a first emulation, one pixel
+    /// × 64 sums per lane, read garbage past about 40 slices on Debian 12's lavapipe, Mesa
+    /// 22.3, and was right on Mesa 25.0). And the device check: lavapipe has no
+    /// VK_NV_cooperative_matrix.
+    func testCooperativeGEMM() throws {
+        XCTAssertTrue(VulkanCooperativeMatrix.isRequested(["VIVIFY_VULKAN_COOPMAT": "1"]))
+        XCTAssertFalse(VulkanCooperativeMatrix.isRequested([:]))
+        let automatic = try backend()
+        let context = automatic.context
+        if context.isCPU {
+            XCTAssertFalse(context.hasCooperativeMatrix)
+            var props = VkPhysicalDeviceProperties()
+            vkGetPhysicalDeviceProperties(context.physical, &props)
+            XCTAssertNotNil(VulkanCooperativeMatrix.check(context.instance, context.physical, apiVersion: props.apiVersion))
+        }
+        let b = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, pointwiseGEMM: false, winograd: .never,
+                                  convolutionRows: false, implicitGEMM: true, cooperativeGEMM: true)
+        let coop = context.hasCooperativeMatrix ? "convolution_gemm_coop" : "convolution_gemm_coop_emulated"
+        typealias Case = (k: Int, kw: Int, stride: Int, dilation: Int, pads: (Int, Int, Int, Int))
+        let cases: [Case] = [(1, 1, 1, 1, (0, 0, 0, 0)), (3, 3, 1, 1, (1, 1, 1, 1)), (3, 3, 2, 2, (2, 1, 0, 3)), (7, 3, 3, 1, (3, 1, 2, 0))]
+        for (ic, oc) in [(3, 17), (20, 64), (8, 65), (64, 130), (5, 16), (1000, 64)] {
+            for (h, w) in ic == 1000 ? [(5, 7)] : [(1, 1), (5, 7), (21, 37)] {
+                for (i, c) in cases.enumerated() {
+                    let act: Activation = i % 3 == 0 ? .identity : i % 3 == 1 ? .leakyRelu(slope: 0.1) : .prelu(slopes: rng.array(oc))
+                    let g = chain([(conv(oc, ic, k: c.k, kw: c.kw, stride: c.stride, dilation: c.dilation, pads: c.pads, bias: i != 1,
+                                         activation: act), [1])])
+                    let s = Shape(c: ic, h: h, w: w)
+                    guard (try? g.inferShapes(input: s)) != nil else { continue }
+                    let what = "cooperative GEMM: \(ic)→\(oc), \(c.k)x\(c.kw) stride \(c.stride) dilation \(c.dilation) pads \(c.pads), \(w)x\(h)"
+                    try compare(g, s, what, on: b)
+                    let shaders = try XCTUnwrap(b.prepare(g, input: s) as? VulkanPrepared).shaders
+                    let want = precision == .fp16 && oc > 16 ? coop
+                        : c.k == 1 ? "convolution_1x1_lanes" : oc <= 16 ? "convolution_gemm16" : "convolution_gemm"
+                    XCTAssertEqual(shaders, [want], what)
+                }
+            }
         }
     }
 
