@@ -22,6 +22,7 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_control_flow_attributes : require
 #define HALF float16_t
 #else
 #define HALF float
@@ -50,7 +51,8 @@ void main() {
     // This subgroup's 32 channels: two fragments of 16 rows, each beside the 8 of 8 pixels.
     int sg = int(gl_SubgroupID);
     fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> sums[16];
-    for (int f = 0; f < 16; f++) sums[f] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0.0);
+    // Unrolled, so that every fragment index is a constant (fragments stay in registers).
+    [[unroll]] for (int f = 0; f < 16; f++) sums[f] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0.0);
 #else
     // This lane's 8 channels (ty) × 8 pixels (tx), as convolution_gemm.glsl's lanes.
     int tx = lane & 7, ty = lane >> 3;
@@ -77,10 +79,10 @@ void main() {
         }
         barrier();
 #ifdef COOP
-        for (int i = 0; i < 2; i++) {
+        [[unroll]] for (int i = 0; i < 2; i++) {
             fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a;
             coopMatLoadNV(a, as_, uint((sg * 32 + i * 16) * 16), 16u, false);
-            for (int j = 0; j < 8; j++) {
+            [[unroll]] for (int j = 0; j < 8; j++) {
                 fcoopmatNV<16, gl_ScopeSubgroup, 16, 8> b;
                 coopMatLoadNV(b, bs, uint(j * 8), 64u, false);
                 sums[i * 8 + j] = coopMatMulAddNV(a, b, sums[i * 8 + j]);
@@ -101,8 +103,8 @@ void main() {
     }
     // The sums into shared memory: row = channel, column = pixel.
 #ifdef COOP
-    for (int i = 0; i < 2; i++) {
-        for (int j = 0; j < 8; j++) coopMatStoreNV(sums[i * 8 + j], cs, uint((sg * 32 + i * 16) * 64 + j * 8), 64u, false);
+    [[unroll]] for (int i = 0; i < 2; i++) {
+        [[unroll]] for (int j = 0; j < 8; j++) coopMatStoreNV(sums[i * 8 + j], cs, uint((sg * 32 + i * 16) * 64 + j * 8), 64u, false);
     }
 #else
     for (int j = 0; j < 8; j++) {
