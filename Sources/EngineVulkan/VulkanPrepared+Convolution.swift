@@ -59,8 +59,8 @@ extension VulkanPrepared {
             let t = Self.channelBlocks(p, 16)
             let groups = (o.h * o.w + 63) / 64, gx = min(groups, Int(context.maxGroupsX))
             if convolutionRows, Self.isPointwise(p),
-               try uniformBlocks("convolution_1x1_uniform", t, blocks: blocks, groups: (gx, (groups + gx - 1) / gx), [x, nil, y, bias, slopes],
-                                 parameters(p, s, o)) {
+               try uniformChunks("convolution_1x1_uniform", t, chunks: blocks, groups: { (gx, $0, (groups + gx - 1) / gx) },
+                                 [x, nil, y, bias, slopes], parameters(p, s, o)) {
                 return
             }
             try dispatch(Self.isPointwise(p) ? "convolution_1x1_lanes" : "convolution_pixels", groups: (gx, blocks, (groups + gx - 1) / gx), [x, try constant(t), y, bias, slopes], parameters(p, s, o))
@@ -72,31 +72,34 @@ extension VulkanPrepared {
         }
     }
 
-    /// A layer's fp32 weights, `blocks` equal blocks of output channels, through a uniform
-    /// buffer (binding 5): `shader` dispatched once per run of blocks that 64 KiB (and the
-    /// device's uniform range) holds, workgroups y over those blocks, the first block's index
-    /// appended to `parameters`. lavapipe loads a uniform buffer by an unrolled gather where it
-    /// loops over the SIMD lanes for a storage buffer, whose loads are what its kernels' time
-    /// goes to (winograd_multiply_uniform.comp did this first). False, nothing recorded, in
-    /// fp16 storage or where one block passes what a binding holds. Used for 1×1 layers
-    /// (convolution_1x1_uniform.comp: the colorizer's 42 took 263–290 ms against 486–490 ms
-    /// on lavapipe, LP_NUM_THREADS=1, whole 224×224 runs, two alternating rounds); the row
-    /// shaders, whose weight vec4s serve 4 or 8 pixels each, did not gain from it
-    /// (realcugan-2x's 450–505 against 445–567 ms a tile).
-    private func uniformBlocks(_ shader: String, _ weights: [Float], blocks: Int, groups: (x: Int, z: Int), _ bound: [VulkanSlice?],
-                               _ parameters: [Int32]) throws -> Bool {
-        let perBlock = weights.count / blocks * 4
-        var nb = min(min(context.maxUniformRange, 65536) / perBlock, blocks)
+    /// A layer's fp32 weights, `chunks` equal chunks (blocks of output channels, or Winograd's
+    /// positions), through a uniform buffer (binding 5): `shader` dispatched once per run of
+    /// chunks that 64 KiB (and the device's uniform range) holds, `groups(n)` workgroups for a
+    /// run of n (the shader finds its chunk by the workgroup index the run spans), the run's
+    /// first chunk appended to `parameters`. lavapipe loads a uniform buffer by an unrolled
+    /// gather where it loops over the SIMD lanes for a storage buffer, whose loads are what
+    /// its kernels' time goes to. False, nothing recorded, in fp16 storage or where one chunk
+    /// passes what a binding holds. Used for 1×1 layers (convolution_1x1_uniform.comp, blocks
+    /// of 16 output channels in workgroups y: the colorizer's 42 took 263–290 ms against
+    /// 486–490 ms on lavapipe, LP_NUM_THREADS=1, whole 224×224 runs, two alternating rounds)
+    /// and Winograd's blocked products (winograd_multiply_uniform.comp, positions in
+    /// workgroups z: realesr-animevideov3-x2 at 160×90 12% faster); the row shaders, whose
+    /// weight vec4s serve 4 or 8 pixels each, did not gain from it (realcugan-2x's 450–505
+    /// against 445–567 ms a tile).
+    private func uniformChunks(_ shader: String, _ weights: [Float], chunks: Int, groups: (Int) -> (x: Int, y: Int, z: Int),
+                               _ bound: [VulkanSlice?], _ parameters: [Int32]) throws -> Bool {
+        let perChunk = weights.count / chunks * 4
+        var nb = min(min(context.maxUniformRange, 65536) / perChunk, chunks)
         // A dispatch but the last starts its successor at an offset the device must allow.
-        while nb > 0 && nb < blocks && (nb * perBlock) % context.arenaAlignment != 0 { nb -= 1 }
+        while nb > 0 && nb < chunks && (nb * perChunk) % context.arenaAlignment != 0 { nb -= 1 }
         guard storage == .fp32, nb > 0, bound.count == VulkanContext.uniformBinding else { return false }
         let whole = try constant(weights)
-        var b0 = 0
-        while b0 < blocks {
-            let n = min(nb, blocks - b0)
-            let chunk = VulkanSlice(block: whole.block, offset: whole.offset + b0 * perBlock, count: n * perBlock / 4)
-            try dispatch(shader, groups: (groups.x, n, groups.z), bound + [chunk], parameters + [Int32(b0)])
-            b0 += n
+        var c0 = 0
+        while c0 < chunks {
+            let n = min(nb, chunks - c0)
+            let chunk = VulkanSlice(block: whole.block, offset: whole.offset + c0 * perChunk, count: n * perChunk / 4)
+            try dispatch(shader, groups: groups(n), bound + [chunk], parameters + [Int32(c0)])
+            c0 += n
         }
         return true
     }
@@ -241,21 +244,12 @@ extension VulkanPrepared {
         let constants = parameters(p, s, o) + [Int32(tiles), Int32(tw), Int32(blocks)]
         try dispatch("winograd_input", count: ic * tiles / 4, [x, v], constants)
         // The blocked multiply's fp32 weights through a uniform buffer where one binding takes
-        // the weights of a position at least (ks positions per dispatch): on lavapipe its
-        // loads are an unrolled gather, not a loop over the lanes as a storage buffer's are
-        // (realesr-animevideov3-x2 at 160×90 12% faster, LP_NUM_THREADS=1). 64 KiB at most:
-        // winograd_multiply_uniform.comp's block.
-        let perK = blocks * ic * 16 * 4, ks = min(min(context.maxUniformRange, 65536) / perK, 16)
-        if winogradBlocked, storage == .fp32, ks > 0, (ks * perK) % context.arenaAlignment == 0 {
-            let whole = try constant(u)
-            var k0 = 0
-            while k0 < 16 {
-                let n = min(ks, 16 - k0)
-                let chunk = VulkanSlice(block: whole.block, offset: whole.offset + k0 * perK, count: n * perK / 4)
-                try dispatch("winograd_multiply_uniform", groups: ((tiles / 4 + 255) / 256, blocks / 2, n), [v, nil, m, nil, nil, chunk],
-                             constants + [Int32(k0)])
-                k0 += n
-            }
+        // the weights of a position at least (`uniformChunks`; 64 KiB at most:
+        // winograd_multiply_uniform.comp's block).
+        if winogradBlocked,
+           try uniformChunks("winograd_multiply_uniform", u, chunks: 16, groups: { ((tiles / 4 + 255) / 256, blocks / 2, $0) },
+                             [v, nil, m, nil, nil], constants) {
+            // Done.
         } else if winogradBlocked {
             try dispatch("winograd_multiply_blocked", groups: ((tiles / 4 + 255) / 256, blocks / 2, 16), [v, try constant(u), m], constants)
         } else {
