@@ -116,9 +116,9 @@ extension Graph {
             case .pixelShuffle(let f, _):
                 guard let x else { return nil }
                 out = ValuePlacement(rows: x.rows.spread(factor: f, centre: Double(f - 1) / 2), columns: x.columns.spread(factor: f, centre: Double(f - 1) / 2))
-            case .upsampleDetail:
+            case .upsampleDetail(_, _, let f):
                 guard let x else { return nil }
-                out = ValuePlacement(rows: x.rows.spread(factor: 2, centre: 0.5), columns: x.columns.spread(factor: 2, centre: 0.5))
+                out = ValuePlacement(rows: x.rows.spread(factor: f, centre: Double(f - 1) / 2), columns: x.columns.spread(factor: f, centre: Double(f - 1) / 2))
             case .resize(_, let sh, let sw, let oh, let ow, let alignCorners):
                 guard let x, oh == 0, ow == 0, !alignCorners, let rows = Self.resampled(x.rows, sh, halfPixel: true),
                       let columns = Self.resampled(x.columns, sw, halfPixel: true) else { return nil }

@@ -279,12 +279,13 @@ public enum Operation: Sendable, Equatable {
     case globalAveragePool
     /// Fully connected: weights [out][in] over the flattened input; bias per output.
     case fullyConnected(outFeatures: Int, weights: [Float], bias: [Float], activation: Activation)
-    /// The tail of a residual 2× upscaler, `resize×2(base) + pixelShuffle×2(detail)`, as one
-    /// operation. Inputs: `base` (C×H×W) and `detail` (4·C×H×W, a detail per channel, or
-    /// 4×H×W, one detail added to every channel), the shuffle in `order`. The resize has
-    /// half-pixel centres and replicated edges. The upsample-detail pass
-    /// (`fusingUpsampleDetailTails`) makes it from the add of the three separate operations.
-    case upsampleDetail(ResizeMode, order: ShuffleOrder)
+    /// The tail of a residual upscaler, `resize×r(base) + pixelShuffle×r(detail)` for a whole
+    /// `factor` r (2, 3 or 4: realesr-animevideov3 ends ×4), as one operation. Inputs: `base`
+    /// (C×H×W) and `detail` (r²·C×H×W, a detail per channel, or r²×H×W, one detail added to
+    /// every channel), the shuffle in `order`. The resize has half-pixel centres and replicated
+    /// edges (nearest: the floor of the scaled coordinate, as `.resize`). The upsample-detail
+    /// pass (`fusingUpsampleDetailTails`) makes it from the add of the three separate operations.
+    case upsampleDetail(ResizeMode, order: ShuffleOrder, factor: Int = 2)
     /// Per-channel normalisation over the channel's own pixels (mean 0, variance 1, then
     /// `· scale + bias`): instance normalisation. It sees the whole input: a graph with it runs
     /// whole, or in tiles with a statistics pass per norm (`TiledRunner`, `StatisticsTiling`).

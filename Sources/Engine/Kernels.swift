@@ -312,20 +312,20 @@ package enum Kernels {
         }
     }
 
-    /// `resize×2(base) + pixelShuffle×2(detail)` done the plain way: the reference resize,
+    /// `resize×r(base) + pixelShuffle×r(detail)` done the plain way: the reference resize,
     /// then each output pixel adds its detail value (the one detail channel set for every
-    /// channel when `detail` has 4 channels).
-    static func upsampleDetail(_ mode: ResizeMode, _ order: ShuffleOrder, _ base: UnsafeBufferPointer<Float>, _ s: Shape,
+    /// channel when `detail` has r² channels).
+    static func upsampleDetail(_ mode: ResizeMode, _ order: ShuffleOrder, _ r: Int, _ base: UnsafeBufferPointer<Float>, _ s: Shape,
                                _ detail: UnsafeBufferPointer<Float>, _ ds: Shape, _ y: UnsafeMutableBufferPointer<Float>, _ o: Shape) {
         resize(mode, false, base, s, y, o)
-        let perPhase = ds.c / 4
+        let perPhase = ds.c / (r * r)
         for c in 0..<o.c {
             let dc = perPhase == 1 ? 0 : c
             for oy in 0..<o.h {
                 for ox in 0..<o.w {
-                    let phase = (oy % 2) * 2 + ox % 2
-                    let ic = order == .crd ? dc * 4 + phase : phase * perPhase + dc
-                    y[(c * o.h + oy) * o.w + ox] += detail[(ic * ds.h + oy / 2) * ds.w + ox / 2]
+                    let phase = (oy % r) * r + ox % r
+                    let ic = order == .crd ? dc * r * r + phase : phase * perPhase + dc
+                    y[(c * o.h + oy) * o.w + ox] += detail[(ic * ds.h + oy / r) * ds.w + ox / r]
                 }
             }
         }
@@ -362,7 +362,7 @@ package enum Kernels {
             }
         case .globalAveragePool: globalAveragePool(x, s0, y)
         case .fullyConnected(let out, let w, let b, let a): fullyConnected(out, w, b, a, x, y)
-        case .upsampleDetail(let mode, let order): upsampleDetail(mode, order, x, s0, inputs[1], shapes[1], y, o)
+        case .upsampleDetail(let mode, let order, let r): upsampleDetail(mode, order, r, x, s0, inputs[1], shapes[1], y, o)
         case .instanceNorm(let scale, let bias, let eps): instanceNorm(scale, bias, eps, x, s0, y)
         case .pool(let p): pool(p, x, s0, y, o)
         case .spaceToDepth(let r): spaceToDepth(r, x, s0, y, o)

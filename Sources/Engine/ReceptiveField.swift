@@ -27,9 +27,9 @@ extension Graph {
                 let factor = oh > 0 ? 1 : Double(sh)
                 s *= factor
                 r += Self.resizeReach(mode) / s
-            case .upsampleDetail(let mode, _):
-                // resize×2(base) + pixelShuffle×2(detail): the resize reaches around the base.
-                s *= 2
+            case .upsampleDetail(let mode, _, let f):
+                // resize×f(base) + pixelShuffle×f(detail): the resize reaches around the base.
+                s *= Double(f)
                 r = max(radius[ins[0]] + Self.resizeReach(mode) / s, radius[ins[1]])
             case .pad(let t, let l, let b, let rt, _), .crop(let t, let l, let b, let rt):
                 // Padding or cropping both sides alike only moves the origin (the layers after

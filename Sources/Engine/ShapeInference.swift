@@ -221,12 +221,13 @@ extension Node {
             }
             guard bias.isEmpty || bias.count == out else { throw fail("has \(bias.count) biases for \(out) outputs", source) }
             return Shape(c: out, h: 1, w: 1)
-        case .upsampleDetail:
+        case .upsampleDetail(_, _, let r):
             let d = ins[1]
-            guard d.h == x.h, d.w == x.w, d.c == 4 || d.c == 4 * x.c else {
-                throw fail("detail \(d) does not fit base \(x): it needs 4 or \(4 * x.c) channels of \(x.h)x\(x.w)", source)
+            guard (2...4).contains(r) else { throw fail("upsamples by \(r): the fused tail takes 2, 3 or 4", source) }
+            guard d.h == x.h, d.w == x.w, d.c == r * r || d.c == r * r * x.c else {
+                throw fail("detail \(d) does not fit base \(x): it needs \(r * r) or \(r * r * x.c) channels of \(x.h)x\(x.w)", source)
             }
-            return Shape(c: x.c, h: 2 * x.h, w: 2 * x.w)
+            return Shape(c: x.c, h: r * x.h, w: r * x.w)
         case .instanceNorm(let scale, let bias, _):
             guard scale.count == x.c, bias.count == x.c else { throw fail("has \(scale.count) scales for \(x.c) channels", source) }
             return x
@@ -356,7 +357,7 @@ extension Operation {
         case .concatChannels: return "concat"
         case .globalAveragePool: return "global average pooling"
         case .fullyConnected: return "fully connected"
-        case .upsampleDetail(let m, _): return "upsample detail \(m.rawValue)"
+        case .upsampleDetail(let m, _, let r): return "upsample detail \(m.rawValue)\(r == 2 ? "" : " ×\(r)")"
         case .instanceNorm: return "instance norm"
         case .pool(let p): return p.kind == .max ? "max pooling" : "average pooling"
         case .spaceToDepth: return "space to depth"

@@ -1,12 +1,12 @@
 extension Graph {
     /// The upsample-detail pass: every residual-upscaler tail
     ///
-    ///     add(pixelShuffle×2(detail), resize×2(base))      (operands in either order)
+    ///     add(pixelShuffle×r(detail), resize×r(base))      (operands in either order, r 2 to 4)
     ///
-    /// becomes one `.upsampleDetail(mode, order)` node reading `[base, detail]`, when the add is
-    /// plain (no coefficients), the resize is bilinear, bicubic or nearest with half-pixel
-    /// centres and gives exactly twice the base's size, `detail` has 4·C or 4 channels of the
-    /// base's size, neither intermediate is read by anything else or is the graph's output, and
+    /// becomes one `.upsampleDetail(mode, order, factor: r)` node reading `[base, detail]`, when
+    /// the add is plain (no coefficients), the resize is bilinear, bicubic or nearest with
+    /// half-pixel centres and gives exactly r times the base's size, `detail` has r²·C or r²
+    /// channels of the base's size, neither intermediate is read by anything else or is the graph's output, and
     /// `accept` takes the fused operation (a backend passes its `supports`). Same result: the
     /// fused operation computes the same sums, so a backend that runs it as one pass over the
     /// output (oneDNN's `UpsampleDetail`) saves four passes over full-size tensors.
@@ -29,13 +29,13 @@ extension Graph {
             for (d, b) in [(n.inputs[0], n.inputs[1]), (n.inputs[1], n.inputs[0])] {
                 guard let si = producer[d], let ri = producer[b], !removed.contains(si), !removed.contains(ri),
                       readers[d] == 1, readers[b] == 1, d != output, b != output,
-                      case .pixelShuffle(2, let order) = nodes[si].op,
+                      case .pixelShuffle(let r, let order) = nodes[si].op, (2...4).contains(r),
                       case .resize(let mode, _, _, _, _, false) = nodes[ri].op else { continue }
                 let detail = nodes[si].inputs[0], base = nodes[ri].inputs[0]
                 guard let bs = shapes[base], let ds = shapes[detail],
-                      o == Shape(c: bs.c, h: 2 * bs.h, w: 2 * bs.w), shapes[b] == o,
-                      ds.h == bs.h, ds.w == bs.w, ds.c == 4 || ds.c == 4 * bs.c else { continue }
-                let op = Operation.upsampleDetail(mode, order: order)
+                      o == Shape(c: bs.c, h: r * bs.h, w: r * bs.w), shapes[b] == o,
+                      ds.h == bs.h, ds.w == bs.w, ds.c == r * r || ds.c == r * r * bs.c else { continue }
+                let op = Operation.upsampleDetail(mode, order: order, factor: r)
                 guard accept(op) else { continue }
                 fused[i] = Node(name: n.name, op: op, inputs: [base, detail], output: n.output)
                 removed.formUnion([si, ri])

@@ -98,8 +98,8 @@ public final class DNNLBackend: InferenceBackend, @unchecked Sendable {
     /// does bilinear and bicubic; the upsample-detail pass leaves nearest tails unfused here).
     public func supports(_ op: Engine.Operation) -> Bool {
         switch op {
-        case .upsampleDetail(let mode, _):
-            return UpsampleDetail.supports(mode)
+        case .upsampleDetail(let mode, _, let factor):
+            return UpsampleDetail.supports(mode, factor: factor)
         case .convolution, .deconvolution, .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .pixelShuffle,
              .resize, .pad, .crop, .cropLike, .sliceChannels, .concatChannels, .globalAveragePool, .fullyConnected,
              .instanceNorm, .pool, .spaceToDepth, .resample, .constant, .reshape, .softmax, .concat, .transpose, .rowMatMul, .external:

@@ -54,8 +54,8 @@ extension DNNLPrepared {
             try softmax(node)
         case .resize(.bilinear, _, _, _, _, false) where out.h % shapes[node.inputs[0]].h == 0 && out.w % shapes[node.inputs[0]].w == 0:
             try upsampleLinear(node)
-        case .upsampleDetail(let mode, let order):
-            try upsampleDetail(node, mode, order)
+        case .upsampleDetail(let mode, let order, let factor):
+            try upsampleDetail(node, mode, order, factor)
         case .scalar, .channelAffine, .pixelShuffle, .resize, .pad, .concatChannels:
             try plainOp(node)
         case .instanceNorm, .pool, .spaceToDepth, .resample, .constant, .reshape, .softmax, .concat, .transpose, .rowMatMul, .external:
@@ -107,8 +107,12 @@ extension DNNLPrepared {
             outMargin = m + 1
         }
         var srcAny = Self.anyMD([1, Int64(s.c), Int64(s.h), Int64(s.w)], dt)
-        // A value read by Swift loops (the fused upscaler tail) is best written plain directly.
-        let wantsPlain = !transposed && outMargin == 0 && tailDetails.contains(node.output)
+        // A value read by Swift loops (the fused upscaler tail) is best written plain directly
+        // where it has fewer than 16 channels (vivify-fast-2x's 12); with more, oneDNN's
+        // convolutions into a plain layout are slow (realesr-animevideov3-x4's 64 → 48 took
+        // 180–211 ms against about 80 ms blocked, 640×360, one thread), so those are written in
+        // blocks and reordered for the loops.
+        let wantsPlain = !transposed && outMargin == 0 && tailDetails.contains(node.output) && o.c < 16
         var dstAny = wantsPlain ? Self.plainMD(o) : Self.anyMD([1, Int64(o.c), Int64(o.h), Int64(o.w)], dt)
         // A first layer (few input channels, read plain) writing 16-channel blocks directly:
         // oneDNN has a kernel for exactly that, and the next layers (Winograd among them) read
@@ -405,15 +409,20 @@ extension DNNLPrepared {
     }
 
     /// The fused residual-upscaler tail: `UpsampleDetail`'s one pass over the output.
-    func upsampleDetail(_ node: Node, _ mode: ResizeMode, _ order: ShuffleOrder) throws {
+    func upsampleDetail(_ node: Node, _ mode: ResizeMode, _ order: ShuffleOrder, _ factor: Int) throws {
         let base = try plain(node.inputs[0]), detail = try plain(node.inputs[1])
         let bs = shapes[node.inputs[0]], dc = shapes[node.inputs[1]].c
         let dst = try activation(Self.plainMD(shapes[node.output]), isPlain: true)
         let stream = self.stream, threads = backend.threads
         appendLoop([base, detail, dst]) {
             try dnnlCheck(dnnl_stream_wait(stream), "synchronise")
-            UpsampleDetail.run(mode, base: base.pointer, bs, detail: detail.pointer, detailChannels: dc, order: order, y: dst.pointer,
-                               threads: threads)
+            if mode == .nearest {
+                UpsampleDetail.runNearest(factor: factor, base: base.pointer, bs, detail: detail.pointer, detailChannels: dc, order: order,
+                                          y: dst.pointer, threads: threads)
+            } else {
+                UpsampleDetail.run(mode, base: base.pointer, bs, detail: detail.pointer, detailChannels: dc, order: order, y: dst.pointer,
+                                   threads: threads)
+            }
         }
         current[node.output] = dst
         plainCopies[node.output] = dst

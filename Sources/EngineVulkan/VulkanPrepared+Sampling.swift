@@ -17,22 +17,22 @@ extension VulkanPrepared {
         try sample(x, s, into: y, o, rows: VulkanTaps.table(rows), columns: VulkanTaps.table(cols), extrapolation: p.extrapolation)
     }
 
-    /// `resize×2(base) + pixelShuffle×2(detail)` in one pass.
-    func upsampleDetail(_ mode: ResizeMode, _ order: ShuffleOrder, _ node: Node) throws {
+    /// `resize×r(base) + pixelShuffle×r(detail)` in one pass.
+    func upsampleDetail(_ mode: ResizeMode, _ order: ShuffleOrder, _ factor: Int, _ node: Node) throws {
         let (x, s, y, o) = operands(node)
         let detail = buffers[node.inputs[1]], ds = shapes[node.inputs[1]]
         try sample(x, s, into: y, o, rows: VulkanTaps.resize(mode, alignCorners: false, inSize: s.h, outSize: o.h),
                    columns: VulkanTaps.resize(mode, alignCorners: false, inSize: s.w, outSize: o.w),
-                   detail: (detail, ds, order == .crd ? 1 : 2))
+                   detail: (detail, ds, order == .crd ? 1 : 2, factor))
     }
 
     private func sample(_ x: VulkanSlice, _ s: Shape, into y: VulkanSlice, _ o: Shape, rows: [Float], columns: [Float], extrapolation: Float = 0,
-                        detail: (buffer: VulkanSlice, shape: Shape, order: Int32)? = nil) throws {
+                        detail: (buffer: VulkanSlice, shape: Shape, order: Int32, factor: Int)? = nil) throws {
         guard o.count > 0 else { return }
-        let ds = detail?.shape ?? Shape(c: 0, h: 0, w: 0)
+        let ds = detail?.shape ?? Shape(c: 0, h: 0, w: 0), r = detail?.factor ?? 2
         try dispatch("sampling", count: o.count, [x, detail?.buffer, y, try table(rows), try table(columns)], [
-            Int32(s.c), Int32(s.h), Int32(s.w), Int32(o.h), Int32(o.w), Self.bits(extrapolation), detail?.order ?? 0, Int32(ds.c / 4),
-            Int32(ds.h), Int32(ds.w),
+            Int32(s.c), Int32(s.h), Int32(s.w), Int32(o.h), Int32(o.w), Self.bits(extrapolation), detail?.order ?? 0, Int32(ds.c / (r * r)),
+            Int32(ds.h), Int32(ds.w), Int32(r),
         ])
     }
 }

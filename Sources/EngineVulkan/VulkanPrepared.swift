@@ -545,7 +545,7 @@ final class VulkanPrepared: VulkanProfiledGraph {
         case .globalAveragePool: try globalAveragePool(node)
         case .resize(let mode, _, _, _, _, let align): try resize(mode, alignCorners: align, node)
         case .resample(let p): try resample(p, node)
-        case .upsampleDetail(let mode, let order): try upsampleDetail(mode, order, node)
+        case .upsampleDetail(let mode, let order, let factor): try upsampleDetail(mode, order, factor, node)
         case .instanceNorm(let scale, let bias, let eps): try instanceNorm(scale, bias, eps, node)
         case .softmaxChannels: try softmaxChannels(node)
         case .softmax(let axis): try softmax(axis: axis, node)

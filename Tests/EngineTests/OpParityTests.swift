@@ -236,6 +236,10 @@ final class OpParityTests: XCTestCase {
         try check("onnx resample linear asymmetric ×2", .resample(ResampleParameters(mode: .bilinear, coordinates: .asymmetric, scaleH: 2, scaleW: 2)), input: s)
         try check("onnx resample cubic half pixel to 9x5", .resample(ResampleParameters(mode: .bicubic, outH: 9, outW: 5)), input: s)
         try check("upsample detail tail", .upsampleDetail(.bilinear, order: .crd), input: Shape(c: 3, h: 5, w: 7), second: Shape(c: 12, h: 5, w: 7))
+        try check("upsample detail tail nearest x4", .upsampleDetail(.nearest, order: .crd, factor: 4), input: Shape(c: 3, h: 5, w: 7),
+                  second: Shape(c: 48, h: 5, w: 7))
+        try check("upsample detail tail nearest x3, shared", .upsampleDetail(.nearest, order: .dcr, factor: 3), input: Shape(c: 3, h: 6, w: 5),
+                  second: Shape(c: 9, h: 6, w: 5))
 
         // A constant (no input) broadcast onto the picture.
         covered.insert(.constant)

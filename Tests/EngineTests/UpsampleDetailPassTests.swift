@@ -26,40 +26,45 @@ final class UpsampleDetailPassTests: XCTestCase {
         g.nodes.filter { if case .upsampleDetail = $0.op { return true } else { return false } }.count
     }
 
-    /// conv → pixel shuffle ×2 and input → resize ×2, added.
-    func tail(_ mode: ResizeMode, detailChannels: Int, order: ShuffleOrder, swapped: Bool = false) -> Graph {
+    /// conv → pixel shuffle ×r and input → resize ×r, added.
+    func tail(_ mode: ResizeMode, detailChannels: Int, order: ShuffleOrder, swapped: Bool = false, factor r: Int = 2) -> Graph {
         let w = rng.array(detailChannels * 3 * 9).map { $0 * 0.3 }
         let conv = ConvolutionParameters(outChannels: detailChannels, inChannels: 3, kernelH: 3, kernelW: 3, padTop: 1, padLeft: 1,
                                          padBottom: 1, padRight: 1, weights: w, bias: rng.array(detailChannels), activation: .leakyRelu(slope: 0.1))
         return Graph(valueNames: ["in", "detail", "shuffled", "base", "out"], nodes: [
             Node(name: "conv", op: .convolution(conv), inputs: [0], output: 1),
-            Node(name: "shuffle", op: .pixelShuffle(factor: 2, order: order), inputs: [1], output: 2),
-            Node(name: "resize", op: .resize(mode, scaleH: 2, scaleW: 2, outH: 0, outW: 0, alignCorners: false), inputs: [0], output: 3),
+            Node(name: "shuffle", op: .pixelShuffle(factor: r, order: order), inputs: [1], output: 2),
+            Node(name: "resize", op: .resize(mode, scaleH: Float(r), scaleW: Float(r), outH: 0, outW: 0, alignCorners: false), inputs: [0], output: 3),
             Node(name: "add", op: .binary(.add, coefficients: nil), inputs: swapped ? [3, 2] : [2, 3], output: 4),
         ], input: 0, output: 4, source: "test:tail")
     }
 
+    /// Factors 2, 3 and 4 (realesr-animevideov3 ends ×4), every mode, a detail per channel and
+    /// one shared, both shuffle orders, the add's operands either way. oneDNN fuses the bilinear
+    /// and bicubic ×2 tails (`UpsampleDetail.run`) and the nearest ones at every factor
+    /// (`UpsampleDetail.runNearest`); the rest stay three operations there.
     func testSyntheticTailThreeWays() throws {
         let input = Shape(c: 3, h: 9, w: 13)
         var worst: (fused: Float, onednn: Float) = (0, 0)
+        for r in 2...4 {
         for mode: ResizeMode in [.bilinear, .bicubic, .nearest] {
-            for detailChannels in [4, 12] {
+            for detailChannels in [r * r, 3 * r * r] {
                 for order: ShuffleOrder in [.crd, .dcr] {
                     for swapped in [false, true] {
-                        let graph = tail(mode, detailChannels: detailChannels, order: order, swapped: swapped)
-                        let what = "\(mode) \(detailChannels) \(order) swapped \(swapped)"
+                        let graph = tail(mode, detailChannels: detailChannels, order: order, swapped: swapped, factor: r)
+                        let what = "×\(r) \(mode) \(detailChannels) \(order) swapped \(swapped)"
                         let fused = try graph.fusingUpsampleDetailTails(input: input)
-                        XCTAssertEqual(fused.nodes.map(\.op.kindName), ["convolution", "upsample detail \(mode.rawValue)"], what)
+                        XCTAssertEqual(fused.nodes.map(\.op.kindName),
+                                       ["convolution", "upsample detail \(mode.rawValue)\(r == 2 ? "" : " ×\(r)")"], what)
                         XCTAssertEqual(fused.nodes[1].inputs, [0, 1], "reads [base, detail]")
-                        // oneDNN's kernel has no nearest phases: its pass leaves that tail unfused.
                         let forDNNL = try graph.fusingUpsampleDetailTails(input: input, where: fast.supports)
-                        XCTAssertEqual(Self.fusedCount(forDNNL), mode == .nearest ? 0 : 1, what)
+                        XCTAssertEqual(Self.fusedCount(forDNNL), mode == .nearest || r == 2 ? 1 : 0, what)
 
                         let x = Tensor(shape: input, data: rng.array(input.count))
                         let original = try ReferenceBackend(runsPasses: false).prepare(graph, input: input).run(x)
                         let referenceFused = try ReferenceBackend(runsPasses: false).prepare(fused, input: input).run(x)
                         let onednn = try fast.prepare(graph, input: input).run(x)
-                        XCTAssertEqual(original.shape, Shape(c: 3, h: 18, w: 26))
+                        XCTAssertEqual(original.shape, Shape(c: 3, h: 9 * r, w: 13 * r))
                         let d1 = Self.maxDiff(referenceFused, original), d2 = Self.maxDiff(onednn, original)
                         XCTAssertLessThanOrEqual(d1, 1e-6, "reference fused vs unfused, \(what)")
                         XCTAssertLessThanOrEqual(d2, 1e-5, "oneDNN vs reference, \(what)")
@@ -67,6 +72,7 @@ final class UpsampleDetailPassTests: XCTestCase {
                     }
                 }
             }
+        }
         }
         print(String(format: "upsample-detail synthetic tail, max |Δ|: reference fused vs unfused %.2e, onednn vs reference %.2e",
                      worst.fused, worst.onednn))
@@ -100,19 +106,20 @@ final class UpsampleDetailPassTests: XCTestCase {
             .activation(.relu), .pixelShuffle(factor: 2, order: .crd), .softmaxChannels, .concatChannels,
             .resize(.nearest, scaleH: 2, scaleW: 2, outH: 0, outW: 0, alignCorners: false),
             .upsampleDetail(.bilinear, order: .crd), .upsampleDetail(.bicubic, order: .dcr), .upsampleDetail(.nearest, order: .crd),
+            .upsampleDetail(.nearest, order: .dcr, factor: 4), .upsampleDetail(.bilinear, order: .crd, factor: 4),
         ]
         for op in ops { XCTAssertTrue(reference.supports(op), op.kindName) }
         for op in ops.dropLast() { XCTAssertTrue(fast.supports(op), op.kindName) }
-        XCTAssertFalse(fast.supports(.upsampleDetail(.nearest, order: .crd)))
+        XCTAssertFalse(fast.supports(.upsampleDetail(.bilinear, order: .crd, factor: 4)))
 
         // A graph that already holds an operation oneDNN lacks: a clear error, naming the layer,
         // the file, the backend and the way out; the reference runs it.
         let input = Shape(c: 3, h: 6, w: 7)
-        let graph = tail(.nearest, detailChannels: 12, order: .crd)
+        let graph = tail(.bilinear, detailChannels: 48, order: .crd, factor: 4)
         let fused = try graph.fusingUpsampleDetailTails(input: input)
         XCTAssertThrowsError(try fast.prepare(fused, input: input)) { error in
             let m = "\(error)"
-            XCTAssertTrue(m.contains("'add'") && m.contains("upsample detail nearest") && m.contains("test:tail")
+            XCTAssertTrue(m.contains("'add'") && m.contains("upsample detail bilinear ×4") && m.contains("test:tail")
                           && m.contains("onednn backend cannot run") && m.contains("--backend reference"), m)
         }
         let x = Tensor(shape: input, data: rng.array(input.count))

@@ -407,15 +407,16 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         }
     }
 
-    /// The upscaler tail: a detail per channel (4·C) or one for all (4), both shuffle orders.
+    /// The upscaler tail: a detail per channel (r²·C) or one for all (r²), both shuffle orders,
+    /// factors 2, 3 and 4.
     func testUpsampleDetail() throws {
         for s in [Shape(c: 3, h: 7, w: 5), Shape(c: 4, h: 5, w: 6)] {
             for mode in [ResizeMode.nearest, .bilinear, .bicubic] {
                 for order in [ShuffleOrder.crd, .dcr] {
-                    for perChannel in [true, false] {
-                        let detail = conv(perChannel ? 4 * s.c : 4, s.c, k: 1)
-                        try compare(chain([(detail, [1]), (.upsampleDetail(mode, order: order), [2, 1])]), s,
-                                    "upsample detail \(mode) \(order) \(perChannel ? "per channel" : "shared") \(s)")
+                    for (perChannel, r) in [(true, 2), (false, 2), (true, 3), (false, 4), (true, 4)] {
+                        let detail = conv(perChannel ? r * r * s.c : r * r, s.c, k: 1)
+                        try compare(chain([(detail, [1]), (.upsampleDetail(mode, order: order, factor: r), [2, 1])]), s,
+                                    "upsample detail ×\(r) \(mode) \(order) \(perChannel ? "per channel" : "shared") \(s)")
                     }
                 }
             }

@@ -5,8 +5,8 @@
 // every coordinate mapping): each output row and column has up to 4 input taps, 9 floats
 // each [count, 4 indices, 4 weights]; a count of 0 (outside a crop-and-resize region) gives
 // the extrapolation value. Columns are summed within each row tap, then the rows, as the
-// reference does. With detail on, the upscaler tail's pixel-shuffled detail (2x) is added.
-// p: C H W OH OW extrapolation detail (0 none, 1 CRD, 2 DCR) perPhase DH DW
+// reference does. With detail on, the upscaler tail's pixel-shuffled detail (×r) is added.
+// p: C H W OH OW extrapolation detail (0 none, 1 CRD, 2 DCR) perPhase DH DW r
 layout(std430, binding = 0) readonly buffer X { DATA x[]; };
 layout(std430, binding = 1) readonly buffer D { DATA detail[]; };
 layout(std430, binding = 2) writeonly buffer Y { DATA y[]; };
@@ -30,10 +30,10 @@ void main() {
         }
     }
     if (p[6] != 0) {
-        int perPhase = p[7], DH = p[8], DW = p[9];
-        int dc = perPhase == 1 ? 0 : c, phase = (oy % 2) * 2 + ox % 2;
-        int ic = p[6] == 1 ? dc * 4 + phase : phase * perPhase + dc;
-        v += float(detail[(ic * DH + oy / 2) * DW + ox / 2]);
+        int perPhase = p[7], DH = p[8], DW = p[9], r = p[10];
+        int dc = perPhase == 1 ? 0 : c, phase = (oy % r) * r + ox % r;
+        int ic = p[6] == 1 ? dc * r * r + phase : phase * perPhase + dc;
+        v += float(detail[(ic * DH + oy / r) * DW + ox / r]);
     }
     y[i] = DATA(v);
 }
