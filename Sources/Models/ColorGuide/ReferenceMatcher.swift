@@ -79,10 +79,35 @@ struct ReferenceMatcher {
         let scores = similarity
         // Each grid cell's cell on the coarser levels.
         let sides = target.sides
+        precondition(sides.count == 3 && sides[0] == g, "the matcher takes three levels, the finest on the 28×28 grid")
         let coarse: [[Int32]] = sides.map { side in
             (0..<cells).map { i in Int32((i / g) * side / g * side + (i % g) * side / g) }
         }
         let levelCount = Float(sides.count)
+        // The coarse levels' scores of every level-1 (and level-2) target cell against every
+        // reference cell, gathered once per reference: the target cells under one coarse cell
+        // share them, so each target's scores are then contiguous rows added to its finest
+        // row (in the order the sum always had), where gathering both per target and reference
+        // cell took 3.5 ms of a frame's 2-thread colour stage with a reference and a shot
+        // anchor.
+        func expanded(_ level: Int) -> [[Float]] {
+            let n = sides[level] * sides[level]
+            return scores.map { levels in
+                var rows = [Float](repeating: 0, count: n * cells)
+                rows.withUnsafeMutableBufferPointer { out in levels[level].withUnsafeBufferPointer { sl in coarse[level].withUnsafeBufferPointer { cl in
+                    nonisolated(unsafe) let (out, sl, cl) = (out.baseAddress!, sl.baseAddress!, cl.baseAddress!)
+                    let chunks = max(1, min(threads, n))
+                    DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+                        for p in (n * chunk / chunks)..<(n * (chunk + 1) / chunks) {
+                            let o = out + p * cells, src = sl + p * n
+                            for r in 0..<cells { o[r] = src[Int(cl[r])] }
+                        }
+                    }
+                } } }
+                return rows
+            }
+        }
+        let coarse1 = expanded(1), coarse2 = expanded(2)
         var topIndex = [Int32](repeating: 0, count: cells * k), topP = [Float](repeating: 0, count: cells * k)
         var confidence = [Float](repeating: 0, count: cells)
         let temperature = self.temperature, lightnessWeight = self.lightnessWeight / 100
@@ -94,30 +119,29 @@ struct ReferenceMatcher {
             let chunks = max(1, min(threads, g))
             DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
                 var bestS = [Float](repeating: 0, count: k), bestL = [Float](repeating: 0, count: k), bestI = [Int32](repeating: 0, count: k)
+                var row = [Float](repeating: 0, count: cells)
                 for t in (cells * chunk / chunks)..<(cells * (chunk + 1) / chunks) {
                     for j in 0..<k { bestL[j] = -.infinity; bestS[j] = -.infinity; bestI[j] = 0 }
-                    let lt = lGrid[t]
+                    let lt = lGrid[t], p1 = Int(coarse[1][t]), p2 = Int(coarse[2][t])
                     for (ri, levels) in scores.enumerated() {
-                        let lw = logWeights[ri] * temperature, rl = refL[ri]
-                        levels[0].withUnsafeBufferPointer { s0 in levels[1].withUnsafeBufferPointer { s1 in levels[2].withUnsafeBufferPointer { s2 in
-                            coarse[1].withUnsafeBufferPointer { c1 in coarse[2].withUnsafeBufferPointer { c2 in
-                                let row0 = t * cells
-                                let n1 = sides[1] * sides[1], n2 = sides[2] * sides[2]
-                                let row1 = Int(c1[t]) * n1, row2 = Int(c2[t]) * n2
-                                for r in 0..<cells {
-                                    let score = (s0[row0 + r] + s1[row1 + Int(c1[r])] + s2[row2 + Int(c2[r])]) / levelCount
-                                        - lightnessWeight * abs(lt - rl[r])
-                                    let logit = score + lw
-                                    if logit > bestL[k - 1] {
-                                        var j = k - 1
-                                        while j > 0 && bestL[j - 1] < logit {
-                                            bestL[j] = bestL[j - 1]; bestS[j] = bestS[j - 1]; bestI[j] = bestI[j - 1]; j -= 1
-                                        }
-                                        bestL[j] = logit; bestS[j] = score; bestI[j] = Int32(ri * cells + r)
-                                    }
+                        let lw = logWeights[ri] * temperature
+                        // This target's scores against every reference cell, in one pass.
+                        levels[0].withUnsafeBufferPointer { s0 in coarse1[ri].withUnsafeBufferPointer { e1 in coarse2[ri].withUnsafeBufferPointer { e2 in
+                        refL[ri].withUnsafeBufferPointer { rl in row.withUnsafeMutableBufferPointer { row in
+                            let f = s0.baseAddress! + t * cells, a = e1.baseAddress! + p1 * cells, b = e2.baseAddress! + p2 * cells
+                            let l = rl.baseAddress!
+                            for r in 0..<cells { row[r] = (f[r] + a[r] + b[r]) / levelCount - lightnessWeight * abs(lt - l[r]) }
+                        } } } } }
+                        for r in 0..<cells {
+                            let score = row[r], logit = score + lw
+                            if logit > bestL[k - 1] {
+                                var j = k - 1
+                                while j > 0 && bestL[j - 1] < logit {
+                                    bestL[j] = bestL[j - 1]; bestS[j] = bestS[j - 1]; bestI[j] = bestI[j - 1]; j -= 1
                                 }
-                            } }
-                        } } }
+                                bestL[j] = logit; bestS[j] = score; bestI[j] = Int32(ri * cells + r)
+                            }
+                        }
                     }
                     var sum: Float = 0
                     for j in 0..<k { let p = exp((bestL[j] - bestL[0]) / temperature); bestL[j] = p; sum += p }
