@@ -138,8 +138,9 @@ package final class Job {
         let warn = warnings.add
 
         // Models load before anything is opened for writing, so a bad model name costs nothing.
-        let models = try preloadedModels ?? ProcessorFactory.models(of: c.stages, backend: c.run.backend, settings: c.limits.compute,
-                                                                    log: events.info)
+        // The stages run at once, one frame each, unless `sequential`: the cores shared out.
+        let models = try preloadedModels ?? ProcessorFactory.models(of: c.stages, backend: c.run.backend,
+                                                                    settings: sequential ? c.limits.compute : c.modelCompute, log: events.info)
         models.forEach { $0.reset() }
         let source = try openInput(c, warn: warn)
         let video = source.info.video
@@ -411,6 +412,8 @@ package final class Job {
             "copy_audio_and_subtitles": String(c.output.copyAudioAndSubtitles), "existing_output": c.output.existing.rawValue,
             "threads": String(c.limits.threadCount), "max_pixels": String(c.limits.pixelLimit),
             "max_memory": String(c.limits.memoryBudget),
+            // Per model stage: the cores shared out between stages that run at once.
+            "stage_threads": String(sequential ? c.limits.threadCount : c.modelCompute.threads),
         ]
         // As asked (`--precision`); each model's entry says what it ran in.
         if c.run.backend == .onednn || c.run.backend == .vulkan { settings["precision"] = c.limits.precisionChoice.rawValue }

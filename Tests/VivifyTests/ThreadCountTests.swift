@@ -52,6 +52,45 @@ final class ThreadCountTests: XCTestCase {
         }
     }
 
+    /// An offline video run's model stages run at once, one frame each: without `--threads`
+    /// they share the cores out (on 2 cores one each), which `--stats` records as
+    /// "stage_threads"; `--threads N` keeps N for each, a live run and a single stage keep all
+    /// cores, and so does the sequential loop.
+    func testModelStagesShareTheCoresOutWhenTheyRunAtOnce() throws {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let automatic = RunLimits()
+        XCTAssertEqual(automatic.stageThreads(modelStages: 1), cores)
+        XCTAssertEqual(automatic.stageThreads(modelStages: 2), max(1, cores / 2))
+        XCTAssertEqual(automatic.stageThreads(modelStages: 3), max(1, cores / 3))
+        XCTAssertEqual(automatic.stageThreads(modelStages: 10_000), 1, "at least one each")
+        XCTAssertEqual(RunLimits(threads: 3).stageThreads(modelStages: 2), 3, "--threads is for each stage")
+
+        var c = RunConfiguration(input: "generated", output: "-")
+        c.input.synthetic = SyntheticInput(size: FrameSize(width: 32, height: 16), frames: 2)
+        c.output.discard = true
+        c.stages = [.colorize(model: "vivify-color", stabilize: false), .upscale(model: "2")]
+        XCTAssertEqual(c.modelCompute.threads, max(1, cores / 2))
+        let job = Job(configuration: c)
+        _ = try job.run()
+        let settings = try job.runDescription().settings
+        XCTAssertEqual(settings["threads"], String(cores))
+        XCTAssertEqual(settings["stage_threads"], String(max(1, cores / 2)))
+        let sequential = Job(configuration: c)
+        sequential.sequential = true
+        _ = try sequential.run()
+        XCTAssertEqual(try sequential.runDescription().settings["stage_threads"], String(cores), "one stage at a time: all cores")
+
+        var live = c
+        live.run.mode = .live
+        XCTAssertEqual(live.modelCompute.threads, cores)
+        var given = c
+        given.limits = RunLimits(threads: 2)
+        XCTAssertEqual(given.modelCompute.threads, 2)
+        var single = c
+        single.stages = [.upscale(model: "2")]
+        XCTAssertEqual(single.modelCompute.threads, cores)
+    }
+
     func testColorizeAndUpscaleGiveTheSamePictureAtOneAndTwoThreads() throws {
         let dir = try temporaryDirectory()
         // A grey picture with structure: gradients and stripes.

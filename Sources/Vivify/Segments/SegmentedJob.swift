@@ -69,7 +69,7 @@ public final class SegmentedJob {
 
     /// Loads the models of `c`, in the stages' order, under `c.limits`.
     package static func loadModels(_ c: RunConfiguration, log: (String) -> Void = { _ in }) throws -> [FrameProcessor] {
-        return try ProcessorFactory.models(of: c.stages, backend: c.run.backend, settings: c.limits.compute, log: log)
+        return try ProcessorFactory.models(of: c.stages, backend: c.run.backend, settings: c.modelCompute, log: log)
     }
 
     /// SHA-256 of every model's files, by task and name (built-in models by name and version),
