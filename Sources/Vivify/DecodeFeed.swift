@@ -55,7 +55,8 @@ final class DecodeFeed {
         trimming = c.run.maxFrames != nil
         frame = VideoFrame(format: video.pixelFormat, width: video.width, height: video.height)
         // A colorizer runs (it has guidance, if empty) with no keyframe to give the colour.
-        checkSourceColour = c.stages.colourGuide.map { $0.keyframes.isEmpty } == true && window == nil
+        // Not for `bench`'s generated frames, whose colour is the benchmark's, not a user's.
+        checkSourceColour = c.stages.colourGuide.map { $0.keyframes.isEmpty } == true && window == nil && c.input.synthetic == nil
     }
 
     /// The next item for the pipeline, or nil at the end (of the source, of `--max-frames`, or

@@ -23,6 +23,10 @@ final class TellingTheTruthTests: XCTestCase {
         r = try CLI.vivify(["run", grey, dir + "/c.mkv", "--colorize"])
         XCTAssertEqual(r.code, 0, r.stderr)
         XCTAssertFalse(r.stderr.contains("is in colour"), r.stderr)
+        // `bench --colorize` on its own generated frames: not the user's colour, nothing to say.
+        r = try CLI.vivify(["bench", "--colorize", "--size", "64x48", "--frames", "2"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertFalse(r.stderr.contains("is in colour"), r.stderr)
     }
 
     func testBatchesTakeWhatTheyReadAndDamagedModelsAreDamaged() throws {
