@@ -181,17 +181,14 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// (convolution_pixels.comp).
     let implicitGEMM: Bool
 
-    /// On GPUs, where shared-memory tiles are what makes a matrix product fast (as ncnn does
-    /// for such kernels); not on the CPU, whose row shaders load each weight once for 4 or 8
-    /// pixels without barriers (on lavapipe it is the slower; `VulkanPrepared.gemmConvolution`).
-    /// Not yet timed on a GPU: VIVIFY_VULKAN_IMPLICIT_GEMM=1 or 0 forces either, for
-    /// comparisons.
+    /// Written for GPUs, where shared-memory tiles are what makes a matrix product fast (as
+    /// ncnn does for such kernels), but off by default until a GPU has timed it against the
+    /// pixel-lane shader (the other kernels no GPU has tried stay off there too): on with
+    /// VIVIFY_VULKAN_IMPLICIT_GEMM=1 on any device (`scripts/gpu-session` times both). On the
+    /// CPU the row shaders are faster (they load each weight once for 4 or 8 pixels without
+    /// barriers; `VulkanPrepared.gemmConvolution`).
     static func implicitGEMM(environment: [String: String], isCPU: Bool) -> Bool {
-        switch environment["VIVIFY_VULKAN_IMPLICIT_GEMM"] {
-        case "1": return true
-        case "0": return false
-        default: return !isCPU
-        }
+        environment["VIVIFY_VULKAN_IMPLICIT_GEMM"] == "1"
     }
 
     /// Whether, with fp16 storage, dense convolutions of more than 16 output channels that

@@ -150,47 +150,59 @@ final class VulkanContext: @unchecked Sendable {
         let wants16 = hasFP16Storage
         // Cooperative matrices, where asked for (VIVIFY_VULKAN_COOPMAT=1) and the device has
         // what convolution_gemm_coop.comp needs; with fp16 storage, the only precision it runs in.
+        let name = deviceName
+        var coopNote: String?
+        var cooperate = false
         if VulkanCooperativeMatrix.isRequested() {
             let why = hasFP16Storage ? VulkanCooperativeMatrix.check(instance, chosen, apiVersion: props.apiVersion)
                 : "it has no 16-bit storage buffers"
-            hasCooperativeMatrix = why == nil
-            let name = deviceName
-            cooperativeMatrixNote = why.map { "VIVIFY_VULKAN_COOPMAT=1: the Vulkan device '\(name)' cannot run cooperative matrices (\($0)); the implicit matrix product runs without them." }
-        } else {
-            hasCooperativeMatrix = false
-            cooperativeMatrixNote = nil
+            cooperate = why == nil
+            coopNote = why.map { "VIVIFY_VULKAN_COOPMAT=1: the Vulkan device '\(name)' cannot run cooperative matrices (\($0)); the implicit matrix product runs without them." }
         }
-        let cooperate = hasCooperativeMatrix
-        let cooperative = cooperate ? VulkanCooperativeMatrix.Features() : nil
-        defer { cooperative?.release() }
-        let extensionNames = cooperate ? [VulkanCooperativeMatrix.extensionName] : []
-        let extensionStrings = extensionNames.map { strdup($0) }
-        defer { extensionStrings.forEach { free($0) } }
-        var extensionPointers = extensionStrings.map { UnsafePointer<CChar>($0) }
         var priority: Float = 1
-        var madeDevice: VkDevice?
-        let dr: VkResult = withUnsafePointer(to: &priority) { pp in
-            var q = VkDeviceQueueCreateInfo()
-            q.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO
-            q.queueFamilyIndex = UInt32(family)
-            q.queueCount = 1
-            q.pQueuePriorities = pp
-            return withUnsafePointer(to: &q) { qp in
-                withUnsafeMutablePointer(to: &enabled16) { ep in
-                    extensionPointers.withUnsafeMutableBufferPointer { xp in
-                        var info = VkDeviceCreateInfo()
-                        info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO
-                        let storage: UnsafeMutableRawPointer? = wants16 ? UnsafeMutableRawPointer(ep) : nil
-                        info.pNext = UnsafeRawPointer(cooperative.map { $0.chain(after: storage) } ?? storage)
-                        info.queueCreateInfoCount = 1
-                        info.pQueueCreateInfos = qp
-                        info.enabledExtensionCount = UInt32(xp.count)
-                        info.ppEnabledExtensionNames = xp.isEmpty ? nil : UnsafePointer(xp.baseAddress)
-                        return vkCreateDevice(chosen, &info, nil, &madeDevice)
+        /// The logical device, with the cooperative-matrix extension and features or without.
+        func open(cooperative: Bool) -> (VkResult, VkDevice?) {
+            let features = cooperative ? VulkanCooperativeMatrix.Features() : nil
+            defer { features?.release() }
+            let names: [String] = cooperative ? [VulkanCooperativeMatrix.extensionName] : []
+            let extensionStrings = names.map { strdup($0) }
+            defer { extensionStrings.forEach { free($0) } }
+            var extensionPointers = extensionStrings.map { UnsafePointer<CChar>($0) }
+            var madeDevice: VkDevice?
+            let r: VkResult = withUnsafePointer(to: &priority) { pp in
+                var q = VkDeviceQueueCreateInfo()
+                q.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO
+                q.queueFamilyIndex = UInt32(family)
+                q.queueCount = 1
+                q.pQueuePriorities = pp
+                return withUnsafePointer(to: &q) { qp in
+                    withUnsafeMutablePointer(to: &enabled16) { ep in
+                        extensionPointers.withUnsafeMutableBufferPointer { xp in
+                            var info = VkDeviceCreateInfo()
+                            info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO
+                            let storage: UnsafeMutableRawPointer? = wants16 ? UnsafeMutableRawPointer(ep) : nil
+                            info.pNext = UnsafeRawPointer(features.map { $0.chain(after: storage) } ?? storage)
+                            info.queueCreateInfoCount = 1
+                            info.pQueueCreateInfos = qp
+                            info.enabledExtensionCount = UInt32(xp.count)
+                            info.ppEnabledExtensionNames = xp.isEmpty ? nil : UnsafePointer(xp.baseAddress)
+                            return vkCreateDevice(chosen, &info, nil, &madeDevice)
+                        }
                     }
                 }
             }
+            return (r, madeDevice)
         }
+        var (dr, madeDevice) = open(cooperative: cooperate)
+        if cooperate && dr != VK_SUCCESS {
+            // Never tried on a GPU yet: a device that lists all it needs but will not open with
+            // it still runs everything else.
+            coopNote = "VIVIFY_VULKAN_COOPMAT=1: the Vulkan device '\(name)' would not open with cooperative matrices (VkResult \(dr.rawValue)); the implicit matrix product runs without them."
+            cooperate = false
+            (dr, madeDevice) = open(cooperative: false)
+        }
+        hasCooperativeMatrix = cooperate
+        cooperativeMatrixNote = coopNote
         guard dr == VK_SUCCESS, let device = madeDevice else {
             made.destroy()
             throw EngineError(.backendFailure, "Vulkan: cannot open the device '\(deviceName)' (VkResult \(dr.rawValue)). Check its driver, or run on the CPU (--backend onednn).")

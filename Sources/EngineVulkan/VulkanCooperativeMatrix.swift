@@ -55,6 +55,15 @@ enum VulkanCooperativeMatrix {
         subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES
         VulkanDevices.chainedProperties(device, &subgroup)
         guard subgroup.subgroupSize == 32 else { return "its subgroups have \(subgroup.subgroupSize) lanes, not 32" }
+        let compute = VkShaderStageFlags(VK_SHADER_STAGE_COMPUTE_BIT.rawValue)
+        guard subgroup.supportedStages & compute != 0,
+              subgroup.supportedOperations & VkSubgroupFeatureFlags(VK_SUBGROUP_FEATURE_BASIC_BIT.rawValue) != 0 else {
+            return "its compute shaders have no basic subgroup operations"
+        }
+        var stages = VkPhysicalDeviceCooperativeMatrixPropertiesNV()
+        stages.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV
+        VulkanDevices.chainedProperties(device, &stages)
+        guard stages.cooperativeMatrixSupportedStages & compute != 0 else { return "it has no cooperative matrices in compute shaders" }
         let shapes = self.shapes(instance, device)
         guard shapes.contains(wanted) else {
             return "it lists no 16×8×16 fp16 → fp32 subgroup shape (\(shapes.map { "\($0.m)×\($0.n)×\($0.k)" }.joined(separator: ", ")))"

@@ -75,7 +75,9 @@ public func run(_ configuration: RunConfiguration, segmentSeconds: Double = Segm
         case .skipped:
             return RunOutcome(ending: .skipped, framesOut: 0, corrupt: 0)
         case .single(let loaded):
-            models = loaded
+            // Loaded for stages that run at once (`RunConfiguration.modelCompute`); one stage
+            // at a time loads its own with all cores.
+            models = sequential ? nil : loaded
         case .finished(let summary):
             return RunOutcome(ending: summary.interrupted ? .interrupted : .finished, framesOut: summary.framesOut, corrupt: 0, segments: summary)
         }

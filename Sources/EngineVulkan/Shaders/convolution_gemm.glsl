@@ -1,7 +1,7 @@
 // Dense convolution (groups 1) of any kernel, stride, dilation and padding as an implicit
 // matrix product, Y[OC][P] = W[OC][K] · X'[K][P] over the P = OH·OW output pixels and the
 // K = C·KH·KW taps, where X' (im2col) is never stored: each slice of 16 taps × 64 pixels is
-// gathered from X into shared memory as it is needed, beside the same 16 taps of the tile's
+// gathered from X into shared memory as it is needed (convolution_gemm_gather.glsl), beside the same 16 taps of the tile's
 // TILE_OC output channels' weights. A workgroup (64 lanes, 8 × 8) computes TILE_OC output
 // channels × 64 pixels, each lane OCL channels × 8 neighbouring pixels (fp32 sums in
 // registers): each shared weight read serves 8 multiply-adds, each shared vec4 of inputs
@@ -15,8 +15,7 @@
 // Weights: [OC/TILE_OC][KP][TILE_OC] (KP: K rounded up to 16), zero past the last channel
 // and tap, so every weight load is whole and in range. A lane gathers the 16 taps of one
 // pixel (lane = pixel in the tile; consecutive lanes, consecutive pixels: coalesced at
-// stride 1), stepping (c, ky, kx) on by one tap at a time, without divisions; taps past K
-// read zero (the memory there may hold anything, NaN included).
+// stride 1); taps past K read zero (the memory there may hold anything, NaN included).
 // Parameters as convolution.comp's (p[0]–p[13] shapes, kernel, strides, dilations, pads,
 // p[15]–p[19] bias and activation), and p[20] KP, p[21] whether P is a multiple of 4.
 #define TILE_OC (OCL * 8)
@@ -26,24 +25,18 @@ layout(std430, binding = 2) writeonly buffer Y { DATA y[]; };
 layout(std430, binding = 2) writeonly buffer Y4 { DATA4 y4[]; };
 layout(std430, binding = 3) readonly buffer B { DATA bias[]; };
 layout(std430, binding = 4) readonly buffer S { DATA slopes[]; };
+#include "convolution_gemm_gather.glsl"
 // One column more than a row needs: lanes reading a column do not share a bank.
 shared float ws[16][TILE_OC + 1];
 shared vec4 xs[16][17];
 void main() {
-    int C = p[0], H = p[1], W = p[2], OC = p[3], OH = p[4], OW = p[5], KH = p[6], KW = p[7];
-    int SH = p[8], SW = p[9], DH = p[10], DW = p[11], PT = p[12], PL = p[13], KP = p[20];
+    int OC = p[3], P = p[4] * p[5], KP = p[20];
     bool quads = p[21] != 0;
-    int P = OH * OW;
     int lane = int(gl_LocalInvocationID.x);
     int tile = int(gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x);
     int block = int(gl_WorkGroupID.y);
-    // What this lane gathers: the taps of pixel `gp`, from the window at (iy0, ix0).
-    int gp = tile * 64 + lane;
-    bool live = gp < P;
-    int gy = live ? gp / OW : 0, gx = live ? gp % OW : 0;
-    int iy0 = gy * SH - PT, ix0 = gx * SW - PL;
-    // The tap the next gathered row is: channel c, kernel row ky, column kx.
-    int c = 0, ky = 0, kx = 0;
+    // What this lane gathers: the taps of the tile's pixel `lane`.
+    Gather g = gatherStart(tile * 64 + lane);
     // What this lane computes: channels ty·OCL …, pixels tx·8 … of the tile.
     int tx = lane & 7, ty = lane >> 3;
     vec4 acc[OCL * 2];
@@ -60,15 +53,7 @@ void main() {
             ws[row][col + 3] = wv.w;
         }
         // The slice's inputs: this lane's pixel at 16 taps.
-        for (int k = 0; k < 16; k++) {
-            int iy = iy0 + ky * DH, ix = ix0 + kx * DW;
-            float v = (live && c < C && iy >= 0 && iy < H && ix >= 0 && ix < W) ? float(x[(c * H + iy) * W + ix]) : 0.0;
-            xs[k][lane >> 2][lane & 3] = v;
-            if (++kx == KW) {
-                kx = 0;
-                if (++ky == KH) { ky = 0; c++; }
-            }
-        }
+        for (int k = 0; k < 16; k++) xs[k][lane >> 2][lane & 3] = gatherNext(g);
         barrier();
         for (int k = 0; k < 16; k++) {
             vec4 lo = xs[k][tx * 2], hi = xs[k][tx * 2 + 1];

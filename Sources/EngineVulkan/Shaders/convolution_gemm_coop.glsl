@@ -32,21 +32,18 @@ layout(std430, binding = 1) readonly buffer Wt { DATA4 w[]; };
 layout(std430, binding = 2) writeonly buffer Y { DATA y[]; };
 layout(std430, binding = 3) readonly buffer B { DATA bias[]; };
 layout(std430, binding = 4) readonly buffer S { DATA slopes[]; };
+#include "convolution_gemm_gather.glsl"
 shared HALF as_[64 * 16];
 shared HALF bs[16 * 64];
 shared float cs[64 * 64];
 void main() {
-    int C = p[0], H = p[1], W = p[2], OC = p[3], OH = p[4], OW = p[5], KH = p[6], KW = p[7];
-    int SH = p[8], SW = p[9], DH = p[10], DW = p[11], PT = p[12], PL = p[13], KP = p[20];
-    int P = OH * OW;
+    int OC = p[3], P = p[4] * p[5], KP = p[20];
     int lane = int(gl_LocalInvocationID.x);
     int tile = int(gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x);
     int block = int(gl_WorkGroupID.y);
+    // This lane gathers the taps of the tile's pixel `lane`, and writes that pixel at the end.
     int gp = tile * 64 + lane;
-    bool live = gp < P;
-    int gy = live ? gp / OW : 0, gx = live ? gp % OW : 0;
-    int iy0 = gy * SH - PT, ix0 = gx * SW - PL;
-    int c = 0, ky = 0, kx = 0;
+    Gather g = gatherStart(gp);
 #ifdef COOP
     // This subgroup's 32 channels: two fragments of 16 rows, each beside the 8 of 8 pixels.
     int sg = int(gl_SubgroupID);
@@ -68,15 +65,7 @@ void main() {
             for (int e = 0; e < 4; e++) as_[(col + e) * 16 + row] = HALF(wv[e]);
         }
         // The inputs: this lane's pixel at 16 taps.
-        for (int k = 0; k < 16; k++) {
-            int iy = iy0 + ky * DH, ix = ix0 + kx * DW;
-            float v = (live && c < C && iy >= 0 && iy < H && ix >= 0 && ix < W) ? float(x[(c * H + iy) * W + ix]) : 0.0;
-            bs[k * 64 + lane] = HALF(v);
-            if (++kx == KW) {
-                kx = 0;
-                if (++ky == KH) { ky = 0; c++; }
-            }
-        }
+        for (int k = 0; k < 16; k++) bs[k * 64 + lane] = HALF(gatherNext(g));
         barrier();
 #ifdef COOP
         [[unroll]] for (int i = 0; i < 2; i++) {
@@ -115,7 +104,7 @@ void main() {
     }
 #endif
     barrier();
-    if (!live) return;
+    if (!g.live) return;
     for (int j = 0; j < 64; j++) {
         int oc = block * 64 + j;
         if (oc >= OC) return;
