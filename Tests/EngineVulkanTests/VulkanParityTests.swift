@@ -524,25 +524,13 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         XCTAssertFalse(automatic.implicitGEMM)
         let b = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, pointwiseGEMM: false, winograd: .wide, winogradBlocked: false,
                                   convolutionRows: false, implicitGEMM: true)
-        typealias Case = (k: Int, kw: Int, stride: Int, dilation: Int, pads: (Int, Int, Int, Int))
-        let cases: [Case] = [(3, 3, 1, 1, (1, 1, 1, 1)), (1, 1, 2, 1, (0, 0, 0, 0)), (2, 2, 2, 1, (0, 0, 0, 0)), (3, 3, 2, 2, (2, 1, 0, 3)),
-                             (5, 5, 1, 1, (2, 2, 2, 2)), (7, 3, 3, 1, (3, 1, 2, 0)), (9, 9, 1, 1, (4, 4, 4, 4))]
-        for (ic, oc) in [(3, 1), (5, 3), (3, 16), (4, 17), (64, 3), (17, 64), (8, 65)] {
-            for (h, w) in [(1, 1), (5, 7), (9, 8), (21, 37)] {
-                for (i, c) in cases.enumerated() {
-                    let act: Activation = i % 3 == 0 ? .identity : i % 3 == 1 ? .leakyRelu(slope: 0.1) : .prelu(slopes: rng.array(oc))
-                    let g = chain([(conv(oc, ic, k: c.k, kw: c.kw, stride: c.stride, dilation: c.dilation, pads: c.pads, bias: i != 1,
-                                         activation: act), [1])])
-                    let s = Shape(c: ic, h: h, w: w)
-                    guard (try? g.inferShapes(input: s)) != nil else { continue }
-                    let what = "implicit GEMM: \(ic)→\(oc), \(c.k)x\(c.kw) stride \(c.stride) dilation \(c.dilation) pads \(c.pads), \(w)x\(h)"
-                    try compare(g, s, what, on: b)
-                    let shaders = try XCTUnwrap(b.prepare(g, input: s) as? VulkanPrepared).shaders
-                    let winograd = c.k == 3 && c.kw == 3 && c.stride == 1 && c.dilation == 1 && ic >= 16 && oc >= 16
-                    XCTAssertEqual(shaders.count == 1 ? shaders[0] : "Winograd",
-                                   winograd ? "Winograd" : oc <= 16 ? "convolution_gemm16" : "convolution_gemm", what)
-                }
-            }
+        let cases: [ConvolutionCase] = [(3, 3, 1, 1, (1, 1, 1, 1)), (1, 1, 2, 1, (0, 0, 0, 0)), (2, 2, 2, 1, (0, 0, 0, 0)), (3, 3, 2, 2, (2, 1, 0, 3)),
+                                        (5, 5, 1, 1, (2, 2, 2, 2)), (7, 3, 3, 1, (3, 1, 2, 0)), (9, 9, 1, 1, (4, 4, 4, 4))]
+        try checkConvolutions(on: b, "implicit GEMM", channels: [(3, 1), (5, 3), (3, 16), (4, 17), (64, 3), (17, 64), (8, 65)],
+                              sizes: { _ in [(1, 1), (5, 7), (9, 8), (21, 37)] }, cases: cases) { ic, oc, c, shaders, what in
+            let winograd = c.k == 3 && c.kw == 3 && c.stride == 1 && c.dilation == 1 && ic >= 16 && oc >= 16
+            XCTAssertEqual(shaders.count == 1 ? shaders[0] : "Winograd",
+                           winograd ? "Winograd" : oc <= 16 ? "convolution_gemm16" : "convolution_gemm", what)
         }
         // Two in a row, the second reading what the first wrote, more taps than a slice (64 · 9).
         let two = chain([(conv(64, 5, k: 5, pads: (2, 2, 2, 2), activation: .relu), [1]), (conv(24, 64, k: 3, stride: 2, pads: (1, 1, 1, 1)), [1])])
@@ -580,22 +568,34 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         let b = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, pointwiseGEMM: false, winograd: .never,
                                   convolutionRows: false, implicitGEMM: true, cooperativeGEMM: true)
         let coop = context.hasCooperativeMatrix ? "convolution_gemm_coop" : "convolution_gemm_coop_emulated"
-        typealias Case = (k: Int, kw: Int, stride: Int, dilation: Int, pads: (Int, Int, Int, Int))
-        let cases: [Case] = [(1, 1, 1, 1, (0, 0, 0, 0)), (3, 3, 1, 1, (1, 1, 1, 1)), (3, 3, 2, 2, (2, 1, 0, 3)), (7, 3, 3, 1, (3, 1, 2, 0))]
-        for (ic, oc) in [(3, 17), (20, 64), (8, 65), (64, 130), (5, 16), (1000, 64)] {
-            for (h, w) in ic == 1000 ? [(5, 7)] : [(1, 1), (5, 7), (21, 37)] {
+        let cases: [ConvolutionCase] = [(1, 1, 1, 1, (0, 0, 0, 0)), (3, 3, 1, 1, (1, 1, 1, 1)), (3, 3, 2, 2, (2, 1, 0, 3)), (7, 3, 3, 1, (3, 1, 2, 0))]
+        try checkConvolutions(on: b, "cooperative GEMM", channels: [(3, 17), (20, 64), (8, 65), (64, 130), (5, 16), (1000, 64)],
+                              sizes: { ic in ic == 1000 ? [(5, 7)] : [(1, 1), (5, 7), (21, 37)] }, cases: cases) { _, oc, c, shaders, what in
+            let want = precision == .fp16 && oc > 16 ? coop
+                : c.k == 1 ? "convolution_1x1_lanes" : oc <= 16 ? "convolution_gemm16" : "convolution_gemm"
+            XCTAssertEqual(shaders, [want], what)
+        }
+    }
+
+    /// A convolution case: kernel height and width, stride, dilation, pads (top, left, bottom, right).
+    typealias ConvolutionCase = (k: Int, kw: Int, stride: Int, dilation: Int, pads: (Int, Int, Int, Int))
+
+    /// Every convolution of `cases` × `channels` (in → out) × `sizes(in)` (height, width) whose
+    /// output is not empty — identity, leaky ReLU and PReLU by turns, no bias in the second case
+    /// — on `b` against the reference; `check` is given the shaders each recorded.
+    func checkConvolutions(on b: VulkanBackend, _ label: String, channels: [(Int, Int)], sizes: (Int) -> [(Int, Int)], cases: [ConvolutionCase],
+                           check: (Int, Int, ConvolutionCase, [String], String) -> Void) throws {
+        for (ic, oc) in channels {
+            for (h, w) in sizes(ic) {
                 for (i, c) in cases.enumerated() {
                     let act: Activation = i % 3 == 0 ? .identity : i % 3 == 1 ? .leakyRelu(slope: 0.1) : .prelu(slopes: rng.array(oc))
                     let g = chain([(conv(oc, ic, k: c.k, kw: c.kw, stride: c.stride, dilation: c.dilation, pads: c.pads, bias: i != 1,
                                          activation: act), [1])])
                     let s = Shape(c: ic, h: h, w: w)
                     guard (try? g.inferShapes(input: s)) != nil else { continue }
-                    let what = "cooperative GEMM: \(ic)→\(oc), \(c.k)x\(c.kw) stride \(c.stride) dilation \(c.dilation) pads \(c.pads), \(w)x\(h)"
+                    let what = "\(label): \(ic)→\(oc), \(c.k)x\(c.kw) stride \(c.stride) dilation \(c.dilation) pads \(c.pads), \(w)x\(h)"
                     try compare(g, s, what, on: b)
-                    let shaders = try XCTUnwrap(b.prepare(g, input: s) as? VulkanPrepared).shaders
-                    let want = precision == .fp16 && oc > 16 ? coop
-                        : c.k == 1 ? "convolution_1x1_lanes" : oc <= 16 ? "convolution_gemm16" : "convolution_gemm"
-                    XCTAssertEqual(shaders, [want], what)
+                    check(ic, oc, c, try XCTUnwrap(b.prepare(g, input: s) as? VulkanPrepared).shaders, what)
                 }
             }
         }
