@@ -110,7 +110,7 @@ extension DNNLPrepared {
         // A value read by Swift loops (the fused upscaler tail) is best written plain directly
         // where it has fewer than 16 channels (vivify-fast-2x's 12); with more, oneDNN's
         // convolutions into a plain layout are slow (realesr-animevideov3-x4's 64 → 48 took
-        // 180–211 ms against about 80 ms blocked, 640×360, one thread), so those are written in
+        // 180–211 ms against 43–48 ms blocked, 640×360, one thread), so those are written in
         // blocks and reordered for the loops.
         let wantsPlain = !transposed && outMargin == 0 && tailDetails.contains(node.output) && o.c < 16
         var dstAny = wantsPlain ? Self.plainMD(o) : Self.anyMD([1, Int64(o.c), Int64(o.h), Int64(o.w)], dt)
