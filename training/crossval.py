@@ -35,6 +35,11 @@ Usage: python3 training/crossval.py --out training/runs/cv [--folds 5] [--thread
        (about 14 minutes a fold on 2 cores once the caches exist; a finished fold is reused)
        python3 training/crossval.py --checkpoints runs/gpu/decoders.pt --choose-decoding --out training/runs/cv29 --json cv29.json
        python3 training/crossval.py --model Models/vivify-color.param --only 0   (one exported model on fold 0's photographs)
+       python3 training/crossval.py --out training/runs/cv-inette --ship training/runs/color-inette
+           (fold 0's decoder trained here, which saw exactly the shipped decoder's photographs plus
+            any --imagenette ones, exported with the decoding of --alpha/--t/--scale and with the
+            PyTorch reference output for the engine's parity test: a run folder that
+            Models/make-builtin.sh takes as its COLOR_RUN; nothing is trained or evaluated)
 """
 import argparse, json, os, sys, tempfile, types
 
@@ -42,7 +47,7 @@ import numpy as np
 import torch
 
 from color import (BACKBONE, Caches, Colorizer, Decoder, Encoder, build_cache, export, image_files, prepare_eval, quantize_prior,
-                   split_files, train, write_sidecar)
+                   reference_pair, split_files, train, write_sidecar)
 from common import summarize
 from data import IMAGENETTE_CLASSES, wnid
 from evaluate import Judge, evaluate_colorizer, print_colorizer, public
@@ -195,6 +200,22 @@ def checkpoint_fold(k, args, decoding):
     return export_decoder(encoder, model, decoding["t"], decoding["scale"], decoding["alpha"], out)
 
 
+def ship(args):
+    """Fold 0's decoder under --out, exported to --ship as training/color.py exports a run: the
+    network with the decoding of --alpha/--t/--scale, its sidecar and the PyTorch output on the
+    test pattern (for BuiltinColorizerParityTests)."""
+    if not os.path.exists(os.path.join(args.out, "fold0", "checkpoint.pt")):
+        sys.exit(f"No fold 0 decoder under '{args.out}': train it first (--only 0 with the same options).")
+    encoder = Encoder(BACKBONE)
+    model = trained_decoder(args.out, encoder, 0)
+    os.makedirs(args.ship, exist_ok=True)
+    export(encoder, model.decoder, args.t, args.scale, args.alpha, os.path.join(args.ship, "vivify-color.param"),
+           os.path.join(args.ship, "vivify-color.bin"))
+    write_sidecar(args.ship)
+    reference_pair(encoder, model.decoder, args.t, args.scale, args.alpha, args.ship)
+    print(f"fold 0's decoder from {args.out} exported to {args.ship} (alpha {args.alpha}, T {args.t}, scale {args.scale})", flush=True)
+
+
 def unseen(rows):
     """The rows of photographs whose class is not one of Imagenette's."""
     return [r for r in rows if wnid(r["image"]) not in set(IMAGENETTE_CLASSES)]
@@ -231,8 +252,13 @@ def main():
     ap.add_argument("--t", type=float, default=SHIPPED_DECODING["t"])
     ap.add_argument("--scale", type=float, default=SHIPPED_DECODING["scale"])
     ap.add_argument("--model", help="evaluate this exported .param (e.g. the shipped Models/vivify-color.param) on the folds' held-out photographs; nothing is trained")
+    ap.add_argument("--ship", metavar="DIR", help="export fold 0's decoder trained under --out (the shipped decoder's photographs) to DIR for Models/make-builtin.sh, with the decoding of --alpha/--t/--scale; nothing is trained or evaluated")
     ap.add_argument("--choose-decoding", action="store_true", help="choose alpha, T and scale on the tune split with fold 0's decoder (from --checkpoints, or trained here) and export every fold with it")
     args = ap.parse_args()
+    if args.ship:
+        torch.set_num_threads(args.threads)
+        ship(args)
+        return
     if not os.access(args.vivify, os.X_OK):
         sys.exit(f"No vivify binary at '{args.vivify}'. Build it (swift build -c release --product vivify) or pass --vivify.")
     torch.set_num_threads(args.threads)
