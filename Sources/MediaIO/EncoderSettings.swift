@@ -1,3 +1,5 @@
+import Foundation
+
 /// How the video is encoded: codec, quality, speed and pixel format.
 public struct EncoderSettings: Codable, Sendable, Equatable {
     /// FFmpeg encoder name or one of the aliases `h264`, `x264`, `hevc`, `h265`, `x265`, `vp9`, `av1`.
@@ -18,9 +20,23 @@ public struct EncoderSettings: Codable, Sendable, Equatable {
     }
 
     /// The encoder an output gets when none is named: VP9 for WebM (which cannot hold H.264),
-    /// libx264 for everything else.
+    /// the picture's own codec for a picture (`pictureCodec`), libx264 for everything else.
     public static func defaultCodec(forOutput path: String) -> String {
-        path.lowercased().hasSuffix(".webm") ? "libvpx-vp9" : "libx264"
+        if let picture = pictureCodec(forOutput: path) { return picture }
+        return path.lowercased().hasSuffix(".webm") ? "libvpx-vp9" : "libx264"
+    }
+
+    /// The encoder of a picture file named by its extension (.png, .jpg, .jpeg, .bmp, .tif,
+    /// .tiff): such an output holds one frame (`vivify run IN frame.png --max-frames 1`, how
+    /// the README gets a frame out to colour it as a keyframe); nil for anything else.
+    public static func pictureCodec(forOutput path: String) -> String? {
+        switch (path as NSString).pathExtension.lowercased() {
+        case "png": return "png"
+        case "jpg", "jpeg": return "mjpeg"
+        case "bmp": return "bmp"
+        case "tif", "tiff": return "tiff"
+        default: return nil
+        }
     }
 
     /// Encoders Vivify documents and tests.

@@ -84,8 +84,10 @@ public enum ImageIO {
     ///   than 8 or 16, a quality outside 1–100 or an image of the wrong shape;
     ///   `.outputUnwritable` when the file cannot be written.
     @discardableResult
-    public static func write(_ image: StillImage, to path: String, bitDepth: Int? = nil, jpegQuality: Int = 92) throws -> [String] {
+    public static func write(_ image: StillImage, to path: String, bitDepth: Int? = nil, jpegQuality: Int = 92, named name: String? = nil) throws -> [String] {
         let format = try outputFormat(for: path)
+        // Warnings name the file the user asked for (`name`), not the temporary one written.
+        let shown = name ?? path
         try validate(image, path: path)
         let depth = bitDepth ?? (image.bitDepth > 8 ? 16 : 8)
         guard depth == 8 || depth == 16 else {
@@ -101,10 +103,10 @@ public enum ImageIO {
                 throw MediaError(.invalidOptions, "JPEG quality \(jpegQuality) is out of range for '\(path)'. Pass a quality from 1 to 100 (92 is the default).")
             }
             if depth == 16 {
-                warnings.append("'\(path)': JPEG stores 8 bits per channel; the 16-bit image was written with 8. Use .png to keep 16 bits.")
+                warnings.append("'\(shown)': JPEG stores 8 bits per channel; the 16-bit image was written with 8. Use .png to keep 16 bits.")
             }
             if image.alpha != nil {
-                warnings.append("'\(path)': JPEG has no alpha channel; the transparency was dropped. Use .png to keep it.")
+                warnings.append("'\(shown)': JPEG has no alpha channel; the transparency was dropped. Use .png to keep it.")
             }
             packet = try encodeJPEG(image, quality: jpegQuality, path: path)
         }

@@ -301,7 +301,8 @@ public final class MediaReader: FrameSource {
     /// The 8-bit layout closest to an FFmpeg format we do not map directly (10-bit, NV12, …).
     static func nearest8Bit(_ f: AVPixelFormat) -> PixelFormat {
         guard let d = av_pix_fmt_desc_get(f)?.pointee else { return .yuv420p }
-        if d.flags & UInt64(AV_PIX_FMT_FLAG_RGB) != 0 { return .rgb24 }
+        // A palette format (pal8: one component, the index) is colour through its palette.
+        if d.flags & UInt64(AV_PIX_FMT_FLAG_RGB | AV_PIX_FMT_FLAG_PAL) != 0 { return .rgb24 }
         if d.nb_components <= 2 { return .gray }
         switch (d.log2_chroma_w, d.log2_chroma_h) {
         case (1, 1): return .yuv420p

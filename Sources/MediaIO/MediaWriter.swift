@@ -117,7 +117,8 @@ public final class MediaWriter {
                 throw MediaError(.invalidOptions, "Unknown pixel format '\(name)'. Use an FFmpeg name such as yuv420p, yuv422p, yuv444p or gray.")
             }
         } else {
-            pixfmt = encoderName == "ffv1" ? Self.losslessFormat(for: video) : AV_PIX_FMT_YUV420P
+            // MJPEG (a .jpg frame) takes full-range 4:2:0 as the JPEG "J" format.
+            pixfmt = encoderName == "ffv1" ? Self.losslessFormat(for: video) : encoderName == "mjpeg" ? AV_PIX_FMT_YUVJ420P : AV_PIX_FMT_YUV420P
         }
         let supported = Self.supportedFormats(codec)
         if !supported.isEmpty && !supported.contains(pixfmt) {
@@ -147,6 +148,9 @@ public final class MediaWriter {
         // the denominator to 16 bits, so it gets the frame period instead.
         var tb = video.timeBase
         if encoderName == "mpeg4" && (tb.den > 65535 || tb.num > 65535) { tb = video.frameRate.inverted }
+        // AVI counts time in frames of its stream's time base: a source's fine time base
+        // (1/12800 from MP4) would declare 12800 fps and fill the gaps with empty frames.
+        if String(cString: oformat!.pointee.name) == "avi", video.frameRate.num > 0, video.frameRate.den > 0 { tb = video.frameRate.inverted }
         enc.pointee.time_base = tb.av
         enc.pointee.color_primaries = AVColorPrimaries(UInt32(video.color.primaries))
         enc.pointee.color_trc = AVColorTransferCharacteristic(UInt32(video.color.transfer))
@@ -289,11 +293,18 @@ public final class MediaWriter {
         case "libsvtav1":
             if let crf = s.crf { try set("crf", String(Int(crf.rounded())), what: "--crf") }
             if let preset = s.preset { try set("preset", preset, what: "--preset (0–13)") }
-        case "mpeg4":
-            let q = Int32(min(max((s.crf ?? 4).rounded(), 1), 31))
+        case "mpeg4", "mjpeg":
+            // A fixed quantiser, 1 (best) to 31: mpeg4 4 unless told, a .jpg frame 2 (a keyframe
+            // to colour by hand wants its detail).
+            let asked = (s.crf ?? (encoderName == "mjpeg" ? 2 : 4)).rounded()
+            let q = Int32(min(max(asked, 1), 31))
+            if Double(q) != asked { warnings.append("\(encoderName)'s --crf is its quantiser, 1 to 31; \(Int(asked)) is used as \(q).") }
             enc.pointee.flags |= AV_CODEC_FLAG_QSCALE
             enc.pointee.global_quality = q * vivify_ff_qp2lambda()
-            if s.preset != nil { warnings.append("mpeg4 has no presets; --preset is ignored.") }
+            if s.preset != nil { warnings.append("\(encoderName) has no presets; --preset is ignored.") }
+        case "png", "bmp", "tiff":
+            if s.crf != nil { warnings.append("\(encoderName) is lossless; --crf is ignored.") }
+            if s.preset != nil { warnings.append("\(encoderName) has no presets; --preset is ignored.") }
         case "ffv1":
             if s.crf != nil { warnings.append("ffv1 is lossless; --crf is ignored.") }
             if s.preset != nil { warnings.append("ffv1 has no presets; --preset is ignored.") }
@@ -355,14 +366,44 @@ public final class MediaWriter {
         framesWritten += 1
     }
 
-    /// Writes a copied packet of an input stream the output kept; others are ignored.
+    /// Copied packets the muxer refused as damaged (skipped; `refuseDamagedCopies` makes the
+    /// first an error).
+    public private(set) var damagedCopies = 0
+    /// `--strict`: a damaged copied packet is an error instead of being skipped.
+    public var refuseDamagedCopies = false
+    /// The last decode time written per copied output stream.
+    private var lastCopiedDTS: [Int32: Int64] = [:]
+
+    /// Writes a copied packet of an input stream the output kept; others are ignored. A packet
+    /// the muxer refuses as invalid data (damaged input: an ADTS header that the MP4 muxer's
+    /// AAC conversion cannot parse) is skipped and counted, as damaged video packets are: it
+    /// says nothing about the output, which stays writable.
     public func copy(_ input: MediaPacket) throws {
         guard let map = streamMap[input.streamIndex] else { return }
         let pkt = input.packet
         av_packet_rescale_ts(pkt, map.inTB, map.outTB)
         pkt.pointee.stream_index = map.out
         pkt.pointee.pos = -1
-        let r = av_interleaved_write_frame(format, pkt)
+        // Timestamps the muxer would refuse (EINVAL) are damage too: a decode time that does
+        // not increase, or a presentation time before it.
+        let dts = pkt.pointee.dts, pts = pkt.pointee.pts
+        let nonStrict = format!.pointee.oformat.pointee.flags & AVFMT_TS_NONSTRICT != 0
+        var r: Int32 = 0
+        if dts != AVCode.noPTS, let last = lastCopiedDTS[map.out], nonStrict ? dts < last : dts <= last {
+            r = AVCode.invalidData
+        } else if dts != AVCode.noPTS && pts != AVCode.noPTS && pts < dts {
+            r = AVCode.invalidData
+        } else {
+            r = av_interleaved_write_frame(format, pkt)
+            if r >= 0 && dts != AVCode.noPTS { lastCopiedDTS[map.out] = dts }
+        }
+        if r == AVCode.invalidData {
+            if refuseDamagedCopies {
+                throw MediaError(.corruptInput, "A damaged packet of input stream #\(input.streamIndex) cannot be copied into '\(targetName)': \(avErrorString(r)) (--strict). Check the source, or leave out --strict to skip such packets.")
+            }
+            damagedCopies += 1
+            return
+        }
         if r < 0 {
             throw writeFailure(r, "Cannot write to")
         }

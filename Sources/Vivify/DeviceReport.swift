@@ -56,7 +56,7 @@ package struct DeviceReport: Sendable {
             out += "  \(d.index)  \(d.name)  type: \(d.type)  driver: \(d.driver)  Vulkan \(d.apiVersion)\n"
         }
         if let settingError {
-            out += "VIVIFY_VULKAN_DEVICE: \(ErrorReport.message(for: settingError))\n"
+            out += "\(ErrorReport.message(for: settingError))\n"
             return out
         }
         let name = { (i: Int?) in i.map { "device \($0) (\(devices[$0].name))" } ?? "none" }

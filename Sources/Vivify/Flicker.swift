@@ -36,6 +36,12 @@ package enum Flicker {
                 guard try next(truthReader, into: &truthFrame) else {
                     throw MediaError(.invalidOptions, "'--truth \(truth)' has fewer frames than '\(path)' (\(frames)). Give the colour original the clip was made from, frame for frame.")
                 }
+                // Another size is fine (an upscaled output against its original); another aspect
+                // is another clip, whose regions would not be the same ones.
+                let aspect = Double(truthFrame.width) * Double(frame.height) / (Double(truthFrame.height) * Double(frame.width))
+                guard abs(aspect - 1) <= 0.02 else {
+                    throw MediaError(.invalidOptions, "'--truth \(truth)' is \(truthFrame.width)×\(truthFrame.height), of another aspect than '\(path)' (\(frame.width)×\(frame.height)). Give the colour original the clip was made from, frame for frame.")
+                }
                 let (_, ta, tb) = lab.lab(of: truthFrame.planes[0], width: truthFrame.width, height: truthFrame.height)
                 if truthFrame.width == frame.width && truthFrame.height == frame.height {
                     truthAB = (ta, tb)

@@ -92,7 +92,7 @@ package enum ImageJob {
     static func save(_ image: StillImage, to url: URL, output: String, replacing: Bool = true) throws -> [String] {
         let partial = PartialFile(target: url, keepExtension: true, replacing: replacing)
         do {
-            return try partial.write { try ImageIO.write(image, to: $0.path) }
+            return try partial.write { try ImageIO.write(image, to: $0.path, named: output) }
         } catch let e as PartialFile.Failure {
             throw MediaError(.outputUnwritable, "Cannot move the finished image into place as '\(output)': \(e.reason).")
         }

@@ -47,19 +47,30 @@ package enum ProcessSignals {
 
 /// Turns SIGINT, SIGTERM and SIGHUP (a closed terminal or ssh session) into a flag the frame
 /// loop checks, so a job can flush its encoder and write the trailer before exiting. A second
-/// signal ends the process at once.
+/// signal ends the process at once, saying so; one within `duplicateWindow` of the first is the
+/// same signal delivered twice (`timeout` and a terminal's Ctrl-C signal the process and its
+/// process group) and is ignored.
 package final class InterruptMonitor: Sendable {
     private let flag = Atomic<Int32>(0)
+    /// When the first signal arrived (`DispatchTime` nanoseconds).
+    private let firstAt = Atomic<UInt64>(0)
     private nonisolated(unsafe) var sources: [DispatchSourceSignal] = []
+    /// Signals this close after the first count as the same one.
+    package static let duplicateWindowNanoseconds: UInt64 = 250_000_000
 
     /// Starts listening for SIGINT, SIGTERM and SIGHUP.
     package init() {
         let deliver: @Sendable (Int32) -> Void = { [self] sig in
+            let now = DispatchTime.now().uptimeNanoseconds
             if self.flag.load(ordering: .sequentiallyConsistent) != 0 {
+                if now &- self.firstAt.load(ordering: .sequentiallyConsistent) < Self.duplicateWindowNanoseconds { return }
                 // A second signal: end at once.
                 PartialFile.discardAllInFlight()
+                let text = "vivify: second signal: stopped at once; the output was not finished and is not written (temporary files removed).\n"
+                _ = text.withCString { write(2, $0, strlen($0)) }
                 _exit(Int32(VivifyExitCode.interrupted.rawValue))
             }
+            self.firstAt.store(now, ordering: .sequentiallyConsistent)
             self.flag.store(sig, ordering: .sequentiallyConsistent)
             // Inputs waiting on a pipe, FIFO or network stop waiting too.
             InputCancellation.cancel()

@@ -25,6 +25,10 @@ package struct JobResult: Sendable {
     package var report: TraceReport
     /// Whether nothing was done because the output exists and `existingOutput` is `.skip`.
     package var skipped = false
+    /// Where an interrupted run's frames were put when that is not the output: beside it as
+    /// NAME.incomplete.EXT, because a file was there already (an interrupted run never
+    /// replaces one, `-y` or not).
+    package var keptBeside: String? = nil
 }
 
 /// An error that happened after some frames were already saved: they were finalised into a
@@ -126,6 +130,7 @@ package final class Job {
     ///     (chain and sink) ─▶ the stages ─▶ run the pipeline ─▶ put the output in place
     package func run() throws -> JobResult {
         let c = configuration
+        try c.checkRun()
         let target: URL?
         switch try checkRequest(c) {
         case .skip:
@@ -160,8 +165,11 @@ package final class Job {
         let rate = video.frameRate.doubleValue
         let estimated = video.duration.flatMap { d in d > 0 && rate > 0 && rate <= 1000 ? Int((d * rate).rounded()) : nil }
         let declared = video.frameCount ?? (segment == nil ? estimated : nil)
+        // The count is read from the run's own tracer, held by the closure: the final progress
+        // line is drawn after the job has gone (a weak reference then read 0).
+        let tracerBox = TracerBox()
         events.start(RunStart(total: declared.map { min($0, c.run.maxFrames ?? $0) }, reused: 0,
-                              dropped: { [weak self] in self?.lastTracer?.droppedSoFar ?? 0 }))
+                              dropped: { tracerBox.tracer?.droppedSoFar ?? 0 }))
 
         let timestamps = TimestampLog()
         let feed = DecodeFeed(source: source, video: video, configuration: c, window: segment, resolvedColor: settled.resolvedColor,
@@ -177,6 +185,7 @@ package final class Job {
         let tracer = FrameTracer(stageNames: ["decode"] + stages.map(\.name), targetFPS: targetFPS)
         feed.tracer = tracer
         lastTracer = tracer
+        tracerBox.tracer = tracer
         let pipeline = Pipeline(source: feed.next, stages: stages, observer: tracer)
         return try drive(pipeline, output: output, source: source, video: video, timestamps: timestamps, tracer: tracer, warnings: warnings)
     }
@@ -280,7 +289,10 @@ package final class Job {
             partial?.discard()
             throw error
         }
-        if let writer = sink as? MediaWriter { writer.warnings.forEach(warn) }
+        if let writer = sink as? MediaWriter {
+            writer.warnings.forEach(warn)
+            writer.refuseDamagedCopies = c.input.strict
+        }
         let sinkFormat = sink.requiredFormat ?? produced.pixelFormat
         if chain.output.layout != .packed(sinkFormat) {
             try chain.append(OutputConversionProcessor(format: sinkFormat, color: sink.requiredColor))
@@ -368,8 +380,12 @@ package final class Job {
             output.partial?.discard()
             throw MediaError(.corruptInput, "\(c.input.displayName) has a video stream with no frames; nothing was written. Check the source.")
         }
+        // `-y` replaces an existing output with a complete one only: an interrupted run keeps
+        // its frames beside a file that was there (NAME.incomplete.EXT) and leaves the file.
+        let besideExisting = stop() && output.partial.map { FileManager.default.fileExists(atPath: $0.target.path) } == true
+        let savedAt: String
         do {
-            _ = try output.finalize(frames: timestamps.count)
+            savedAt = try output.finalize(failed: besideExisting, frames: timestamps.count)
         } catch {
             output.partial?.discard()
             throw error
@@ -380,8 +396,10 @@ package final class Job {
         if let stored = video.frameCount, segment == nil, c.run.maxFrames == nil, !stop(), timestamps.count + 1 < stored {
             warnings.add("'\(c.input.path)' ended after \(timestamps.count) of the \(stored) frames its header declares: the file is truncated or damaged. Check the source (the frames read were processed).")
         }
-        return JobResult(framesIn: timestamps.count, framesOut: writer.framesWritten, corrupt: source.corruptCount,
-                         interrupted: stop(), warnings: warnings.all, dropped: report.framesDropped, report: report)
+        let damagedCopies = (output.sink as? MediaWriter)?.damagedCopies ?? 0
+        return JobResult(framesIn: timestamps.count, framesOut: writer.framesWritten, corrupt: source.corruptCount + damagedCopies,
+                         interrupted: stop(), warnings: warnings.all, dropped: report.framesDropped, report: report,
+                         keptBeside: besideExisting ? savedAt : nil)
     }
 
     /// What the last run was, for the stats file: input, output, each model with the SHA-256
@@ -467,5 +485,16 @@ package final class Job {
                                    copyStreams: c.output.copyAudioAndSubtitles && segment == nil ? source.copyableStreams : [],
                                    headersFor: segment?.finalOutput)
         }
+    }
+}
+
+/// The run's tracer, once made, for a closure handed out before it exists (the progress line's
+/// dropped-frame count).
+private final class TracerBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: FrameTracer?
+    var tracer: FrameTracer? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
     }
 }

@@ -51,6 +51,9 @@ public struct RunOutcome: Sendable {
     public var segments: SegmentedRun.Summary?
     /// The frame-timing summary, for a run done in one piece.
     public var report: TraceReport?
+    /// Where an interrupted run kept its frames when not at the output: NAME.incomplete.EXT
+    /// beside an output that existed before it (an interrupted run never replaces a file).
+    public var keptBeside: String? = nil
 }
 
 /// Whether `configuration` runs in resumable segments of about `segmentSeconds`: a file into
@@ -69,6 +72,7 @@ public func runsInSegments(_ configuration: RunConfiguration, segmentSeconds: Do
 public func run(_ configuration: RunConfiguration, segmentSeconds: Double = SegmentedJob.defaultSegmentSeconds,
                 resume: Bool = true, sequential: Bool = false, events: RunEvents = RunEvents()) throws -> RunOutcome {
     let c = configuration
+    try c.checkRun()
     var models: [FrameProcessor]?
     if runsInSegments(c, segmentSeconds: segmentSeconds) {
         switch try SegmentedRun(configuration: c, segmentSeconds: segmentSeconds, resume: resume, events: events).run() {
@@ -79,7 +83,8 @@ public func run(_ configuration: RunConfiguration, segmentSeconds: Double = Segm
             // at a time loads its own with all cores.
             models = sequential ? nil : loaded
         case .finished(let summary):
-            return RunOutcome(ending: summary.interrupted ? .interrupted : .finished, framesOut: summary.framesOut, corrupt: 0, segments: summary)
+            return RunOutcome(ending: summary.interrupted ? .interrupted : .finished, framesOut: summary.framesOut, corrupt: 0, segments: summary,
+                              keptBeside: summary.keptBeside)
         }
     }
     let job = Job(configuration: c)
@@ -94,5 +99,5 @@ public func run(_ configuration: RunConfiguration, segmentSeconds: Double = Segm
         try c.output.reports.write(tracer, report: report)
     }
     return RunOutcome(ending: result.interrupted ? .interrupted : .finished, framesOut: result.framesOut, corrupt: result.corrupt,
-                      report: result.report)
+                      report: result.report, keptBeside: result.keptBeside)
 }

@@ -406,6 +406,9 @@ struct JobOptions: ParsableArguments {
         if let crf, crf < 0 || crf > 63 {
             throw ValidationError("'--crf \(crf)' is out of range. Use a value from 0 to 63 (x264 default 23).")
         }
+        if let maxFrames, maxFrames < 1 {
+            throw ValidationError("'--max-frames \(maxFrames)' must be at least 1 (the number of input frames to process).")
+        }
         for k in keyframe where Keyframe(parsing: k) == nil { throw ValidationError(Keyframe.parseError(k)) }
         if !keyframe.isEmpty && modelOptions.colorize == nil {
             throw ValidationError("--reference, --keyframe and --hint guide the colorizer, but no colorizer runs. Add --colorize.")
@@ -423,7 +426,8 @@ struct JobOptions: ParsableArguments {
                                        resize: resize.flatMap(FrameSize.init(parsing:)))
         c.output.format = outputFormat
         c.output.encoder = EncoderSettings(codec: codec ?? EncoderSettings.defaultCodec(forOutput: output), crf: crf, preset: preset, pixelFormat: pixFmt)
-        c.output.copyAudioAndSubtitles = !noAudio
+        // A picture (a frame taken out as a keyframe) holds no audio: nothing to warn about.
+        c.output.copyAudioAndSubtitles = !noAudio && EncoderSettings.pictureCodec(forOutput: output) == nil
         c.output.existing = overwriteOptions.existing
         c.run.backend = modelOptions.backend
         c.run.maxFrames = maxFrames

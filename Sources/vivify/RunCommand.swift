@@ -104,10 +104,12 @@ struct Run: ParsableCommand {
 
     /// What an interrupted run kept, and how to go on (the line after "vivify: ").
     static func interruption(_ outcome: RunOutcome, output: String) -> String {
-        guard let s = outcome.segments else { return "interrupted: \(outcome.framesOut) frames saved to \(output)." }
+        // Beside an output that was there before the run, which it never replaces.
+        let saved = outcome.keptBeside.map { "\($0) (the existing \(output) is left as it was)" } ?? output
+        guard let s = outcome.segments else { return "interrupted: \(outcome.framesOut) frames saved to \(saved)." }
         guard s.framesOut > 0 else {
             return "interrupted before the first segment was done; nothing was written. Run the same command again to resume."
         }
-        return "interrupted: \(s.framesOut) frames saved to \(output); \(s.reusedSegments + s.processedSegments) of \(s.segments) segments are kept in \(s.workDirectory). Run the same command again to resume."
+        return "interrupted: \(s.framesOut) frames saved to \(saved); \(s.reusedSegments + s.processedSegments) of \(s.segments) segments are kept in \(s.workDirectory). Run the same command again to resume."
     }
 }

@@ -99,6 +99,7 @@ public final class SegmentedJob {
         guard segmentSeconds > 0, segmentSeconds.isFinite else {
             throw MediaError(.invalidOptions, "'--segment-seconds \(segmentSeconds)' must be above 0.")
         }
+        try c.checkRun()
         // Opened as an unsegmented run opens it first, so bad input (not media, no video
         // stream, no decoder, beyond the pixel limit) gets the same error and exit code.
         _ = try Job.openSource(c.input, copyStreams: false, maxPixels: c.limits.pixelLimit)
@@ -542,13 +543,24 @@ public final class SegmentedJob {
         guard !files.isEmpty, let start, let end else { return nil }
         let output = manifest.settings.output
         var rule = existing
-        if let own = manifest.interruptedOutput, SegmentManifest.OutputIdentity.of(output) == own { rule = .replace }
-        guard case .write(let target) = try OutputGuard.check(output: output, inputs: [manifest.settings.input], existing: rule) else { return nil }
+        var ownOutput = false
+        if let own = manifest.interruptedOutput, SegmentManifest.OutputIdentity.of(output) == own {
+            rule = .replace
+            ownOutput = true
+        }
+        // A file at the output that is not this job's own interrupted output was there before
+        // the run: `-y` replaces it with a complete output only, so these frames go beside it.
+        let beside = !ownOutput && FileManager.default.fileExists(atPath: output)
+        guard case .write(let target) = try OutputGuard.check(output: output, inputs: [manifest.settings.input], existing: beside ? .replace : rule) else { return nil }
         let c = manifest.settings.configuration
         let partial = PartialFile(target: target, replacing: rule == .replace)
         do {
             let r = try SegmentJoiner.join(segments: files, source: c.input.path, path: partial.temporary.path, targetName: output,
                                            tags: manifest.tags.joinerTags, copyStreams: c.output.copyAudioAndSubtitles, window: start...end)
+            if beside {
+                try partial.commit(as: partial.incompleteTarget)
+                return JoinOutcome(frames: r.videoPackets, output: partial.incompleteTarget.path, warnings: r.warnings)
+            }
             try partial.commit()
             try update { $0.interruptedOutput = SegmentManifest.OutputIdentity.of(output) }
             return JoinOutcome(frames: r.videoPackets, output: output, warnings: r.warnings)

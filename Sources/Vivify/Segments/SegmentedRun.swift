@@ -30,6 +30,9 @@ public final class SegmentedRun {
         public var interrupted: Bool
         /// Where the work directory is (removed after a successful join).
         public var workDirectory: String
+        /// Where an interrupted run's joined frames are when not at the output: beside a file
+        /// that was there before (NAME.incomplete.EXT).
+        public var keptBeside: String? = nil
     }
 
     /// The job's configuration.
@@ -141,7 +144,8 @@ public final class SegmentedRun {
         if shouldStop() && !allDone {
             let partial = try job.joinInterrupted(existing: rule)
             return .finished(Summary(framesOut: partial?.frames ?? 0, segments: total, reusedSegments: verified.count,
-                                     processedSegments: processed, interrupted: true, workDirectory: directory.path))
+                                     processedSegments: processed, interrupted: true, workDirectory: directory.path,
+                                     keptBeside: partial.flatMap { $0.output == configuration.output.path ? nil : $0.output }))
         }
         let joined = try job.join(existing: rule)
         joined.warnings.forEach(events.warning)
