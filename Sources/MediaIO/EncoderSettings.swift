@@ -22,8 +22,14 @@ public struct EncoderSettings: Codable, Sendable, Equatable {
     /// The encoder an output gets when none is named: VP9 for WebM (which cannot hold H.264),
     /// the picture's own codec for a picture (`pictureCodec`), libx264 for everything else.
     public static func defaultCodec(forOutput path: String) -> String {
-        if let picture = pictureCodec(forOutput: path) { return picture }
+        if isPicture(output: path), let picture = pictureCodec(forOutput: path) { return picture }
         return path.lowercased().hasSuffix(".webm") ? "libvpx-vp9" : "libx264"
+    }
+
+    /// Whether `path` names a picture file (`pictureCodec`), not a network URL that happens to
+    /// end like one.
+    public static func isPicture(output path: String) -> Bool {
+        !NetworkURL.isNetwork(path) && pictureCodec(forOutput: path) != nil
     }
 
     /// The encoder of a picture file named by its extension (.png, .jpg, .jpeg, .bmp, .tif,

@@ -131,7 +131,7 @@ public final class MediaWriter {
         // 4:2:0 needs even sizes in most encoders; keep the exact size by switching to 4:4:4.
         let odd = video.width % 2 == 1 || video.height % 2 == 1
         if odd, settings.pixelFormat == nil, let d = av_pix_fmt_desc_get(pixfmt)?.pointee,
-           d.log2_chroma_w > 0 || d.log2_chroma_h > 0, encoderName != "ffv1", encoderName != "libvpx-vp9" {
+           d.log2_chroma_w > 0 || d.log2_chroma_h > 0, encoderName != "ffv1", encoderName != "libvpx-vp9", encoderName != "mjpeg" {
             if supported.isEmpty || supported.contains(AV_PIX_FMT_YUV444P) {
                 warnings.append("\(video.width)x\(video.height) has an odd side, which 4:2:0 \(encoderName) cannot encode; writing yuv444p instead (pass --pix-fmt to choose).")
                 pixfmt = AV_PIX_FMT_YUV444P
@@ -155,7 +155,8 @@ public final class MediaWriter {
         enc.pointee.color_primaries = AVColorPrimaries(UInt32(video.color.primaries))
         enc.pointee.color_trc = AVColorTransferCharacteristic(UInt32(video.color.transfer))
         enc.pointee.colorspace = AVColorSpace(UInt32(video.color.matrix))
-        enc.pointee.color_range = AVColorRange(UInt32(video.color.range))
+        // JPEG is full range (MJPEG refuses a limited-range tag without relaxed compliance).
+        enc.pointee.color_range = encoderName == "mjpeg" ? AVCOL_RANGE_JPEG : AVColorRange(UInt32(video.color.range))
         enc.pointee.thread_count = 0
         let headerFormat = headersFor.flatMap { av_guess_format(nil, $0, nil) } ?? oformat!
         if headerFormat.pointee.flags & AVFMT_GLOBALHEADER != 0 {
@@ -297,8 +298,8 @@ public final class MediaWriter {
             // A fixed quantiser, 1 (best) to 31: mpeg4 4 unless told, a .jpg frame 2 (a keyframe
             // to colour by hand wants its detail).
             let asked = (s.crf ?? (encoderName == "mjpeg" ? 2 : 4)).rounded()
-            let q = Int32(min(max(asked, 1), 31))
-            if Double(q) != asked { warnings.append("\(encoderName)'s --crf is its quantiser, 1 to 31; \(Int(asked)) is used as \(q).") }
+            let q = Int32(min(max(asked.isNaN ? 4 : asked, 1), 31))
+            if Double(q) != asked { warnings.append("\(encoderName)'s --crf is its quantiser, 1 to 31; \(asked) is used as \(q).") }
             enc.pointee.flags |= AV_CODEC_FLAG_QSCALE
             enc.pointee.global_quality = q * vivify_ff_qp2lambda()
             if s.preset != nil { warnings.append("\(encoderName) has no presets; --preset is ignored.") }
@@ -371,8 +372,8 @@ public final class MediaWriter {
     public private(set) var damagedCopies = 0
     /// `--strict`: a damaged copied packet is an error instead of being skipped.
     public var refuseDamagedCopies = false
-    /// The last decode time written per copied output stream.
-    private var lastCopiedDTS: [Int32: Int64] = [:]
+    /// What the muxer would refuse among the copied packets.
+    private var copiedScreen = CopiedPacketScreen()
 
     /// Writes a copied packet of an input stream the output kept; others are ignored. A packet
     /// the muxer refuses as invalid data (damaged input: an ADTS header that the MP4 muxer's
@@ -384,20 +385,14 @@ public final class MediaWriter {
         av_packet_rescale_ts(pkt, map.inTB, map.outTB)
         pkt.pointee.stream_index = map.out
         pkt.pointee.pos = -1
-        // Timestamps the muxer would refuse (EINVAL) are damage too: a decode time that does
-        // not increase, or a presentation time before it.
-        let dts = pkt.pointee.dts, pts = pkt.pointee.pts
-        let nonStrict = format!.pointee.oformat.pointee.flags & AVFMT_TS_NONSTRICT != 0
-        var r: Int32 = 0
-        if dts != AVCode.noPTS, let last = lastCopiedDTS[map.out], nonStrict ? dts < last : dts <= last {
-            r = AVCode.invalidData
-        } else if dts != AVCode.noPTS && pts != AVCode.noPTS && pts < dts {
-            r = AVCode.invalidData
-        } else {
+        // Timestamps the muxer would refuse (EINVAL) are damage too (`CopiedPacketScreen`).
+        let dts = pkt.pointee.dts
+        var r: Int32 = AVCode.invalidData
+        if copiedScreen.admits(pkt, stream: map.out, of: format!) {
             r = av_interleaved_write_frame(format, pkt)
-            if r >= 0 && dts != AVCode.noPTS { lastCopiedDTS[map.out] = dts }
+            if r >= 0 { copiedScreen.wrote(dts: dts, stream: map.out) }
         }
-        if r == AVCode.invalidData {
+        if CopiedPacketScreen.isDamage(r) {
             if refuseDamagedCopies {
                 throw MediaError(.corruptInput, "A damaged packet of input stream #\(input.streamIndex) cannot be copied into '\(targetName)': \(avErrorString(r)) (--strict). Check the source, or leave out --strict to skip such packets.")
             }

@@ -113,9 +113,13 @@ public enum SegmentJoiner {
     /// `source` are copied when `copyStreams`; with `window` (seconds) only their packets that
     /// overlap it are kept (as a `--max-frames` run trims them).
     public static func join(segments: [String], source: String, path: String, targetName: String, tags: VideoTags,
-                            copyStreams: Bool, window: ClosedRange<Double>? = nil) throws -> Result {
+                            copyStreams: Bool, window: ClosedRange<Double>? = nil, strict: Bool = false) throws -> Result {
         precondition(!segments.isEmpty)
         var warnings: [String] = []
+        // Copied packets the muxer would refuse as damaged are skipped and counted, as the
+        // unsegmented writer does (`CopiedPacketScreen`); with `strict` the first is an error.
+        var screen = CopiedPacketScreen()
+        var damaged = 0
         guard let oformat = av_guess_format(nil, targetName, nil) else {
             throw MediaError(.invalidOptions, "Cannot tell which container to write for '\(targetName)'. Use an extension such as .mp4, .mkv, .webm, .mov or .avi.")
         }
@@ -309,11 +313,25 @@ public enum SegmentJoiner {
                 let p = spkt!
                 let inTB = src!.pointee.streams[Int(p.pointee.stream_index)]!.pointee.time_base
                 let o = map[p.pointee.stream_index]!
+                let sourceIndex = p.pointee.stream_index
                 av_packet_rescale_ts(p, inTB, out!.pointee.streams[Int(o)]!.pointee.time_base)
                 p.pointee.stream_index = o
                 p.pointee.pos = -1
-                let w = av_interleaved_write_frame(out, p)
-                if w < 0 { throw MediaError(.outputUnwritable, "Cannot write to '\(targetName)': \(avErrorString(w)).") }
+                let dts = p.pointee.dts
+                var w: Int32 = AVCode.invalidData
+                if screen.admits(p, stream: o, of: out!) {
+                    w = av_interleaved_write_frame(out, p)
+                    if w >= 0 { screen.wrote(dts: dts, stream: o) }
+                }
+                if CopiedPacketScreen.isDamage(w) {
+                    if strict {
+                        throw MediaError(.corruptInput, "A damaged packet of input stream #\(sourceIndex) of '\(source)' cannot be copied into '\(targetName)': \(avErrorString(w)) (--strict). Check the source, or leave out --strict to skip such packets.")
+                    }
+                    damaged += 1
+                    av_packet_unref(p)
+                } else if w < 0 {
+                    throw MediaError(.outputUnwritable, "Cannot write to '\(targetName)': \(avErrorString(w)).")
+                }
                 haveSource = nextSource()
             }
         }
@@ -322,6 +340,9 @@ public enum SegmentJoiner {
         if oformat.pointee.flags & AVFMT_NOFILE == 0 {
             let c = avio_closep(&out!.pointee.pb)
             if c < 0 { throw MediaError(.outputUnwritable, "Cannot close '\(targetName)': \(avErrorString(c)).") }
+        }
+        if damaged > 0 {
+            warnings.append("skipped \(damaged) damaged audio or subtitle packets of '\(source)' that could not be copied into '\(targetName)'.")
         }
         return Result(videoPackets: videoPackets, warnings: warnings)
     }

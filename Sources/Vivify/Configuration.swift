@@ -205,8 +205,8 @@ extension RunConfiguration {
     /// output (.png, .jpg, …: one frame) for more than one frame.
     package func checkRun() throws {
         try run.checkMaxFrames()
-        if EncoderSettings.pictureCodec(forOutput: output.path) != nil && run.maxFrames != 1 {
-            throw MediaError(.invalidOptions, "'\(output.path)' is a picture, which holds one frame. Add --max-frames 1 to write the first frame (a keyframe to colour), or write video to .mp4, .mkv or another video container.")
+        if EncoderSettings.isPicture(output: output.path), run.maxFrames != 1 {
+            throw MediaError(.invalidOptions, "'\(output.path)' is a picture, which holds one frame. Add --max-frames 1 to write the first frame of a video (a keyframe to colour), or write video to .mp4, .mkv or another video container; for a picture in, use `vivify image`.")
         }
     }
 }

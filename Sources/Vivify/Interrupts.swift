@@ -63,7 +63,11 @@ package final class InterruptMonitor: Sendable {
         let deliver: @Sendable (Int32) -> Void = { [self] sig in
             let now = DispatchTime.now().uptimeNanoseconds
             if self.flag.load(ordering: .sequentiallyConsistent) != 0 {
-                if now &- self.firstAt.load(ordering: .sequentiallyConsistent) < Self.duplicateWindowNanoseconds { return }
+                // Two signals handled at once on two threads: the other's time may be later
+                // than this one's clock reading (or not stored yet: 0 reads as long ago, so a
+                // first signal's flag with no time yet is taken as the same signal too).
+                let first = self.firstAt.load(ordering: .sequentiallyConsistent)
+                if first == 0 || now <= first || now - first < Self.duplicateWindowNanoseconds { return }
                 // A second signal: end at once.
                 PartialFile.discardAllInFlight()
                 let text = "vivify: second signal: stopped at once; the output was not finished and is not written (temporary files removed).\n"

@@ -427,7 +427,7 @@ struct JobOptions: ParsableArguments {
         c.output.format = outputFormat
         c.output.encoder = EncoderSettings(codec: codec ?? EncoderSettings.defaultCodec(forOutput: output), crf: crf, preset: preset, pixelFormat: pixFmt)
         // A picture (a frame taken out as a keyframe) holds no audio: nothing to warn about.
-        c.output.copyAudioAndSubtitles = !noAudio && EncoderSettings.pictureCodec(forOutput: output) == nil
+        c.output.copyAudioAndSubtitles = !noAudio && !EncoderSettings.isPicture(output: output)
         c.output.existing = overwriteOptions.existing
         c.run.backend = modelOptions.backend
         c.run.maxFrames = maxFrames

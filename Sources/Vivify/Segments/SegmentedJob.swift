@@ -55,6 +55,7 @@ public final class SegmentedJob {
     /// (`vivify plan`), the models loaded to measure the plan and recorded by digest; nil when
     /// the output exists and `c.output.existing` says leave it.
     package static func plan(_ c: RunConfiguration, segmentSeconds: Double, at directory: URL, events: RunEvents = RunEvents()) throws -> SegmentedJob? {
+        try c.checkRun()
         guard canSegment(c) else {
             throw MediaError(.invalidOptions, "Only a media file into a media file can be planned into segments ('\(c.input.path)' → '\(c.output.path)'). Use `vivify run` for pipes, y4m and raw frames.")
         }
@@ -454,6 +455,7 @@ public final class SegmentedJob {
         // As MediaWriter: the source's time base, or the frame period for MPEG-4 part 2 when it does not fit 16 bits.
         var tb = video.timeBase
         if c.output.encoder.encoderName == "mpeg4" && (tb.den > 65535 || tb.num > 65535) { tb = video.frameRate.inverted }
+        if (c.output.path as NSString).pathExtension.lowercased() == "avi", video.frameRate.num > 0, video.frameRate.den > 0 { tb = video.frameRate.inverted }
         return SegmentManifest.Tags(frameRate: [Int(video.frameRate.num), Int(video.frameRate.den)],
                                     sampleAspectRatio: [Int(video.sampleAspectRatio.num), Int(video.sampleAspectRatio.den)],
                                     color: [col.primaries, col.transfer, col.matrix, col.range], displayMatrix: video.displayMatrix,
@@ -468,6 +470,9 @@ public final class SegmentedJob {
         package var output: String
         /// Warnings from the muxer set-up.
         package var warnings: [String]
+        /// Whether `output` is NAME.incomplete.EXT beside a file that was there before the run
+        /// (an interrupted run's frames; the file is left as it was).
+        package var besideExisting = false
     }
 
     /// Verifies every segment and writes the output (temporary file, renamed), then removes
@@ -499,7 +504,8 @@ public final class SegmentedJob {
         do {
             result = try SegmentJoiner.join(segments: manifest.segments.map { file($0).path }, source: c.input.path,
                                             path: partial.temporary.path, targetName: output, tags: manifest.tags.joinerTags,
-                                            copyStreams: c.output.copyAudioAndSubtitles, window: manifest.videoSpan.map { $0[0]...$0[1] })
+                                            copyStreams: c.output.copyAudioAndSubtitles, window: manifest.videoSpan.map { $0[0]...$0[1] },
+                                            strict: c.input.strict)
             // The segment files were verified by size and SHA-256, so a count that differs is
             // the manifest's: damaged or edited data (65), not an internal failure.
             if result.videoPackets != expected {
@@ -556,10 +562,11 @@ public final class SegmentedJob {
         let partial = PartialFile(target: target, replacing: rule == .replace)
         do {
             let r = try SegmentJoiner.join(segments: files, source: c.input.path, path: partial.temporary.path, targetName: output,
-                                           tags: manifest.tags.joinerTags, copyStreams: c.output.copyAudioAndSubtitles, window: start...end)
+                                           tags: manifest.tags.joinerTags, copyStreams: c.output.copyAudioAndSubtitles, window: start...end,
+                                           strict: c.input.strict)
             if beside {
                 try partial.commit(as: partial.incompleteTarget)
-                return JoinOutcome(frames: r.videoPackets, output: partial.incompleteTarget.path, warnings: r.warnings)
+                return JoinOutcome(frames: r.videoPackets, output: partial.incompleteTarget.path, warnings: r.warnings, besideExisting: true)
             }
             try partial.commit()
             try update { $0.interruptedOutput = SegmentManifest.OutputIdentity.of(output) }

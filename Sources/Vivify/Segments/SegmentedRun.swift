@@ -145,7 +145,7 @@ public final class SegmentedRun {
             let partial = try job.joinInterrupted(existing: rule)
             return .finished(Summary(framesOut: partial?.frames ?? 0, segments: total, reusedSegments: verified.count,
                                      processedSegments: processed, interrupted: true, workDirectory: directory.path,
-                                     keptBeside: partial.flatMap { $0.output == configuration.output.path ? nil : $0.output }))
+                                     keptBeside: partial.flatMap { $0.besideExisting ? $0.output : nil }))
         }
         let joined = try job.join(existing: rule)
         joined.warnings.forEach(events.warning)
