@@ -178,7 +178,13 @@ struct JobOutput {
         do {
             try partial.commit(as: destination)
         } catch {
-            throw MediaError(.outputUnwritable, "Cannot move the finished output into place as '\(destination.path)': \(error.reason). It is still at '\(temporary)'.")
+            let failure = MediaError(.outputUnwritable, "Cannot move the finished output into place as '\(destination.path)': \(error.reason).")
+            // The target could not be taken (another run wrote it meanwhile, or something not a
+            // file appeared there): this run's frames are kept beside it, whole and playable.
+            if !failed, (try? partial.commit(as: partial.incompleteTarget)) != nil {
+                throw PartialOutputError(underlying: failure, framesWritten: writer.framesWritten, output: partial.incompleteTarget.path)
+            }
+            throw failure
         }
         return destination.path
     }

@@ -31,6 +31,13 @@ final class ConcurrentOutputTests: XCTestCase {
             let v = CLI.streams(try CLI.probe(out), "video")[0]
             XCTAssertEqual(CLI.int(v["width"]), loser == 0 ? 320 : 640)
             XCTAssertEqual(CLI.decodedFrames(try CLI.probe(out)), 90)
+            // The loser's frames are kept beside it, whole (the message said they were "still
+            // at" a temporary file that was then deleted).
+            let kept = dir + "/out.incomplete.mkv"
+            XCTAssertTrue(messages[loser].contains(kept), messages[loser])
+            guard FileManager.default.fileExists(atPath: kept) else { return XCTFail("no \(kept)") }
+            XCTAssertEqual(CLI.decodedFrames(try CLI.probe(kept)), 90)
+            XCTAssertEqual(CLI.int(CLI.streams(try CLI.probe(kept), "video")[0]["width"]), loser == 0 ? 640 : 320)
         }
     }
 }
