@@ -15,7 +15,7 @@ struct CopiedPacketScreen {
     private var lastDTS: [Int32: Int64] = [:]
 
     /// Whether `packet` (already rescaled to output stream `stream` of `format`) may be written.
-    func admits(_ packet: UnsafeMutablePointer<AVPacket>, stream: Int32, of format: UnsafeMutablePointer<AVFormatContext>) -> Bool {
+    private func admits(_ packet: UnsafeMutablePointer<AVPacket>, stream: Int32, of format: UnsafeMutablePointer<AVFormatContext>) -> Bool {
         let flags = format.pointee.oformat.pointee.flags
         if flags & AVFMT_NOTIMESTAMPS != 0 { return true }
         let dts = packet.pointee.dts, pts = packet.pointee.pts
@@ -26,9 +26,14 @@ struct CopiedPacketScreen {
         return equalAllowed ? dts >= last : dts > last
     }
 
-    /// Records that `packet` (decode time `dts`, taken before the write) went to `stream`.
-    mutating func wrote(dts: Int64, stream: Int32) {
-        if dts != AVCode.noPTS { lastDTS[stream] = dts }
+    /// Writes `packet` (already rescaled to output stream `stream`) when `admits` it; the
+    /// muxer's result, or invalid data for a packet it would refuse (`isDamage`).
+    mutating func write(_ packet: UnsafeMutablePointer<AVPacket>, stream: Int32, to format: UnsafeMutablePointer<AVFormatContext>) -> Int32 {
+        guard admits(packet, stream: stream, of: format) else { return AVCode.invalidData }
+        let dts = packet.pointee.dts  // the write consumes the packet
+        let r = av_interleaved_write_frame(format, packet)
+        if r >= 0 && dts != AVCode.noPTS { lastDTS[stream] = dts }
+        return r
     }
 
     /// Whether a write's result says the packet was damaged, not the output unwritable.

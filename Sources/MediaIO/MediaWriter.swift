@@ -144,13 +144,7 @@ public final class MediaWriter {
         enc.pointee.pix_fmt = pixfmt
         enc.pointee.sample_aspect_ratio = video.sampleAspectRatio.av
         enc.pointee.framerate = video.frameRate.av
-        // Keep the source time base so timestamps pass through exactly; MPEG-4 part 2 limits
-        // the denominator to 16 bits, so it gets the frame period instead.
-        var tb = video.timeBase
-        if encoderName == "mpeg4" && (tb.den > 65535 || tb.num > 65535) { tb = video.frameRate.inverted }
-        // AVI counts time in frames of its stream's time base: a source's fine time base
-        // (1/12800 from MP4) would declare 12800 fps and fill the gaps with empty frames.
-        if String(cString: oformat!.pointee.name) == "avi", video.frameRate.num > 0, video.frameRate.den > 0 { tb = video.frameRate.inverted }
+        let tb = Self.streamTimeBase(source: video.timeBase, frameRate: video.frameRate, encoder: encoderName, output: targetName)
         enc.pointee.time_base = tb.av
         enc.pointee.color_primaries = AVColorPrimaries(UInt32(video.color.primaries))
         enc.pointee.color_trc = AVColorTransferCharacteristic(UInt32(video.color.transfer))
@@ -367,6 +361,18 @@ public final class MediaWriter {
         framesWritten += 1
     }
 
+    /// The video stream's time base, here and in a join of segments (`SegmentedJob.tags`): the
+    /// source's, so timestamps pass through exactly; the frame period where that cannot hold —
+    /// MPEG-4 part 2 limits the denominator to 16 bits, and AVI counts time in frames of its
+    /// stream's time base (a source's 1/12800 would declare 12800 fps and fill the gaps with
+    /// empty frames).
+    public static func streamTimeBase(source: Rational, frameRate: Rational, encoder: String, output: String) -> Rational {
+        let frames = frameRate.num > 0 && frameRate.den > 0
+        if encoder == "mpeg4" && (source.den > 65535 || source.num > 65535) { return frameRate.inverted }
+        if frames, !NetworkURL.isNetwork(output), (output as NSString).pathExtension.lowercased() == "avi" { return frameRate.inverted }
+        return source
+    }
+
     /// Copied packets the muxer refused as damaged (skipped; `refuseDamagedCopies` makes the
     /// first an error).
     public private(set) var damagedCopies = 0
@@ -385,13 +391,7 @@ public final class MediaWriter {
         av_packet_rescale_ts(pkt, map.inTB, map.outTB)
         pkt.pointee.stream_index = map.out
         pkt.pointee.pos = -1
-        // Timestamps the muxer would refuse (EINVAL) are damage too (`CopiedPacketScreen`).
-        let dts = pkt.pointee.dts
-        var r: Int32 = AVCode.invalidData
-        if copiedScreen.admits(pkt, stream: map.out, of: format!) {
-            r = av_interleaved_write_frame(format, pkt)
-            if r >= 0 { copiedScreen.wrote(dts: dts, stream: map.out) }
-        }
+        let r = copiedScreen.write(pkt, stream: map.out, to: format!)
         if CopiedPacketScreen.isDamage(r) {
             if refuseDamagedCopies {
                 throw MediaError(.corruptInput, "A damaged packet of input stream #\(input.streamIndex) cannot be copied into '\(targetName)': \(avErrorString(r)) (--strict). Check the source, or leave out --strict to skip such packets.")

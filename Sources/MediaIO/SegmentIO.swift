@@ -317,12 +317,7 @@ public enum SegmentJoiner {
                 av_packet_rescale_ts(p, inTB, out!.pointee.streams[Int(o)]!.pointee.time_base)
                 p.pointee.stream_index = o
                 p.pointee.pos = -1
-                let dts = p.pointee.dts
-                var w: Int32 = AVCode.invalidData
-                if screen.admits(p, stream: o, of: out!) {
-                    w = av_interleaved_write_frame(out, p)
-                    if w >= 0 { screen.wrote(dts: dts, stream: o) }
-                }
+                let w = screen.write(p, stream: o, to: out!)
                 if CopiedPacketScreen.isDamage(w) {
                     if strict {
                         throw MediaError(.corruptInput, "A damaged packet of input stream #\(sourceIndex) of '\(source)' cannot be copied into '\(targetName)': \(avErrorString(w)) (--strict). Check the source, or leave out --strict to skip such packets.")

@@ -190,21 +190,16 @@ public struct RunSettings: Codable, Sendable, Equatable {
 
     /// Offline, on oneDNN, every frame, unpaced.
     public init() {}
-
-    /// Refuses a `maxFrames` below 1 (from a library caller or a manifest; the CLI checks
-    /// `--max-frames` itself).
-    package func checkMaxFrames() throws {
-        if let maxFrames, maxFrames < 1 {
-            throw MediaError(.invalidOptions, "'--max-frames \(maxFrames)' must be at least 1 (the number of input frames to process).")
-        }
-    }
 }
 
 extension RunConfiguration {
-    /// Refuses what a run cannot do, before any work: a `maxFrames` below 1, and a picture
-    /// output (.png, .jpg, …: one frame) for more than one frame.
+    /// Refuses what a run cannot do, before any work (every entry point calls it: `run`,
+    /// `plan`, the library's `run`): a `maxFrames` below 1, and a picture output (.png, .jpg,
+    /// …: one frame) for more than one frame.
     package func checkRun() throws {
-        try run.checkMaxFrames()
+        if let maxFrames = run.maxFrames, maxFrames < 1 {
+            throw MediaError(.invalidOptions, "'--max-frames \(maxFrames)' must be at least 1 (the number of input frames to process).")
+        }
         if EncoderSettings.isPicture(output: output.path), run.maxFrames != 1 {
             throw MediaError(.invalidOptions, "'\(output.path)' is a picture, which holds one frame. Add --max-frames 1 to write the first frame of a video (a keyframe to colour), or write video to .mp4, .mkv or another video container; for a picture in, use `vivify image`.")
         }

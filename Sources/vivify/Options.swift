@@ -406,9 +406,6 @@ struct JobOptions: ParsableArguments {
         if let crf, crf < 0 || crf > 63 {
             throw ValidationError("'--crf \(crf)' is out of range. Use a value from 0 to 63 (x264 default 23).")
         }
-        if let maxFrames, maxFrames < 1 {
-            throw ValidationError("'--max-frames \(maxFrames)' must be at least 1 (the number of input frames to process).")
-        }
         for k in keyframe where Keyframe(parsing: k) == nil { throw ValidationError(Keyframe.parseError(k)) }
         if !keyframe.isEmpty && modelOptions.colorize == nil {
             throw ValidationError("--reference, --keyframe and --hint guide the colorizer, but no colorizer runs. Add --colorize.")

@@ -452,10 +452,9 @@ public final class SegmentedJob {
         var resolved = video.color.resolved(height: video.height)
         if let name = c.input.assumeMatrix, let code = ColorInfo.matrixCode(named: name) { resolved.info.matrix = code }
         let col = resolved.info
-        // As MediaWriter: the source's time base, or the frame period for MPEG-4 part 2 when it does not fit 16 bits.
-        var tb = video.timeBase
-        if c.output.encoder.encoderName == "mpeg4" && (tb.den > 65535 || tb.num > 65535) { tb = video.frameRate.inverted }
-        if (c.output.path as NSString).pathExtension.lowercased() == "avi", video.frameRate.num > 0, video.frameRate.den > 0 { tb = video.frameRate.inverted }
+        // The one the unsegmented writer gives the stream.
+        let tb = MediaWriter.streamTimeBase(source: video.timeBase, frameRate: video.frameRate, encoder: c.output.encoder.encoderName,
+                                            output: c.output.path)
         return SegmentManifest.Tags(frameRate: [Int(video.frameRate.num), Int(video.frameRate.den)],
                                     sampleAspectRatio: [Int(video.sampleAspectRatio.num), Int(video.sampleAspectRatio.den)],
                                     color: [col.primaries, col.transfer, col.matrix, col.range], displayMatrix: video.displayMatrix,
