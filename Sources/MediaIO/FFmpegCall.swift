@@ -32,7 +32,14 @@ public enum FFmpegLog {
     /// Sets FFmpeg's log level: quiet by default, verbose for debugging.
     public static func configure(verbose: Bool) {
         av_log_set_level(verbose ? AV_LOG_VERBOSE : AV_LOG_QUIET)
+        // Encoders that log on their own, past av_log: SVT-AV1 reads SVT_LOG when an encoder
+        // starts (0: fatal only, 3: info), unless the user set it; libx265's level is set per
+        // encoder from `isVerbose` (MediaWriter.applyQuality).
+        setenv("SVT_LOG", verbose ? "3" : "0", 0)
     }
+
+    /// Whether FFmpeg's messages are shown (`configure(verbose: true)`).
+    public static var isVerbose: Bool { av_log_get_level() >= AV_LOG_VERBOSE }
 
     /// The FFmpeg build this process runs ("5.1.6-0+deb12u1"): for `--version` and bug reports.
     public static var version: String { String(cString: av_version_info()) }

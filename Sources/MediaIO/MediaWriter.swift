@@ -159,6 +159,9 @@ public final class MediaWriter {
         frameDuration = max(1, av_rescale_q(1, av_inv_q(video.frameRate.av), tb.av))
 
         try Self.applyQuality(settings, encoderName: encoderName, to: enc, warnings: &warnings)
+        if let least = Self.smallestFrame[encoderName], video.width < least || video.height < least {
+            throw MediaError(.invalidOptions, "Encoder \(encoderName) takes frames of at least \(least)x\(least); the output's are \(video.width)x\(video.height). Choose another --codec (libx264, libvpx-vp9 and ffv1 take any size) or make the frames larger (--upscale).")
+        }
         try avCheck(avcodec_open2(enc, codec, nil), .invalidOptions,
                     "Cannot open encoder \(encoderName) for \(video.width)x\(video.height) \(avPixelFormatName(pixfmt)) (check --crf, --preset and --pix-fmt)")
         try avCheck(avcodec_parameters_from_context(stream.pointee.codecpar, enc), .internalFailure, "Cannot describe the video stream")
@@ -278,6 +281,8 @@ public final class MediaWriter {
         case "libx264", "libx265":
             if let crf = s.crf { try set("crf", String(crf), what: "--crf") }
             if let preset = s.preset { try set("preset", preset, what: "--preset") }
+            // libx265 prints its settings and statistics to stderr itself, past av_log.
+            if encoderName == "libx265" { try set("x265-params", FFmpegLog.isVerbose ? "log-level=info" : "log-level=none", what: "x265-params") }
         case "libvpx-vp9":
             if let crf = s.crf {
                 try set("crf", String(Int(crf.rounded())), what: "--crf")
@@ -360,6 +365,11 @@ public final class MediaWriter {
         try send(av)
         framesWritten += 1
     }
+
+    /// Encoders with a smallest frame side (Debian 12's builds; measured with the ffmpeg CLI):
+    /// SVT-AV1 1.4 refuses sides under 64, libx265 3.5 under 16. Checked before the encoder
+    /// opens, so the error names the size rather than the encoder's settings.
+    static let smallestFrame: [String: Int] = ["libsvtav1": 64, "libx265": 16]
 
     /// The video stream's time base, here and in a join of segments (`SegmentedJob.tags`): the
     /// source's, so timestamps pass through exactly; the frame period where that cannot hold —

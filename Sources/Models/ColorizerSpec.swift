@@ -109,6 +109,11 @@ package struct ColorizerSpec: Codable, Sendable, Equatable {
         }
     }
 
+    /// Whether a model file has a description beside it (`NAME.json` next to `NAME.param`).
+    package static func hasDescription(beside param: String) -> Bool {
+        FileManager.default.fileExists(atPath: (param as NSString).deletingPathExtension + ".json")
+    }
+
     /// Reads the description beside a model: `NAME.json` next to `NAME.param`.
     package static func beside(param: String) throws -> ColorizerSpec {
         let json = (param as NSString).deletingPathExtension + ".json"

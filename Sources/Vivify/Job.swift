@@ -87,7 +87,10 @@ package final class Job {
 
     /// Opens `input`; `copyStreams` hands out its audio and subtitle packets for copying;
     /// frames beyond `maxPixels` pixels (`--max-pixels`) are refused from their headers.
-    package static func openSource(_ input: InputSettings, copyStreams: Bool, decodeTo: PixelFormat? = nil, maxPixels: Int) throws -> FrameSource {
+    /// `allowStill`: a picture opens as a one-frame source (for `probe`); otherwise it is
+    /// refused, pointing to `vivify image`.
+    package static func openSource(_ input: InputSettings, copyStreams: Bool, decodeTo: PixelFormat? = nil, maxPixels: Int,
+                                   allowStill: Bool = false) throws -> FrameSource {
         if let synthetic = input.synthetic { return SyntheticSource(size: synthetic.size, frames: synthetic.frames) }
         let path = input.path
         if path != "-" && !NetworkURL.isNetwork(path) && !FileManager.default.fileExists(atPath: path) {
@@ -117,11 +120,16 @@ package final class Job {
                                          matrixOverride: matrix, networkTimeout: input.networkTimeout ?? NetworkURL.defaultTimeout,
                                          maxPixels: maxPixels)
             // A picture would become a one-frame video: point to the command for pictures.
-            if reader.info.container == "image2" || reader.info.container.hasSuffix("_pipe") {
+            if !allowStill && isStill(reader.info) {
                 throw MediaError(.invalidOptions, "'\(path)' is a still image (\(reader.info.container)); `vivify run` is for video and frame streams. Use `vivify image \(path) OUTPUT.png` for pictures.")
             }
             return reader
         }
+    }
+
+    /// Whether FFmpeg opened a picture (image2, or one of the `*_pipe` picture demuxers).
+    package static func isStill(_ info: MediaInfo) -> Bool {
+        info.container == "image2" || info.container.hasSuffix("_pipe")
     }
 
     /// Runs the job to the end (or until `events.shouldStop`) and returns what it did:

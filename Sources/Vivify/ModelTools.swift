@@ -92,6 +92,103 @@ package enum ModelTools {
         }
     }
 
+    /// What a dry run of a colorizer found: its model pass, and a whole frame through the stage.
+    package struct ColorVerification: Sendable {
+        package var name: String
+        package var input: String
+        package var modelInput: [Int]
+        package var modelOutput: [Int]
+        package var flopsPerPass: Double
+        package var msPerPass: Double
+        package var msPerFrame: Double
+        package var frame: FrameSize
+
+        package var text: String {
+            """
+            model: \(name)
+            task: colorize (reads \(input), predicts colour at the model's size; the frame keeps its own L)
+            model pass: input \(modelInput.map(String.init).joined(separator: "x")) -> output \(modelOutput.map(String.init).joined(separator: "x"))
+            FLOPs per pass: \(String(format: "%.2f", flopsPerPass / 1e9)) GFLOP
+            measured: \(String(format: "%.1f", msPerPass)) ms per model pass (median of 3)
+            measured for \(frame): \(String(format: "%.0f", msPerFrame)) ms per frame, whole stage (median of 3)
+
+            """
+        }
+    }
+
+    /// Either kind of dry run.
+    package enum ModelVerification: Sendable {
+        case upscale(Verification)
+        case colorize(ColorVerification)
+
+        package var text: String {
+            switch self {
+            case .upscale(let v): v.text
+            case .colorize(let v): v.text
+            }
+        }
+    }
+
+    /// Dry-runs `model` as what it is: a colorizer (the built-in `vivify-color`, a colorize
+    /// bundle, a model file with a colorizer description beside it) or an upscaler (any other).
+    package static func verifyAny(model: String, frame: FrameSize, tile: Int?, backend: BackendChoice,
+                                  limits: RunLimits = RunLimits()) throws -> ModelVerification {
+        if try isColorizer(model) {
+            return .colorize(try verifyColorizer(model: model, frame: frame, backend: backend, limits: limits))
+        }
+        return .upscale(try verify(model: model, frame: frame, tile: tile, backend: backend, limits: limits))
+    }
+
+    /// Whether `model` names a colorizer: a built-in of that task, a bundle whose manifest says
+    /// `colorize`, or a bare model file with its colorizer description (`.json`) beside it.
+    static func isColorizer(_ model: String) throws -> Bool {
+        if BuiltinModels.names.contains(model) { return BuiltinModels.task(of: model) == .colorize }
+        guard let format = ModelFileFormat.forPath(model), FileManager.default.fileExists(atPath: model) else { return false }
+        if format.importer == nil {
+            let bundle = try ModelBundle.open(path: model)
+            return bundle.manifest.task == .colorize
+        }
+        return ColorizerSpec.hasDescription(beside: model)
+    }
+
+    /// Loads the colorizer `model`, times one model pass on its input and a whole frame of
+    /// `frame` through the stage (L, model, guided upsampling, Lab → RGB), under `limits`.
+    package static func verifyColorizer(model: String, frame: FrameSize, backend: BackendChoice,
+                                        limits: RunLimits = RunLimits()) throws -> ColorVerification {
+        let colorizer = try Colorizer(model: model, backend: backend, settings: limits.compute, stabilize: false)
+        let size = colorizer.modelSize(width: frame.width, height: frame.height)
+        let shape = Shape(c: colorizer.spec.input == .l ? 1 : 4, h: size.h, w: size.w)
+        let prepared = try backend.make(precision: limits.precisionChoice, threads: limits.threadCount).prepare(colorizer.graph, input: shape)
+        let input = Tensor(shape: shape, data: [Float](repeating: 0.5, count: shape.count))
+        func median(_ body: () throws -> Void) rethrows -> Double {
+            try body()
+            var times: [Double] = []
+            for _ in 0..<3 {
+                let start = DispatchTime.now().uptimeNanoseconds
+                try body()
+                times.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+            }
+            return times.sorted()[1]
+        }
+        let msPerPass = try median { _ = try prepared.run(input) }
+        // A grey ramp: lightness that varies, so the guided upsampling does real work.
+        var picture = VideoFrame(format: .rgb24, width: frame.width, height: frame.height)
+        for y in 0..<frame.height {
+            for x in 0..<frame.width {
+                let v = UInt8((x + y) * 255 / max(1, frame.width + frame.height - 2))
+                let i = (y * frame.width + x) * 3
+                picture.planes[0][i] = v; picture.planes[0][i + 1] = v; picture.planes[0][i + 2] = v
+            }
+        }
+        var output = VideoFrame(format: .rgb24, width: frame.width, height: frame.height)
+        let msPerFrame = try median { try colorizer.colorize(picture, into: &output) }
+        let o = prepared.outputShape
+        return ColorVerification(name: colorizer.name, input: colorizer.spec.input == .l ? "L" : "L, ab hints and a mask",
+                                 modelInput: [shape.c, shape.h, shape.w], modelOutput: [o.c, o.h, o.w],
+                                 flopsPerPass: 2 * Double(try colorizer.graph.multiplyAdds(input: shape)),
+                                 msPerPass: msPerPass, msPerFrame: msPerFrame, frame: frame)
+    }
+
     /// Loads `model` (any form), checks its shapes on one tile and times it, under `limits`.
     package static func verify(model: String, frame: FrameSize, tile: Int?, backend: BackendChoice,
                               limits: RunLimits = RunLimits()) throws -> Verification {

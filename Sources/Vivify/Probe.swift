@@ -6,7 +6,7 @@ package enum Probe {
     /// Describes `input`. With `countFrames`, a media file is demuxed to count its frames and
     /// tell whether the rate varies.
     package static func describe(_ input: InputSettings, countFrames: Bool) throws -> MediaInfo {
-        let source = try Job.openSource(input, copyStreams: true, maxPixels: MediaLimits.defaultMaxPixels)
+        let source = try Job.openSource(input, copyStreams: true, maxPixels: MediaLimits.defaultMaxPixels, allowStill: true)
         var info = source.info
         if countFrames, source is MediaReader {
             let scan = try MediaReader.scanVideoPackets(path: input.path)
@@ -24,6 +24,13 @@ package enum Probe {
         lines.append("container: \(info.container)")
         if let d = info.duration { lines.append(String(format: "duration: %.3f s", d)) }
         lines.append("video: \(v.codecName) \(v.width)x\(v.height) \(v.sourcePixelFormatName)")
+        if Job.isStill(info) {
+            // A picture has no rate or frame count of its own (FFmpeg gives it 25 fps).
+            lines.append("still picture: colour or upscale it with `vivify image \(name) OUTPUT.png`")
+            lines.append("sample aspect ratio: \(v.sampleAspectRatio.num):\(v.sampleAspectRatio.den)")
+            lines.append("colour: \(v.color)")
+            return lines.joined(separator: "\n") + "\n"
+        }
         let rate = String(format: "%.3f", v.frameRate.doubleValue)
         lines.append("frame rate: \(v.frameRate) (\(rate) fps)\(v.isVariableFrameRate ? ", variable" : ", constant")")
         lines.append("time base: \(v.timeBase)")
@@ -57,7 +64,7 @@ package enum Probe {
             ["index": $0.index, "kind": $0.kind, "codec": $0.codecName, "details": $0.details, "duration": $0.duration ?? NSNull()]
         }
         let root: [String: Any] = ["input": name, "container": info.container, "duration": info.duration ?? NSNull(),
-                                   "video": video, "streams": streams]
+                                   "still": Job.isStill(info), "video": video, "streams": streams]
         let data = (try? JSONSerialization.data(withJSONObject: root, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data()
         return String(decoding: data, as: UTF8.self) + "\n"
     }

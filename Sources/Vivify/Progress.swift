@@ -16,7 +16,8 @@ package final class ProgressReporter {
     private var drewInPlace = false
 
     /// Makes a reporter. `clock` returns seconds; `emit` receives each finished line (with
-    /// "\r" prefixed and no newline when redrawing in place).
+    /// "\r" prefixed and no newline when redrawing in place); `started`: when the work began on
+    /// that clock (default: now).
     /// Live sources have no end to estimate: the line shows the rate and the drops instead
     /// of a total and an ETA. `dropped` is asked at each draw.
     private let live: Bool
@@ -28,7 +29,7 @@ package final class ProgressReporter {
 
     package init(total: Int?, interactive: Bool, interval: Double = 5, clock: @escaping () -> Double = ProgressReporter.now,
                 emit: @escaping (String) -> Void = ProgressReporter.writeStderr, live: Bool = false, dropped: @escaping () -> Int = { 0 },
-                reused: Int = 0, noun: String = "frame", rateUnit: String = "fps") {
+                reused: Int = 0, noun: String = "frame", rateUnit: String = "fps", started: Double? = nil) {
         self.noun = noun
         self.rateUnit = rateUnit
         self.live = live
@@ -39,8 +40,9 @@ package final class ProgressReporter {
         self.interval = interactive ? 0.25 : interval
         self.clock = clock
         self.emit = emit
-        start = clock()
-        lastDraw = start
+        // A reporter made when the first item is done (a batch) counts from when the work began.
+        start = started ?? clock()
+        lastDraw = clock()
     }
 
     /// Seconds on a monotonic clock.

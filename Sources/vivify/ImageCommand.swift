@@ -71,7 +71,7 @@ struct ImageCommand: ParsableCommand {
             progress: { done, total in
                 guard !quiet else { return }
                 if reporter == nil {
-                    reporter = ProgressReporter(total: total, interactive: ProgressReporter.stderrIsTerminal, interval: 2, noun: "image", rateUnit: "images/s")
+                    reporter = ProgressReporter(total: total, interactive: ProgressReporter.stderrIsTerminal, interval: 2, noun: "image", rateUnit: "images/s", started: started)
                 }
                 if done == total { reporter?.finish(framesDone: done) } else { reporter?.update(framesDone: done) }
             })

@@ -114,9 +114,9 @@ extension ModelsCommand {
     /// `vivify models verify`.
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Dry-run a model: shapes, FLOPs per tile, measured ms per tile and the estimated ms per frame.")
+            abstract: "Dry-run a model: shapes, FLOPs, measured ms per tile (upscalers) or per model pass and whole frame (colorizers), and the ms per frame.")
 
-        @Argument(help: "A catalog name, .wifm, .mlmodel, .mlpackage or ncnn .param.")
+        @Argument(help: "A catalog or built-in name, .wifm, .mlmodel, .mlpackage or ncnn .param (a colorizer with its .json beside it).")
         var model: String
 
         @Option(help: "Frame size to estimate for, WxH.")
@@ -129,7 +129,7 @@ extension ModelsCommand {
 
         func run() throws {
             guard let frame = FrameSize(parsing: size) else { throw ValidationError("'--size \(size)' is not WxH.") }
-            print(try ModelTools.verify(model: model, frame: frame, tile: tile, backend: .onednn, limits: threadOptions.limits).text, terminator: "")
+            print(try ModelTools.verifyAny(model: model, frame: frame, tile: tile, backend: .onednn, limits: threadOptions.limits).text, terminator: "")
         }
     }
 }

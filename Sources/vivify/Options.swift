@@ -9,12 +9,24 @@ import Vivify
 enum OptionalModelValues {
     static let defaults = ["--colorize": BuiltinModels.color, "--upscale": "2"]
 
+    /// Options whose value may start with '-' (a negative frame number or coordinate): the
+    /// parser would take `--keyframe -1=k.png` for an option; joined as `--keyframe=-1=k.png`,
+    /// the value reaches our own check, which names the fix.
+    static let signedValues: Set<String> = ["--keyframe", "--hint"]
+
     static func rewrite(_ arguments: [String]) -> [String] {
         var out: [String] = []
+        var skip = false
         for (i, a) in arguments.enumerated() {
+            if skip { skip = false; continue }
             if a == "--" {
                 out += arguments[i...]
                 break
+            }
+            if signedValues.contains(a), i + 1 < arguments.count, startsNegativeNumber(arguments[i + 1]) {
+                out.append(a + "=" + arguments[i + 1])
+                skip = true
+                continue
             }
             out.append(a)
             if let value = defaults[a], i + 1 == arguments.count || !isModel(arguments[i + 1], for: a) {
@@ -22,6 +34,12 @@ enum OptionalModelValues {
             }
         }
         return out
+    }
+
+    /// "-1=k.png", "-5,3=#ff0000", "-.5s=k.png": a value, not an option.
+    static func startsNegativeNumber(_ value: String) -> Bool {
+        guard value.hasPrefix("-"), let next = value.dropFirst().first else { return false }
+        return next.isNumber || next == "."
     }
 
     /// Whether `value` after `option` names a model (rather than being the next argument).
@@ -450,5 +468,38 @@ struct SegmentOptions: ParsableArguments {
         guard segmentSeconds >= 0, segmentSeconds.isFinite, segmentSeconds <= 86_400 else {
             throw ValidationError("'--segment-seconds \(segmentSeconds)' must be from 0 (no segments) to 86400.")
         }
+    }
+}
+
+/// Options users guess from other tools (ffmpeg, the ncnn CLIs, video2x) that vivify spells
+/// otherwise: the parser's own "did you mean" picks the closest spelling (`--live` → `--size`);
+/// for these the error names what the user meant.
+enum ArgumentSlips {
+    static let table: [String: String] = [
+        "--live": "Use --mode live (the newest frame wins; see `vivify run --help`).",
+        "--offline": "Use --mode offline (the default for files).",
+        "--gpu": "Use --backend vulkan (or --backend auto, the default, which takes a GPU when there is one).",
+        "--vulkan": "Use --backend vulkan.",
+        "--cpu": "Use --backend onednn.",
+        "-o": "The output is the second argument: vivify run INPUT OUTPUT (vivify image INPUT OUTPUT).",
+        "--output": "The output is the second argument: vivify run INPUT OUTPUT (vivify image INPUT OUTPUT).",
+        "-i": "The input is the first argument: vivify run INPUT OUTPUT.",
+        "--model": "Use --upscale MODEL or --colorize MODEL.",
+        "--scale": "Use --upscale 2 (or 3, 4: the built-in upscalers) or --upscale MODEL.",
+        "-s": "Use --upscale 2 (or 3, 4) for the scale; --size WxH is the frame size of raw input.",
+    ]
+
+    /// ArgumentParser's message for `error`, rewritten when it is an unknown option of the
+    /// table; nil otherwise.
+    static func message(for fullMessage: String) -> String? {
+        guard let start = fullMessage.range(of: "Unknown option '") else { return nil }
+        let rest = fullMessage[start.upperBound...]
+        guard let end = rest.firstIndex(of: "'") else { return nil }
+        let option = String(rest[..<end])
+        guard let fix = table[option] else { return nil }
+        // The first line (with the parser's guess) replaced; its usage lines kept.
+        let lines = fullMessage.split(separator: "\n", omittingEmptySubsequences: false)
+        let usage = lines.dropFirst().joined(separator: "\n")
+        return "Error: Unknown option '\(option)'. \(fix)" + (usage.isEmpty ? "" : "\n" + usage)
     }
 }

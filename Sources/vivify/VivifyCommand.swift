@@ -28,6 +28,11 @@ struct VivifyCommand: ParsableCommand {
                 exit(withError: isOurs(command) ? reported(error) : error)
             }
         } catch {
+            // An option other tools spell so (`--live`, `-o`): say what vivify calls it.
+            if let message = ArgumentSlips.message(for: fullMessage(for: error)) {
+                ProgressReporter.writeStderr(message + (message.hasSuffix("\n") ? "" : "\n"))
+                Foundation.exit(exitCode(for: error).rawValue)
+            }
             exit(withError: error)
         }
     }

@@ -19,6 +19,25 @@ final class ProgressReporterTests: XCTestCase {
         XCTAssertEqual(lines.last, "frame 50/100 (50%)  5.0 fps  elapsed 0:00:10  ETA 0:00:10\n")
     }
 
+    /// A batch makes its reporter when the first picture is done: the rate counts from when
+    /// the batch began (it read "6211087.9 images/s", one picture over the microseconds since
+    /// the reporter was made).
+    func testAReporterMadeLateCountsFromWhenTheWorkBegan() {
+        let clock = Clock()
+        var lines: [String] = []
+        let began = clock.now
+        clock.now += 2 // the first picture took 2 s
+        let p = ProgressReporter(total: 4, interactive: false, interval: 5, clock: { clock.now }, emit: { lines.append($0) },
+                                 noun: "image", rateUnit: "images/s", started: began)
+        p.update(framesDone: 1)
+        for image in 2...4 {
+            clock.now += 2
+            p.update(framesDone: image)
+        }
+        p.finish(framesDone: 4)
+        XCTAssertEqual(lines.last, "image 4/4 (100%)  2.0 s/image  elapsed 0:00:08  ETA 0:00:00\n")
+    }
+
     /// A resumed segmented job: the count covers the whole job (reused frames included), the
     /// rate and the ETA only the frames this run does.
     func testResumedJobCountsReusedFramesButNotInTheRate() {
