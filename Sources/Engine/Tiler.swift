@@ -146,13 +146,33 @@ public final class TiledRunner {
     /// The interior tile for a `height`×`width` picture: at most `tileSize` a side, dividing the
     /// picture evenly: as few tiles as the size needs and none wasted on overlap (1080 rows as
     /// six 180-row tiles, not five of 192 and a sixth flush to the edge over the fifth).
+    ///
+    /// A picture narrower than a tile on one side (a strip) gets tiles of the same area on the
+    /// other: a tile's memory and work go with its bordered area, so a 1000×8 strip runs as
+    /// one 1000×8 tile rather than six 168×8 ones, each with its own border and, for a model
+    /// that pools globally (Real-CUGAN's squeeze-excitation), its own average of a sliver.
     public func tileInterior(height: Int, width: Int) -> (h: Int, w: Int) {
         if let statistics, height > tileSize || width > tileSize { return statisticsTileInterior(statistics, height: height, width: width) }
-        func balanced(_ n: Int) -> Int {
-            let count = (n + tileSize - 1) / tileSize
+        func balanced(_ n: Int, cap: Int) -> Int {
+            let count = (n + cap - 1) / cap
             return roundUp((n + count - 1) / count)
         }
-        return (balanced(height), balanced(width))
+        let (capH, capW) = stripCaps(height: height, width: width)
+        return (balanced(height, cap: capH), balanced(width, cap: capW))
+    }
+
+    /// The largest tile sides for a `height`×`width` picture: `tileSize` each, but the long
+    /// side of a strip (the other side within one tile) as long as keeps the bordered area
+    /// of a `tileSize` square.
+    func stripCaps(height: Int, width: Int) -> (h: Int, w: Int) {
+        let p = spec.padding
+        // Whole-frame runners (1 << 16) need no widening; the product would only overflow.
+        guard tileSize < 1 << 15 else { return (tileSize, tileSize) }
+        let area = (tileSize + 2 * p) * (tileSize + 2 * p)
+        func widened(_ short: Int) -> Int { max(tileSize, area / (roundUp(short) + 2 * p) - 2 * p) / spec.multiple * spec.multiple }
+        if height < tileSize && width > tileSize { return (tileSize, widened(height)) }
+        if width < tileSize && height > tileSize { return (widened(width), tileSize) }
+        return (tileSize, tileSize)
     }
 
     /// Tile origins along one axis: every `tile`, the last flush to the end.

@@ -68,6 +68,29 @@ final class TilerTests: XCTestCase {
         print("cunet tiled vs whole-frame max abs diff: \(d)")
     }
 
+    /// A strip (one side within a tile) gets tiles as long as keep a square tile's bordered
+    /// area: fewer tiles and borders, the same memory, and still exactly the whole frame's
+    /// result for a model without global pooling. A picture larger than a tile both ways
+    /// keeps square tiles.
+    func testAStripGetsLongTilesOfTheSameArea() throws {
+        let path = "\(Self.models)/waifu2x-upconv7-photo/scale2.0x_model.param"
+        guard FileManager.default.fileExists(atPath: path) else { throw XCTSkip("\(path) not present") }
+        let graph = try NCNNImporter.load(paramPath: path)
+        let spec = TilingSpec(scale: 2, padding: 7, border: .replicate, multiple: 2)
+        let runner = try TiledRunner(graph: graph, spec: spec, backend: try DNNLBackend(), tileSize: 32)
+        let square = (32 + 14) * (32 + 14)
+        for (h, w) in [(8, 300), (300, 8), (20, 1000)] {
+            let (th, tw) = runner.tileInterior(height: h, width: w)
+            XCTAssertEqual(min(th, tw), h < w ? h : w, "\(w)x\(h): the short side whole")
+            XCTAssertGreaterThan(max(th, tw), 32, "\(w)x\(h): the long side past the square tile")
+            XCTAssertLessThanOrEqual((th + 14) * (tw + 14), square + 2 * (max(th, tw) + 14), "\(w)x\(h): tile \(tw)x\(th) within the area (a grid step over)")
+        }
+        XCTAssertEqual(runner.tileInterior(height: 70, width: 75).h, 24, "larger both ways: square tiles, evened out")
+        XCTAssertEqual(runner.tileInterior(height: 70, width: 75).w, 26)
+        XCTAssertLessThanOrEqual(try compare("waifu2x-upconv7-photo/scale2.0x_model.param", spec, tile: 32, height: 8, width: 301), 1e-5)
+        XCTAssertLessThanOrEqual(try compare("waifu2x-upconv7-photo/scale2.0x_model.param", spec, tile: 32, height: 301, width: 9), 1e-5)
+    }
+
     func testTileOriginsAreFlushToTheEdge() {
         XCTAssertEqual(TiledRunner.origins(length: 70, tile: 32), [0, 32, 38])
         XCTAssertEqual(TiledRunner.origins(length: 64, tile: 32), [0, 32])
