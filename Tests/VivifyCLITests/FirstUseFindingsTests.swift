@@ -113,7 +113,9 @@ final class FirstUseFindingsTests: XCTestCase {
     /// `-y` replaces an existing output with a complete one only: Ctrl-C used to rename the
     /// partial file over a finished one. Interrupted now, the frames done go beside it as
     /// NAME.incomplete.EXT (playable) and the existing file stays byte for byte, in one piece
-    /// and in segments; the same command then resumes and replaces it with the whole job.
+    /// and in segments; the same command then resumes and replaces it with the whole job,
+    /// and removes the frames it had kept beside (only that file: one put there by hand stays,
+    /// `testAFileBesideThatIsNotOursStays`).
     func testAnInterruptedRunNeverReplacesAnExistingFile() throws {
         let dir = try CLI.tempDir()
         // 12 s, so that the interruption comes long before the end.
@@ -151,8 +153,36 @@ final class FirstUseFindingsTests: XCTestCase {
                 let r = try CLI.vivify(["run", source, out, "-y", "--upscale", "--codec", "ffv1"] + extra)
                 XCTAssertEqual(r.code, 0, r.stderr)
                 XCTAssertEqual(CLI.decodedFrames(try CLI.probe(out)), 360, "the resumed run replaces it, complete")
+                // The frames kept beside it are superseded: the completing join removes them
+                // (stop 48; they stayed), saying so.
+                XCTAssertFalse(FileManager.default.fileExists(atPath: kept), "\(kept) left after the job completed")
+                XCTAssertTrue(r.stderr.contains("segmented.incomplete.mkv"), r.stderr)
             }
         }
+    }
+
+    /// The completing join removes NAME.incomplete.EXT only if it is still the file the
+    /// interrupted run wrote: one replaced meanwhile (a user's copy) stays.
+    func testAFileBesideThatIsNotOursStays() throws {
+        let dir = try CLI.tempDir()
+        let source = dir + "/src.mp4"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30:duration=12", "-c:v", "libx264", "-g", "30", "-pix_fmt", "yuv420p", source])
+        let out = dir + "/out.mkv", kept = dir + "/out.incomplete.mkv"
+        try FileManager.default.copyItem(atPath: source, toPath: out)
+        let args = ["run", source, out, "-y", "--upscale", "--codec", "ffv1", "--segment-seconds", "1"]
+        let p = try SegmentTests.start(args)
+        XCTAssertTrue(SegmentTests.wait(for: p) { SegmentTests.doneCount(SegmentTests.workDirectory(out)) >= 1 })
+        kill(p.processIdentifier, SIGINT)
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 130)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: kept))
+        // The user puts something else there (a copy of their own).
+        try FileManager.default.removeItem(atPath: kept)
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: kept))
+        let r = try CLI.vivify(args)
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertEqual(CLI.decodedFrames(try CLI.probe(out)), 360)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: kept)), Data("mine".utf8), "a file that is not the run's stays")
     }
 
     /// `timeout -s INT` and a terminal's Ctrl-C signal the process group too, so vivify got two

@@ -479,6 +479,9 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
     package var segments: [Segment]
     /// What an interrupted run left at the output.
     package var interruptedOutput: OutputIdentity?
+    /// What an interrupted run left beside an output that was there before it
+    /// (NAME.incomplete.EXT): removed by the join that completes the job, if still that file.
+    package var besideOutput: OutputIdentity?
 
     /// Frames in finished segments.
     package var framesDone: Int { segments.reduce(0) { $0 + ($1.done?.frames ?? 0) } }

@@ -515,8 +515,16 @@ public final class SegmentedJob {
             partial.discard()
             throw error
         }
+        // The frames an interrupted run kept beside the output are superseded by the complete
+        // output: removed, if that file is still the one it wrote (never another).
+        var warnings = result.warnings
+        if let beside = manifest.besideOutput, SegmentManifest.OutputIdentity.of(partial.incompleteTarget.path) == beside {
+            if unlink(partial.incompleteTarget.path) == 0 {
+                warnings.append("Removed '\(partial.incompleteTarget.path)', the frames an interrupted run kept beside the output: the job is complete.")
+            }
+        }
         if removeDirectory { Self.removeWorkDirectory(directory) }
-        return JoinOutcome(frames: result.videoPackets, output: output, warnings: result.warnings)
+        return JoinOutcome(frames: result.videoPackets, output: output, warnings: warnings)
     }
 
     /// After an interruption: joins the finished segments from the start and the interrupted
@@ -565,6 +573,7 @@ public final class SegmentedJob {
                                            strict: c.input.strict)
             if beside {
                 try partial.commit(as: partial.incompleteTarget)
+                try update { $0.besideOutput = SegmentManifest.OutputIdentity.of(partial.incompleteTarget.path) }
                 return JoinOutcome(frames: r.videoPackets, output: partial.incompleteTarget.path, warnings: r.warnings, besideExisting: true)
             }
             try partial.commit()
