@@ -95,6 +95,14 @@ extension Graph {
                 out = nil
             case .activation, .binary, .scalar, .channelAffine, .softmaxChannels, .sliceChannels, .concatChannels, .instanceNorm:
                 out = x
+            case .convolution(let p) where x == nil && !node.inputs.isEmpty:
+                // On a value made without the picture (a frozen pooling's C×1×1): a 1×1
+                // convolution of it, unpadded, is another such value (squeeze-excitation).
+                guard p.kernelH == 1, p.kernelW == 1, p.strideH == 1, p.strideW == 1,
+                      p.padTop == 0, p.padLeft == 0, p.padBottom == 0, p.padRight == 0 else { return nil }
+                out = nil
+            case .fullyConnected where x == nil && !node.inputs.isEmpty:
+                out = nil
             case .convolution(let p):
                 guard let x else { return nil }
                 out = ValuePlacement(rows: x.rows.windowed(kernel: p.dilationH * (p.kernelH - 1) + 1, stride: p.strideH, padBefore: p.padTop),

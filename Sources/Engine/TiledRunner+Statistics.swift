@@ -1,5 +1,6 @@
-/// How a model with instance normalisations runs in tiles and still normalises each channel
-/// by the statistics of the whole picture, as a whole-frame run does:
+/// How a model with instance normalisations or global average poolings (squeeze-excitation)
+/// runs in tiles and still normalises (or pools) each channel by the statistics of the whole
+/// picture, as a whole-frame run does:
 ///
 ///     pass k = 1 … K   tiles ─► the graph up to norm k's input, norms < k frozen ─► Σx, Σx²
 ///                      (Double) over the part of each tile that is its own ─► norm k's mean
@@ -40,8 +41,13 @@ struct StatisticsTiling: Sendable {
     /// The plan for `graph`, or nil when it has no instance normalisation or an operation
     /// that no border makes exact (see `Graph.placements`).
     init?(graph: Graph, spec: TilingSpec) {
-        let indices = graph.instanceNormIndices
-        guard !indices.isEmpty, let placed = graph.placements(), let output = placed[graph.output],
+        let indices = graph.wholePictureStatisticsIndices
+        // Placed with the poolings frozen (constants that broadcast): a pooling's own output
+        // has no place on the picture, but what it feeds is per pixel again.
+        let pools = graph.globalPoolIndices
+        // (Placement reads no values: one channel stands for all.)
+        let placeable = graph.freezingInstanceNorms(Dictionary(uniqueKeysWithValues: pools.map { ($0, ChannelStatistics(mean: [0], variance: [0])) }))
+        guard !indices.isEmpty, let placed = placeable.placements(), let output = placed[graph.output],
               output.rows.numerator == spec.scale, output.rows.denominator == 1,
               output.columns.numerator == spec.scale, output.columns.denominator == 1 else { return nil }
         var norms: [Norm] = []

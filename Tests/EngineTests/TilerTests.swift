@@ -26,12 +26,12 @@ final class TilerTests: XCTestCase {
         return out
     }
 
-    private func compare(_ param: String, _ spec: TilingSpec, tile: Int, height: Int, width: Int) throws -> Float {
+    private func compare(_ param: String, _ spec: TilingSpec, tile: Int, height: Int, width: Int, wholePicturePooling: Bool = false) throws -> Float {
         let path = "\(Self.models)/\(param)"
         guard FileManager.default.fileExists(atPath: path) else { throw XCTSkip("\(path) not present") }
         let graph = try NCNNImporter.load(paramPath: path)
         let backend = try DNNLBackend()
-        let tiled = try TiledRunner(graph: graph, spec: spec, backend: backend, tileSize: tile)
+        let tiled = try TiledRunner(graph: graph, spec: spec, backend: backend, tileSize: tile, wholePicturePooling: wholePicturePooling)
         let whole = try TiledRunner(graph: graph, spec: spec, backend: backend, tileSize: max(height, width) + spec.multiple)
         let input = Self.picture(channels: 3, height: height, width: width)
         let n = 3 * height * width * spec.scale * spec.scale
@@ -66,6 +66,25 @@ final class TilerTests: XCTestCase {
                             TilingSpec(scale: 2, padding: 18, border: .replicate, multiple: 2), tile: 32, height: 64, width: 72)
         XCTAssertLessThanOrEqual(d, 0.08, "32-px tiles: measured 0.055 (14/255) here")
         print("cunet tiled vs whole-frame max abs diff: \(d)")
+    }
+
+    /// With `wholePicturePooling` the poolings (cunet's and Real-CUGAN's squeeze-excitation)
+    /// take the whole picture's averages in statistics passes, frozen as constants that
+    /// broadcast: tiles give the whole frame's result, in a pass per pooling and one for the
+    /// output.
+    func testWholePicturePoolingTilesEqualTheWholeFrame() throws {
+        for (param, spec, h, w, pools) in [("waifu2x-cunet/scale2.0x_model.param", TilingSpec(scale: 2, padding: 18, border: .replicate, multiple: 2), 64, 72, 4),
+                                           ("realcugan-se/up2x-no-denoise.param", TilingSpec(scale: 2, padding: 18, border: .reflect, multiple: 2), 70, 58, 4),
+                                           ("realcugan-se/up4x-no-denoise.param", TilingSpec(scale: 4, padding: 19, border: .reflect, multiple: 2), 40, 90, 4)] {
+            let d = try compare(param, spec, tile: 32, height: h, width: w, wholePicturePooling: true)
+            XCTAssertLessThanOrEqual(d, 1e-4, "\(param): 32-px tiles against the whole frame")
+            let graph = try NCNNImporter.load(paramPath: "\(Self.models)/\(param)")
+            XCTAssertEqual(graph.globalPoolIndices.count, pools, param)
+            let exact = try TiledRunner(graph: graph, spec: spec, backend: try DNNLBackend(), tileSize: 32, wholePicturePooling: true)
+            XCTAssertEqual(exact.passes(height: h, width: w), pools + 1, param)
+            let perTile = try TiledRunner(graph: graph, spec: spec, backend: try DNNLBackend(), tileSize: 32)
+            XCTAssertEqual(perTile.passes(height: h, width: w), 1, "\(param): pooled per tile unless asked")
+        }
     }
 
     /// A strip (one side within a tile) gets tiles as long as keep a square tile's bordered
