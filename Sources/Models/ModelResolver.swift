@@ -68,7 +68,13 @@ package enum ModelResolver {
                 throw MediaError(.unsupported, "Cannot read the \(what) '\(argument)': \(ext.isEmpty ? "a file without an extension" : "'.\(ext)'") is not a model format Vivify reads. Use \(ModelFileFormat.extensionList).")
             }
             var loaded = try load(argument, format: format, task: task, store: store, library: library)
+            // Every file the model was read from, so that a resumed or planned job notices a
+            // change in any (their SHA-256 in the manifest and --stats): the weights beside an
+            // ncnn .param, a Core ML model's custom layer declarations (NAME.layers.json) and a
+            // colorizer's description (NAME.json).
+            let sides = [CustomLayerDeclarations.besidePath(for: argument)] + (task == .colorize ? [(argument as NSString).deletingPathExtension + ".json"] : [])
             loaded.files = [argument] + [ModelFileFormat.weightsFile(beside: argument)].compactMap { $0 }
+                + sides.filter { FileManager.default.fileExists(atPath: $0) }
             return loaded
         }
         // Catalog names (upscalers and denoisers).

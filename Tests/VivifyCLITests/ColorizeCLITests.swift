@@ -140,8 +140,8 @@ final class ColorizeCLITests: XCTestCase {
         }
     }
 
-    /// The stats of a model run name each model with the SHA-256 of its files, as sha256sum
-    /// computes it.
+    /// The stats of a model run name each model with the SHA-256 of its files (every file it
+    /// was read from), as sha256sum computes it.
     func testStatsRecordTheModelsWithTheirHashes() throws {
         let dir = try CLI.tempDir()
         let stats = dir + "/stats.json"
@@ -153,7 +153,9 @@ final class ColorizeCLITests: XCTestCase {
         XCTAssertEqual(models.map { $0["task"] as? String }, ["colorize", "upscale"])
         XCTAssertEqual(models.map { $0["name"] as? String }, ["eccv16-tiny", "vivify-fast-2x"])
         let files = try XCTUnwrap(models[0]["files"] as? [String: String])
-        XCTAssertEqual(Set(files.keys), [Self.model, Self.model.replacingOccurrences(of: ".param", with: ".bin")])
+        // The description beside it too: it is part of the model (its abScale, its input size).
+        XCTAssertEqual(Set(files.keys), [Self.model, Self.model.replacingOccurrences(of: ".param", with: ".bin"),
+                                         Self.model.replacingOccurrences(of: ".param", with: ".json")])
         let sum = String(decoding: try CLI.run("/usr/bin/sha256sum", [Self.model]).stdout, as: UTF8.self).prefix(64)
         XCTAssertEqual(files[Self.model], String(sum))
         XCTAssertEqual((models[1]["files"] as? [String: String])?.count, 1, "the built-in bundle")
