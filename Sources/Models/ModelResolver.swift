@@ -226,7 +226,9 @@ package enum ModelResolver {
                 throw MediaError(.unsupported, "The bundle '\(path)' holds '\((file as NSString).lastPathComponent)', which is not a model format Vivify reads. Use \(ModelFileFormat.extensionList) inside.")
             }
             let imported = try importer(file, bundle.weightsURL(for: sub)?.path, m.customLayers, library)
-            let (raw, isImage) = (imported.graph, imported.inputIsImage)
+            var (raw, isImage) = (imported.graph, imported.inputIsImage)
+            // Messages name the bundle the user gave, not its private extraction folder.
+            raw.source = "\(path) (\((sub.declaredFile as NSString).lastPathComponent))"
             try checkTensorNames(sub, of: raw, bundle: path)
             guard task == .upscale else { return raw }
             var g = raw
@@ -246,7 +248,9 @@ package enum ModelResolver {
         }
         var loaded = LoadedModel(name: m.name, graph: try adapted(m.main), bundle: bundle, warnings: bundle.warnings)
         if task == .upscale {
-            loaded.spec = TilingSpec(scale: m.scale, padding: m.shrinkSize, border: .replicate, multiple: 1)
+            // Tiles on the model's own stride grid: a U-Net (two stride-2 layers) given a side
+            // that is not a multiple of 4 made an output of another size (exit 65).
+            loaded.spec = TilingSpec(scale: m.scale, padding: m.shrinkSize, border: .replicate, multiple: TilingSpec.strideGrid(for: loaded.graph))
             if m.alphaMode == .separateModel, let alpha = m.alpha { loaded.alphaGraph = try adapted(alpha) }
         } else if let c = m.colorizer {
             let channels = m.inputShape?.first ?? 1

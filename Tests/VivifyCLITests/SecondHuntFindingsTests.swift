@@ -28,4 +28,31 @@ final class SecondHuntFindingsTests: XCTestCase {
         XCTAssertTrue(second.stderr.contains("differ"), second.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/out.mp4"))
     }
+
+    /// The README's example bundle (the style network, `"shrinkSize": 0`) failed with exit 65
+    /// on every picture whose side is not a multiple of 4 ("output 1x3x88x160 for input
+    /// 1x3x90x160", naming its private extraction folder), where the bare model worked. A
+    /// bundle's tiles now sit on the model's stride grid, and it gives the bare model's picture.
+    func testTheReadmesBundleTakesAnySize() throws {
+        let dir = try CLI.tempDir()
+        let readme = try String(contentsOf: CLI.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let start = try XCTUnwrap(readme.range(of: "cat > style.json <<'JSON'\n"))
+        let end = try XCTUnwrap(readme.range(of: "\nJSON\n", range: start.upperBound..<readme.endIndex))
+        try String(readme[start.upperBound..<end.lowerBound]).write(toFile: dir + "/style.json", atomically: true, encoding: .utf8)
+        try FileManager.default.copyItem(atPath: "\(Self.style)/style_fp32.mlmodel", toPath: dir + "/main.mlmodel")
+        let pack = try CLI.vivify(["models", "pack", "--manifest", dir + "/style.json", dir + "/main.mlmodel", "-o", dir + "/style.wifm"])
+        XCTAssertEqual(pack.code, 0, pack.stderr)
+        let picture = dir + "/in.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=160x90", "-frames:v", "1", picture])
+        let bundled = try CLI.vivify(["image", picture, dir + "/bundle.png", "--filter", dir + "/style.wifm"])
+        XCTAssertEqual(bundled.code, 0, bundled.stderr)
+        let bare = try CLI.vivify(["image", picture, dir + "/bare.png", "--filter", "\(Self.style)/style_fp32.mlmodel"])
+        XCTAssertEqual(bare.code, 0, bare.stderr)
+        let a = try XCTUnwrap(FirstUseFindingsTests.firstFrameRGB(dir + "/bundle.png")), b = try XCTUnwrap(FirstUseFindingsTests.firstFrameRGB(dir + "/bare.png"))
+        XCTAssertEqual(a.count, 160 * 90 * 3)
+        XCTAssertLessThanOrEqual(zip(a, b).map { abs(Int($0) - Int($1)) }.max() ?? 255, 1, "the bundle gives the bare model's picture")
+        let verify = try CLI.vivify(["models", "verify", dir + "/style.wifm", "--size", "160x90"])
+        XCTAssertEqual(verify.code, 0, verify.stderr)
+        XCTAssertTrue(String(decoding: verify.stdout, as: UTF8.self).contains("input 3x92x160 -> output 3x92x160"))
+    }
 }
