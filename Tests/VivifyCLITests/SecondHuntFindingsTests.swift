@@ -55,4 +55,32 @@ final class SecondHuntFindingsTests: XCTestCase {
         XCTAssertEqual(verify.code, 0, verify.stderr)
         XCTAssertTrue(String(decoding: verify.stdout, as: UTF8.self).contains("input 3x92x160 -> output 3x92x160"))
     }
+
+    /// `--hint X,Y` takes pixel coordinates of the first frame; with `--colorize-after` the
+    /// colorizer sees the upscaled frame and put the hint at X,Y of that (a quarter of the way
+    /// in), and took 400,300 on a 320x180 input. It now maps them, and refuses what is outside.
+    func testAHintStaysOnItsPixelAfterAnUpscale() throws {
+        let dir = try CLI.tempDir()
+        let grey = dir + "/grey.mp4"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=10", "-vf", "format=gray", "-frames:v", "2", "-pix_fmt", "yuv420p", grey])
+        func magenta(_ rgb: [UInt8], _ width: Int, _ x: Int, _ y: Int) -> Int {
+            let i = (y * width + x) * 3
+            return (Int(rgb[i]) + Int(rgb[i + 2])) / 2 - Int(rgb[i + 1])
+        }
+        var pictures: [[UInt8]] = []
+        for (name, order) in [("before.mkv", ["--colorize", "--upscale"]), ("after.mkv", ["--upscale", "--colorize", "--colorize-after"])] {
+            let out = dir + "/" + name
+            let r = try CLI.vivify(["run", grey, out] + order + ["--hint", "120,30=#FF00FF", "--max-frames", "1", "--codec", "ffv1", "--pix-fmt", "yuv444p", "--quiet"])
+            XCTAssertEqual(r.code, 0, r.stderr)
+            pictures.append(try XCTUnwrap(FirstUseFindingsTests.firstFrameRGB(out)))
+        }
+        for (i, rgb) in pictures.enumerated() {
+            XCTAssertEqual(rgb.count, 320 * 180 * 3)
+            XCTAssertGreaterThan(magenta(rgb, 320, 241, 61), 40, "picture \(i): magenta where the hint's pixel went")
+            XCTAssertLessThan(magenta(rgb, 320, 60, 15), 20, "picture \(i): not at the hint's numbers in the upscaled frame")
+        }
+        let outside = try CLI.vivify(["run", grey, dir + "/o.mkv", "--upscale", "--colorize", "--colorize-after", "--hint", "200,100=#FF00FF"])
+        XCTAssertEqual(outside.code, 64, outside.stderr)
+        XCTAssertTrue(outside.stderr.contains("outside the 160x90 picture"), outside.stderr)
+    }
 }

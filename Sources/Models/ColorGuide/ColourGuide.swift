@@ -55,6 +55,9 @@ package final class ColourGuide {
     private var references: [ColourReference] = []
     private var keyframes: [LoadedKeyframe] = []
     private var hintSeeds: [HintSpreader.Seed] = []
+    /// The colorizer's frames over the source's, per axis (`configure`): 1 unless an upscaler
+    /// runs before it.
+    private var hintScale: (Double, Double) = (1, 1)
     private var hintsSize: (w: Int, h: Int)?
     /// The frame size configured, and its rate (for frame-number keyframes' times).
     private var frameSize: (w: Int, h: Int)?
@@ -167,15 +170,19 @@ package final class ColourGuide {
     }
 
     /// Checks the guide against the frames it will get: keyframes of the same aspect, hints
-    /// inside the picture.
-    package func configure(width: Int, height: Int, frameRate: Double) throws {
+    /// inside the picture. `sourceWidth`×`sourceHeight`: the first frame as given, before any
+    /// stage (default: this size), whose pixel coordinates `--hint` takes; an upscaler before
+    /// the colorizer (`--colorize-after`) scales them to the frames it gets.
+    package func configure(width: Int, height: Int, frameRate: Double, sourceWidth: Int? = nil, sourceHeight: Int? = nil) throws {
         frameSize = (width, height)
+        let sw = sourceWidth ?? width, sh = sourceHeight ?? height
+        hintScale = (Double(width) / Double(max(sw, 1)), Double(height) / Double(max(sh, 1)))
         if frameRate.isFinite && frameRate > 0 { self.frameRate = frameRate }
         for k in keyframes where abs(k.width * height - k.height * width) > max(width, k.width) {
             throw MediaError(.invalidOptions, "The keyframe '\(k.file)' is \(k.width)x\(k.height), but the frames are \(width)x\(height): a keyframe must have the frame's aspect. Colour the frame itself (extract it with `vivify run IN frame.png --max-frames 1`, or take it at any size with the same aspect).")
         }
-        for s in hintSeeds where !s.fromImage && (s.x >= width || s.y >= height) {
-            throw MediaError(.invalidOptions, "The hint at \(s.x),\(s.y) is outside the \(width)x\(height) picture. Give pixel coordinates from 0,0 to \(width - 1),\(height - 1) of the first frame.")
+        for s in hintSeeds where !s.fromImage && (s.x >= sw || s.y >= sh) {
+            throw MediaError(.invalidOptions, "The hint at \(s.x),\(s.y) is outside the \(sw)x\(sh) picture. Give pixel coordinates from 0,0 to \(sw - 1),\(sh - 1) of the first frame.")
         }
         if let (hw, hh) = hintsSize, abs(hw * height - hh * width) > max(width, hw) {
             throw MediaError(.invalidOptions, "The hints picture '\(spec.hintsImage ?? "")' is \(hw)x\(hh), but the frames are \(width)x\(height). Paint the hints on a picture of the frame's size (or the same aspect).")
@@ -355,7 +362,12 @@ package final class ColourGuide {
         let scale: (Double, Double) = hintsSize.map { (Double(w) / Double($0.w), Double(h) / Double($0.h)) } ?? (1, 1)
         let seeds = hintSeeds.map { s -> HintSpreader.Seed in
             var s = s
-            if s.fromImage { s.x = min(Int(Double(s.x) * scale.0), w - 1); s.y = min(Int(Double(s.y) * scale.1), h - 1) }
+            if s.fromImage {
+                s.x = min(Int(Double(s.x) * scale.0), w - 1); s.y = min(Int(Double(s.y) * scale.1), h - 1)
+            } else {
+                // A pixel of the source: the centre of where it went (an upscaler before).
+                s.x = min(Int((Double(s.x) + 0.5) * hintScale.0), w - 1); s.y = min(Int((Double(s.y) + 0.5) * hintScale.1), h - 1)
+            }
             return s
         }
         HintSpreader().apply(seeds, l: l, a: &a, b: &b, width: w, height: h)

@@ -37,11 +37,16 @@ package struct FrameDescription: Equatable, Sendable {
     package var layout: PixelLayout
     /// Whether frames carry an alpha plane.
     package var hasAlpha: Bool
+    /// The size of the frames the chain was given, before any stage (what `--hint`
+    /// coordinates are in: a colorizer after an upscaler maps them).
+    package var sourceWidth: Int, sourceHeight: Int
 
-    /// Makes a description.
+    /// Makes a description (the source size: this one).
     package init(width: Int, height: Int, frameRate: Rational, layout: PixelLayout, hasAlpha: Bool = false) {
         self.width = width
         self.height = height
+        sourceWidth = width
+        sourceHeight = height
         self.frameRate = frameRate
         self.layout = layout
         self.hasAlpha = hasAlpha

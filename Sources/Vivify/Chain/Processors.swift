@@ -90,7 +90,8 @@ package final class ColorizeProcessor: FrameProcessor {
         default: throw layoutError(name, input, wants: "rgb24, gray or planar float")
         }
         self.input = input
-        try colorizer.guide?.configure(width: input.width, height: input.height, frameRate: input.frameRate.doubleValue)
+        try colorizer.guide?.configure(width: input.width, height: input.height, frameRate: input.frameRate.doubleValue,
+                                       sourceWidth: input.sourceWidth, sourceHeight: input.sourceHeight)
         var out = input
         out.layout = .planarFloat(channels: 3)
         return out
