@@ -261,6 +261,21 @@ package final class Job {
         var resolvedColor: ColorInfo
     }
 
+    /// The chain of `c`'s stages ([to RGB] when a model runs on other frames, then the list,
+    /// the models already loaded), configured for `video`'s frames: every stage's check of
+    /// what it gets (a keyframe's aspect, a hint inside the first frame, the pixel limit) is
+    /// made here, by a run and by a plan alike.
+    package static func chain(_ c: RunConfiguration, video: VideoStreamInfo, models: [FrameProcessor]) throws -> ProcessingChain {
+        var models = models
+        var processors: [FrameProcessor] = !models.isEmpty && video.pixelFormat != .rgb24 ? [ToRGBProcessor()] : []
+        for (spec, name) in zip(c.stages, c.stages.names) {
+            processors.append(spec.runsModel ? models.removeFirst()
+                              : try ProcessorFactory.make(spec, name: name, backend: c.run.backend, settings: c.limits.compute))
+        }
+        return try ProcessingChain(processors, input: FrameDescription(
+            width: video.width, height: video.height, frameRate: video.frameRate, layout: .packed(video.pixelFormat)), maxPixels: c.limits.pixelLimit)
+    }
+
     /// Settles the formats once: the chain is configured from the ordered stages ([to RGB]
     /// when a model runs on other frames, then the list, the models already loaded) for what
     /// the source gives, the sink from what the chain gives, and the chain then ends in the conversion to the pixel
@@ -268,14 +283,7 @@ package final class Job {
     private func settleFormats(_ c: RunConfiguration, source: FrameSource, models: [FrameProcessor], target: URL?,
                                warn: (String) -> Void) throws -> Settled {
         let video = source.info.video
-        var models = models
-        var processors: [FrameProcessor] = !models.isEmpty && video.pixelFormat != .rgb24 ? [ToRGBProcessor()] : []
-        for (spec, name) in zip(c.stages, c.stages.names) {
-            processors.append(spec.runsModel ? models.removeFirst()
-                              : try ProcessorFactory.make(spec, name: name, backend: c.run.backend, settings: c.limits.compute))
-        }
-        var chain = try ProcessingChain(processors, input: FrameDescription(
-            width: video.width, height: video.height, frameRate: video.frameRate, layout: .packed(video.pixelFormat)), maxPixels: c.limits.pixelLimit)
+        var chain = try Self.chain(c, video: video, models: models)
         chain.processors.forEach { $0.place(.video(firstFrameIndex: segment?.firstFrameIndex ?? 0)) }
         var produced = video
         produced.pixelFormat = chain.output.layout.packedFormat

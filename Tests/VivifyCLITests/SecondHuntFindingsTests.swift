@@ -83,4 +83,33 @@ final class SecondHuntFindingsTests: XCTestCase {
         XCTAssertEqual(outside.code, 64, outside.stderr)
         XCTAssertTrue(outside.stderr.contains("outside the 160x90 picture"), outside.stderr)
     }
+
+    /// What an unsegmented run refuses before any work (a keyframe past the end, a keyframe of
+    /// another aspect, a hint outside the first frame) was taken by a segmented run and by
+    /// `plan`, exit 0: the keyframe never used, or every worker failing. Refused now, 64,
+    /// before a segment is planned.
+    func testASegmentedJobChecksItsGuideBeforeAnyWork() throws {
+        let dir = try CLI.tempDir()
+        let grey = dir + "/grey.mp4"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=10", "-vf", "format=gray", "-frames:v", "30", "-pix_fmt", "yuv420p", grey])
+        let key = dir + "/key.png", square = dir + "/square.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=160x90", "-frames:v", "1", key])
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=120x120", "-frames:v", "1", square])
+        let cases: [([String], String)] = [
+            (["--keyframe", "400=" + key], "past the end"),
+            (["--keyframe", "9s=" + key], "past the end"),
+            (["--keyframe", "0=" + square], "aspect"),
+            (["--hint", "999,999=#FF0000"], "outside the 160x90 picture"),
+        ]
+        for (guide, says) in cases {
+            let run = try CLI.vivify(["run", grey, dir + "/run.mp4", "--colorize", "--segment-seconds", "1"] + guide)
+            XCTAssertEqual(run.code, 64, "run \(guide): \(run.stderr)")
+            XCTAssertTrue(run.stderr.contains(says), "run \(guide): \(run.stderr)")
+            let plan = try CLI.vivify(["plan", grey, dir + "/plan.mp4", "--colorize", "--segment-seconds", "1", "--work", dir + "/job"] + guide)
+            XCTAssertEqual(plan.code, 64, "plan \(guide): \(plan.stderr)")
+            XCTAssertTrue(plan.stderr.contains(says), "plan \(guide): \(plan.stderr)")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/job/manifest.json"), "plan \(guide): no job planned")
+        }
+        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir)), ["grey.mp4", "key.png", "square.png"], "nothing left behind")
+    }
 }

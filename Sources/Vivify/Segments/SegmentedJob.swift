@@ -103,9 +103,20 @@ public final class SegmentedJob {
         try c.checkRun()
         // Opened as an unsegmented run opens it first, so bad input (not media, no video
         // stream, no decoder, beyond the pixel limit) gets the same error and exit code.
-        _ = try Job.openSource(c.input, copyStreams: false, maxPixels: c.limits.pixelLimit)
+        let source = try Job.openSource(c.input, copyStreams: false, maxPixels: c.limits.pixelLimit)
         let fingerprint = try SegmentManifest.Fingerprint.of(c.input.path)
         let index = try VideoIndex.read(path: c.input.path)
+        // What an unsegmented run refuses before any work, refused before any segment: a
+        // keyframe past the end of the whole video, a keyframe of another aspect, a hint
+        // outside the first frame (each worker would fail, or colour without it, exit 0).
+        let video = source.info.video
+        if let guide = c.stages.colourGuide {
+            let last = index.timestamps.last.map { index.seconds($0 + max(index.lastDuration, 0) - (index.timestamps.first ?? 0)) }
+            try guide.checkKeyframes(frameCount: index.timestamps.count, duration: video.duration ?? last,
+                                     frameRate: video.frameRate.doubleValue, input: c.input.path)
+        }
+        _ = try Job.chain(c, video: video, models: models)
+        models.forEach { $0.reset() }
         var stamps = index.timestamps
         if let n = c.run.maxFrames { stamps = Array(stamps.prefix(n)) }
         guard !stamps.isEmpty else {
