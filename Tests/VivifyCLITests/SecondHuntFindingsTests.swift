@@ -112,4 +112,28 @@ final class SecondHuntFindingsTests: XCTestCase {
         }
         XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir)), ["grey.mp4", "key.png", "square.png"], "nothing left behind")
     }
+
+    /// A manifest with its last segments removed joined the rest, exit 0 ("joined 20 frames"
+    /// of 40). The segments must tile the job's frames: refused as damaged or edited, 65.
+    func testAManifestWithoutSomeSegmentsIsRefused() throws {
+        let dir = try CLI.tempDir()
+        let clip = dir + "/in.mp4"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=96x64:rate=10", "-frames:v", "40", "-g", "5", "-pix_fmt", "yuv420p", clip])
+        let work = dir + "/job"
+        let plan = try CLI.vivify(["plan", clip, dir + "/out.mp4", "--segment-seconds", "1", "--work", work])
+        XCTAssertEqual(plan.code, 0, plan.stderr)
+        let count = Int(String(decoding: plan.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        XCTAssertEqual(count, 4)
+        for i in 0..<count { XCTAssertEqual(try CLI.vivify(["work", work, "--index", String(i)]).code, 0) }
+        let url = URL(fileURLWithPath: work + "/manifest.json")
+        var manifest = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        manifest["segments"] = Array(try XCTUnwrap(manifest["segments"] as? [Any]).prefix(2))
+        try JSONSerialization.data(withJSONObject: manifest).write(to: url)
+        for args in [["status", work], ["join", work]] {
+            let r = try CLI.vivify(args)
+            XCTAssertEqual(r.code, 65, "\(args): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("damaged or was edited") && r.stderr.contains("totalFrames is 40"), r.stderr)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/out.mp4"))
+    }
 }

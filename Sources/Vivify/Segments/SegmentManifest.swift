@@ -76,6 +76,16 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
             }
         }
         guard frames.contains(totalFrames) else { return "totalFrames is \(totalFrames)" }
+        // The segments tile the job's frames, one after another from the first: a segment
+        // removed (or a count changed) would join a shorter video with exit 0.
+        var next = segments[0].firstFrame
+        for (i, s) in segments.enumerated() {
+            guard s.firstFrame == next else { return "segment \(i) starts at frame \(s.firstFrame), but the segments before it end at \(next)" }
+            next += s.frames
+        }
+        guard next - segments[0].firstFrame == totalFrames else {
+            return "its segments hold \(next - segments[0].firstFrame) frames, but totalFrames is \(totalFrames)"
+        }
         if let problem = tags.problem { return problem }
         if let span = videoSpan, span.count != 2 || !span.allSatisfy(\.isFinite) || span[0] > span[1] {
             return "videoSpan \(span) is not a start and an end in order"
