@@ -283,4 +283,17 @@ for i, op in enumerate([{"op": "crop", "all": 1}, {"op": "pad", "top": 1, "left"
                         {"op": "resize", "scale": 2, "mode": "bilinear"}, {"op": "pixelShuffle", "factor": 1, "order": "crd"}]):
     put("custom-layers", f"op-{i}-{op['op']}.json", json.dumps({"customLayers": {"ChannelGainLambda": {"ops": [op]}}}))
 
+# image: small pictures of every format and layout the reader takes, made by ffmpeg.
+with tempfile.TemporaryDirectory() as t:
+    for name, args in [("rgb.png", ["-pix_fmt", "rgb24"]), ("rgba16.png", ["-pix_fmt", "rgba64be"]), ("grey.png", ["-pix_fmt", "gray"]),
+                       ("pal.png", ["-pix_fmt", "pal8"]), ("yuv420.jpg", ["-pix_fmt", "yuvj420p"]), ("grey.jpg", ["-pix_fmt", "gray"]),
+                       ("rgb.bmp", ["-pix_fmt", "bgr24"]), ("rgba.bmp", ["-pix_fmt", "bgra"]), ("pal.bmp", ["-pix_fmt", "pal8"]),
+                       ("rgb.tif", ["-pix_fmt", "rgb24"]), ("rgb16.tif", ["-pix_fmt", "rgb48le"]), ("grey.tif", ["-pix_fmt", "gray"]),
+                       ("lossless.webp", ["-c:v", "libwebp", "-lossless", "1"]), ("lossy.webp", ["-c:v", "libwebp", "-quality", "50"])]:
+        target = pathlib.Path(t, name)
+        r = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=12x8", "-frames:v", "1", *args, str(target)],
+                           capture_output=True)
+        if r.returncode == 0 and target.exists():
+            put("image", name, target.read_bytes())
+
 print("seeds:", ", ".join(f"{d.name} {len(list(d.iterdir()))}" for d in sorted(out.iterdir())))

@@ -145,4 +145,16 @@ extension FuzzTarget {
         _ = array.fileData
         _ = try? ModelInference.run(model: npyModel, input: array, backend: .reference, limits: RunLimits(threads: threads))
     }
+
+    /// A picture file, read under a small pixel limit (the declared size is checked before the
+    /// decoder allocates), then its pixels used as a run uses them.
+    static func image(_ data: Data) {
+        let path = write(data, "picture")
+        guard let image = try? ImageIO.read(path: path, maxPixels: 1 << 20) else { return }
+        let c = image.color
+        var sum: Float = 0
+        for v in c.data { sum += v }
+        if let a = image.alpha { for v in a.data { sum += v } }
+        _ = sum
+    }
 }

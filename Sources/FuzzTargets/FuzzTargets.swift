@@ -48,6 +48,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// A Core ML custom layer declaration (`NAME.layers.json`) for a small model with one
     /// custom layer that has weights and parameters, then the model run with it.
     case customLayers = "custom-layers"
+    /// A still picture as `vivify image`, `--reference`, `--keyframe` and `--hints` read it
+    /// (PNG, JPEG, BMP, TIFF or WebP, told by its first bytes), then converted to Lab.
+    case image
 
     /// Feeds `data` to the parser. Errors are swallowed: only crashes count.
     public func run(_ data: Data) {
@@ -70,6 +73,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .npy: FuzzTarget.npy(data)
         case .mlprogramWeights: FuzzTarget.mlprogramWeights(data)
         case .customLayers: FuzzTarget.customLayers(data)
+        case .image: FuzzTarget.image(data)
         }
     }
 

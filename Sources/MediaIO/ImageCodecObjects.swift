@@ -3,12 +3,29 @@ import Foundation
 
 // MARK: - File formats
 
-/// The two still-image codecs ImageIO speaks.
+/// The still-image codecs ImageIO reads (PNG and JPEG it writes too).
 enum ImageFileFormat {
-    case png, jpeg
+    case png, jpeg, bmp, tiff, webp
 
-    var codecID: AVCodecID { self == .png ? AV_CODEC_ID_PNG : AV_CODEC_ID_MJPEG }
-    var name: String { self == .png ? "PNG" : "JPEG" }
+    var codecID: AVCodecID {
+        switch self {
+        case .png: AV_CODEC_ID_PNG
+        case .jpeg: AV_CODEC_ID_MJPEG
+        case .bmp: AV_CODEC_ID_BMP
+        case .tiff: AV_CODEC_ID_TIFF
+        case .webp: AV_CODEC_ID_WEBP
+        }
+    }
+
+    var name: String {
+        switch self {
+        case .png: "PNG"
+        case .jpeg: "JPEG"
+        case .bmp: "BMP"
+        case .tiff: "TIFF"
+        case .webp: "WebP"
+        }
+    }
 
     /// Tells the format from the file's first bytes (its extension may lie).
     init(sniffing packet: PacketBox, path: String) throws {
@@ -18,15 +35,13 @@ enum ImageFileFormat {
         }
         if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { self = .png; return }
         if starts([0xFF, 0xD8, 0xFF]) { self = .jpeg; return }
-        let other: String? = starts(Array("GIF8".utf8)) ? "a GIF"
-            : starts(Array("BM".utf8)) ? "a BMP"
-            : starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8) ? "a WebP"
-            : starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) ? "a TIFF"
-            : nil
-        if let other {
-            throw MediaError(.unsupported, "Cannot read '\(path)': it is \(other) image, and only PNG and JPEG are read. Convert it to PNG (for example `ffmpeg -i '\(path)' out.png`) and pass that.")
+        if starts(Array("BM".utf8)) { self = .bmp; return }
+        if starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8) { self = .webp; return }
+        if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) { self = .tiff; return }
+        if starts(Array("GIF8".utf8)) {
+            throw MediaError(.unsupported, "Cannot read '\(path)': it is a GIF image, which Vivify does not read (PNG, JPEG, BMP, TIFF and WebP it does). Convert it to PNG (for example `ffmpeg -i '\(path)' out.png`), or pass an animated GIF to `vivify run` as a video.")
         }
-        throw MediaError(.inputUnreadable, "Cannot read '\(path)': it is not a PNG or JPEG image. Pass a .png or .jpg file.")
+        throw MediaError(.inputUnreadable, "Cannot read '\(path)': it is not a PNG, JPEG, BMP, TIFF or WebP image. Pass a picture in one of those formats.")
     }
 }
 

@@ -42,8 +42,8 @@ extension ImageIO {
         return packet
     }
 
-    /// Width and height from a PNG's IHDR or a JPEG's first SOF marker; nil when not found
-    /// (the decoder's own `max_pixels` still applies).
+    /// Width and height from a PNG's IHDR, a JPEG's first SOF marker or a BMP's info header;
+    /// nil when not found, and for TIFF and WebP (the decoder's own `max_pixels` still applies).
     static func declaredSize(_ packet: PacketBox, _ format: ImageFileFormat) -> (Int, Int)? {
         guard let data = packet.pointer.pointee.data else { return nil }
         let bytes = UnsafeBufferPointer(start: data, count: Int(packet.pointer.pointee.size))
@@ -69,6 +69,17 @@ extension ImageIO {
                 i += 2 + be16(i + 2)
             }
             return nil
+        case .bmp:
+            // File header (14), info header size, width, height (negative: top-down rows);
+            // the 12-byte core header of OS/2 keeps 16-bit sizes.
+            func le16(_ i: Int) -> Int { Int(bytes[i]) | Int(bytes[i + 1]) << 8 }
+            func le32(_ i: Int) -> Int { Int(Int32(bitPattern: UInt32(le16(i)) | UInt32(le16(i + 2)) << 16)) }
+            guard bytes.count >= 26 else { return nil }
+            if le32(14) == 12 { return (le16(18), le16(20)) }
+            guard bytes.count >= 30 else { return nil }
+            return (abs(le32(18)), abs(le32(22)))
+        case .tiff, .webp:
+            return nil
         }
     }
 
@@ -80,7 +91,8 @@ extension ImageIO {
         let context = CodecContextBox(codec)
         // Without this the JPEG decoder fills a truncated file's missing rows with grey and
         // reports nothing; a still image has no later frames to make up for a damaged one.
-        context.pointer.pointee.err_recognition |= AV_EF_EXPLODE
+        // (FFmpeg's TIFF decoder fails every file under it, its own writer's too.)
+        if format != .tiff { context.pointer.pointee.err_recognition |= AV_EF_EXPLODE }
         context.pointer.pointee.max_pixels = Int64(maxPixels)
         try avCheck(avcodec_open2(context.pointer, codec, nil), .internalFailure, "Cannot open FFmpeg's \(format.name) decoder for '\(path)'")
         func damaged(_ code: Int32) -> MediaError {
@@ -104,6 +116,16 @@ extension ImageIO {
 
     /// JPEG's YCbCr (JFIF): BT.601 matrix, full range.
     static let jfifColor = ColorInfo(primaries: 2, transfer: 2, matrix: 5, range: 2)
+
+    /// How a decoded picture's YCbCr is to be read: JFIF for JPEG (and the "J" formats);
+    /// otherwise (lossy WebP, YCbCr TIFF) the frame's own matrix and range, BT.601 limited
+    /// range where it says nothing, as FFmpeg reads them.
+    static func yuvColor(_ frame: UnsafeMutablePointer<AVFrame>, from format: ImageFileFormat) -> ColorInfo {
+        let f = frame.pointee
+        if format == .jpeg || f.color_range == AVCOL_RANGE_JPEG { return jfifColor }
+        let matrix = f.colorspace == AVCOL_SPC_UNSPECIFIED || f.colorspace == AVCOL_SPC_RGB ? 5 : Int32(f.colorspace.rawValue)
+        return ColorInfo(primaries: 2, transfer: 2, matrix: matrix, range: 1)
+    }
 
     /// Turns a decoded picture into float planes, through swscale only for layouts that are
     /// not already packed gray/RGB with optional alpha.
@@ -143,7 +165,7 @@ extension ImageIO {
         try packed.withUnsafeMutableBufferPointer { dst in
             var refs = PlaneRefs()
             refs.set(0, dst.baseAddress, rowBytes)
-            try SwsScaler().scale(srcFormat: swscaleFormat(source), srcWidth: width, srcHeight: height, srcColor: jfifColor, src: planes.planeRefs,
+            try SwsScaler().scale(srcFormat: swscaleFormat(source), srcWidth: width, srcHeight: height, srcColor: yuvColor(frame, from: format), src: planes.planeRefs,
                                   dstFormat: target.av, dstWidth: width, dstHeight: height, dstColor: jfifColor, dst: refs,
                                   filter: .bicubic)
         }

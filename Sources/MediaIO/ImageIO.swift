@@ -38,10 +38,13 @@ public struct StillImage: Sendable, Equatable {
 /// (grey and YCbCr); writing picks the format from the extension: `.png` (8 or 16 bits, with
 /// alpha) or `.jpg`/`.jpeg` (8 bits, no alpha).
 public enum ImageIO {
+    /// Input extensions `read` understands (it goes by the file's first bytes), lower case and
+    /// without the dot.
+    public static let readableExtensions = ["png", "jpg", "jpeg", "bmp", "tif", "tiff", "webp"]
     /// Output extensions `write` understands, lower case and without the dot.
     public static let writableExtensions = ["png", "jpg", "jpeg"]
 
-    /// Decodes the PNG or JPEG file at `path`.
+    /// Decodes the PNG, JPEG, BMP, TIFF or WebP file at `path`.
     ///
     /// Grey files give 1 colour channel, everything else 3. A JPEG stored as YCbCr whose
     /// chroma is exactly neutral everywhere (a grey picture saved by a colour encoder,
@@ -49,9 +52,8 @@ public enum ImageIO {
     /// JFIF defines it. A JPEG's EXIF orientation is applied, so the pixels come out upright
     /// (the files `write` makes carry no EXIF).
     /// - Throws: `MediaError` `.inputUnreadable` when the file is missing, unreadable or not
-    ///   an image; `.unsupported` for other image formats (GIF, BMP, WebP, TIFF); and
-    ///   `.corruptInput` when the PNG or JPEG data is damaged; `.corruptInput` too for a
-    ///   picture beyond `maxPixels` pixels (`--max-pixels`).
+    ///   an image; `.unsupported` for GIF; and `.corruptInput` when the data is damaged;
+    ///   `.corruptInput` too for a picture beyond `maxPixels` pixels (`--max-pixels`).
     public static func read(path: String, maxPixels: Int = MediaLimits.defaultMaxPixels) throws -> StillImage {
         let packet = try loadFile(path)
         let format = try ImageFileFormat(sniffing: packet, path: path)
@@ -61,6 +63,12 @@ public enum ImageIO {
         }
         let frame = try decode(packet, as: format, path: path, maxPixels: maxPixels)
         var image = try unpack(frame.pointer, from: format, path: path)
+        // BMP's and WebP's decoders give 32-bit pixels with alpha whether the file uses it or
+        // not (a BMP's fourth byte is often unused, 0): an alpha that says nothing is none.
+        if format == .bmp || format == .webp || format == .tiff, let a = image.alpha,
+           a.data.allSatisfy({ $0 == 1 }) || (format == .bmp && a.data.allSatisfy({ $0 == 0 })) {
+            image.alpha = nil
+        }
         if let orientation = exifOrientation(frame.pointer) {
             image.color = image.color.reoriented(exif: orientation)
             image.alpha = image.alpha?.reoriented(exif: orientation)
@@ -109,6 +117,9 @@ public enum ImageIO {
                 warnings.append("'\(shown)': JPEG has no alpha channel; the transparency was dropped. Use .png to keep it.")
             }
             packet = try encodeJPEG(image, quality: jpegQuality, path: path)
+        case .bmp, .tiff, .webp:
+            // `outputFormat` gives PNG or JPEG only.
+            preconditionFailure("ImageIO writes PNG and JPEG")
         }
         try writeFile(packet, to: path)
         return warnings

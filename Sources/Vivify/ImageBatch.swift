@@ -9,8 +9,8 @@ internal import SafeFiles
 /// cannot be read, processed or written is named and skipped; the others go on.
 package enum ImageBatch {
     /// Picture files a directory contributes (by extension, case-insensitive): the formats
-    /// Vivify reads. A .bmp, .tif or .webp beside them is left alone rather than failing.
-    package static let extensions: Set<String> = ["png", "jpg", "jpeg"]
+    /// Vivify reads.
+    package static let extensions = Set(ImageIO.readableExtensions)
 
     /// What happened.
     package struct Summary: Sendable {

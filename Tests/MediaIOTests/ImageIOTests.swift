@@ -425,7 +425,7 @@ final class ImageIOTests: XCTestCase {
     func testUnreadableInputsSayWhy() throws {
         let text = temp("notes.png")
         try "just some text\n".write(toFile: text, atomically: false, encoding: .utf8)
-        assertError(.inputUnreadable, try ImageIO.read(path: text), mentions: [text, "not a PNG or JPEG"])
+        assertError(.inputUnreadable, try ImageIO.read(path: text), mentions: [text, "not a PNG, JPEG, BMP, TIFF or WebP"])
         assertError(.inputUnreadable, try ImageIO.read(path: temp("missing.png")), mentions: ["No such file"])
         assertError(.inputUnreadable, try ImageIO.read(path: directory.path), mentions: ["not a regular file"])
         let empty = temp("empty.jpg")

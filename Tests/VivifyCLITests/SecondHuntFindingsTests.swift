@@ -136,4 +136,40 @@ final class SecondHuntFindingsTests: XCTestCase {
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/out.mp4"))
     }
+
+    /// The README said a folder batch takes `.bmp .tif .tiff .webp` files; they were left out,
+    /// and given one by one failed (exit 69). Read now, like the ncnn tools read them: the
+    /// lossless ones give exactly the PNG's picture, a lossy WebP about it.
+    func testBMPTIFFAndWebPAreRead() throws {
+        let dir = try CLI.tempDir()
+        let inputs = dir + "/in", outputs = dir + "/out"
+        try FileManager.default.createDirectory(atPath: inputs, withIntermediateDirectories: true)
+        let png = inputs + "/a.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=96x64", "-frames:v", "1", png])
+        try CLI.ffmpeg(["-i", png, inputs + "/b.bmp"])
+        try CLI.ffmpeg(["-i", png, "-pix_fmt", "rgba", inputs + "/c.bmp"])
+        try CLI.ffmpeg(["-i", png, "-pix_fmt", "rgb24", inputs + "/d.tif"])
+        try CLI.ffmpeg(["-i", png, "-pix_fmt", "rgb48le", inputs + "/e.tiff"])
+        try CLI.ffmpeg(["-i", png, "-c:v", "libwebp", "-lossless", "1", inputs + "/f.webp"])
+        try CLI.ffmpeg(["-i", png, "-c:v", "libwebp", "-quality", "95", inputs + "/g.webp"])
+        let r = try CLI.vivify(["image", inputs, outputs, "--upscale", "--format", "png", "--quiet"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: outputs).sorted(),
+                       ["a.png", "b.png", "c.png", "d.png", "e.png", "f.png", "g.png"])
+        let reference = try XCTUnwrap(FirstUseFindingsTests.firstFrameRGB(outputs + "/a.png"))
+        for name in ["b", "c", "d", "e", "f", "g"] {
+            let v = try XCTUnwrap(CLI.streams(try CLI.probe(outputs + "/\(name).png"), "video").first)
+            XCTAssertFalse((v["pix_fmt"] as? String ?? "").contains("a"), "\(name): an alpha the file does not use is dropped: \(v["pix_fmt"] ?? "")")
+            let rgb = try XCTUnwrap(FirstUseFindingsTests.firstFrameRGB(outputs + "/\(name).png"))
+            let mean = zip(rgb, reference).reduce(0.0) { $0 + abs(Double($1.0) - Double($1.1)) } / Double(reference.count)
+            // 16-bit TIFF: the same picture at 16 bits, rounded once more; lossy WebP: 4:2:0
+            // chroma on testsrc2's hard colour edges.
+            XCTAssertLessThanOrEqual(mean, name == "g" ? 6 : name == "e" ? 0.5 : 0, "\(name): mean difference \(mean) from the PNG's")
+        }
+        let gif = dir + "/x.gif"
+        try CLI.ffmpeg(["-i", png, gif])
+        let refused = try CLI.vivify(["image", gif, dir + "/x.png", "--upscale"])
+        XCTAssertEqual(refused.code, 69, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("GIF"), refused.stderr)
+    }
 }
