@@ -179,7 +179,7 @@ public final class MediaReader: FrameSource {
             throw MediaError(.unsupported, "Cannot decode '\(path)': this FFmpeg has no decoder for \(name). Convert it with a codec FFmpeg can decode, or install an FFmpeg build with that decoder.")
         }
         if best < 0 {
-            throw MediaError(.noVideoStream, "Cannot open '\(path)': no video stream found. Pass a file with a video stream, or use --input-format rgb24|gray|y4m for raw frames.")
+            throw MediaError(.noVideoStream, "Cannot open '\(path)': no video stream found. Pass a file with a video stream (raw frames: `run` and `probe` read them with --input-format rgb24|gray|y4m).")
         }
         videoIndex = best
         let stream = ctx!.pointee.streams[Int(best)]!

@@ -45,9 +45,10 @@ package enum ModelResolver {
     /// Resolves and loads `argument` for `task`; `log` gets one line when a model is fetched;
     /// `library`: the compiled custom layer library (`--custom-layers`) for Core ML custom
     /// layers nothing declares.
+    /// `role`: what messages call the model ("filter"; default: "upscaler" or "colorizer").
     package static func resolve(_ argument: String, task: WifmManifest.Task, store: ModelStore = ModelStore(),
-                        library: String? = nil, log: (String) -> Void = { _ in }) throws -> LoadedModel {
-        let what = task == .upscale ? "upscaler" : "colorizer"
+                        library: String? = nil, role: String? = nil, log: (String) -> Void = { _ in }) throws -> LoadedModel {
+        let what = role ?? (task == .upscale ? "upscaler" : "colorizer")
         // Built-in names.
         if let builtin = BuiltinModels.name(for: argument, task: task) ?? (BuiltinModels.names.contains(argument) ? argument : nil),
            let path = try BuiltinModels.path(for: builtin, store: store) {

@@ -53,10 +53,11 @@ package final class Upscaler {
     ///     threads its backend uses.
     ///   - allowInt8: whether `--precision int8` may quantise this model (a filter stage runs
     ///     fp32: its calibration is not kept in a segmented job's manifest).
+    ///   - role: what messages call it ("filter"; default "upscaler").
     package init(model: String, tile: Int? = nil, backend: BackendChoice = .onednn, settings: ComputeSettings = ComputeSettings(),
-                store: ModelStore = ModelStore(), allowInt8: Bool = true, log: (String) -> Void = { _ in }) throws {
+                store: ModelStore = ModelStore(), allowInt8: Bool = true, role: String? = nil, log: (String) -> Void = { _ in }) throws {
         let backend = try backend.resolved()
-        let loaded = try ModelResolver.resolve(model, task: .upscale, store: store, library: settings.customLayers, log: log)
+        let loaded = try ModelResolver.resolve(model, task: .upscale, store: store, library: settings.customLayers, role: role, log: log)
         loaded.warnings.forEach(log)
         name = loaded.name
         modelFiles = loaded.files

@@ -34,7 +34,7 @@ package enum Flicker {
             var truthAB: (a: [Float], b: [Float])?
             if let truthReader, let truth {
                 guard try next(truthReader, into: &truthFrame) else {
-                    throw MediaError(.invalidOptions, "'--truth \(truth)' has fewer frames than '\(path)' (\(frames)). Give the colour original the clip was made from, frame for frame.")
+                    throw MediaError(.invalidOptions, "'--truth \(truth)' has fewer frames than '\(path)' (it ended after \(frames)). Give the colour original the clip was made from, frame for frame.")
                 }
                 // Another size is fine (an upscaled output against its original); another aspect
                 // is another clip, whose regions would not be the same ones.

@@ -187,6 +187,11 @@ package enum ModelInference {
             throw MediaError(.invalidOptions, "The input array has shape \(input.shape); the engine runs one image tensor, C×H×W or 1×C×H×W.")
         }
         let shape = Shape(c: dims[0], h: dims[1], w: dims[2])
+        // A tensor of other channels than the model takes is the input's fault (64), not a
+        // damaged model's (its first layer would say its scales do not fit).
+        if let c = g.inputChannels, c != shape.c {
+            throw MediaError(.invalidOptions, "'\(model)' takes \(c) channels, but the input array has \(shape.c) (shape \(input.shape)). Give a \(c)×H×W (or 1×\(c)×H×W) tensor.")
+        }
         try checkMemory(g, input: shape, model: model, budget: memoryBudget)
         let out = try backend.make(precision: limits.precisionChoice, threads: limits.threadCount).prepare(g, input: shape).run(Tensor(shape: shape, data: input.values))
         return Result(inputName: name, outputName: g.valueNames[g.output],

@@ -112,7 +112,7 @@ public enum StageSpec: Codable, Sendable, Equatable {
         case .upscale(let model, let tile):
             return UpscaleProcessor(try Upscaler(model: model, tile: tile, backend: backend, settings: settings, log: log))
         case .filter(let model, let tile, let strength):
-            return FilterProcessor(try Upscaler(model: model, tile: tile, backend: backend, settings: settings, allowInt8: false, log: log),
+            return FilterProcessor(try Upscaler(model: model, tile: tile, backend: backend, settings: settings, allowInt8: false, role: "filter", log: log),
                                    strength: strength, name: name)
         case .resize(let size):
             return ResizeProcessor(size: size)

@@ -29,8 +29,7 @@ struct InferCommand: ParsableCommand {
     @Option(name: .customLong("custom-layers"), help: ArgumentHelp("Run Core ML custom layers that no declaration covers in this shared library (see `vivify run --help`).", valueName: "LIB.so"))
     var customLayers: String?
 
-    @Flag(name: [.customShort("y"), .customLong("overwrite")], help: "Replace an existing output.")
-    var overwrite = false
+    @OptionGroup var overwriteOptions: OverwriteOptions
 
     /// `--max-memory` in bytes.
     var memoryBudget: Int { maxMemory.flatMap(ByteSize.parse) ?? ModelInference.standardMemoryBudget }
@@ -55,8 +54,11 @@ struct InferCommand: ParsableCommand {
             }
             return (nil, argument)
         }
-        guard let r = try ModelInference.run(model: model, inputFiles: named, output: output, existing: overwrite ? .replace : .refuse,
-                                             backend: backend, memoryBudget: memoryBudget, limits: limits) else { return }
+        guard let r = try ModelInference.run(model: model, inputFiles: named, output: output, existing: overwriteOptions.existing,
+                                             backend: backend, memoryBudget: memoryBudget, limits: limits) else {
+            ProgressReporter.writeStderr("vivify: '\(output)' exists; skipped (-n).\n")
+            return
+        }
         ProgressReporter.writeStderr("vivify: \(r.inputName) → \(r.outputName): \(r.output.shape.map(String.init).joined(separator: "x")) float32 written to \(output).\n")
     }
 }

@@ -9,10 +9,13 @@ import Vivify
 enum OptionalModelValues {
     static let defaults = ["--colorize": BuiltinModels.color, "--upscale": "2"]
 
-    /// Options whose value may start with '-' (a negative frame number or coordinate): the
-    /// parser would take `--keyframe -1=k.png` for an option; joined as `--keyframe=-1=k.png`,
-    /// the value reaches our own check, which names the fix.
-    static let signedValues: Set<String> = ["--keyframe", "--hint"]
+    /// A value that starts with '-' and a digit (a negative number, frame or coordinate)
+    /// after a long option: the parser would take `--keyframe -1=k.png` or `--index -1` for an
+    /// option ("Missing value"); joined as `--index=-1`, the value reaches our own check,
+    /// which names the fix.
+    static func takesSignedValue(_ option: String) -> Bool {
+        option.hasPrefix("--") && option.count > 2 && !option.contains("=")
+    }
 
     static func rewrite(_ arguments: [String]) -> [String] {
         var out: [String] = []
@@ -23,7 +26,7 @@ enum OptionalModelValues {
                 out += arguments[i...]
                 break
             }
-            if signedValues.contains(a), i + 1 < arguments.count, startsNegativeNumber(arguments[i + 1]) {
+            if takesSignedValue(a), i + 1 < arguments.count, startsNegativeNumber(arguments[i + 1]) {
                 out.append(a + "=" + arguments[i + 1])
                 skip = true
                 continue
@@ -487,6 +490,7 @@ enum ArgumentSlips {
         "--model": "Use --upscale MODEL or --colorize MODEL.",
         "--scale": "Use --upscale 2 (or 3, 4: the built-in upscalers) or --upscale MODEL.",
         "-s": "Use --upscale 2 (or 3, 4) for the scale; --size WxH is the frame size of raw input.",
+        "--quiet": "This command has no --quiet: it prints only what it is asked for (run, image and work take --quiet).",
     ]
 
     /// ArgumentParser's message for `error`, rewritten when it is an unknown option of the

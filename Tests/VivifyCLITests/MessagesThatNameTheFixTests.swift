@@ -133,4 +133,43 @@ final class MessagesThatNameTheFixTests: XCTestCase {
             XCTAssertTrue(verbose.stderr.contains(marker), "--verbose shows the encoder's own log: \(verbose.stderr)")
         }
     }
+
+    /// The second hunt's messages (stop 48): negative numbers after any option got the
+    /// parser's "Missing value"; a broken SLURM_ARRAY_TASK_ID "No segment named"; `plan
+    /// --quiet` "Did you mean '--hint'"; a missing filter was "the upscaler"; a tensor of the
+    /// wrong channels blamed the model (65); `infer` suggested the -n it did not have.
+    func testTheSecondHuntsMessages() throws {
+        let dir = try CLI.tempDir()
+        let clip = CLI.clip("testsrc-320x180-30fps-audio.mp4")
+        let work = dir + "/job"
+        XCTAssertEqual(try CLI.vivify(["plan", clip, dir + "/p.mp4", "--segment-seconds", "100", "--work", work]).code, 0)
+        for (args, says) in [(["work", work, "--index", "-1"], "no segment -1"),
+                             (["run", clip, dir + "/o.mp4", "--segment-seconds", "-1"], "must be from 0"),
+                             (["run", clip, dir + "/o.mp4", "--upscale", "--saturation", "-2"], "out of range"),
+                             (["plan", clip, dir + "/q.mp4", "--quiet", "--work", dir + "/j2"], "has no --quiet"),
+                             (["run", clip, dir + "/o.mp4", "--filter", dir + "/nonexist.onnx"], "Cannot open the filter")] {
+            let r = try CLI.vivify(args)
+            XCTAssertNotEqual(r.code, 0, "\(args)")
+            XCTAssertTrue(r.stderr.contains(says), "\(args): \(r.stderr)")
+            XCTAssertFalse(r.stderr.contains("Missing value") || r.stderr.contains("Did you mean"), "\(args): \(r.stderr)")
+        }
+        let slurm = try CLI.vivify(["work", work], environment: ["SLURM_ARRAY_TASK_ID": "abc"])
+        XCTAssertEqual(slurm.code, 64, slurm.stderr)
+        XCTAssertTrue(slurm.stderr.contains("SLURM_ARRAY_TASK_ID is 'abc', not a segment number"), slurm.stderr)
+        // infer: the input's channels named (64), and -n as everywhere else.
+        let model = CLI.packageRoot.appendingPathComponent("Tests/ModelFormatsTests/Fixtures/coreml/style/style_fp32.mlmodel").path
+        let npy = dir + "/one.npy"
+        var header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4, 4), }"
+        while (10 + header.count + 1) % 64 != 0 { header += " " }
+        var data = Data([0x93]) + Data("NUMPY".utf8) + Data([1, 0, UInt8(header.count + 1), 0]) + Data((header + "\n").utf8)
+        data += Data(count: 16 * 4)
+        try data.write(to: URL(fileURLWithPath: npy))
+        let channels = try CLI.vivify(["infer", model, "--input", npy, "--output", dir + "/o.npy"])
+        XCTAssertEqual(channels.code, 64, channels.stderr)
+        XCTAssertTrue(channels.stderr.contains("takes 3 channels, but the input array has 1"), channels.stderr)
+        try Data("keep".utf8).write(to: URL(fileURLWithPath: dir + "/exists.npy"))
+        let skip = try CLI.vivify(["infer", model, "--input", npy, "--output", dir + "/exists.npy", "-n"])
+        XCTAssertEqual(skip.code, 0, skip.stderr)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir + "/exists.npy")), Data("keep".utf8))
+    }
 }

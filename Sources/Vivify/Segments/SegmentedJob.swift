@@ -346,6 +346,14 @@ public final class SegmentedJob {
     /// `environment` (Slurm's SLURM_ARRAY_TASK_ID, a Kubernetes Indexed Job's
     /// JOB_COMPLETION_INDEX).
     package static func segmentIndex(given: Int?, environment: [String: String]) throws -> Int {
+        if given == nil {
+            // A variable that is set but not a number is a broken batch script: named as such.
+            for name in ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"] {
+                if let value = environment[name], Int(value) == nil {
+                    throw MediaError(.invalidOptions, "\(name) is '\(value)', not a segment number. Set it to a number from 0 (the batch engine does), or pass --index I.")
+                }
+            }
+        }
         let chosen = given ?? ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"].lazy.compactMap { environment[$0].flatMap { Int($0) } }.first
         guard let chosen else {
             throw MediaError(.invalidOptions, "No segment named: pass --index I, or run under Slurm (SLURM_ARRAY_TASK_ID) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX).")
