@@ -172,4 +172,22 @@ final class SecondHuntFindingsTests: XCTestCase {
         XCTAssertEqual(refused.code, 69, refused.stderr)
         XCTAssertTrue(refused.stderr.contains("GIF"), refused.stderr)
     }
+
+    /// The README's ffmpeg way to take a keyframe out stood a turned phone video's frame
+    /// upright (108x192 for a 192x108 stored frame), which vivify refused without saying why.
+    /// The README's command keeps the frame as stored now, and a turned keyframe is named so.
+    func testATurnedKeyframeIsNamedAsSuch() throws {
+        let dir = try CLI.tempDir()
+        let clip = CLI.clip("rotated-sar-192x108.mp4")
+        let upright = dir + "/upright.png", stored = dir + "/stored.png"
+        try CLI.ffmpeg(["-i", clip, "-vf", "select=eq(n\\,0)", "-frames:v", "1", upright])
+        try CLI.ffmpeg(["-noautorotate", "-i", clip, "-vf", "select=eq(n\\,0)", "-frames:v", "1", stored])
+        let turned = try CLI.vivify(["run", clip, dir + "/a.mp4", "--colorize", "--keyframe", "0=" + upright])
+        XCTAssertEqual(turned.code, 64, turned.stderr)
+        XCTAssertTrue(turned.stderr.contains("turned a quarter"), turned.stderr)
+        let ok = try CLI.vivify(["run", clip, dir + "/b.mp4", "--colorize", "--keyframe", "0=" + stored, "--max-frames", "2", "--quiet"])
+        XCTAssertEqual(ok.code, 0, ok.stderr)
+        let readme = try String(contentsOf: CLI.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        XCTAssertTrue(readme.contains("ffmpeg -noautorotate -i IN -vf \"select=eq(n\\,N)\" -frames:v 1 frame.png"))
+    }
 }

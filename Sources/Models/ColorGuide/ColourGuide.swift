@@ -179,7 +179,11 @@ package final class ColourGuide {
         hintScale = (Double(width) / Double(max(sw, 1)), Double(height) / Double(max(sh, 1)))
         if frameRate.isFinite && frameRate > 0 { self.frameRate = frameRate }
         for k in keyframes where abs(k.width * height - k.height * width) > max(width, k.width) {
-            throw MediaError(.invalidOptions, "The keyframe '\(k.file)' is \(k.width)x\(k.height), but the frames are \(width)x\(height): a keyframe must have the frame's aspect. Colour the frame itself (extract it with `vivify run IN frame.png --max-frames 1`, or take it at any size with the same aspect).")
+            // The frame turned a quarter (a video stored turned, extracted by a tool that stands
+            // it upright): said so.
+            let turned = width != height && abs(k.width * width - k.height * height) <= max(height, k.width)
+                ? " It is the frame turned a quarter: the video is stored turned and was stood upright when the frame was taken out; take it as stored (`vivify run IN frame.png --max-frames 1`, or ffmpeg with -noautorotate)." : ""
+            throw MediaError(.invalidOptions, "The keyframe '\(k.file)' is \(k.width)x\(k.height), but the frames are \(width)x\(height): a keyframe must have the frame's aspect.\(turned) Colour the frame itself (extract it with `vivify run IN frame.png --max-frames 1`, or take it at any size with the same aspect).")
         }
         for s in hintSeeds where !s.fromImage && (s.x >= sw || s.y >= sh) {
             throw MediaError(.invalidOptions, "The hint at \(s.x),\(s.y) is outside the \(sw)x\(sh) picture. Give pixel coordinates from 0,0 to \(sw - 1),\(sh - 1) of the first frame.")
