@@ -95,6 +95,12 @@ package enum ImageBatch {
         }
         var isDirectory: ObjCBool = false
         if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            // A missing output named like a picture is a picture asked of several inputs (a
+            // folder, a glob), not a folder to make.
+            let ext = (directory as NSString).pathExtension.lowercased()
+            if !directory.hasSuffix("/"), ImageIO.readableExtensions.contains(ext) {
+                throw MediaError(.invalidOptions, "'\(directory)' is named like a picture, but \(arguments.count == 1 ? "'\(arguments[0])' gives" : "the inputs give") \(inputs.count) pictures: the output of a batch is a folder. Name a folder (e.g. '\((directory as NSString).deletingPathExtension)/'), or give one picture.")
+            }
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             } catch {

@@ -204,6 +204,10 @@ package enum ModelInference {
     /// and renamed into place. nil when the output exists and is left alone (`.skip`).
     package static func run(model: String, inputFiles: [(name: String?, file: String)], output: String, existing: ExistingOutput,
                             backend: BackendChoice, memoryBudget: Int, limits: RunLimits) throws -> Result? {
+        // The output is a .npy tensor, whatever it is called: a picture's name would be a lie.
+        guard (output as NSString).pathExtension.lowercased() == "npy" else {
+            throw MediaError(.invalidOptions, "'--output \(output)': infer writes a .npy tensor. Name the output NAME.npy.")
+        }
         if case .skip = try OutputGuard.check(output: output, inputs: inputFiles.map(\.file) + [model], existing: existing) { return nil }
         let r = try run(model: model, inputs: try inputFiles.map { ($0.name, try NPYArray.read($0.file)) }, backend: try backend.resolved(),
                         memoryBudget: memoryBudget, limits: limits)

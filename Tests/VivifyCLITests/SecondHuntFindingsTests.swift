@@ -190,4 +190,33 @@ final class SecondHuntFindingsTests: XCTestCase {
         let readme = try String(contentsOf: CLI.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
         XCTAssertTrue(readme.contains("ffmpeg -noautorotate -i IN -vf \"select=eq(n\\,N)\" -frames:v 1 frame.png"))
     }
+
+    /// Small things the second hunt found: two keyframes for one frame (the last won, said
+    /// nothing), a 2x2 keyframe taken as of a 320x180 frame's aspect, `vivify image DIR
+    /// out.png` making a folder named out.png, `infer --output o.png` writing a .npy under a
+    /// picture's name. Each refused now, 64, before any work.
+    func testSmallThingsAreRefused() throws {
+        let dir = try CLI.tempDir()
+        let clip = CLI.clip("testsrc-320x180-30fps-audio.mp4")
+        let key = dir + "/key.png", tiny = dir + "/tiny.png"
+        try CLI.ffmpeg(["-i", clip, "-frames:v", "1", key])
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=2x2", "-frames:v", "1", tiny])
+        let twice = try CLI.vivify(["run", clip, dir + "/a.mp4", "--colorize", "--keyframe", "0=" + key, "--keyframe", "0=" + key])
+        XCTAssertEqual(twice.code, 64, twice.stderr)
+        XCTAssertTrue(twice.stderr.contains("both for one frame"), twice.stderr)
+        let small = try CLI.vivify(["run", clip, dir + "/b.mp4", "--colorize", "--keyframe", "0=" + tiny])
+        XCTAssertEqual(small.code, 64, small.stderr)
+        XCTAssertTrue(small.stderr.contains("aspect"), small.stderr)
+        try FileManager.default.createDirectory(atPath: dir + "/pictures", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: key, toPath: dir + "/pictures/k.png")
+        let batch = try CLI.vivify(["image", dir + "/pictures", dir + "/out1.png", "--upscale"])
+        XCTAssertEqual(batch.code, 64, batch.stderr)
+        XCTAssertTrue(batch.stderr.contains("output of a batch is a folder"), batch.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/out1.png"))
+        let model = CLI.packageRoot.appendingPathComponent("Tests/ModelFormatsTests/Fixtures/coreml/style/style_fp32.mlmodel").path
+        let infer = try CLI.vivify(["infer", model, "--input", dir + "/missing.npy", "--output", dir + "/o.png"])
+        XCTAssertEqual(infer.code, 64, infer.stderr)
+        XCTAssertTrue(infer.stderr.contains("NAME.npy"), infer.stderr)
+        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir)), ["key.png", "tiny.png", "pictures"])
+    }
 }

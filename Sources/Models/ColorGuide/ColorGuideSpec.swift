@@ -122,9 +122,15 @@ public struct ColourGuideSpec: Sendable, Equatable, Codable {
             + (hintsImage.map { ["hints \($0)"] } ?? [])
     }
 
-    /// Checks what can be checked without the video: the files exist and are readable.
-    /// Throws `inputUnreadable` (exit 66) naming the file and the option.
+    /// Checks what can be checked without the video: one keyframe per frame (64), the files
+    /// exist and are readable (`inputUnreadable`, exit 66, naming the file and the option).
     package func checkFiles() throws {
+        // Two colours for one frame: which one was meant cannot be told (the last one won).
+        for (i, k) in keyframes.enumerated() {
+            if let earlier = keyframes[..<i].first(where: { $0.position == k.position }) {
+                throw MediaError(.invalidOptions, "'--keyframe \(earlier)' and '--keyframe \(k)' are both for one frame. Give one keyframe per frame.")
+            }
+        }
         for (option, file) in references.map({ ("--reference", $0) }) + keyframes.map({ ("--keyframe", $0.file) })
             + (hintsImage.map { [("--hints", $0)] } ?? []) {
             guard FileManager.default.isReadableFile(atPath: file) else {

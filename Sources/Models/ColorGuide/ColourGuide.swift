@@ -178,7 +178,10 @@ package final class ColourGuide {
         let sw = sourceWidth ?? width, sh = sourceHeight ?? height
         hintScale = (Double(width) / Double(max(sw, 1)), Double(height) / Double(max(sh, 1)))
         if frameRate.isFinite && frameRate > 0 { self.frameRate = frameRate }
-        for k in keyframes where abs(k.width * height - k.height * width) > max(width, k.width) {
+        // The same aspect up to rounding a side of the smaller picture to whole pixels (half a
+        // pixel each): a 2x2 keyframe passed for a 320x180 frame when this was max(width).
+        func sameAspect(_ w: Int, _ h: Int) -> Bool { 2 * abs(w * height - h * width) <= max(width + height, w + h) }
+        for k in keyframes where !sameAspect(k.width, k.height) {
             // The frame turned a quarter (a video stored turned, extracted by a tool that stands
             // it upright): said so.
             let turned = width != height && abs(k.width * width - k.height * height) <= max(height, k.width)
@@ -188,7 +191,7 @@ package final class ColourGuide {
         for s in hintSeeds where !s.fromImage && (s.x >= sw || s.y >= sh) {
             throw MediaError(.invalidOptions, "The hint at \(s.x),\(s.y) is outside the \(sw)x\(sh) picture. Give pixel coordinates from 0,0 to \(sw - 1),\(sh - 1) of the first frame.")
         }
-        if let (hw, hh) = hintsSize, abs(hw * height - hh * width) > max(width, hw) {
+        if let (hw, hh) = hintsSize, !sameAspect(hw, hh) {
             throw MediaError(.invalidOptions, "The hints picture '\(spec.hintsImage ?? "")' is \(hw)x\(hh), but the frames are \(width)x\(height). Paint the hints on a picture of the frame's size (or the same aspect).")
         }
     }
