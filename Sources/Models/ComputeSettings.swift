@@ -22,11 +22,16 @@ package struct ComputeSettings: Sendable, Equatable {
     /// per-frame loops (colour conversion, resampling, the colour guide) use (`--threads`;
     /// at least 1; default: all cores).
     package var threads: Int
+    /// Global average poolings (squeeze-excitation) over the whole picture when it runs in
+    /// more than one tile, in statistics passes (`--pooling whole`); otherwise each tile pools
+    /// its own part (`--pooling tile`, the default).
+    package var wholePicturePooling: Bool
 
     /// Settings; each one left out is the library's default.
     package init(precision: PrecisionChoice = .fp32, memoryBudget: Int? = nil, maxPixels: Int = MediaLimits.defaultMaxPixels,
-                 customLayers: String? = nil, threads: Int = ComputeThreads.allCores) {
+                 customLayers: String? = nil, threads: Int = ComputeThreads.allCores, wholePicturePooling: Bool = false) {
         self.threads = max(1, threads)
+        self.wholePicturePooling = wholePicturePooling
         self.precision = precision
         self.memoryBudget = memoryBudget
         self.maxPixels = maxPixels

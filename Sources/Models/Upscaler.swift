@@ -26,6 +26,8 @@ package final class Upscaler {
     private let requestedTile: Int?
     /// The tiles' memory budget (`--max-memory`; nil: the standard one, speed-capped).
     private let memoryBudget: Int?
+    /// Global poolings over the whole picture in statistics passes (`--pooling whole`).
+    private let wholePicturePooling: Bool
     /// How many threads its backends use (`--threads`).
     package let threads: Int
     /// The model store (where int8 calibrations are kept).
@@ -67,6 +69,7 @@ package final class Upscaler {
         bundle = loaded.bundle
         requestedTile = tile
         memoryBudget = settings.memoryBudget
+        wholePicturePooling = settings.wholePicturePooling
         threads = settings.threads
         let engine: InferenceBackend
         self.store = store
@@ -89,9 +92,10 @@ package final class Upscaler {
             engine = try backend.make(precision: settings.precision, threads: settings.threads)
         }
         alphaRunner = try loaded.alphaGraph.map { try TiledRunner(graph: $0, spec: tiling, backend: backend == .onednn ? DNNLBackend(precision: .fp32, threads: settings.threads) : engine, tileSize: tile,
-                                                                       memoryBudget: settings.memoryBudget) }
+                                                                       memoryBudget: settings.memoryBudget, wholePicturePooling: settings.wholePicturePooling) }
         scale = spec.scale
-        runner = try TiledRunner(graph: graph, spec: spec, backend: engine, tileSize: tile, memoryBudget: settings.memoryBudget)
+        runner = try TiledRunner(graph: graph, spec: spec, backend: engine, tileSize: tile, memoryBudget: settings.memoryBudget,
+                                 wholePicturePooling: settings.wholePicturePooling)
         let unplaced = graph.unplacedExternalKernels
         if !unplaced.isEmpty {
             // A compiled layer that cannot say where its values lie (a library of ABI version
@@ -180,7 +184,8 @@ package final class Upscaler {
         int8CalibrationOrigin = origin
         let int8 = try DNNLBackend(precision: .int8, calibration: calibration, threads: threads)
         int8Backend = int8
-        runner = try TiledRunner(graph: graph, spec: spec, backend: int8, tileSize: requestedTile, memoryBudget: memoryBudget)
+        runner = try TiledRunner(graph: graph, spec: spec, backend: int8, tileSize: requestedTile, memoryBudget: memoryBudget,
+                                 wholePicturePooling: wholePicturePooling)
         self.calibration = calibration
         needsCalibration = false
     }

@@ -138,7 +138,7 @@ package enum ModelListing {
             ["border", border],
             ["tile multiple", "\(e.tileMultiple) (padded tile width and height)"],
             ["tile overlap", "\(e.tileOverlap) px per side"],
-            ["global pooling", e.hasGlobalPooling ? "yes (tiles change the result slightly; prefer large tiles)" : "no"],
+            ["global pooling", e.hasGlobalPooling ? "yes (tiles change the result slightly; --pooling whole gives the whole frame's)" : "no"],
         ]
         if e.outputIsResidualOverNearest {
             facts.append(["output", "a residual, added to a nearest-neighbour \(e.scale)x copy of the input"])

@@ -31,6 +31,10 @@ public struct RunLimits: Codable, Sendable, Equatable {
     /// may use for custom layers nothing declares (only this flag sets it, never a model or
     /// bundle). nil: none.
     public var customLayers: String?
+    /// Global average poolings (squeeze-excitation: Real-CUGAN, cunet) over the whole picture
+    /// when it runs in tiles (`--pooling whole`: statistics passes, the whole frame's result,
+    /// about 3× the work); nil or false: each tile pools its own part, as the ncnn tools do.
+    public var wholePicturePooling: Bool?
 
     /// Limits; every one left out is the library's default.
     public init(threads: Int? = nil, maxPixels: Int? = nil, maxMemory: Int? = nil, precision: PrecisionChoice? = nil) {
@@ -53,7 +57,7 @@ public struct RunLimits: Codable, Sendable, Equatable {
     /// memory budget, the largest picture they read, the custom layer library and the threads.
     package var compute: ComputeSettings {
         ComputeSettings(precision: precisionChoice, memoryBudget: maxMemory, maxPixels: pixelLimit, customLayers: customLayers,
-                        threads: threadCount)
+                        threads: threadCount, wholePicturePooling: wholePicturePooling ?? false)
     }
 
     /// The threads each of `modelStages` model stages computes with when they run at once, one

@@ -197,12 +197,21 @@ struct MemoryOptions: ParsableArguments {
     var maxMemory: String?
 
     func validate() throws {
+        if let pooling, !["tile", "whole"].contains(pooling) {
+            throw ValidationError("'--pooling \(pooling)' is not a pooling. Use tile (each tile its own part, the default) or whole (the whole picture's averages).")
+        }
         guard let maxMemory else { return }
         _ = try Self.bytes(maxMemory)
     }
 
+    @Option(help: ArgumentHelp("How a model's global average poolings (squeeze-excitation: Real-CUGAN, cunet) see a picture run in tiles: tile (default: each tile its own part, as the ncnn tools; about 1.2-1.6 levels of 255 from the whole frame) or whole (the whole picture's averages, in a pass per pooling: the whole frame's result, about 3x the work).", valueName: "tile|whole"))
+    var pooling: String?
+
     /// `--max-memory` in bytes (checked by `validate`).
     var bytes: Int? { maxMemory.flatMap(ByteSize.parse) }
+
+    /// `--pooling whole`; nil for the default.
+    var wholePicturePooling: Bool? { pooling.map { $0 == "whole" } }
 
     /// `--max-memory`'s value in bytes, at least 64 MiB (every command that takes it).
     static func bytes(_ text: String) throws -> Int {
@@ -459,6 +468,7 @@ extension RunLimits {
     /// groups only check their values, and the library reads the limits from this value.
     init(threads: ThreadOptions? = nil, memory: MemoryOptions? = nil, precision: PrecisionOptions? = nil, pixels: LimitOptions? = nil) {
         self.init(threads: threads?.threads, maxPixels: pixels?.maxPixels, maxMemory: memory?.bytes, precision: precision?.precision)
+        wholePicturePooling = memory?.wholePicturePooling
     }
 }
 

@@ -29,6 +29,37 @@ final class UpscaleCLITests: XCTestCase {
         return CLI.Result(code: p.terminationStatus, stdout: o, stderr: String(decoding: e, as: UTF8.self))
     }
 
+    /// `--pooling whole`: Real-CUGAN's squeeze-excitation takes the whole picture's averages in
+    /// tiles too, and 32-pixel tiles give the whole picture's result (the default, each tile
+    /// pooling its own part, differs); `--stats` records it, and a planned job carries it.
+    func testWholePicturePoolingGivesTheWholeFramesPicture() throws {
+        let dir = try CLI.tempDir()
+        let models = dir + "/models"
+        let picture = dir + "/in.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=96x64", "-frames:v", "1", picture])
+        var rgb: [String: [UInt8]] = [:]
+        for (name, extra) in [("whole", ["--tile", "256"]), ("pooled", ["--tile", "32", "--pooling", "whole"]), ("tiles", ["--tile", "32"])] {
+            let out = "\(dir)/\(name).png"
+            let r = try vivify(["image", picture, out, "--upscale", "realcugan-2x", "--precision", "fp32"] + extra, models: models)
+            XCTAssertEqual(r.code, 0, "\(name): \(r.stderr)")
+            rgb[name] = try XCTUnwrap(FirstUseFindingsTests.firstFrameRGB(out))
+        }
+        func maxDiff(_ a: String, _ b: String) -> Int { zip(rgb[a]!, rgb[b]!).map { abs(Int($0) - Int($1)) }.max() ?? 255 }
+        XCTAssertLessThanOrEqual(maxDiff("pooled", "whole"), 1, "whole-picture pooling in tiles")
+        XCTAssertGreaterThan(maxDiff("tiles", "whole"), 1, "each tile pooling its own part differs")
+        // A planned job's workers pool as planned.
+        let clip = dir + "/clip.mkv"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=96x64:rate=10", "-frames:v", "4", "-c:v", "ffv1", clip])
+        let plan = try vivify(["plan", clip, dir + "/o.mkv", "--upscale", "realcugan-2x", "--pooling", "whole", "--work", dir + "/job"], models: models)
+        XCTAssertEqual(plan.code, 0, plan.stderr)
+        let manifest = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/job/manifest.json"))) as? [String: Any])
+        let limits = ((manifest["settings"] as? [String: Any])?["configuration"] as? [String: Any])?["limits"] as? [String: Any]
+        XCTAssertEqual(limits?["wholePicturePooling"] as? Bool, true, "\(limits ?? [:])")
+        let bad = try vivify(["image", picture, dir + "/x.png", "--upscale", "realcugan-2x", "--pooling", "all"], models: models)
+        XCTAssertEqual(bad.code, 64, bad.stderr)
+        XCTAssertTrue(bad.stderr.contains("tile (each tile"), bad.stderr)
+    }
+
     func testEveryFamilyUpscalesVideo() throws {
         let dir = try CLI.tempDir()
         let models = dir + "/models"
