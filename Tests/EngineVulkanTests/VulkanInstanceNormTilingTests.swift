@@ -1,6 +1,7 @@
 import Engine
 import EngineVulkan
 import Foundation
+import ModelFormats
 import XCTest
 
 /// Instance normalisation in tiles on the Vulkan backend, which runs the statistics passes'
@@ -36,6 +37,30 @@ final class VulkanInstanceNormTilingTests: ValidatedVulkanTestCase {
         ]
         let nodes = ops.enumerated().map { Node(name: "n\($0.offset)", op: $0.element, inputs: [$0.offset], output: $0.offset + 1) }
         return Graph(valueNames: (0...ops.count).map { "v\($0)" }, nodes: nodes, input: 0, output: ops.count, source: "stacked-norms")
+    }
+
+    /// Real-CUGAN's squeeze-excitation with `wholePicturePooling`: the poolings frozen as
+    /// C×1×1 constants that broadcast through its 1×1 layers run on Vulkan as any graph does;
+    /// 24-pixel tiles give the whole frame's result there and the reference backend's.
+    func testWholePicturePoolingTilesLikeTheWholeFrame() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../shared/models/ncnn/realcugan-se/up2x-no-denoise.param").standardized.path
+        guard FileManager.default.fileExists(atPath: path) else { throw XCTSkip("\(path) is not here: ../shared/models is needed") }
+        let vulkan = try VulkanTesting.backend()
+        let graph = try NCNNImporter.load(paramPath: path)
+        let spec = TilingSpec(scale: 2, padding: 18, border: .reflect, multiple: 2)
+        let (h, w) = (30, 44)
+        let input = Self.values(3 * h * w, seed: 5, amplitude: 1).map { $0 * 0.5 + 0.5 }
+        func run(_ backend: InferenceBackend, tile: Int) throws -> [Float] {
+            let runner = try TiledRunner(graph: graph, spec: spec, backend: backend, tileSize: tile, wholePicturePooling: true)
+            var out = [Float](repeating: .nan, count: input.count * 4)
+            try input.withUnsafeBufferPointer { i in try out.withUnsafeMutableBufferPointer { try runner.run(input: i, channels: 3, height: h, width: w, output: $0) } }
+            return out
+        }
+        let tiled = try run(vulkan, tile: 24), whole = try run(vulkan, tile: 4096), reference = try run(ReferenceBackend(), tile: 4096)
+        XCTAssertFalse(tiled.contains { $0.isNaN })
+        let d = zip(tiled, whole).map { abs($0 - $1) }.max()!, r = zip(tiled, reference).map { abs($0 - $1) }.max()!
+        XCTAssertLessThanOrEqual(d, 1e-3, "tiles against the whole frame on Vulkan")
+        XCTAssertLessThanOrEqual(r, 1e-3, "Vulkan tiles against the reference's whole frame")
     }
 
     func testStackedNormsTileLikeTheWholeFrame() throws {
