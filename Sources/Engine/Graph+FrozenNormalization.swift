@@ -78,4 +78,12 @@ extension Graph {
         g.output = value
         return g
     }
+
+    /// The placements of the graph with its global poolings frozen (constants that broadcast;
+    /// placement reads no values, one channel stands for all): what a graph whose poolings
+    /// take the whole picture's averages places as, and its stride grid.
+    public func placementsWithPoolsFrozen() -> [ValuePlacement?]? {
+        freezingInstanceNorms(Dictionary(uniqueKeysWithValues: globalPoolIndices.map { ($0, ChannelStatistics(mean: [0], variance: [0])) }))
+            .placements()
+    }
 }

@@ -44,10 +44,7 @@ struct StatisticsTiling: Sendable {
         let indices = graph.wholePictureStatisticsIndices
         // Placed with the poolings frozen (constants that broadcast): a pooling's own output
         // has no place on the picture, but what it feeds is per pixel again.
-        let pools = graph.globalPoolIndices
-        // (Placement reads no values: one channel stands for all.)
-        let placeable = graph.freezingInstanceNorms(Dictionary(uniqueKeysWithValues: pools.map { ($0, ChannelStatistics(mean: [0], variance: [0])) }))
-        guard !indices.isEmpty, let placed = placeable.placements(), let output = placed[graph.output],
+        guard !indices.isEmpty, let placed = graph.placementsWithPoolsFrozen(), let output = placed[graph.output],
               output.rows.numerator == spec.scale, output.rows.denominator == 1,
               output.columns.numerator == spec.scale, output.columns.denominator == 1 else { return nil }
         var norms: [Norm] = []

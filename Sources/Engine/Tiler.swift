@@ -92,6 +92,7 @@ public final class TiledRunner {
         self.backend = backend
         let pooledWhole = wholePicturePooling && !graph.globalPoolIndices.isEmpty
         statistics = graph.needsWholeFrame || pooledWhole ? StatisticsTiling(graph: graph, spec: spec) : nil
+        poolingFellBack = pooledWhole && statistics == nil
         if graph.needsWholeFrame && statistics == nil {
             // A global operation other than instance normalisation: one tile, the frame.
             self.tileSize = 1 << 16
@@ -116,6 +117,11 @@ public final class TiledRunner {
                                                        cap: Self.automaticTileCap(preferred: backend.preferredTile, budgetGiven: budgetGiven))
         }
     }
+
+    /// Whether `wholePicturePooling` was asked for a graph with global poolings that cannot be
+    /// placed with them frozen (a layer after a pooling that is not 1×1): its tiles then pool
+    /// their own parts, and the caller says so.
+    public private(set) var poolingFellBack = false
 
     /// Passes over the tiles of a picture larger than one tile when the model normalises by
     /// whole-picture statistics (one per instance normalisation and one for the output); nil

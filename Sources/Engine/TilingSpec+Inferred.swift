@@ -37,10 +37,11 @@ extension TilingSpec {
 
     /// The grid a tile interior of `graph` must sit on for its strided layers to see the
     /// whole picture's positions: the least common multiple of every value's stride
-    /// (`Graph.placements`), 1 without strides; 4 for a graph that cannot be placed (the
-    /// guess `inferred` makes for every model).
+    /// (`Graph.placements`, its global poolings frozen: squeeze-excitation does not change
+    /// the grid), 1 without strides; 4 for a graph that cannot be placed (the guess
+    /// `inferred` makes for every model).
     public static func strideGrid(for graph: Graph) -> Int {
-        guard let placed = graph.placements() else { return 4 }
+        guard let placed = graph.placementsWithPoolsFrozen() else { return 4 }
         var grid = 1
         for p in placed.compactMap({ $0 }) {
             grid = AxisPlacement.lcm(grid, AxisPlacement.lcm(p.rows.denominator, p.columns.denominator))

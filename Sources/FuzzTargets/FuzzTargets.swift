@@ -49,7 +49,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// custom layer that has weights and parameters, then the model run with it.
     case customLayers = "custom-layers"
     /// A still picture as `vivify image`, `--reference`, `--keyframe` and `--hints` read it
-    /// (PNG, JPEG, BMP, TIFF or WebP, told by its first bytes), then converted to Lab.
+    /// (PNG, JPEG, BMP, TIFF or WebP, told by its first bytes), then every value read.
     case image
 
     /// Feeds `data` to the parser. Errors are swallowed: only crashes count.

@@ -146,8 +146,10 @@ extension ImageIO {
         let isRGB = desc.flags & UInt64(AV_PIX_FMT_FLAG_RGB) != 0
         let isPalette = desc.flags & UInt64(AV_PIX_FMT_FLAG_PAL) != 0
         let isYUV = !isRGB && !isPalette && desc.nb_components >= 3
-        // A colour encoder given a grey picture stores neutral chroma; keep such JPEGs grey.
-        if isYUV, bitDepth == 8, desc.comp.0.step == 1, hasNeutralChroma(planes, desc: desc, width: width, height: height) {
+        // A colour encoder given a grey picture stores neutral chroma; keep such JPEGs grey
+        // (a WebP with alpha keeps its alpha through the path below).
+        let hasAlphaPlane = desc.flags & UInt64(AV_PIX_FMT_FLAG_ALPHA) != 0
+        if isYUV, !hasAlphaPlane, bitDepth == 8, desc.comp.0.step == 1, hasNeutralChroma(planes, desc: desc, width: width, height: height) {
             let gray = PackedLayout(AV_PIX_FMT_GRAY8)!
             let (color, _) = unpackSamples(planes.plane(0)!, stride: planes.stride(0), layout: gray, width: width, height: height)
             return StillImage(color: color, alpha: nil, bitDepth: 8)

@@ -96,6 +96,9 @@ package final class Upscaler {
         scale = spec.scale
         runner = try TiledRunner(graph: graph, spec: spec, backend: engine, tileSize: tile, memoryBudget: settings.memoryBudget,
                                  wholePicturePooling: settings.wholePicturePooling)
+        if runner.poolingFellBack {
+            log("note: \(name)'s global poolings cannot take the whole picture's averages in tiles (a layer after one is not 1×1): --pooling whole is not used; each tile pools its own part.")
+        }
         let unplaced = graph.unplacedExternalKernels
         if !unplaced.isEmpty {
             // A compiled layer that cannot say where its values lie (a library of ABI version

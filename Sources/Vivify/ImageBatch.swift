@@ -99,7 +99,8 @@ package enum ImageBatch {
             // folder, a glob), not a folder to make.
             let ext = (directory as NSString).pathExtension.lowercased()
             if !directory.hasSuffix("/"), ImageIO.readableExtensions.contains(ext) {
-                throw MediaError(.invalidOptions, "'\(directory)' is named like a picture, but \(arguments.count == 1 ? "'\(arguments[0])' gives" : "the inputs give") \(inputs.count) pictures: the output of a batch is a folder. Name a folder (e.g. '\((directory as NSString).deletingPathExtension)/'), or give one picture.")
+                let given = arguments.count == 1 ? "'\(arguments[0])' is a folder or pattern" : "\(arguments.count) inputs are given"
+                throw MediaError(.invalidOptions, "'\(directory)' is named like a picture, but \(given): the output of a batch is a folder. Name a folder (e.g. '\((directory as NSString).deletingPathExtension)/'), or give one picture file as the input.")
             }
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

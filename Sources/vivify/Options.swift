@@ -210,8 +210,9 @@ struct MemoryOptions: ParsableArguments {
     /// `--max-memory` in bytes (checked by `validate`).
     var bytes: Int? { maxMemory.flatMap(ByteSize.parse) }
 
-    /// `--pooling whole`; nil for the default.
-    var wholePicturePooling: Bool? { pooling.map { $0 == "whole" } }
+    /// `--pooling whole`; nil for the default (`tile` written out too, so that a resumed job
+    /// does not see a changed setting).
+    var wholePicturePooling: Bool? { pooling == "whole" ? true : nil }
 
     /// `--max-memory`'s value in bytes, at least 64 MiB (every command that takes it).
     static func bytes(_ text: String) throws -> Int {
@@ -488,31 +489,43 @@ struct SegmentOptions: ParsableArguments {
 /// otherwise: the parser's own "did you mean" picks the closest spelling (`--live` → `--size`);
 /// for these the error names what the user meant.
 enum ArgumentSlips {
-    static let table: [String: String] = [
-        "--live": "Use --mode live (the newest frame wins; see `vivify run --help`).",
-        "--offline": "Use --mode offline (the default for files).",
-        "--gpu": "Use --backend vulkan (or --backend auto, the default, which takes a GPU when there is one).",
-        "--vulkan": "Use --backend vulkan.",
-        "--cpu": "Use --backend onednn.",
-        "-o": "The output is the second argument: vivify run INPUT OUTPUT (vivify image INPUT OUTPUT).",
-        "--output": "The output is the second argument: vivify run INPUT OUTPUT (vivify image INPUT OUTPUT).",
-        "-i": "The input is the first argument: vivify run INPUT OUTPUT.",
-        "--model": "Use --upscale MODEL or --colorize MODEL.",
-        "--scale": "Use --upscale 2 (or 3, 4: the built-in upscalers) or --upscale MODEL.",
-        "-s": "Use --upscale 2 (or 3, 4) for the scale; --size WxH is the frame size of raw input.",
-        "--quiet": "This command has no --quiet: it prints only what it is asked for (run, image and work take --quiet).",
+    /// The commands that run frames through models, where the run/image advice applies.
+    static let framed: Set<String> = ["run", "image", "plan", "bench"]
+    /// The commands that take --backend.
+    static let backends: Set<String> = ["run", "image", "plan", "bench", "bench-model", "infer"]
+
+    /// Option → (the fix, the commands it is meant for; nil: every command).
+    static let table: [String: (fix: String, commands: Set<String>?)] = [
+        "--live": ("Use --mode live (the newest frame wins; see `vivify run --help`).", ["run", "bench"]),
+        "--offline": ("Use --mode offline (the default for files).", ["run", "bench"]),
+        "--gpu": ("Use --backend vulkan (or --backend auto, the default, which takes a GPU when there is one).", backends),
+        "--vulkan": ("Use --backend vulkan.", backends),
+        "--cpu": ("Use --backend onednn.", backends),
+        "-o": ("The output is the second argument: vivify run INPUT OUTPUT (vivify image INPUT OUTPUT).", ["run", "image", "plan"]),
+        "--output": ("The output is the second argument: vivify run INPUT OUTPUT (vivify image INPUT OUTPUT).", ["run", "image", "plan"]),
+        "-i": ("The input is the first argument: vivify run INPUT OUTPUT.", ["run", "image", "plan"]),
+        "--model": ("Use --upscale MODEL or --colorize MODEL.", framed),
+        "--scale": ("Use --upscale 2 (or 3, 4: the built-in upscalers) or --upscale MODEL.", framed),
+        "-s": ("Use --upscale 2 (or 3, 4) for the scale; --size WxH is the frame size of raw input.", framed),
+        "--quiet": ("This command has no --quiet: it prints only what it is asked for (run, image and work take --quiet).", nil),
     ]
 
-    /// ArgumentParser's message for `error`, rewritten when it is an unknown option of the
-    /// table; nil otherwise.
+    /// ArgumentParser's message for an error, rewritten when it is an unknown option of the
+    /// table given to a command it is meant for; nil otherwise.
     static func message(for fullMessage: String) -> String? {
         guard let start = fullMessage.range(of: "Unknown option '") else { return nil }
         let rest = fullMessage[start.upperBound...]
         guard let end = rest.firstIndex(of: "'") else { return nil }
         let option = String(rest[..<end])
-        guard let fix = table[option] else { return nil }
-        // The first line (with the parser's guess) replaced; its usage lines kept.
+        guard let (fix, commands) = table[option] else { return nil }
         let lines = fullMessage.split(separator: "\n", omittingEmptySubsequences: false)
+        if let commands {
+            // The command, from the usage line: "Usage: vivify models verify <model> …".
+            guard let usage = lines.first(where: { $0.hasPrefix("Usage: vivify ") }) else { return nil }
+            let words = usage.dropFirst("Usage: vivify ".count).split(separator: " ").prefix { !$0.hasPrefix("[") && !$0.hasPrefix("<") && !$0.hasPrefix("-") }
+            guard commands.contains(words.joined(separator: " ")) else { return nil }
+        }
+        // The first line (with the parser's guess) replaced; its usage lines kept.
         let usage = lines.dropFirst().joined(separator: "\n")
         return "Error: Unknown option '\(option)'. \(fix)" + (usage.isEmpty ? "" : "\n" + usage)
     }

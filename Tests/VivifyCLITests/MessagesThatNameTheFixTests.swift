@@ -82,6 +82,12 @@ final class MessagesThatNameTheFixTests: XCTestCase {
             XCTAssertFalse(r.stderr.contains("Did you mean"), "\(args): \(r.stderr)")
             XCTAssertTrue(r.stderr.contains("Usage:"), "the usage lines stay: \(r.stderr)")
         }
+        // Advice for run and image is not given to a command it does not fit.
+        let verify = try CLI.vivify(["models", "verify", "x.param", "--model", "y"])
+        XCTAssertEqual(verify.code, 64)
+        XCTAssertFalse(verify.stderr.contains("--upscale MODEL"), verify.stderr)
+        let probe = try CLI.vivify(["probe", clip, "-o", "x"])
+        XCTAssertFalse(probe.stderr.contains("second argument"), probe.stderr)
         // Another unknown option keeps the parser's own suggestion.
         let other = try CLI.vivify(["run", clip, dir + "/a.mp4", "--sise", "2x2"])
         XCTAssertEqual(other.code, 64)

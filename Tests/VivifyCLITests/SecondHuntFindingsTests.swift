@@ -166,6 +166,15 @@ final class SecondHuntFindingsTests: XCTestCase {
             // chroma on testsrc2's hard colour edges.
             XCTAssertLessThanOrEqual(mean, name == "g" ? 6 : name == "e" ? 0.5 : 0, "\(name): mean difference \(mean) from the PNG's")
         }
+        // A grey lossy WebP with transparency keeps it (the neutral-chroma shortcut for grey
+        // JPEGs dropped it).
+        let greyAlpha = dir + "/grey-alpha.webp"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "color=gray:size=64x48", "-frames:v", "1", "-vf", "format=rgba,geq=r='128':g='128':b='128':a='4*X'",
+                        "-c:v", "libwebp", "-quality", "90", greyAlpha])
+        let alpha = try CLI.vivify(["image", greyAlpha, dir + "/grey-alpha.png", "--upscale", "--quiet"])
+        XCTAssertEqual(alpha.code, 0, alpha.stderr)
+        let ga = try XCTUnwrap(CLI.streams(try CLI.probe(dir + "/grey-alpha.png"), "video").first)
+        XCTAssertTrue((ga["pix_fmt"] as? String ?? "").contains("a"), "alpha kept: \(ga["pix_fmt"] ?? "")")
         let gif = dir + "/x.gif"
         try CLI.ffmpeg(["-i", png, gif])
         let refused = try CLI.vivify(["image", gif, dir + "/x.png", "--upscale"])

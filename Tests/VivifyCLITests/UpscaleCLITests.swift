@@ -55,6 +55,19 @@ final class UpscaleCLITests: XCTestCase {
         let manifest = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/job/manifest.json"))) as? [String: Any])
         let limits = ((manifest["settings"] as? [String: Any])?["configuration"] as? [String: Any])?["limits"] as? [String: Any]
         XCTAssertEqual(limits?["wholePicturePooling"] as? Bool, true, "\(limits ?? [:])")
+        // The default written out is the default: no key, so a resumed job sees no change.
+        let tilePlan = try vivify(["plan", clip, dir + "/t.mkv", "--upscale", "realcugan-2x", "--pooling", "tile", "--work", dir + "/job2"], models: models)
+        XCTAssertEqual(tilePlan.code, 0, tilePlan.stderr)
+        let tileManifest = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/job2/manifest.json"))) as? [String: Any])
+        let tileLimits = ((tileManifest["settings"] as? [String: Any])?["configuration"] as? [String: Any])?["limits"] as? [String: Any]
+        XCTAssertNil(tileLimits?["wholePicturePooling"], "\(tileLimits ?? [:])")
+        // --stats records it.
+        let stats = dir + "/stats.json"
+        let run = try vivify(["run", clip, dir + "/r.mkv", "--upscale", "realcugan-2x", "--pooling", "whole", "--max-frames", "1", "--codec", "ffv1",
+                              "--stats", stats, "--quiet"], models: models)
+        XCTAssertEqual(run.code, 0, run.stderr)
+        let recorded = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: stats))) as? [String: Any])
+        XCTAssertEqual(((recorded["run"] as? [String: Any])?["settings"] as? [String: Any])?["pooling"] as? String, "whole")
         let bad = try vivify(["image", picture, dir + "/x.png", "--upscale", "realcugan-2x", "--pooling", "all"], models: models)
         XCTAssertEqual(bad.code, 64, bad.stderr)
         XCTAssertTrue(bad.stderr.contains("tile (each tile"), bad.stderr)

@@ -137,7 +137,7 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
                                        precision: chosen == .onednn ? PrecisionChoice(rawValue: choice.precision(measured: false).rawValue) ?? .fp32
                                            : chosen == .vulkan ? PrecisionChoice(rawValue: BackendChoice.vulkanStorage(under: choice)) ?? .fp32 : .fp32)
             planned.limits.customLayers = c.limits.customLayers
-            planned.limits.wholePicturePooling = c.limits.wholePicturePooling
+            planned.limits.wholePicturePooling = c.limits.wholePicturePooling == true ? true : nil
             self.init(planned: planned, models: models)
         }
 
