@@ -368,9 +368,10 @@ package final class Job {
         let writer = output.writer
         do {
             if sequential { try pipeline.runSequentially() } else { try pipeline.run() }
-            if segment != nil && stop() {
+            if let segment, stop(), segment.frames != writer.framesWritten {
                 // An interrupted segment is not finished: it is kept playable beside its name
                 // (a resumable run joins it into the interrupted output) and redone next time.
+                // (One whose every frame was written when the signal came is finished.)
                 _ = try output.finalize(failed: true, frames: timestamps.count)
                 return JobResult(framesIn: timestamps.count, framesOut: writer.framesWritten, corrupt: source.corruptCount,
                                  interrupted: true, warnings: warnings.all, dropped: 0, report: tracer.report())

@@ -1,4 +1,5 @@
 import Foundation
+import Vivify
 import XCTest
 
 /// What a second new-user afternoon found (stop 48), each end to end through the binary.
@@ -227,5 +228,33 @@ final class SecondHuntFindingsTests: XCTestCase {
         XCTAssertEqual(infer.code, 64, infer.stderr)
         XCTAssertTrue(infer.stderr.contains("NAME.npy"), infer.stderr)
         XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir)), ["key.png", "tiny.png", "pictures"])
+    }
+
+    /// A worker whose stop signal came once every frame of its segment was written said
+    /// "stopped after 30 frames; run it again to redo it", left the finished file unrecorded,
+    /// and the next run redid it. The segment is recorded as done now.
+    func testASignalAfterTheLastFrameKeepsTheSegment() throws {
+        let dir = try CLI.tempDir()
+        let clip = dir + "/in.mp4"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=96x64:rate=10", "-frames:v", "12", "-g", "4", "-pix_fmt", "yuv420p", clip])
+        let work = dir + "/job"
+        let plan = try CLI.vivify(["plan", clip, dir + "/out.mkv", "--codec", "ffv1", "--segment-seconds", "100", "--work", work])
+        XCTAssertEqual(plan.code, 0, plan.stderr)
+        let job = try SegmentedJob(directory: URL(fileURLWithPath: work))
+        final class Count: @unchecked Sendable { var frames = 0 }
+        let count = Count()
+        job.events.progress = { count.frames = $0 }
+        job.events.shouldStop = { count.frames >= 12 }
+        XCTAssertEqual(try job.work(index: 0), .done(frames: 12))
+        let status = try CLI.vivify(["status", work])
+        XCTAssertTrue(String(decoding: status.stdout, as: UTF8.self).contains("1 of 1 segments done"), String(decoding: status.stdout, as: UTF8.self) + status.stderr)
+        // One frame short of the end, it is an interruption, as before.
+        let again = try CLI.vivify(["plan", clip, dir + "/out2.mkv", "--codec", "ffv1", "--segment-seconds", "100", "--work", dir + "/job2"])
+        XCTAssertEqual(again.code, 0, again.stderr)
+        let short = try SegmentedJob(directory: URL(fileURLWithPath: dir + "/job2"))
+        let early = Count()
+        short.events.progress = { early.frames = $0 }
+        short.events.shouldStop = { early.frames >= 6 }
+        if case .done = try short.work(index: 0) { XCTFail("stopped halfway is not done") }
     }
 }

@@ -16,6 +16,8 @@ package struct SegmentWindow: Sendable, Equatable {
     package var finalOutput: String
     /// The whole input's frame number of the frame at `warmUpPTS` (keyframes by number).
     package var firstFrameIndex = 0
+    /// The frames it writes, when known (a signal after the last of them stops nothing).
+    package var frames: Int?
 
     /// Makes a window.
     package init(warmUpPTS: Int64, startPTS: Int64, endPTS: Int64?, seekCandidates: [Int64], finalOutput: String) {

@@ -331,6 +331,7 @@ public final class SegmentedJob {
                               finalOutput: manifest.settings.output)
         // As planned: the first segment has no warm-up, the others up to `warmUpFrames` frames.
         w.firstFrameIndex = s.index == 0 ? s.firstFrame : max(0, s.firstFrame - manifest.warmUpFrames)
+        w.frames = s.frames
         return w
     }
 
@@ -419,7 +420,11 @@ public final class SegmentedJob {
             }
             throw error
         }
-        if result.interrupted { return .interrupted(frames: result.framesOut) }
+        // A signal that came once every frame of the segment was written (its file in place)
+        // stopped nothing: the segment is done, and recorded (it was redone on the next run).
+        if result.interrupted && !(result.framesOut == segment.frames && result.keptBeside == nil) {
+            return .interrupted(frames: result.framesOut)
+        }
         let url = file(segment)
         let digest = try SHA256.hash(fileAt: url).hex
         let bytes = SegmentManifest.OutputIdentity.of(url.path)?.size ?? 0
