@@ -78,8 +78,83 @@ extension ImageIO {
             if le32(14) == 12 { return (le16(18), le16(20)) }
             guard bytes.count >= 30 else { return nil }
             return (abs(le32(18)), abs(le32(22)))
-        case .tiff, .webp:
+        case .tiff:
+            return tiffHeader(bytes)?.size
+        case .webp:
+            return webpHeader(bytes)?.size
+        }
+    }
+
+    /// A TIFF's first image: its size and compression (tags 256, 257, 259 of the first IFD),
+    /// every read bounds-checked; nil when the header cannot be read.
+    static func tiffHeader(_ bytes: UnsafeBufferPointer<UInt8>) -> (size: (Int, Int)?, compression: Int?)? {
+        guard bytes.count >= 8 else { return nil }
+        let little = bytes[0] == 0x49
+        func u16(_ i: Int) -> Int? {
+            guard i >= 0, i + 2 <= bytes.count else { return nil }
+            return little ? Int(bytes[i]) | Int(bytes[i + 1]) << 8 : Int(bytes[i]) << 8 | Int(bytes[i + 1])
+        }
+        func u32(_ i: Int) -> Int? {
+            guard let a = u16(i), let b = u16(i + 2) else { return nil }
+            return little ? a | b << 16 : a << 16 | b
+        }
+        guard let ifd = u32(4), let count = u16(ifd), count <= 4096 else { return nil }
+        var width: Int?, height: Int?, compression: Int?
+        for k in 0..<count {
+            let e = ifd + 2 + 12 * k
+            guard let tag = u16(e), let type = u16(e + 2) else { break }
+            // SHORT (3) values sit in the entry's first two bytes, LONG (4) in all four.
+            let value = type == 3 ? u16(e + 8) : type == 4 ? u32(e + 8) : nil
+            switch tag {
+            case 256: width = value
+            case 257: height = value
+            case 259: compression = value
+            default: break
+            }
+        }
+        return (width.flatMap { w in height.map { (w, $0) } }, compression)
+    }
+
+    /// A WebP's canvas size (from its VP8, VP8L or VP8X chunk) and whether it is animated;
+    /// nil when the header cannot be read.
+    static func webpHeader(_ bytes: UnsafeBufferPointer<UInt8>) -> (size: (Int, Int)?, animated: Bool)? {
+        guard bytes.count >= 30 else { return nil }
+        let chunk = String(decoding: bytes[12..<16], as: UTF8.self)
+        func le16(_ i: Int) -> Int { Int(bytes[i]) | Int(bytes[i + 1]) << 8 }
+        func le24(_ i: Int) -> Int { le16(i) | Int(bytes[i + 2]) << 16 }
+        switch chunk {
+        case "VP8 ":
+            guard bytes[23] == 0x9D, bytes[24] == 0x01, bytes[25] == 0x2A else { return nil }
+            return ((le16(26) & 0x3FFF, le16(28) & 0x3FFF), false)
+        case "VP8L":
+            guard bytes[20] == 0x2F else { return nil }
+            let w = 1 + (Int(bytes[21]) | (Int(bytes[22]) & 0x3F) << 8)
+            let h = 1 + (Int(bytes[22]) >> 6 | Int(bytes[23]) << 2 | (Int(bytes[24]) & 0x0F) << 10)
+            return ((w, h), false)
+        case "VP8X":
+            return ((1 + le24(24), 1 + le24(27)), bytes[20] & 0x02 != 0)
+        default:
             return nil
+        }
+    }
+
+    /// Refuses, from its header, a picture whose format this reader's decoder would get wrong:
+    /// an animated WebP (not decoded as a picture) and a JPEG-compressed TIFF (FFmpeg 5.1 gave
+    /// a black picture for it, exit 0).
+    static func checkSupported(_ packet: PacketBox, _ format: ImageFileFormat, path: String) throws {
+        guard let data = packet.pointer.pointee.data else { return }
+        let bytes = UnsafeBufferPointer(start: data, count: Int(packet.pointer.pointee.size))
+        switch format {
+        case .webp:
+            if webpHeader(bytes)?.animated == true {
+                throw MediaError(.unsupported, "Cannot read '\(path)': it is an animated WebP, which is not read as a picture. Take one frame out (for example `ffmpeg -i '\(path)' -frames:v 1 frame.png`) and pass that.")
+            }
+        case .tiff:
+            if let c = tiffHeader(bytes)?.compression, c == 6 || c == 7 {
+                throw MediaError(.unsupported, "Cannot read '\(path)': it is a JPEG-compressed TIFF, which this FFmpeg decodes wrongly. Re-save it uncompressed or as PNG (for example with an image editor, or `convert '\(path)' out.png`) and pass that.")
+            }
+        default:
+            break
         }
     }
 

@@ -57,6 +57,7 @@ public enum ImageIO {
     public static func read(path: String, maxPixels: Int = MediaLimits.defaultMaxPixels) throws -> StillImage {
         let packet = try loadFile(path)
         let format = try ImageFileFormat(sniffing: packet, path: path)
+        try checkSupported(packet, format, path: path)
         // The size the file declares, checked before the decoder allocates the picture.
         if let (w, h) = declaredSize(packet, format) {
             try MediaLimits.checkFrame(width: w, height: h, what: "The image '\(path)'", limit: maxPixels)

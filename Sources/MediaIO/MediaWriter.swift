@@ -177,9 +177,13 @@ public final class MediaWriter {
         for input in copyStreams {
             let id = input.parameters.pointee.codec_id
             let ok = avformat_query_codec(oformat, id, FF_COMPLIANCE_NORMAL)
-            if ok == 0 {
-                let ext = (targetName as NSString).pathExtension
-                warnings.append("Dropped \(input.kind) stream #\(input.index) (\(input.codecName)): the .\(ext) container cannot hold it without re-encoding. Use .mkv to keep it.")
+            // The codec tables say yes for some streams the muxer then refuses in its header
+            // (Opus or FLAC in .mov, FLAC in .mp4 "experimental"), which failed the whole run:
+            // each stream is tried with the video in a header written to memory first.
+            if ok == 0 || !Self.muxerTakes(input, beside: stream, format: oformat!) {
+                let ext = (targetName as NSString).pathExtension.lowercased()
+                let keep = ext == "mkv" ? (input.codecName == "mov_text" ? ".mp4 or .mov" : "another container") : ".mkv"
+                warnings.append("Dropped \(input.kind) stream #\(input.index) (\(input.codecName)): the .\(ext) container cannot hold it without re-encoding. Use \(keep) to keep it.")
                 continue
             }
             guard let out = avformat_new_stream(ctx, nil) else { continue }
@@ -227,6 +231,36 @@ public final class MediaWriter {
 
     deinit {
         if !finished, headerWritten { try? finish() }
+        // An encoder opened but never finished (the muxer refused the output after it opened):
+        // SVT-AV1 waits for ever in its close without the end of stream, so it is sent one and
+        // drained first (every encoder takes it).
+        // SVT-AV1 given no frame at all also waits in the end of stream: it gets one blank one.
+        if !finished, let enc = encoder, avcodec_is_open(enc) != 0 {
+            if framesWritten == 0, let blank = av_frame_alloc() {
+                var b: UnsafeMutablePointer<AVFrame>? = blank
+                blank.pointee.format = enc.pointee.pix_fmt.rawValue
+                blank.pointee.width = enc.pointee.width
+                blank.pointee.height = enc.pointee.height
+                blank.pointee.pts = 0
+                if av_frame_get_buffer(blank, 0) >= 0, let desc = av_pix_fmt_desc_get(enc.pointee.pix_fmt)?.pointee {
+                    // Mid-grey in every plane, each plane's own rows (chroma planes are shorter).
+                    let h = Int(enc.pointee.height)
+                    for p in 0..<Int(desc.nb_components) {
+                        let data = withUnsafePointer(to: &blank.pointee.data) { $0.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { $0[p] } }
+                        let stride = withUnsafePointer(to: &blank.pointee.linesize) { $0.withMemoryRebound(to: Int32.self, capacity: 8) { $0[p] } }
+                        let rows = p == 1 || p == 2 ? -((-h) >> Int(desc.log2_chroma_h)) : h
+                        if let data, stride > 0 { memset(data, 128, Int(stride) * rows) }
+                    }
+                    _ = avcodec_send_frame(enc, blank)
+                }
+                av_frame_free(&b)
+            }
+            if avcodec_send_frame(enc, nil) >= 0, let pkt = av_packet_alloc() {
+                var p: UnsafeMutablePointer<AVPacket>? = pkt
+                while avcodec_receive_packet(enc, pkt) >= 0 { av_packet_unref(pkt) }
+                av_packet_free(&p)
+            }
+        }
         avcodec_free_context(&encoder)
         if let ctx = format {
             if ctx.pointee.oformat.pointee.flags & AVFMT_NOFILE == 0 { avio_closep(&ctx.pointee.pb) }
@@ -234,6 +268,42 @@ public final class MediaWriter {
         }
         av_frame_free(&avFrame)
         av_packet_free(&packet)
+    }
+
+    /// Whether `format`'s muxer writes a header for `input` copied beside the video stream
+    /// `video` (as set up for the output): tried in memory, nothing written anywhere. A muxer
+    /// that refuses the video alone too is no verdict on the stream (true: the real header
+    /// says what is wrong).
+    static func muxerTakes(_ input: CopyableStream, beside video: UnsafeMutablePointer<AVStream>,
+                           format: UnsafePointer<AVOutputFormat>) -> Bool {
+        func header(with copied: CopyableStream?) -> Bool? {
+            var trial: UnsafeMutablePointer<AVFormatContext>?
+            guard avformat_alloc_output_context2(&trial, format, nil, nil) >= 0, let ctx = trial else { return nil }
+            defer {
+                if let pb = ctx.pointee.pb {
+                    var buffer: UnsafeMutablePointer<UInt8>?
+                    _ = avio_close_dyn_buf(pb, &buffer)
+                    av_free(buffer)
+                    ctx.pointee.pb = nil
+                }
+                avformat_free_context(ctx)
+            }
+            guard let v = avformat_new_stream(ctx, nil) else { return nil }
+            avcodec_parameters_copy(v.pointee.codecpar, video.pointee.codecpar)
+            v.pointee.time_base = video.pointee.time_base
+            if let copied {
+                guard let a = avformat_new_stream(ctx, nil) else { return nil }
+                avcodec_parameters_copy(a.pointee.codecpar, copied.parameters)
+                a.pointee.codecpar.pointee.codec_tag = 0
+                a.pointee.time_base = copied.timeBase
+            }
+            if format.pointee.flags & AVFMT_NOFILE == 0 {
+                guard avio_open_dyn_buf(&ctx.pointee.pb) >= 0 else { return nil }
+            }
+            return avformat_write_header(ctx, nil) >= 0
+        }
+        guard header(with: input) == false else { return true }
+        return header(with: nil) != true
     }
 
     /// Checks, before any work, that `targetName`'s container exists and can hold the video

@@ -200,6 +200,10 @@ extension RunConfiguration {
         if let maxFrames = run.maxFrames, maxFrames < 1 {
             throw MediaError(.invalidOptions, "'--max-frames \(maxFrames)' must be at least 1 (the number of input frames to process).")
         }
+        if let fps = run.targetFPS, !(fps > 0 && fps <= 1000) {
+            // NaN passed every comparison and failed the stats file after the work (70).
+            throw MediaError(.invalidOptions, "'--target-fps \(fps)' is out of range. Use a rate above 0 and up to 1000.")
+        }
         if EncoderSettings.isPicture(output: output.path), run.maxFrames != 1 {
             throw MediaError(.invalidOptions, "'\(output.path)' is a picture, which holds one frame. Add --max-frames 1 to write the first frame of a video (a keyframe to colour), or write video to .mp4, .mkv or another video container; for a picture in, use `vivify image`.")
         }

@@ -184,7 +184,13 @@ package final class Job {
                               timestamps: timestamps, shouldStop: events.shouldStop, warn: warn)
         // With --live-output hold, dropped frames are replaced by the last processed one at
         // their own timestamps, so the output keeps the source's rate.
-        let writer = HoldingWriter(sink: settled.sink, timestamps: timestamps, hold: live && c.run.liveOutput == .hold)
+        // y4m and raw frames carry no timestamps: variable-rate frames would play too fast (22
+        // frames of a 2 s clip in 0.73 s), so they are held there whatever --live-output says.
+        let constantRate = c.output.effectiveFormat != nil && !c.output.discard
+        if live && constantRate && c.run.liveOutput == .vfr {
+            warn("\(c.output.effectiveFormat!.rawValue) output has a constant frame rate: frames dropped in live mode are replaced by the last processed one (as --live-output hold), so the output keeps the source's timing.")
+        }
+        let writer = HoldingWriter(sink: settled.sink, timestamps: timestamps, hold: live && (c.run.liveOutput == .hold || constantRate))
         let output = JobOutput(sink: settled.sink, writer: writer, partial: settled.partial, temporary: settled.temporary, output: c.output.path)
         let stages = makeStages(chain, live: live, sink: settled.sink, writer: writer)
         // The budget is the source's own rate unless asked otherwise (a 25 fps clip is not

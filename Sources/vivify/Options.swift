@@ -150,7 +150,8 @@ struct TimingOptions: ParsableArguments {
     var summary = false
 
     func validate() throws {
-        if let targetFps, targetFps <= 0 || targetFps > 1000 {
+        // (Written so that NaN, which every comparison refuses, is refused too.)
+        if let targetFps, !(targetFps > 0 && targetFps <= 1000) {
             throw ValidationError("'--target-fps \(targetFps)' is out of range. Use a rate above 0 and up to 1000.")
         }
     }
@@ -434,7 +435,7 @@ struct JobOptions: ParsableArguments {
         if let resize, FrameSize(parsing: resize) == nil {
             throw ValidationError("'--resize \(resize)' is not a frame size. Write it as WxH with positive integers, e.g. --resize 1280x720.")
         }
-        if let crf, crf < 0 || crf > 63 {
+        if let crf, !(crf >= 0 && crf <= 63) {
             throw ValidationError("'--crf \(crf)' is out of range. Use a value from 0 to 63 (x264 default 23).")
         }
         for k in keyframe where Keyframe(parsing: k) == nil { throw ValidationError(Keyframe.parseError(k)) }
