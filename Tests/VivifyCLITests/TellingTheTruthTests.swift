@@ -33,10 +33,14 @@ final class TellingTheTruthTests: XCTestCase {
         let dir = try CLI.tempDir()
         try FileManager.default.createDirectory(atPath: dir + "/in", withIntermediateDirectories: true)
         try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc=s=64x48", "-frames:v", "1", dir + "/in/a.png"])
-        for ext in ["bmp", "tif", "webp"] { try Data("not read here".utf8).write(to: URL(fileURLWithPath: dir + "/in/x.\(ext)")) }
+        // BMP, TIFF and WebP are read too (stop 48): files that are none of them are named and
+        // skipped, the batch goes on, and it ends with the first failure's code.
+        for (name, ext) in [("b", "bmp"), ("c", "tif"), ("d", "webp")] { try Data("not a picture".utf8).write(to: URL(fileURLWithPath: dir + "/in/\(name).\(ext)")) }
+        try FileManager.default.copyItem(atPath: dir + "/in/a.png", toPath: dir + "/in/e.bmp.png")
         var r = try CLI.vivify(["image", dir + "/in", dir + "/out", "--upscale"])
-        XCTAssertEqual(r.code, 0, "the other formats are left alone, not failed: \(r.stderr)")
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir + "/out"), ["a.png"])
+        XCTAssertEqual(r.code, 66, r.stderr)
+        for name in ["b.bmp", "c.tif", "d.webp"] { XCTAssertTrue(r.stderr.contains(name), "\(name) named: \(r.stderr)") }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir + "/out").sorted(), ["a.png", "e.bmp.png"])
         // A .param that is there but not text: damaged (65), not missing (66).
         try Data([0xFF, 0xFE, 0x00, 0x93, 0x80]).write(to: URL(fileURLWithPath: dir + "/m.param"))
         try Data(count: 16).write(to: URL(fileURLWithPath: dir + "/m.bin"))
