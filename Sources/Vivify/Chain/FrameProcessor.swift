@@ -38,8 +38,13 @@ package struct FrameDescription: Equatable, Sendable {
     /// Whether frames carry an alpha plane.
     package var hasAlpha: Bool
     /// The size of the frames the chain was given, before any stage (what `--hint`
-    /// coordinates are in: a colorizer after an upscaler maps them).
+    /// coordinates are in: a colorizer after an upscaler maps them). Not part of what the
+    /// frames are: two descriptions that differ only here are equal.
     package var sourceWidth: Int, sourceHeight: Int
+
+    package static func == (a: FrameDescription, b: FrameDescription) -> Bool {
+        a.width == b.width && a.height == b.height && a.frameRate == b.frameRate && a.layout == b.layout && a.hasAlpha == b.hasAlpha
+    }
 
     /// Makes a description (the source size: this one).
     package init(width: Int, height: Int, frameRate: Rational, layout: PixelLayout, hasAlpha: Bool = false) {
