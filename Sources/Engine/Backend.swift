@@ -13,11 +13,16 @@ public protocol InferenceBackend: Sendable {
     /// given (`TiledRunner.automaticTileCap`): CPU backends `TiledRunner.preferredTile`, a GPU
     /// larger tiles.
     var preferredTile: Int { get }
+    /// The memory automatic tiles may take unless `--max-memory` is given: on CPU backends
+    /// `TiledRunner.standardMemoryBudget`, on a GPU a share of its own memory.
+    var tileMemoryBudget: Int { get }
 }
 
 extension InferenceBackend {
     /// `TiledRunner.preferredTile`, measured on the CPU.
     public var preferredTile: Int { TiledRunner.preferredTile }
+    /// `TiledRunner.standardMemoryBudget`: fits a laptop.
+    public var tileMemoryBudget: Int { TiledRunner.standardMemoryBudget }
 
     /// Throws naming the first layer of `graph` this backend cannot run, and the backend that can.
     public func checkSupport(_ graph: Graph) throws {

@@ -76,7 +76,7 @@ public final class TiledRunner {
     public static func automaticTileCap(preferred: Int, budgetGiven: Bool) -> Int { budgetGiven ? 1024 : preferred }
 
     /// Makes a runner. `tileSize` nil picks one from `memoryBudget` bytes (`--max-memory`;
-    /// nil: `standardMemoryBudget`, with automatic tiles capped at the backend's preferred
+    /// nil: the backend's `tileMemoryBudget`, `standardMemoryBudget` on CPUs, with automatic tiles capped at the backend's preferred
     /// size; given, at least `smallestMemoryBudget` and no speed cap). For a model with
     /// instance normalisations, whose tiles cost a pass per normalisation, nil `tileSize` means
     /// whole frames unless a budget is given.
@@ -86,7 +86,7 @@ public final class TiledRunner {
     public init(graph: Graph, spec: TilingSpec, backend: InferenceBackend, tileSize: Int? = nil,
                 memoryBudget: Int? = nil, wholePicturePooling: Bool = false) throws {
         let budgetGiven = memoryBudget != nil
-        let budget = memoryBudget.map { max($0, Self.smallestMemoryBudget) } ?? Self.standardMemoryBudget
+        let budget = memoryBudget.map { max($0, Self.smallestMemoryBudget) } ?? backend.tileMemoryBudget
         self.graph = graph
         self.spec = spec
         self.backend = backend

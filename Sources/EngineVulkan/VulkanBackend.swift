@@ -46,6 +46,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         winograd = Self.winograd(environment: ProcessInfo.processInfo.environment)
         winogradBlocked = Self.winogradBlocked(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         deconvolutionPhases = Self.deconvolutionPhases(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
+        subpixelDeconvolutions = Self.subpixelDeconvolutions(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         convolutionRows = Self.convolutionRows(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         implicitGEMM = Self.implicitGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         cooperativeGEMM = context.hasCooperativeMatrix
@@ -62,7 +63,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// matrix products or not (`implicitGEMM`; nil: as `init(precision:)` does for each).
     init(memoryPlan: VulkanMemoryPlan, precision: VulkanPrecision = .fp32, arenaBlockLimit: Int? = nil, pointwiseGEMM: Bool? = nil,
          winograd: VulkanWinograd? = nil, winogradBlocked: Bool? = nil, deconvolutionPhases: Bool? = nil, convolutionRows: Bool? = nil,
-         implicitGEMM: Bool? = nil, cooperativeGEMM: Bool? = nil) throws {
+         implicitGEMM: Bool? = nil, cooperativeGEMM: Bool? = nil, subpixelDeconvolutions: Bool? = nil) throws {
         context = try VulkanContext.shared.get()
         self.memoryPlan = memoryPlan
         self.arenaBlockLimit = arenaBlockLimit
@@ -71,6 +72,8 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         self.winogradBlocked = winogradBlocked ?? Self.winogradBlocked(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         self.deconvolutionPhases = deconvolutionPhases
             ?? Self.deconvolutionPhases(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
+        self.subpixelDeconvolutions = subpixelDeconvolutions
+            ?? Self.subpixelDeconvolutions(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         self.convolutionRows = convolutionRows ?? Self.convolutionRows(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         self.implicitGEMM = implicitGEMM ?? Self.implicitGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         self.cooperativeGEMM = cooperativeGEMM ?? context.hasCooperativeMatrix
@@ -156,6 +159,25 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         cpuOnly("VIVIFY_VULKAN_DECONV_PHASES", environment: environment, isCPU: isCPU)
     }
 
+    /// Whether strided transposed convolutions (groups 1, no dilation, square stride) are
+    /// rewritten before preparing as a convolution at the input's size with stride² times the
+    /// output channels, a pixel shuffle and a crop (`Graph.withSubpixelDeconvolutions`, as the
+    /// oneDNN backend runs them): the convolution then takes the fast kernels (a k = s layer
+    /// becomes a 1×1 matrix product).
+    let subpixelDeconvolutions: Bool
+
+    /// On GPUs: on an H200 the gathering shader (deconvolution.comp) took 60 of realcugan-2x's
+    /// 70 ms on a 356×396 tile and 16 of waifu2x-photo-2x's 21 ms, at under 0.1 TFLOP/s; not on
+    /// the CPU, where the per-phase shader is the one measured. VIVIFY_VULKAN_SUBPIXEL=1 or 0
+    /// forces either, for comparisons.
+    static func subpixelDeconvolutions(environment: [String: String], isCPU: Bool) -> Bool {
+        switch environment["VIVIFY_VULKAN_SUBPIXEL"] {
+        case "1": return true
+        case "0": return false
+        default: return !isCPU
+        }
+    }
+
     /// Whether dense convolutions (but 1×1 ones of more than 4 output channels) compute runs of
     /// a row per invocation — 8 pixels × 4 channels where the layer has at most 4
     /// (convolution_rows4.comp), else 4 pixels × 16 channels (convolution_rows16.comp) — rather
@@ -223,12 +245,21 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// its messages are in `VulkanValidation.messages`).
     public var isValidated: Bool { context.validating }
 
-    /// The largest automatic tile: on a GPU 400 pixels (fewer, larger dispatches; the
-    /// ncnn-Vulkan upscalers pick 200–400 on GPUs with 2 GB or more, and `--max-memory` still
-    /// bounds it), not yet measured on one; on the CPU (lavapipe) the CPU backends' 192.
+    /// The largest automatic tile: on a GPU 1024 pixels (a 640×360 frame in one tile, 1080p in
+    /// four), within `tileMemoryBudget`; on the CPU (lavapipe) the CPU backends' 192. On an
+    /// H200 the 400-pixel cap of before, with the 1 GiB budget, gave tiles of 216×180 at
+    /// 640×360, and the frame took 28.8 ms where the model's own work was about 12 ms: each tile
+    /// costs a submission, a wait and the host's copies, and its border is work done twice.
     public var preferredTile: Int { context.isCPU ? TiledRunner.preferredTile : Self.gpuPreferredTile }
     /// The automatic tile cap on a GPU.
-    public static let gpuPreferredTile = 400
+    public static let gpuPreferredTile = 1024
+
+    /// On a GPU a quarter of its largest device-local heap, between the CPU backends' 1 GiB and
+    /// 16 GiB (the tiler sums every value of the graph, more than the lifetime-planned arena
+    /// holds at once); on the CPU (lavapipe) the CPU backends' budget.
+    public var tileMemoryBudget: Int {
+        context.isCPU ? TiledRunner.standardMemoryBudget : min(max(context.deviceLocalBytes / 4, TiledRunner.standardMemoryBudget), 16 << 30)
+    }
 
     /// Every operation: external layers run on the host on host-visible buffers.
     public func supports(_ op: Engine.Operation) -> Bool { true }
@@ -250,8 +281,9 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         // As oneDNN prepares a graph: batch norms folded into the convolutions before them,
         // activations (PReLU too) fused into them (every convolution shader applies its
         // activation on store: no pass of its own over the output), upscaler tails as one pass.
-        let specialized = try graph.specialized(for: inputShape).withFoldedChannelAffine().withFusedActivations()
-            .fusingUpsampleDetailTails(input: inputShape, where: supports)
+        var fused = try graph.specialized(for: inputShape).withFoldedChannelAffine().withFusedActivations()
+        if subpixelDeconvolutions { fused = fused.withSubpixelDeconvolutions() }
+        let specialized = try fused.fusingUpsampleDetailTails(input: inputShape, where: supports)
         try checkSupport(specialized)
         let prepared = try VulkanPrepared(context: context, graph: specialized, input: inputShape, plan: memoryPlan, storage: precision == .fp16 ? .fp16 : .fp32,
                                          blockLimit: arenaBlockLimit, pointwiseGEMM: pointwiseGEMM, winograd: winograd,

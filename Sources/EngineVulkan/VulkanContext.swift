@@ -30,6 +30,8 @@ final class VulkanContext: @unchecked Sendable {
     /// Device name and driver, for messages and `--stats`.
     let deviceName: String
     let isCPU: Bool
+    /// The size of the largest device-local memory heap, in bytes.
+    let deviceLocalBytes: Int
     /// Whether the Khronos validation layer watches this device (VIVIFY_VULKAN_VALIDATION=1).
     let validating: Bool
     let maxGroupsX: UInt32
@@ -217,6 +219,9 @@ final class VulkanContext: @unchecked Sendable {
         let wanted = VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT.rawValue | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT.rawValue)
         let types = withUnsafeBytes(of: &memory.memoryTypes) { Array($0.bindMemory(to: VkMemoryType.self).prefix(Int(memory.memoryTypeCount))) }
         memoryTypes = types
+        let heaps = withUnsafeBytes(of: &memory.memoryHeaps) { Array($0.bindMemory(to: VkMemoryHeap.self).prefix(Int(memory.memoryHeapCount))) }
+        deviceLocalBytes = heaps.filter { $0.flags & VkMemoryHeapFlags(VK_MEMORY_HEAP_DEVICE_LOCAL_BIT.rawValue) != 0 }
+            .map { Int(clamping: $0.size) }.max() ?? 0
         guard let type = (0..<Int(memory.memoryTypeCount)).first(where: { types[$0].propertyFlags & wanted == wanted }) else {
             vkDestroyDevice(device, nil)
             made.destroy()

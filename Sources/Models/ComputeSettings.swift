@@ -10,8 +10,8 @@ internal import MediaIO
 package struct ComputeSettings: Sendable, Equatable {
     /// `--precision` (the library's default: fp32).
     package var precision: PrecisionChoice
-    /// The tiles' memory budget (`--max-memory`); nil: `TiledRunner.standardMemoryBudget`
-    /// with the speed cap on automatic tiles.
+    /// The tiles' memory budget (`--max-memory`); nil: the backend's `tileMemoryBudget`
+    /// (`TiledRunner.standardMemoryBudget` on CPUs) with the speed cap on automatic tiles.
     package var memoryBudget: Int?
     /// The largest picture, in pixels, a model reads (`--max-pixels`).
     package var maxPixels: Int

@@ -577,6 +577,24 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         }
     }
 
+    /// Winograd's 16 products on cooperative matrices (winograd_multiply_coop.glsl), forced: on
+    /// this device its `_emulated` build, in fp16 storage only (fp32 keeps
+    /// winograd_multiply.comp). Output channels 16 to 130 (partial and whole 64-channel
+    /// blocks, rows past the last 16-channel block of the weights), input channels 16 to 130
+    /// (partial 16-channel slices), pictures 1×1 to 37×21 (tile counts short of and past 64),
+    /// pads equal and unequal.
+    func testCooperativeWinograd() throws {
+        let automatic = try backend()
+        let b = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, winograd: .always, winogradBlocked: false,
+                                  convolutionRows: false, cooperativeGEMM: true)
+        let coop = automatic.context.hasCooperativeMatrix ? "winograd_multiply_coop" : "winograd_multiply_coop_emulated"
+        let cases: [ConvolutionCase] = [(3, 3, 1, 1, (1, 1, 1, 1)), (3, 3, 1, 1, (0, 2, 1, 0))]
+        try checkConvolutions(on: b, "cooperative Winograd", channels: [(16, 16), (20, 64), (64, 65), (130, 17), (33, 130)],
+                              sizes: { _ in [(1, 1), (5, 7), (21, 37)] }, cases: cases) { _, _, _, shaders, what in
+            XCTAssertEqual(shaders, ["winograd_input", precision == .fp16 ? coop : "winograd_multiply", "winograd_output"], what)
+        }
+    }
+
     /// A convolution case: kernel height and width, stride, dilation, pads (top, left, bottom, right).
     typealias ConvolutionCase = (k: Int, kw: Int, stride: Int, dilation: Int, pads: (Int, Int, Int, Int))
 
@@ -686,6 +704,56 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         }
     }
 
+    /// Strided transposed convolutions rewritten as a convolution, a pixel shuffle and a crop
+    /// before preparing (on GPUs by default): the same values as the reference within the
+    /// precision's tolerance, for square strides with padding, output padding, kernels smaller
+    /// and larger than the stride and every activation; the rewrite really ran (the
+    /// gathering shader is gone), and what it cannot take (groups, dilation, unequal strides)
+    /// still gathers.
+    func testSubpixelDeconvolution() throws {
+        XCTAssertFalse(VulkanBackend.subpixelDeconvolutions(environment: [:], isCPU: true))
+        XCTAssertTrue(VulkanBackend.subpixelDeconvolutions(environment: [:], isCPU: false))
+        XCTAssertTrue(VulkanBackend.subpixelDeconvolutions(environment: ["VIVIFY_VULKAN_SUBPIXEL": "1"], isCPU: true))
+        XCTAssertFalse(VulkanBackend.subpixelDeconvolutions(environment: ["VIVIFY_VULKAN_SUBPIXEL": "0"], isCPU: false))
+        let automatic = try backend()
+        XCTAssertEqual(automatic.subpixelDeconvolutions, !automatic.isCPU)
+        let subpixel = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, subpixelDeconvolutions: true)
+        func shaders(_ g: Graph, _ s: Shape) throws -> [String] {
+            (try subpixel.prepare(g, input: s) as? VulkanPrepared)?.shaders ?? ["no VulkanPrepared"]
+        }
+        typealias Case = (k: Int, stride: Int, pads: (Int, Int, Int, Int), outputPad: (Int, Int), bias: Bool)
+        let cases: [Case] = [
+            (4, 2, (3, 3, 3, 3), (0, 0), true),   // waifu2x-upconv7's tail
+            (4, 2, (1, 1, 1, 1), (0, 0), true),   // Real-CUGAN's last layer
+            (2, 2, (0, 0, 0, 0), (0, 0), true),   // Real-CUGAN's upsamplers: a 1×1 product per phase
+            (3, 2, (1, 0, 2, 1), (0, 0), false),
+            (3, 3, (0, 1, 1, 0), (0, 0), true),
+            (5, 2, (2, 2, 2, 2), (0, 0), true),
+        ]
+        for (ic, oc) in [(3, 3), (5, 5), (64, 3), (3, 64), (4, 5)] {
+            for (h, w) in [(7, 5), (1, 1), (21, 37)] {
+                for (i, c) in cases.enumerated() {
+                    let act: Activation = i % 3 == 0 ? .identity : i % 3 == 1 ? .leakyRelu(slope: 0.1) : .prelu(slopes: rng.array(oc))
+                    let g = chain([(deconv(oc, ic, k: c.k, stride: c.stride, pads: c.pads, outputPad: c.outputPad, bias: c.bias, activation: act), [1])])
+                    let s = Shape(c: ic, h: h, w: w)
+                    guard (try? g.inferShapes(input: s)) != nil else { continue }
+                    let what = "sub-pixel deconvolution \(ic)→\(oc) \(c.k)x\(c.k)/\(c.stride) pads \(c.pads) \(w)x\(h)"
+                    let used = try shaders(g, s)
+                    XCTAssertFalse(used.contains { $0.hasPrefix("deconvolution") }, "\(what): \(used)")
+                    XCTAssertTrue(used.contains("shuffle"), "\(what): \(used)")
+                    try compare(g, s, what, on: subpixel)
+                }
+            }
+        }
+        let s = Shape(c: 4, h: 7, w: 5)
+        for op in [deconv(6, 4, k: 3, stride: 2, groups: 2), deconv(4, 4, k: 3, stride: 2, dilation: 2), deconv(4, 4, k: 3, kw: 4, stride: 3, strideW: 2),
+                   deconv(4, 4, k: 3, stride: 2, outputPad: (1, 1))] {
+            let g = chain([(op, [1])])
+            XCTAssertTrue(try shaders(g, s).contains { $0.hasPrefix("deconvolution") }, "\(op.kindName) not rewritten")
+            try compare(g, s, "deconvolution left as it is", on: subpixel)
+        }
+    }
+
     func testInstanceNormAndSoftmax() throws {
         for s in oddShapes + [Shape(c: 3, h: 67, w: 45)] {
             try compare(chain([(.instanceNorm(scale: rng.array(s.c), bias: rng.array(s.c), epsilon: 1e-5), [1])]), s, "instance norm \(s)")
@@ -751,6 +819,10 @@ class VulkanParityTests: ValidatedVulkanTestCase {
             (.instanceNorm(scale: rng.array(8), bias: rng.array(8), epsilon: 1e-5), [1]),
         ])
         try compare(g, s, "staged chain", on: staged, runs: 3)
+        // The input and output cross as floats: in fp16 converted by the device, not the host.
+        let used = (try staged.prepare(g, input: s) as? VulkanPrepared)?.shaders ?? []
+        XCTAssertEqual(used.first == "to_storage" && used.last == "from_storage", precision == .fp16, "\(used)")
+        XCTAssertEqual((try staged.prepare(g, input: s) as? VulkanPrepared)?.inputStaging?.storage, .fp32)
         try compare(chain([(.activation(.relu), [1])]), s, "staged, one shader", on: staged, runs: 2)
         // Nothing but the input: copied in, then out.
         try compare(Graph(valueNames: ["in"], nodes: [], input: 0, output: 0, source: "test"), s, "staged identity", on: staged)
