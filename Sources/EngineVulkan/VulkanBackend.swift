@@ -48,6 +48,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         deconvolutionPhases = Self.deconvolutionPhases(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         subpixelDeconvolutions = Self.subpixelDeconvolutions(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         convolutionRows = Self.convolutionRows(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
+        denseRows = Self.denseRows(environment: ProcessInfo.processInfo.environment)
         implicitGEMM = Self.implicitGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         cooperativeGEMM = context.hasCooperativeMatrix
         (self.precision, precisionNote) = Self.precision(precision, on: context)
@@ -75,6 +76,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         self.subpixelDeconvolutions = subpixelDeconvolutions
             ?? Self.subpixelDeconvolutions(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         self.convolutionRows = convolutionRows ?? Self.convolutionRows(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
+        self.denseRows = convolutionRows ?? Self.denseRows(environment: ProcessInfo.processInfo.environment)
         self.implicitGEMM = implicitGEMM ?? Self.implicitGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         self.cooperativeGEMM = cooperativeGEMM ?? context.hasCooperativeMatrix
         (self.precision, precisionNote) = Self.precision(precision, on: context)
@@ -189,10 +191,25 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
 
     /// In runs on the CPU: on lavapipe realcugan-2x's last layer (64 → 3, 3×3) took 83 ms
     /// against 663 ms on a 196×128 tile, its other such layers about 2.5× less time (release,
-    /// LP_NUM_THREADS=1; `VulkanPrepared.rowsConvolution`); not on GPUs, where they are
-    /// untried. VIVIFY_VULKAN_ROWS=1 or 0 forces either, for comparisons.
+    /// LP_NUM_THREADS=1; `VulkanPrepared.rowsConvolution`). On GPUs only the dense row kernels
+    /// (`denseRows`); the depthwise and uniform-buffer ones are untried there.
+    /// VIVIFY_VULKAN_ROWS=1 or 0 forces all of them, for comparisons.
     static func convolutionRows(environment: [String: String], isCPU: Bool) -> Bool {
         cpuOnly("VIVIFY_VULKAN_ROWS", environment: environment, isCPU: isCPU)
+    }
+
+    /// Whether dense convolutions (not 1×1 ones of more than 4 output channels, not Winograd's)
+    /// run in runs of a row (convolution_rows4/16.comp), on every device: on an H200
+    /// (2026-11-30, medians of 9 frames) realcugan-2x took 28.8 against 29.8 ms at 640×360 and
+    /// 265.8 against 280.3 ms at 1920×1080 in fp32, 28.0/244.8 against 29.0/268.7 ms in fp16,
+    /// as in two earlier runs (its 64 → 3 last layer, 2×2 stride-2 and 3 → 32 layers take
+    /// them); waifu2x-photo-2x 138.1 against 156.6 ms at 1920×1080; the realesr-animevideov3
+    /// models, whose one such layer is their first, moved within the runs' spread.
+    /// VIVIFY_VULKAN_ROWS=0 turns them off, 1 forces every row kernel (`convolutionRows`).
+    let denseRows: Bool
+
+    static func denseRows(environment: [String: String]) -> Bool {
+        environment["VIVIFY_VULKAN_ROWS"] != "0"
     }
 
     /// Whether the dense convolutions that are neither Winograd's, nor 1×1 matrix products, nor
@@ -287,7 +304,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         try checkSupport(specialized)
         let prepared = try VulkanPrepared(context: context, graph: specialized, input: inputShape, plan: memoryPlan, storage: precision == .fp16 ? .fp16 : .fp32,
                                          blockLimit: arenaBlockLimit, pointwiseGEMM: pointwiseGEMM, winograd: winograd,
-                                         winogradBlocked: winogradBlocked, deconvolutionPhases: deconvolutionPhases, convolutionRows: convolutionRows,
+                                         winogradBlocked: winogradBlocked, deconvolutionPhases: deconvolutionPhases, convolutionRows: convolutionRows, denseRows: denseRows,
                                          implicitGEMM: implicitGEMM, cooperativeGEMM: cooperativeGEMM, profiling: profiling)
         // The shaders this graph needed, compiled, for the next process (VulkanPipelineCache).
         context.savePipelineCache()

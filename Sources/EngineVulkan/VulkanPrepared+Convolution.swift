@@ -40,7 +40,7 @@ extension VulkanPrepared {
             let tiles = (plane + 15) / 16, gx = min(tiles, Int(context.maxGroupsX))
             try dispatch("convolution_1x1", groups: (gx, blocks, (tiles + gx - 1) / gx), [x, try constant(t), y, bias, slopes],
                          parameters(p, s, o) + [Int32(cp), plane % 4 == 0 ? 1 : 0])
-        } else if p.groups == 1 && convolutionRows && (p.outChannels <= 4 || !Self.isPointwise(p)) {
+        } else if p.groups == 1 && denseRows && (p.outChannels <= 4 || !Self.isPointwise(p)) {
             try rowsConvolution(p, x, s, y, o, bias, slopes)
         } else if convolutionRows && Self.isDepthwise3x3(p) {
             // 8 pixels of a row of one channel per invocation, one channel per workgroup row

@@ -35,6 +35,9 @@ final class VulkanPrepared: VulkanProfiledGraph {
     let deconvolutionPhases: Bool
     /// Whether dense convolutions run in runs of a row (`VulkanBackend.convolutionRows`).
     let convolutionRows: Bool
+    /// Whether dense convolutions run in runs of a row on this device (`VulkanBackend.denseRows`;
+    /// implied by `convolutionRows`).
+    let denseRows: Bool
     /// Whether the other dense convolutions run as implicit matrix products (`VulkanBackend.implicitGEMM`).
     let implicitGEMM: Bool
     /// Whether, in fp16, they may run on cooperative matrices (`VulkanBackend.cooperativeGEMM`).
@@ -88,10 +91,11 @@ final class VulkanPrepared: VulkanProfiledGraph {
 
     init(context: VulkanContext, graph: Graph, input: Shape, plan: VulkanMemoryPlan, storage: VulkanStorage = .fp32,
          blockLimit: Int? = nil, pointwiseGEMM: Bool = false, winograd: VulkanWinograd = .never,
-         winogradBlocked: Bool = false, deconvolutionPhases: Bool = false, convolutionRows: Bool = false, implicitGEMM: Bool = false,
+         winogradBlocked: Bool = false, deconvolutionPhases: Bool = false, convolutionRows: Bool = false, denseRows: Bool = false, implicitGEMM: Bool = false,
          cooperativeGEMM: Bool = false, profiling: Bool = false) throws {
         self.context = context
         self.convolutionRows = convolutionRows
+        self.denseRows = denseRows || convolutionRows
         self.implicitGEMM = implicitGEMM
         self.cooperativeGEMM = cooperativeGEMM
         self.deconvolutionPhases = deconvolutionPhases

@@ -465,8 +465,13 @@ class VulkanParityTests: ValidatedVulkanTestCase {
     /// leave a run partly outside the picture — and the shader each records.
     func testConvolutionRows() throws {
         assertCPUOnlySwitch("VIVIFY_VULKAN_ROWS", VulkanBackend.convolutionRows)
+        // The dense row kernels on every device (measured faster on an H200 too) unless 0.
+        XCTAssertTrue(VulkanBackend.denseRows(environment: [:]))
+        XCTAssertTrue(VulkanBackend.denseRows(environment: ["VIVIFY_VULKAN_ROWS": "1"]))
+        XCTAssertFalse(VulkanBackend.denseRows(environment: ["VIVIFY_VULKAN_ROWS": "0"]))
         let automatic = try backend()
         XCTAssertEqual(automatic.convolutionRows, automatic.isCPU)
+        XCTAssertTrue(automatic.denseRows)
         for rows in [true, false] {
             let b = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, pointwiseGEMM: false, winograd: .never, convolutionRows: rows)
             typealias Case = (k: Int, stride: Int, dilation: Int, pads: (Int, Int, Int, Int))

@@ -30,11 +30,11 @@ final class GPUCheckTests: XCTestCase {
         if let parity, let value = Float(out[parity].split(separator: " ").dropLast().last ?? "") {
             XCTAssertLessThanOrEqual(value, 1e-4, out)
         }
-        XCTAssertNotNil(out.range(of: #"12x8: [0-9]+\.[0-9] ms per frame \(fp32, tiles of 12x8\)"#, options: .regularExpression), out)
+        XCTAssertNotNil(out.range(of: #"12x8: [0-9]+\.[0-9] ms per frame, median of 1 \(fp32, tiles of 12x8\)"#, options: .regularExpression), out)
         // fp16 storage beside it, within its own tolerance (1e-2 by default).
         XCTAssertNotNil(out.range(of: #"parity fp16, 22x22 tile against the reference backend: max \|error\| [0-9.e+-]+ \(max \|value\| [0-9.e+-]+\) ok"#,
                                   options: .regularExpression), out)
-        XCTAssertNotNil(out.range(of: #"12x8: [0-9]+\.[0-9] ms per frame \(fp16, tiles of 12x8\)"#, options: .regularExpression), out)
+        XCTAssertNotNil(out.range(of: #"12x8: [0-9]+\.[0-9] ms per frame, median of 1 \(fp16, tiles of 12x8\)"#, options: .regularExpression), out)
         XCTAssertTrue(out.hasSuffix("all 1 model(s) ok\n"), out)
 
         // A damaged model beside it: reported, counted, exit 1; the good one still checked.
