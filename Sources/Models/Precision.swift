@@ -54,7 +54,8 @@ public enum PrecisionChoice: String, Sendable, CaseIterable, Codable {
     }
 
     /// What the Vulkan backend stores values and weights as under this choice: fp16 only when
-    /// asked for by name (`auto` keeps fp32 there until fp16's speed is measured on a GPU).
+    /// asked for by name (`auto` keeps fp32 there: fp16 was as fast or faster on an H200, but a
+    /// per-stage default has to reach `--stats` and the segment manifest first).
     var vulkanPrecision: VulkanPrecision { self == .fp16 ? .fp16 : .fp32 }
 
     /// The compute precision a model runs in under this choice (see `resolved(measured:)`).
