@@ -275,7 +275,12 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// 16 GiB (the tiler sums every value of the graph, more than the lifetime-planned arena
     /// holds at once); on the CPU (lavapipe) the CPU backends' budget.
     public var tileMemoryBudget: Int {
-        context.isCPU ? TiledRunner.standardMemoryBudget : min(max(context.deviceLocalBytes / 4, TiledRunner.standardMemoryBudget), 16 << 30)
+        context.isCPU ? TiledRunner.standardMemoryBudget : Self.gpuTileMemoryBudget(deviceLocalBytes: context.deviceLocalBytes)
+    }
+
+    /// A GPU's tile budget for its largest device-local heap of `deviceLocalBytes`.
+    static func gpuTileMemoryBudget(deviceLocalBytes: Int) -> Int {
+        min(max(deviceLocalBytes / 4, TiledRunner.standardMemoryBudget), 16 << 30)
     }
 
     /// Every operation: external layers run on the host on host-visible buffers.

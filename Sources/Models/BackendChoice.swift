@@ -52,6 +52,14 @@ public enum BackendChoice: String, Sendable, CaseIterable {
         return (try? VulkanBackend(precision: .fp16))?.precision.rawValue ?? "fp32"
     }
 
+    /// The memory automatic tiles may take when `--max-memory` is not given, on the backend
+    /// that runs: the backend's `tileMemoryBudget` (a quarter of a GPU's memory on Vulkan, 1 GiB
+    /// on the CPU backends and lavapipe). What `--stats` records.
+    package func standardTileMemoryBudget() -> Int {
+        guard (try? resolved()) == .vulkan, let vulkan = try? VulkanBackend(precision: .fp32) else { return TiledRunner.standardMemoryBudget }
+        return vulkan.tileMemoryBudget
+    }
+
     /// A note when `precision` does not run as asked on this backend: fp16 on a CPU backend
     /// (they compute fp32), or on a Vulkan device without 16-bit storage buffers. Opens the
     /// Vulkan device to ask it; nil when it runs as asked or the device cannot be opened (the

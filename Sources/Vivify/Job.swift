@@ -452,7 +452,7 @@ package final class Job {
             "codec": c.output.encoder.encoderName, "backend": c.run.backend.rawValue, "strict": String(c.input.strict),
             "copy_audio_and_subtitles": String(c.output.copyAudioAndSubtitles), "existing_output": c.output.existing.rawValue,
             "threads": String(c.limits.threadCount), "max_pixels": String(c.limits.pixelLimit),
-            "max_memory": String(c.limits.memoryBudget),
+            "max_memory": String(c.limits.maxMemory == nil ? c.run.backend.standardTileMemoryBudget() : c.limits.memoryBudget),
             "pooling": c.limits.wholePicturePooling == true ? "whole" : "tile",
             // Per model stage: the cores shared out between stages that run at once.
             "stage_threads": String(sequential ? c.limits.threadCount : c.modelCompute.threads),

@@ -709,6 +709,22 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         }
     }
 
+    /// Automatic tiles: the CPU device keeps the CPU backends' 192 pixels within 1 GiB; a GPU
+    /// takes up to 1024 within a quarter of its memory, at least 1 GiB and at most 16 GiB.
+    func testTileBudget() throws {
+        let automatic = try backend()
+        if automatic.isCPU {
+            XCTAssertEqual(automatic.tileMemoryBudget, TiledRunner.standardMemoryBudget)
+            XCTAssertEqual(automatic.preferredTile, TiledRunner.preferredTile)
+        } else {
+            XCTAssertEqual(automatic.preferredTile, VulkanBackend.gpuPreferredTile)
+        }
+        XCTAssertEqual(VulkanBackend.gpuTileMemoryBudget(deviceLocalBytes: 2 << 30), 1 << 30)
+        XCTAssertEqual(VulkanBackend.gpuTileMemoryBudget(deviceLocalBytes: 24 << 30), 6 << 30)
+        XCTAssertEqual(VulkanBackend.gpuTileMemoryBudget(deviceLocalBytes: 141 << 30), 16 << 30)
+        XCTAssertEqual(VulkanBackend.gpuPreferredTile, 1024)
+    }
+
     /// Strided transposed convolutions rewritten as a convolution, a pixel shuffle and a crop
     /// before preparing (on GPUs by default): the same values as the reference within the
     /// precision's tolerance, for square strides with padding, output padding, kernels smaller
