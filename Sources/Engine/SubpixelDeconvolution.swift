@@ -48,14 +48,20 @@ extension Graph {
                                              weights: w, bias: bias, activation: activation)
             let convOut = g.valueNames.count
             g.valueNames.append(valueNames[node.output] + "#subpixel")
-            let shuffled = g.valueNames.count
-            g.valueNames.append(valueNames[node.output] + "#shuffled")
             nodes.append(Node(name: node.name, op: .convolution(conv), inputs: node.inputs, output: convOut))
-            nodes.append(Node(name: node.name, op: .pixelShuffle(factor: sh, order: .crd), inputs: [convOut], output: shuffled))
             // The shuffled picture is T·s − k rows longer than the uncropped transposed output
             // at the bottom (whatever the input size); the deconvolution's padding comes off too.
-            nodes.append(Node(name: node.name, op: .crop(top: p.padTop, left: p.padLeft, bottom: th * sh - p.kernelH + p.padBottom,
-                                                          right: tw * sw - p.kernelW + p.padRight), inputs: [shuffled], output: node.output))
+            let bottom = th * sh - p.kernelH + p.padBottom, right = tw * sw - p.kernelW + p.padRight
+            if p.padTop == 0 && p.padLeft == 0 && bottom == 0 && right == 0 {
+                // Nothing to crop (a k = s layer without padding, Real-CUGAN's upsamplers): the
+                // shuffle is the output, not a copy of it.
+                nodes.append(Node(name: node.name, op: .pixelShuffle(factor: sh, order: .crd), inputs: [convOut], output: node.output))
+                continue
+            }
+            let shuffled = g.valueNames.count
+            g.valueNames.append(valueNames[node.output] + "#shuffled")
+            nodes.append(Node(name: node.name, op: .pixelShuffle(factor: sh, order: .crd), inputs: [convOut], output: shuffled))
+            nodes.append(Node(name: node.name, op: .crop(top: p.padTop, left: p.padLeft, bottom: bottom, right: right), inputs: [shuffled], output: node.output))
         }
         g.nodes = nodes
         return g

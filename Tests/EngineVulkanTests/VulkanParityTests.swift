@@ -762,6 +762,8 @@ class VulkanParityTests: ValidatedVulkanTestCase {
                     let used = try shaders(g, s)
                     XCTAssertFalse(used.contains { $0.hasPrefix("deconvolution") }, "\(what): \(used)")
                     XCTAssertTrue(used.contains("shuffle"), "\(what): \(used)")
+                    // Nothing to crop (k = s, no padding): the shuffle writes the output, no copy after it.
+                    XCTAssertEqual(used.contains("window"), !(c.k == c.stride && c.pads == (0, 0, 0, 0)), "\(what): \(used)")
                     try compare(g, s, what, on: subpixel)
                 }
             }
