@@ -42,18 +42,18 @@ extension ImageIO {
         return packet
     }
 
-    /// Width and height from a PNG's IHDR, a JPEG's first SOF marker or a BMP's info header;
-    /// nil when not found, and for TIFF and WebP (the decoder's own `max_pixels` still applies).
+    /// Width and height from a PNG's IHDR, a JPEG's first SOF marker, a BMP's info header, a
+    /// TIFF's first IFD or a WebP's first chunk; nil when not found.
     static func declaredSize(_ packet: PacketBox, _ format: ImageFileFormat) -> (Int, Int)? {
         guard let data = packet.pointer.pointee.data else { return nil }
         let bytes = UnsafeBufferPointer(start: data, count: Int(packet.pointer.pointee.size))
-        func be16(_ i: Int) -> Int { Int(bytes[i]) << 8 | Int(bytes[i + 1]) }
-        func be32(_ i: Int) -> Int { be16(i) << 16 | be16(i + 2) }
+        let be = HeaderBytes(bytes, littleEndian: false), le = HeaderBytes(bytes, littleEndian: true)
         switch format {
         case .png:
             // Signature (8), chunk length (4), "IHDR", width, height.
-            guard bytes.count >= 24, bytes[12] == 0x49, bytes[13] == 0x48, bytes[14] == 0x44, bytes[15] == 0x52 else { return nil }
-            return (be32(16), be32(20))
+            guard bytes.count >= 24, bytes[12] == 0x49, bytes[13] == 0x48, bytes[14] == 0x44, bytes[15] == 0x52,
+                  let w = be.u32(16), let h = be.u32(20) else { return nil }
+            return (w, h)
         case .jpeg:
             var i = 2
             while i + 9 < bytes.count {
@@ -63,21 +63,24 @@ extension ImageIO {
                 if marker == 0xD8 || marker == 0x01 || (0xD0...0xD7).contains(marker) { i += 2; continue }
                 // SOF0–SOF15 except DHT (C4), JPG (C8) and DAC (CC): precision, height, width.
                 if (0xC0...0xCF).contains(marker), marker != 0xC4, marker != 0xC8, marker != 0xCC {
-                    return (be16(i + 7), be16(i + 5))
+                    guard let w = be.u16(i + 7), let h = be.u16(i + 5) else { return nil }
+                    return (w, h)
                 }
                 if marker == 0xDA { return nil }
-                i += 2 + be16(i + 2)
+                guard let length = be.u16(i + 2) else { return nil }
+                i += 2 + length
             }
             return nil
         case .bmp:
             // File header (14), info header size, width, height (negative: top-down rows);
             // the 12-byte core header of OS/2 keeps 16-bit sizes.
-            func le16(_ i: Int) -> Int { Int(bytes[i]) | Int(bytes[i + 1]) << 8 }
-            func le32(_ i: Int) -> Int { Int(Int32(bitPattern: UInt32(le16(i)) | UInt32(le16(i + 2)) << 16)) }
-            guard bytes.count >= 26 else { return nil }
-            if le32(14) == 12 { return (le16(18), le16(20)) }
-            guard bytes.count >= 30 else { return nil }
-            return (abs(le32(18)), abs(le32(22)))
+            guard let header = le.u32(14) else { return nil }
+            if header == 12 {
+                guard let w = le.u16(18), let h = le.u16(20) else { return nil }
+                return (w, h)
+            }
+            guard let w = le.i32(18), let h = le.i32(22) else { return nil }
+            return (abs(w), abs(h))
         case .tiff:
             return tiffHeader(bytes)?.size
         case .webp:
@@ -89,22 +92,14 @@ extension ImageIO {
     /// every read bounds-checked; nil when the header cannot be read.
     static func tiffHeader(_ bytes: UnsafeBufferPointer<UInt8>) -> (size: (Int, Int)?, compression: Int?)? {
         guard bytes.count >= 8 else { return nil }
-        let little = bytes[0] == 0x49
-        func u16(_ i: Int) -> Int? {
-            guard i >= 0, i + 2 <= bytes.count else { return nil }
-            return little ? Int(bytes[i]) | Int(bytes[i + 1]) << 8 : Int(bytes[i]) << 8 | Int(bytes[i + 1])
-        }
-        func u32(_ i: Int) -> Int? {
-            guard let a = u16(i), let b = u16(i + 2) else { return nil }
-            return little ? a | b << 16 : a << 16 | b
-        }
-        guard let ifd = u32(4), let count = u16(ifd), count <= 4096 else { return nil }
+        let r = HeaderBytes(bytes, littleEndian: bytes[0] == 0x49)
+        guard let ifd = r.u32(4), let count = r.u16(ifd), count <= 4096 else { return nil }
         var width: Int?, height: Int?, compression: Int?
         for k in 0..<count {
             let e = ifd + 2 + 12 * k
-            guard let tag = u16(e), let type = u16(e + 2) else { break }
+            guard let tag = r.u16(e), let type = r.u16(e + 2) else { break }
             // SHORT (3) values sit in the entry's first two bytes, LONG (4) in all four.
-            let value = type == 3 ? u16(e + 8) : type == 4 ? u32(e + 8) : nil
+            let value = type == 3 ? r.u16(e + 8) : type == 4 ? r.u32(e + 8) : nil
             switch tag {
             case 256: width = value
             case 257: height = value
@@ -120,19 +115,19 @@ extension ImageIO {
     static func webpHeader(_ bytes: UnsafeBufferPointer<UInt8>) -> (size: (Int, Int)?, animated: Bool)? {
         guard bytes.count >= 30 else { return nil }
         let chunk = String(decoding: bytes[12..<16], as: UTF8.self)
-        func le16(_ i: Int) -> Int { Int(bytes[i]) | Int(bytes[i + 1]) << 8 }
-        func le24(_ i: Int) -> Int { le16(i) | Int(bytes[i + 2]) << 16 }
+        let le = HeaderBytes(bytes, littleEndian: true)
         switch chunk {
         case "VP8 ":
-            guard bytes[23] == 0x9D, bytes[24] == 0x01, bytes[25] == 0x2A else { return nil }
-            return ((le16(26) & 0x3FFF, le16(28) & 0x3FFF), false)
+            guard bytes[23] == 0x9D, bytes[24] == 0x01, bytes[25] == 0x2A, let w = le.u16(26), let h = le.u16(28) else { return nil }
+            return ((w & 0x3FFF, h & 0x3FFF), false)
         case "VP8L":
             guard bytes[20] == 0x2F else { return nil }
             let w = 1 + (Int(bytes[21]) | (Int(bytes[22]) & 0x3F) << 8)
             let h = 1 + (Int(bytes[22]) >> 6 | Int(bytes[23]) << 2 | (Int(bytes[24]) & 0x0F) << 10)
             return ((w, h), false)
         case "VP8X":
-            return ((1 + le24(24), 1 + le24(27)), bytes[20] & 0x02 != 0)
+            guard let w = le.u24(24), let h = le.u24(27) else { return nil }
+            return ((1 + w, 1 + h), bytes[20] & 0x02 != 0)
         default:
             return nil
         }
@@ -386,3 +381,31 @@ extension FloatPlanarImage {
     }
 }
 
+
+/// A file's first bytes read as picture headers lay them out: unsigned 16-, 24- and 32-bit
+/// integers (and a signed 32-bit one) in either byte order, nil where the value would reach
+/// past the end (a short or damaged file). One reader for the PNG, JPEG, BMP, TIFF and WebP
+/// headers.
+struct HeaderBytes {
+    let bytes: UnsafeBufferPointer<UInt8>
+    let littleEndian: Bool
+
+    init(_ bytes: UnsafeBufferPointer<UInt8>, littleEndian: Bool) {
+        self.bytes = bytes
+        self.littleEndian = littleEndian
+    }
+
+    /// `width` bytes from `i` as an unsigned integer; nil outside the bytes.
+    func unsigned(_ i: Int, width: Int) -> Int? {
+        guard i >= 0, i <= bytes.count - width else { return nil }
+        var v = 0
+        for k in 0..<width { v |= Int(bytes[i + k]) << (8 * (littleEndian ? k : width - 1 - k)) }
+        return v
+    }
+
+    func u16(_ i: Int) -> Int? { unsigned(i, width: 2) }
+    func u24(_ i: Int) -> Int? { unsigned(i, width: 3) }
+    func u32(_ i: Int) -> Int? { unsigned(i, width: 4) }
+    /// A two's-complement 32-bit value (a BMP's height is negative for top-down rows).
+    func i32(_ i: Int) -> Int? { u32(i).map { Int(Int32(bitPattern: UInt32($0))) } }
+}

@@ -465,6 +465,30 @@ final class ImageIOTests: XCTestCase {
         assertError(.outputUnwritable, try ImageIO.write(image, to: temp("no/such/dir/out.png")), mentions: ["No such file"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: temp("out.bmp")))
     }
+
+    /// The one header reader: both byte orders, 16/24/32 bits, a signed 32-bit value, and
+    /// nil for every read that would reach past the end or start before it.
+    func testHeaderBytes() {
+        let data: [UInt8] = [0x01, 0x02, 0x03, 0x04, 0xFE, 0xFF, 0xFF, 0xFF]
+        data.withUnsafeBufferPointer { b in
+            let le = HeaderBytes(b, littleEndian: true), be = HeaderBytes(b, littleEndian: false)
+            XCTAssertEqual(le.u16(0), 0x0201)
+            XCTAssertEqual(be.u16(0), 0x0102)
+            XCTAssertEqual(le.u24(1), 0x040302)
+            XCTAssertEqual(be.u24(1), 0x020304)
+            XCTAssertEqual(le.u32(0), 0x04030201)
+            XCTAssertEqual(be.u32(0), 0x01020304)
+            XCTAssertEqual(le.i32(4), -2)
+            XCTAssertEqual(le.u32(4), 0xFFFFFFFE)
+            XCTAssertEqual(be.i32(4), Int(Int32(bitPattern: 0xFEFFFFFF)))
+            XCTAssertNil(le.u32(5))
+            XCTAssertNil(le.u16(7))
+            XCTAssertNil(le.u16(-1))
+            XCTAssertNil(be.u24(Int.max))
+            XCTAssertEqual(le.u16(6), 0xFFFF)
+        }
+        [UInt8]().withUnsafeBufferPointer { XCTAssertNil(HeaderBytes($0, littleEndian: true).u16(0)) }
+    }
 }
 
 private extension Array {
