@@ -372,12 +372,15 @@ package final class Job {
         let c = configuration
         let stop = events.shouldStop
         let writer = output.writer
+        // Whether a signal stopped the job short: one that came once every frame of a segment
+        // was written stopped nothing (the segment is finished, and recorded as done).
+        let segment = self.segment
+        func interrupted() -> Bool { stop() && (segment.map { $0.frames != writer.framesWritten } ?? true) }
         do {
             if sequential { try pipeline.runSequentially() } else { try pipeline.run() }
-            if let segment, stop(), segment.frames != writer.framesWritten {
+            if segment != nil, interrupted() {
                 // An interrupted segment is not finished: it is kept playable beside its name
                 // (a resumable run joins it into the interrupted output) and redone next time.
-                // (One whose every frame was written when the signal came is finished.)
                 _ = try output.finalize(failed: true, frames: timestamps.count)
                 return JobResult(framesIn: timestamps.count, framesOut: writer.framesWritten, corrupt: source.corruptCount,
                                  interrupted: true, warnings: warnings.all, dropped: 0, report: tracer.report())
@@ -405,7 +408,7 @@ package final class Job {
         }
         // `-y` replaces an existing output with a complete one only: an interrupted run keeps
         // its frames beside a file that was there (NAME.incomplete.EXT) and leaves the file.
-        let besideExisting = stop() && output.partial.map { FileManager.default.fileExists(atPath: $0.target.path) } == true
+        let besideExisting = interrupted() && output.partial.map { FileManager.default.fileExists(atPath: $0.target.path) } == true
         let savedAt: String
         do {
             savedAt = try output.finalize(failed: besideExisting, frames: timestamps.count)
@@ -421,7 +424,7 @@ package final class Job {
         }
         let damagedCopies = (output.sink as? MediaWriter)?.damagedCopies ?? 0
         return JobResult(framesIn: timestamps.count, framesOut: writer.framesWritten, corrupt: source.corruptCount + damagedCopies,
-                         interrupted: stop(), warnings: warnings.all, dropped: report.framesDropped, report: report,
+                         interrupted: interrupted(), warnings: warnings.all, dropped: report.framesDropped, report: report,
                          keptBeside: besideExisting ? savedAt : nil)
     }
 

@@ -420,9 +420,8 @@ public final class SegmentedJob {
             }
             throw error
         }
-        // A signal that came once every frame of the segment was written (its file in place)
-        // stopped nothing: the segment is done, and recorded (it was redone on the next run).
-        if result.interrupted && !(result.framesOut == segment.frames && result.keptBeside == nil) {
+        // `Job` decides what a signal interrupted: not a segment whose every frame was written.
+        if result.interrupted {
             return .interrupted(frames: result.framesOut)
         }
         let url = file(segment)
