@@ -206,8 +206,9 @@ extension VulkanPrepared {
     /// a 2×2 output tile (Bᵀ d B; four neighbouring tiles per invocation), multiplies the 16
     /// positions' matrices U[k] · V[k] (by winograd_multiply_blocked.comp where
     /// `winogradBlocked`, U then padded to 32 output channels) and transforms the products back
-    /// (Aᵀ M A) with bias and activation; with fp16 storage and cooperative matrices
-    /// (`cooperativeGEMM`) the products run on them (winograd_multiply_coop.glsl). False
+    /// (Aᵀ M A) with bias and activation. (The products on cooperative matrices, 64 channels ×
+    /// 64 tiles a workgroup staged through shared memory, ran 3.7× slower than
+    /// winograd_multiply.comp on an H200 and were removed; commit aae3a70 has them.) False
     /// (nothing recorded) where a scratch buffer would
     /// pass the most one descriptor binds.
     private func winogradConvolution(_ p: ConvolutionParameters, _ x: VulkanSlice, _ s: Shape, _ y: VulkanSlice, _ o: Shape,
@@ -248,11 +249,7 @@ extension VulkanPrepared {
         // The blocked multiply's fp32 weights through a uniform buffer where one binding takes
         // the weights of a position at least (`uniformChunks`; 64 KiB at most:
         // winograd_multiply_uniform.comp's block).
-        if cooperativeGEMM && storage == .fp16 {
-            // On cooperative matrices (tensor cores), 64 channels × 64 tiles a workgroup.
-            let shader = context.hasCooperativeMatrix ? "winograd_multiply_coop" : "winograd_multiply_coop_emulated"
-            try dispatch(shader, groups: ((tiles + 63) / 64, (p.outChannels + 63) / 64, 16), [v, try constant(u), m], constants)
-        } else if winogradBlocked,
+        if winogradBlocked,
            try uniformChunks("winograd_multiply_uniform", u, chunks: 16, groups: { ((tiles / 4 + 255) / 256, blocks / 2, $0) },
                              [v, nil, m, nil, nil], constants) {
             // Done.

@@ -582,24 +582,6 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         }
     }
 
-    /// Winograd's 16 products on cooperative matrices (winograd_multiply_coop.glsl), forced: on
-    /// this device its `_emulated` build, in fp16 storage only (fp32 keeps
-    /// winograd_multiply.comp). Output channels 16 to 130 (partial and whole 64-channel
-    /// blocks, rows past the last 16-channel block of the weights), input channels 16 to 130
-    /// (partial 16-channel slices), pictures 1×1 to 37×21 (tile counts short of and past 64),
-    /// pads equal and unequal.
-    func testCooperativeWinograd() throws {
-        let automatic = try backend()
-        let b = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, winograd: .always, winogradBlocked: false,
-                                  convolutionRows: false, cooperativeGEMM: true)
-        let coop = automatic.context.hasCooperativeMatrix ? "winograd_multiply_coop" : "winograd_multiply_coop_emulated"
-        let cases: [ConvolutionCase] = [(3, 3, 1, 1, (1, 1, 1, 1)), (3, 3, 1, 1, (0, 2, 1, 0))]
-        try checkConvolutions(on: b, "cooperative Winograd", channels: [(16, 16), (20, 64), (64, 65), (130, 17), (33, 130)],
-                              sizes: { _ in [(1, 1), (5, 7), (21, 37)] }, cases: cases) { _, _, _, shaders, what in
-            XCTAssertEqual(shaders, ["winograd_input", precision == .fp16 ? coop : "winograd_multiply", "winograd_output"], what)
-        }
-    }
-
     /// A convolution case: kernel height and width, stride, dilation, pads (top, left, bottom, right).
     typealias ConvolutionCase = (k: Int, kw: Int, stride: Int, dilation: Int, pads: (Int, Int, Int, Int))
 
