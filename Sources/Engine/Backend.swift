@@ -16,6 +16,10 @@ public protocol InferenceBackend: Sendable {
     /// The memory automatic tiles may take unless `--max-memory` is given: on CPU backends
     /// `TiledRunner.standardMemoryBudget`, on a GPU a share of its own memory.
     var tileMemoryBudget: Int { get }
+    /// The most bytes one value may take on this backend (automatic tiles keep their largest
+    /// tensor, as fp32, within it): `ModelLimits.maxTensorElements` floats on the CPU, one
+    /// descriptor's range on a GPU.
+    var largestValueBytes: Int { get }
 }
 
 extension InferenceBackend {
@@ -23,6 +27,8 @@ extension InferenceBackend {
     public var preferredTile: Int { TiledRunner.preferredTile }
     /// `TiledRunner.standardMemoryBudget`: fits a laptop.
     public var tileMemoryBudget: Int { TiledRunner.standardMemoryBudget }
+    /// `ModelLimits.maxTensorElements` floats.
+    public var largestValueBytes: Int { ModelLimits.maxTensorElements * 4 }
 
     /// Throws naming the first layer of `graph` this backend cannot run, and the backend that can.
     public func checkSupport(_ graph: Graph) throws {

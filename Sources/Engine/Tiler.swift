@@ -111,10 +111,12 @@ public final class TiledRunner {
             var bordered = spec
             bordered.padding = statistics.padding
             let a = statistics.alignment
-            self.tileSize = max(a, try Self.automaticTileSize(graph: graph, spec: bordered, budget: budget, cap: 1 << 16) / a * a)
+            self.tileSize = max(a, try Self.automaticTileSize(graph: graph, spec: bordered, budget: budget, cap: 1 << 16,
+                                                              largestValueBytes: backend.largestValueBytes) / a * a)
         } else {
             self.tileSize = try Self.automaticTileSize(graph: graph, spec: spec, budget: budget,
-                                                       cap: Self.automaticTileCap(preferred: backend.preferredTile, budgetGiven: budgetGiven))
+                                                       cap: Self.automaticTileCap(preferred: backend.preferredTile, budgetGiven: budgetGiven),
+                                                       largestValueBytes: backend.largestValueBytes)
         }
     }
 
@@ -136,8 +138,11 @@ public final class TiledRunner {
         return statistics.norms.count + 1
     }
 
-    /// The largest tile whose intermediate tensors fit in `budget` bytes, at most `cap`.
-    public static func automaticTileSize(graph: Graph, spec: TilingSpec, budget: Int, cap: Int = TiledRunner.preferredTile) throws -> Int {
+    /// The largest tile whose intermediate tensors fit in `budget` bytes, at most `cap`, and
+    /// whose largest tensor, as fp32, fits in `largestValueBytes` (the backend's limit on one
+    /// value: one descriptor's range on a GPU).
+    public static func automaticTileSize(graph: Graph, spec: TilingSpec, budget: Int, cap: Int = TiledRunner.preferredTile,
+                                         largestValueBytes: Int = ModelLimits.maxTensorElements * 4) throws -> Int {
         let probe = 64
         let side = probe + 2 * spec.padding
         let channels = graph.inputChannels ?? 3
@@ -149,7 +154,8 @@ public final class TiledRunner {
         // trade resolution for channels (a stride-2 transposed convolution as a sub-pixel
         // convolution holds 4× the channels at the input's size).
         let largest = Double(shapes.compactMap { $0?.count }.max() ?? 1) / Double(side * side)
-        let limitSide = Int((Double(ModelLimits.maxTensorElements) / (4 * largest)).squareRoot())
+        let elements = min(ModelLimits.maxTensorElements, largestValueBytes / 4)
+        let limitSide = Int((Double(elements) / (4 * largest)).squareRoot())
         t = min(t, limitSide - 2 * spec.padding)
         t = min(max(t, 32), cap)
         return max(spec.multiple, t / spec.multiple * spec.multiple)

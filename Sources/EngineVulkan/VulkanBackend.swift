@@ -263,7 +263,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     public var isValidated: Bool { context.validating }
 
     /// The largest automatic tile: on a GPU 1024 pixels (a 640×360 frame in one tile, 1080p in
-    /// four), within `tileMemoryBudget`; on the CPU (lavapipe) the CPU backends' 192. On an
+    /// four to eight), within `tileMemoryBudget` and `largestValueBytes`; on the CPU (lavapipe) the CPU backends' 192. On an
     /// H200 the 400-pixel cap of before, with the 1 GiB budget, gave tiles of 216×180 at
     /// 640×360, and the frame took 28.8 ms where the model's own work was about 12 ms: each tile
     /// costs a submission, a wait and the host's copies, and its border is work done twice.
@@ -271,12 +271,19 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// The automatic tile cap on a GPU.
     public static let gpuPreferredTile = 1024
 
-    /// On a GPU a quarter of its largest device-local heap, between the CPU backends' 1 GiB and
-    /// 16 GiB (the tiler sums every value of the graph, more than the lifetime-planned arena
-    /// holds at once); on the CPU (lavapipe) the CPU backends' budget.
+    /// On a discrete GPU a quarter of its largest device-local heap, between the CPU backends'
+    /// 1 GiB and 16 GiB (the tiler sums every value of the graph, more than the lifetime-planned
+    /// arena holds at once); elsewhere (an integrated GPU, whose memory is the system's, and
+    /// lavapipe) the CPU backends' budget.
     public var tileMemoryBudget: Int {
-        context.isCPU ? TiledRunner.standardMemoryBudget : Self.gpuTileMemoryBudget(deviceLocalBytes: context.deviceLocalBytes)
+        context.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU
+            ? Self.gpuTileMemoryBudget(deviceLocalBytes: context.deviceLocalBytes) : TiledRunner.standardMemoryBudget
     }
+
+    /// One value's buffer, and its fp32 staging buffer, are bound whole by one descriptor:
+    /// the device's `arenaBlockLimit` (its `maxStorageBufferRange`, within its largest
+    /// allocation), with the fp32 staging of an fp16 value twice the value's size counted.
+    public var largestValueBytes: Int { min(context.arenaBlockLimit, ModelLimits.maxTensorElements * 4) }
 
     /// A GPU's tile budget for its largest device-local heap of `deviceLocalBytes`.
     static func gpuTileMemoryBudget(deviceLocalBytes: Int) -> Int {

@@ -22,7 +22,8 @@ public struct RunLimits: Codable, Sendable, Equatable {
     /// `MediaLimits.defaultMaxPixels`).
     public var maxPixels: Int?
     /// Bytes the model's tiles may use (`--max-memory`); given, it also lifts the speed cap on
-    /// automatic tiles. Default: `TiledRunner.standardMemoryBudget` with the cap.
+    /// automatic tiles. Default: the backend's `tileMemoryBudget` with the cap
+    /// (`TiledRunner.standardMemoryBudget` on CPUs, a quarter of a discrete GPU's memory).
     public var maxMemory: Int?
     /// The number format of the oneDNN convolutions (`--precision`; the library's default is
     /// fp32, the `vivify` command's auto).

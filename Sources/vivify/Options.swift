@@ -194,7 +194,7 @@ struct PrecisionOptions: ParsableArguments {
 
 /// `--max-memory SIZE` of every command that tiles a model.
 struct MemoryOptions: ParsableArguments {
-    @Option(name: .customLong("max-memory"), help: ArgumentHelp("Memory the model's tiles may use, e.g. 512M or 2G (default: \(ByteSize.text(RunLimits.standardMemoryBudget))); smaller tiles under a smaller cap.", valueName: "SIZE"))
+    @Option(name: .customLong("max-memory"), help: ArgumentHelp("Memory the model's tiles may use, e.g. 512M or 2G (default: \(ByteSize.text(RunLimits.standardMemoryBudget)), a quarter of a discrete GPU's memory on --backend vulkan, at most 16G); smaller tiles under a smaller cap.", valueName: "SIZE"))
     var maxMemory: String?
 
     func validate() throws {

@@ -133,5 +133,17 @@ final class TilerTests: XCTestCase {
                 XCTAssertLessThanOrEqual(largest, ModelLimits.maxTensorElements, "tile \(t) under \(budget >> 30) GiB")
             }
         }
+        // A backend that binds less per value (a GPU's descriptor range): the largest tensor,
+        // as fp32, stays within it, and the tile is smaller than without the limit.
+        let free = try TiledRunner.automaticTileSize(graph: graph, spec: spec, budget: 16 << 30, cap: 1024)
+        for limit in [64 << 20, 256 << 20] {
+            let t = try TiledRunner.automaticTileSize(graph: graph, spec: spec, budget: 16 << 30, cap: 1024, largestValueBytes: limit)
+            XCTAssertLessThan(t, free, "\(limit >> 20) MiB")
+            let side = t + 2 * spec.padding
+            for g in [graph, graph.withFoldedChannelAffine().withSubpixelDeconvolutions()] {
+                let largest = try g.inferShapes(input: Shape(c: 3, h: side, w: side)).compactMap { $0?.count }.max() ?? 0
+                XCTAssertLessThanOrEqual(largest * 4, limit, "tile \(t) within \(limit >> 20) MiB a value")
+            }
+        }
     }
 }

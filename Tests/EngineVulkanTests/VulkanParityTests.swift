@@ -471,7 +471,7 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         XCTAssertFalse(VulkanBackend.denseRows(environment: ["VIVIFY_VULKAN_ROWS": "0"]))
         let automatic = try backend()
         XCTAssertEqual(automatic.convolutionRows, automatic.isCPU)
-        XCTAssertTrue(automatic.denseRows)
+        XCTAssertEqual(automatic.denseRows, VulkanBackend.denseRows(environment: ProcessInfo.processInfo.environment))
         for rows in [true, false] {
             let b = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, pointwiseGEMM: false, winograd: .never, convolutionRows: rows)
             typealias Case = (k: Int, stride: Int, dilation: Int, pads: (Int, Int, Int, Int))
@@ -719,7 +719,8 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         XCTAssertTrue(VulkanBackend.subpixelDeconvolutions(environment: ["VIVIFY_VULKAN_SUBPIXEL": "1"], isCPU: true))
         XCTAssertFalse(VulkanBackend.subpixelDeconvolutions(environment: ["VIVIFY_VULKAN_SUBPIXEL": "0"], isCPU: false))
         let automatic = try backend()
-        XCTAssertEqual(automatic.subpixelDeconvolutions, !automatic.isCPU)
+        XCTAssertEqual(automatic.subpixelDeconvolutions,
+                       VulkanBackend.subpixelDeconvolutions(environment: ProcessInfo.processInfo.environment, isCPU: automatic.isCPU))
         let subpixel = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, subpixelDeconvolutions: true)
         func shaders(_ g: Graph, _ s: Shape) throws -> [String] {
             (try subpixel.prepare(g, input: s) as? VulkanPrepared)?.shaders ?? ["no VulkanPrepared"]
@@ -732,6 +733,7 @@ class VulkanParityTests: ValidatedVulkanTestCase {
             (3, 2, (1, 0, 2, 1), (0, 0), false),
             (3, 3, (0, 1, 1, 0), (0, 0), true),
             (5, 2, (2, 2, 2, 2), (0, 0), true),
+            (2, 3, (0, 0, 0, 0), (0, 0), true),   // a kernel smaller than the stride: one tap, a row cropped
         ]
         for (ic, oc) in [(3, 3), (5, 5), (64, 3), (3, 64), (4, 5)] {
             for (h, w) in [(7, 5), (1, 1), (21, 37)] {
@@ -756,6 +758,14 @@ class VulkanParityTests: ValidatedVulkanTestCase {
             let g = chain([(op, [1])])
             XCTAssertTrue(try shaders(g, s).contains { $0.hasPrefix("deconvolution") }, "\(op.kindName) not rewritten")
             try compare(g, s, "deconvolution left as it is", on: subpixel)
+        }
+        // A k = s layer ends at its pixel shuffle, which an upscaler's tail (the shuffle plus a
+        // resized input) may then fuse into one pass: still the same values.
+        let tail = chain([(deconv(3, 3, k: 2, stride: 2), [1]),
+                          (.resize(.bilinear, scaleH: 2, scaleW: 2, outH: 0, outW: 0, alignCorners: false), [2]),
+                          (.binary(.add, coefficients: nil), [2, 1])])
+        for shape in [Shape(c: 3, h: 7, w: 5), Shape(c: 3, h: 21, w: 37)] {
+            try compare(tail, shape, "sub-pixel deconvolution and a resized input added \(shape)", on: subpixel)
         }
     }
 

@@ -87,9 +87,9 @@ final class SideFileTests: XCTestCase {
         XCTAssertEqual(settings["precision"], "fp32")
         XCTAssertEqual(settings["max_pixels"], "40000000")
         XCTAssertEqual(settings["max_memory"], "536870912")
-        // Without --max-memory, the budget the tiles had: the CPU backends' 1 GiB here (a GPU's
-        // is a quarter of its memory).
-        let plain = try CLI.vivify(["run", clip, dir + "/out2.mkv", "--upscale", "--threads", "1", "--stats", dir + "/s2.json", "--quiet"])
+        // Without --max-memory, the budget the tiles had: oneDNN's 1 GiB (a discrete GPU's is a
+        // quarter of its memory: `BackendChoice.standardTileMemoryBudget`).
+        let plain = try CLI.vivify(["run", clip, dir + "/out2.mkv", "--upscale", "--backend", "onednn", "--threads", "1", "--stats", dir + "/s2.json", "--quiet"])
         XCTAssertEqual(plain.code, 0, plain.stderr)
         let second = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/s2.json"))) as? [String: Any]
         XCTAssertEqual(((second?["run"] as? [String: Any])?["settings"] as? [String: String])?["max_memory"], String(1 << 30))
