@@ -60,7 +60,7 @@ public struct BufferPlan: Sendable, Equatable {
         precondition(alignment > 0 && alignment & (alignment - 1) == 0, "alignment \(alignment) is not a power of two")
         func aligned(_ n: Int) -> Int { (n + alignment - 1) / alignment * alignment }
         if let big = requests.first(where: { $0.bytes > blockLimit }) {
-            throw EngineError(.invalidSetting, "A value of \(big.bytes) bytes does not fit in one buffer of the device (at most \(blockLimit) bytes). Use smaller tiles (--tile).")
+            throw EngineError(.invalidSetting, "A value of \(big.bytes) bytes does not fit in one buffer of the device (at most \(blockLimit) bytes). Use smaller tiles (--tile, or a smaller --max-memory), a smaller input (--size), --precision fp16 (half the bytes), or --backend onednn.")
         }
         let order = requests.indices.sorted { a, b in
             requests[a].bytes != requests[b].bytes ? requests[a].bytes > requests[b].bytes : a < b

@@ -61,16 +61,24 @@ public enum BackendChoice: String, Sendable, CaseIterable {
     }
 
     /// A note when `precision` does not run as asked on this backend: fp16 on a CPU backend
-    /// (they compute fp32), or on a Vulkan device without 16-bit storage buffers. Opens the
+    /// (they compute fp32), or on a Vulkan device without 16-bit storage buffers; int8 and
+    /// bf16 on Vulkan; anything but fp32 on the reference backend. Opens the
     /// Vulkan device to ask it; nil when it runs as asked or the device cannot be opened (the
     /// run says why).
     public func precisionNote(_ precision: PrecisionChoice) throws -> String? {
-        guard precision == .fp16 else { return nil }
-        switch try resolved() {
-        case .vulkan:
+        switch (try resolved(), precision) {
+        case (_, .auto), (_, .fp32):
+            return nil
+        case (.vulkan, .fp16):
             return (try? VulkanBackend(precision: .fp16))?.precisionNote
-        case .onednn, .reference, .auto:
+        case (.vulkan, .int8), (.vulkan, .bf16):
+            return "--precision \(precision.rawValue) is oneDNN's (--backend onednn): the Vulkan backend runs fp32 (or fp16 storage with --precision fp16)."
+        case (.reference, _):
+            return "--precision \(precision.rawValue): the reference backend runs fp32."
+        case (.onednn, .fp16), (.auto, .fp16):
             return "--precision fp16 is the Vulkan backend's (--backend vulkan): \(try resolved().rawValue) runs in fp32."
+        case (.onednn, _), (.auto, _):
+            return nil
         }
     }
 

@@ -81,7 +81,10 @@ package enum EngineBench {
         let o = prepared.outputShape
         return Result(model: model, inputShape: [shape.c, shape.h, shape.w], outputShape: [o.c, o.h, o.w], runs: times,
                       medianSeconds: median, gflop: gflop, achievedGFLOPS: gflop / median, backend: backend.rawValue,
-                      threads: limits.threadCount, openMPThreads: OpenMPThreads.current(), precision: precision.rawValue)
+                      threads: limits.threadCount, openMPThreads: OpenMPThreads.current(),
+                      // What ran: oneDNN's plan, the Vulkan storage (fp16 where asked and the
+                      // device stores it), fp32 on the reference.
+                      precision: backend == .vulkan ? BackendChoice.vulkanStorage(under: limits.precisionChoice) : precision.rawValue)
     }
 
     /// The version of the oneDNN library linked.

@@ -67,11 +67,20 @@ struct Options {
                 sizes = try text.split(separator: ",").map { part in
                     let wh = part.split(separator: "x").compactMap { Int($0) }
                     guard wh.count == 2, wh[0] > 0, wh[1] > 0 else { throw UsageError("'--sizes \(text)': '\(part)' is not WxH, e.g. 640x360.") }
+                    // As vivify's pixel limit: 8K UHD and a little more, no side past 16384.
+                    guard wh[0] <= 16384, wh[1] <= 16384, wh[0] * wh[1] <= 40_000_000 else {
+                        throw UsageError("'--sizes \(text)': '\(part)' is larger than this check takes (at most 40 megapixels, 16384 a side).")
+                    }
                     return (wh[0], wh[1])
                 }
-            case "--parity-tile": parityTile = try positive(a)
+            case "--parity-tile":
+                parityTile = try positive(a)
+                // The reference backend runs it: kept to what it does in seconds.
+                guard parityTile <= 1024 else { throw UsageError("'--parity-tile \(parityTile)' is larger than 1024. Use a tile of at most 1024 pixels.") }
             case "--runs": runs = try positive(a)
-            case "--tile": tile = try positive(a)
+            case "--tile":
+                tile = try positive(a)
+                guard let t = tile, t >= 8, t <= 4096 else { throw UsageError("'--tile \(tile ?? 0)' is out of range. Use a tile size from 8 to 4096 pixels.") }
             case "--tolerance":
                 let text = try value(a)
                 guard let e = Float(text), e > 0 else { throw UsageError("'--tolerance \(text)' is not a positive number.") }
@@ -407,6 +416,11 @@ do { options = try Options(Array(CommandLine.arguments.dropFirst())) } catch let
     FileHandle.standardError.write(Data((Options.usage + "\n").utf8))
     exit(e.message.isEmpty ? 0 : 64)
 }
+var isFolder: ObjCBool = false
+guard FileManager.default.fileExists(atPath: options.folder, isDirectory: &isFolder), isFolder.boolValue else {
+    FileHandle.standardError.write(Data("vivify-gpucheck: '\(options.folder)' is not a folder. Name a folder of ncnn models (NAME.param with NAME.bin).\n".utf8))
+    exit(66)
+}
 let found = models(in: options.folder)
 guard !found.isEmpty else {
     FileHandle.standardError.write(Data("vivify-gpucheck: no ncnn model (NAME.param with NAME.bin) under '\(options.folder)'. Name a folder that holds some.\n".utf8))
@@ -414,8 +428,14 @@ guard !found.isEmpty else {
 }
 let backends: [VulkanBackend]
 do { backends = try options.precisions.map { try VulkanBackend(precision: $0) } } catch {
-    FileHandle.standardError.write(Data("vivify-gpucheck: \((error as? EngineError)?.message ?? "\(error)")\n".utf8))
-    exit(1)
+    // No device is no model's failure: 64 for a VIVIFY_VULKAN_DEVICE that names none, 69
+    // for no driver or device (as vivify exits); the engine's advice to run on the CPU is
+    // vivify's, not this check's.
+    let e = error as? EngineError
+    let message = (e?.message ?? "\(error)").replacingOccurrences(of: " or run on the CPU (--backend onednn)", with: "")
+        .replacingOccurrences(of: " Run on the CPU (--backend onednn).", with: "")
+    FileHandle.standardError.write(Data("vivify-gpucheck: \(message)\n".utf8))
+    exit(e?.kind == .invalidSetting ? 64 : 69)
 }
 let backend = backends[0]
 say("device: \(backend.deviceName) (\(backend.isCPU ? "cpu" : "gpu")), automatic tile up to \(backend.preferredTile) px")

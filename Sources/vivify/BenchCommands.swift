@@ -33,6 +33,7 @@ struct BenchModelCommand: ParsableCommand {
         guard let frame = FrameSize(parsing: size) else { throw ValidationError("'--size \(size)' is not WxH.") }
         let pads = pad.split(separator: ",").compactMap { Int($0) }
         guard pads.count == 4 else { throw ValidationError("'--pad \(pad)' needs four numbers: left,top,right,bottom.") }
+        if let note = try backend.precisionNote(precisionOptions.precision) { Notes.once(note) }
         let r = try EngineBench.run(model: model, width: frame.width, height: frame.height, pad: pads, runs: runs, backend: try backend.resolved(),
                                     limits: RunLimits(threads: threadOptions, precision: precisionOptions))
         var json: [String: Any] = ["model": r.model, "input_shape": r.inputShape, "output_shape": r.outputShape, "runs": r.runs,

@@ -187,7 +187,7 @@ struct PrecisionOptions: ParsableArguments {
     /// choice from the run's limits).
     func validate() throws {
         if let note = precision.resolved(measured: false).note {
-            FileHandle.standardError.write(Data("vivify: note: \(note)\n".utf8))
+            Notes.once(note)
         }
     }
 }
@@ -273,7 +273,7 @@ struct ModelOptions: ParsableArguments {
         // fp16 where it cannot run is said, as PrecisionOptions says a CPU's missing
         // instructions (a bad VIVIFY_VULKAN_DEVICE is the run's to report).
         if let note = (try? backend.precisionNote(precisionOptions.precision)) ?? nil {
-            FileHandle.standardError.write(Data("vivify: note: \(note)\n".utf8))
+            Notes.once(note)
         }
     }
 
@@ -529,5 +529,23 @@ enum ArgumentSlips {
         // The first line (with the parser's guess) replaced; its usage lines kept.
         let usage = lines.dropFirst().joined(separator: "\n")
         return "Error: Unknown option '\(option)'. \(fix)" + (usage.isEmpty ? "" : "\n" + usage)
+    }
+}
+
+/// Notes on standard error, each once per run: a segmented run executes itself again
+/// (`OpenMPWaitPolicy.preferPassive`) and validates its options again there, and a note said
+/// twice reads as two problems. The notes said travel in the environment to the new image.
+enum Notes {
+    /// The variable that holds the notes said, separated by U+001F.
+    static let variable = "VIVIFY_NOTES_SAID"
+    private static let lock = NSLock()
+
+    static func once(_ note: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        let said = getenv(variable).map { String(cString: $0).components(separatedBy: "\u{1F}") } ?? []
+        guard !said.contains(note) else { return }
+        setenv(variable, (said + [note]).joined(separator: "\u{1F}"), 1)
+        FileHandle.standardError.write(Data("vivify: note: \(note)\n".utf8))
     }
 }

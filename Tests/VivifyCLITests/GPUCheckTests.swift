@@ -140,6 +140,24 @@ final class GPUCheckTests: XCTestCase {
         let precision = try CLI.run(Self.binary, [dir, "--precisions", "fp32,bf16"])
         XCTAssertEqual(precision.code, 64)
         XCTAssertTrue(precision.stderr.contains("'bf16' is not fp32 or fp16"), precision.stderr)
+        // Sizes it could not allocate, refused before any work (they crashed it: 120 GB asked).
+        for args in [["--parity-tile", "100000"], ["--parity-tile", "3000000000"], ["--sizes", "100000x100000"], ["--sizes", "99999999999x1"], ["--tile", "1"]] {
+            let r = try CLI.run(Self.binary, [dir] + args)
+            XCTAssertEqual(r.code, 64, "\(args): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("'\(args[0])"), r.stderr)
+        }
+        // A folder that is not there is named as such (66), not as one without models.
+        let missing = try CLI.run(Self.binary, [dir + "/no-such-folder"])
+        XCTAssertEqual(missing.code, 66)
+        XCTAssertTrue(missing.stderr.contains("is not a folder"), missing.stderr)
+        // No such Vulkan device: 64, not the exit of a model out of tolerance (1).
+        let models = try CLI.tempDir()
+        let source = CLI.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/models/ncnn/waifu2x-upconv7-photo").path
+        guard FileManager.default.fileExists(atPath: source + "/scale2.0x_model.param") else { throw XCTSkip("../shared/models is not present") }
+        for ext in ["param", "bin"] { try FileManager.default.copyItem(atPath: "\(source)/scale2.0x_model.\(ext)", toPath: "\(models)/w.\(ext)") }
+        let device = try CLI.run(Self.binary, [models, "--no-ncnn", "--sizes", "16x16"], environment: ["VIVIFY_VULKAN_DEVICE": "99"])
+        XCTAssertEqual(device.code, 64, device.stderr)
+        XCTAssertFalse(device.stderr.contains("--backend"), device.stderr)
     }
 
     /// The point of the tool: no FFmpeg and no oneDNN to carry.
