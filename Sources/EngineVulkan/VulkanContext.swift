@@ -85,7 +85,7 @@ final class VulkanContext: @unchecked Sendable {
     }
 
     private init() throws {
-        let made = try VulkanInstance.make(validation: VulkanValidation.isRequested)
+        let made = try VulkanInstance.make(validation: try VulkanValidation.requested())
         instance = made.handle
         validating = made.messenger != nil
         // Physical device: VIVIFY_VULKAN_DEVICE=N picks one; otherwise a discrete GPU, an
@@ -159,7 +159,7 @@ final class VulkanContext: @unchecked Sendable {
             let why = hasFP16Storage ? VulkanCooperativeMatrix.check(instance, chosen, apiVersion: props.apiVersion)
                 : "it has no 16-bit storage buffers"
             cooperate = why == nil
-            coopNote = why.map { "VIVIFY_VULKAN_COOPMAT=1: the Vulkan device '\(name)' cannot run cooperative matrices (\($0)); the implicit matrix product runs without them." }
+            coopNote = why.map { "VIVIFY_VULKAN_COOPMAT=1: the Vulkan device '\(name)' cannot run cooperative matrices (\($0)); the layers keep their usual shaders." }
         }
         var priority: Float = 1
         /// The logical device, with the cooperative-matrix extension and features or without.
@@ -199,7 +199,7 @@ final class VulkanContext: @unchecked Sendable {
         if cooperate && dr != VK_SUCCESS {
             // Never tried on a GPU yet: a device that lists all it needs but will not open with
             // it still runs everything else.
-            coopNote = "VIVIFY_VULKAN_COOPMAT=1: the Vulkan device '\(name)' would not open with cooperative matrices (VkResult \(dr.rawValue)); the implicit matrix product runs without them."
+            coopNote = "VIVIFY_VULKAN_COOPMAT=1: the Vulkan device '\(name)' would not open with cooperative matrices (VkResult \(dr.rawValue)); the layers keep their usual shaders."
             cooperate = false
             (dr, madeDevice) = open(cooperative: false)
         }

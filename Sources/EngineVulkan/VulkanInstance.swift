@@ -16,6 +16,17 @@ public enum VulkanValidation {
     /// Whether this process asks for the layer.
     public static var isRequested: Bool { ProcessInfo.processInfo.environment[variable] == "1" }
 
+    /// Whether the layer is asked for: "1" yes; unset, empty or "0" no; anything else is
+    /// refused (exit 64), since a user who wrote `true` believes the layer is watching.
+    static func requested(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Bool {
+        switch environment[variable] {
+        case nil, "", "0": return false
+        case "1": return true
+        case let other?:
+            throw EngineError(.invalidSetting, "\(variable)=\(other) is neither 1 nor 0. Set \(variable)=1 to run under the Khronos validation layer, or unset it.")
+        }
+    }
+
     /// Every message since the process started (or the last `clear()`).
     public static var messages: [String] { store.withLock { $0 } }
 

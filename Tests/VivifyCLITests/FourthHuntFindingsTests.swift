@@ -72,4 +72,20 @@ final class FourthHuntFindingsTests: XCTestCase {
         let size = try CLI.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", dir + "/out.png"])
         XCTAssertEqual(String(decoding: size.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), "800,800")
     }
+
+    /// VIVIFY_VULKAN_VALIDATION=true ran without the layer, silently: only 1 turns it on, so
+    /// any other value but 0 is refused (64), naming the variable and the fix.
+    func testAValidationValueOtherThanOneOrZeroIsRefused() throws {
+        _ = try BackendChoiceCLITests.listed()
+        let dir = try CLI.tempDir()
+        let input = try picture(dir, "24x16")
+        for value in ["true", "yes", "2"] {
+            let r = try CLI.vivify(["image", input, dir + "/o.png", "--upscale", "--backend", "vulkan"], environment: ["VIVIFY_VULKAN_VALIDATION": value])
+            XCTAssertEqual(r.code, 64, r.stderr)
+            XCTAssertTrue(r.stderr.contains("VIVIFY_VULKAN_VALIDATION=\(value) is neither 1 nor 0"), r.stderr)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/o.png"))
+        }
+        let off = try CLI.vivify(["image", input, dir + "/o.png", "--upscale", "--backend", "vulkan"], environment: ["VIVIFY_VULKAN_VALIDATION": "0"])
+        XCTAssertEqual(off.code, 0, off.stderr)
+    }
 }
