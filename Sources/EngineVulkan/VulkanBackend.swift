@@ -39,6 +39,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     ///   storage buffers, with `precisionNote`).
     /// - Throws: `EngineError` `.unsupported` when there is no Vulkan driver or device.
     public init(precision: VulkanPrecision = .fp32) throws {
+        try Self.checkSwitches(ProcessInfo.processInfo.environment)
         context = try VulkanContext.shared.get()
         memoryPlan = VulkanMemoryPlan.automatic(for: context)
         arenaBlockLimit = nil
@@ -236,6 +237,19 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// them and VIVIFY_VULKAN_COOPMAT=1 asks. Tests force it on the CPU device, which runs
     /// the `_emulated` build of the same shader.
     let cooperativeGEMM: Bool
+
+    /// The kernel switches (for comparisons; README, *The Vulkan backend*): each takes 1 or 0.
+    static let switches = ["VIVIFY_VULKAN_GEMM", "VIVIFY_VULKAN_WINOGRAD", "VIVIFY_VULKAN_WINOGRAD_BLOCKED", "VIVIFY_VULKAN_DECONV_PHASES",
+                           "VIVIFY_VULKAN_ROWS", "VIVIFY_VULKAN_IMPLICIT_GEMM", "VIVIFY_VULKAN_COOPMAT", "VIVIFY_VULKAN_SUBPIXEL"]
+
+    /// Refuses a kernel switch set to anything but 1, 0 or nothing: `true` or `on` was the
+    /// default, silently, and a comparison made with it compared nothing.
+    static func checkSwitches(_ environment: [String: String]) throws {
+        for name in switches {
+            guard let value = environment[name], !["", "0", "1"].contains(value) else { continue }
+            throw EngineError(.invalidSetting, "\(name)=\(value) is neither 1 nor 0. Set it to 1 or 0, or unset it for the measured default.")
+        }
+    }
 
     /// A CPU-only kernel choice: on for CPU devices, off for GPUs, unless `variable` is "1"
     /// (on) or "0" (off).

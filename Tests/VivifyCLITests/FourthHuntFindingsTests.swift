@@ -88,4 +88,19 @@ final class FourthHuntFindingsTests: XCTestCase {
         let off = try CLI.vivify(["image", input, dir + "/o.png", "--upscale", "--backend", "vulkan"], environment: ["VIVIFY_VULKAN_VALIDATION": "0"])
         XCTAssertEqual(off.code, 0, off.stderr)
     }
+
+    /// The kernel switches took any value as the default (VIVIFY_VULKAN_WINOGRAD=garbage
+    /// profiled as the default): anything but 1, 0 or empty is refused, naming the variable.
+    func testAKernelSwitchOtherThanOneOrZeroIsRefused() throws {
+        _ = try BackendChoiceCLITests.listed()
+        let dir = try CLI.tempDir()
+        let input = try picture(dir, "24x16")
+        for name in ["VIVIFY_VULKAN_WINOGRAD", "VIVIFY_VULKAN_ROWS", "VIVIFY_VULKAN_SUBPIXEL"] {
+            let r = try CLI.vivify(["image", input, dir + "/o.png", "--upscale", "--backend", "vulkan"], environment: [name: "on"])
+            XCTAssertEqual(r.code, 64, r.stderr)
+            XCTAssertTrue(r.stderr.contains("\(name)=on is neither 1 nor 0"), r.stderr)
+        }
+        let ok = try CLI.vivify(["image", input, dir + "/o.png", "--upscale", "--backend", "vulkan"], environment: ["VIVIFY_VULKAN_ROWS": "0"])
+        XCTAssertEqual(ok.code, 0, ok.stderr)
+    }
 }
