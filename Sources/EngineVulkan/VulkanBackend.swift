@@ -114,11 +114,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// weights are the same for every lane, ran the colorizer (44 of its 67 convolutions 1×1)
     /// about 20% faster. VIVIFY_VULKAN_GEMM=1 or 0 forces either, for comparisons.
     static func pointwiseGEMM(environment: [String: String], isCPU: Bool) -> Bool {
-        switch environment["VIVIFY_VULKAN_GEMM"] {
-        case "1": return true
-        case "0": return false
-        default: return !isCPU
-        }
+        switched("VIVIFY_VULKAN_GEMM", environment: environment, default: !isCPU)
     }
 
     /// Which dense 3×3 stride-1 convolutions run by Winograd's F(2×2, 3×3): input transform,
@@ -174,11 +170,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// the CPU, where the per-phase shader is the one measured. VIVIFY_VULKAN_SUBPIXEL=1 or 0
     /// forces either, for comparisons.
     static func subpixelDeconvolutions(environment: [String: String], isCPU: Bool) -> Bool {
-        switch environment["VIVIFY_VULKAN_SUBPIXEL"] {
-        case "1": return true
-        case "0": return false
-        default: return !isCPU
-        }
+        switched("VIVIFY_VULKAN_SUBPIXEL", environment: environment, default: !isCPU)
     }
 
     /// Whether dense convolutions (but 1×1 ones of more than 4 output channels) compute runs of
@@ -254,10 +246,15 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// A CPU-only kernel choice: on for CPU devices, off for GPUs, unless `variable` is "1"
     /// (on) or "0" (off).
     private static func cpuOnly(_ variable: String, environment: [String: String], isCPU: Bool) -> Bool {
+        switched(variable, environment: environment, default: isCPU)
+    }
+
+    /// A kernel switch: on where `variable` is "1", off where "0", else `default`.
+    private static func switched(_ variable: String, environment: [String: String], default value: Bool) -> Bool {
         switch environment[variable] {
         case "1": return true
         case "0": return false
-        default: return isCPU
+        default: return value
         }
     }
 

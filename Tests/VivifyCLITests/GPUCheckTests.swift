@@ -110,6 +110,14 @@ final class GPUCheckTests: XCTestCase {
         XCTAssertEqual(r.code, 0, out + r.stderr)
         XCTAssertNotNil(out.range(of: #"ncnn-Vulkan 24x16: [0-9]+\.[0-9] ms fp32, [0-9]+\.[0-9] ms fp16 \(whole frame; ours [0-9]+\.[0-9]+x its fp32 time\)"#,
                                   options: .regularExpression), out)
+        // With fp16 checked too, its ratio to ncnn's fp16 beside the fp32 one.
+        let both = try CLI.run(Self.binary, [dir, "--sizes", "24x16", "--parity-tile", "8", "--runs", "3"])
+        let bothOut = String(decoding: both.stdout, as: UTF8.self)
+        XCTAssertEqual(both.code, 0, bothOut + both.stderr)
+        XCTAssertNotNil(bothOut.range(of: #"24x16: [0-9]+\.[0-9] ms per frame, median of 3, [0-9.]+–[0-9.]+ \(fp16, tiles of 24x16\)"#,
+                                      options: .regularExpression), bothOut)
+        XCTAssertNotNil(bothOut.range(of: #"\(whole frame; ours [0-9]+\.[0-9]+x its fp32 time, ours fp16 [0-9]+\.[0-9]+x its fp16 time\)"#,
+                                      options: .regularExpression), bothOut)
         let tiny = try CLI.run(Self.binary, [dir, "--sizes", "12x8", "--parity-tile", "8", "--precisions", "fp32"])
         let tinyOut = String(decoding: tiny.stdout, as: UTF8.self)
         XCTAssertEqual(tiny.code, 0, tinyOut + tiny.stderr)
