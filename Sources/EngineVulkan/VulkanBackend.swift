@@ -83,6 +83,24 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
 
+    /// What `--precision auto` stores the values and weights of a model whose fp16 quality is
+    /// measured (the catalog upscalers: luma PSNR against fp32 ≥ 45 dB on Set5 and Set14,
+    /// `VulkanFP16QualityTests`) in on this device: fp16 on a GPU with 16-bit storage buffers,
+    /// where it was as fast or faster for every model timed on an H200 (2026-11-30, medians of
+    /// 9 frames, fp16 against fp32: realesr-animevideov3-4x 43.3 against 60.0 ms at 640×360
+    /// and 352.2 against 402.6 ms at 1920×1080, waifu2x-photo-2x 15.6 against 42.8 and 138.8
+    /// against 156.6 ms, realcugan-2x 29.0 against 29.8 and 268.7 against 280.3 ms); fp32 on
+    /// the CPU (lavapipe), whose fp16 is converted on every load and store, and on devices
+    /// without 16-bit storage. VIVIFY_VULKAN_AUTO_FP16=1 gives fp16 on any device that stores
+    /// it (tests take the GPU's path on lavapipe with it), 0 keeps fp32.
+    public var automaticPrecision: VulkanPrecision {
+        Self.automaticPrecision(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU, hasFP16Storage: context.hasFP16Storage)
+    }
+
+    static func automaticPrecision(environment: [String: String], isCPU: Bool, hasFP16Storage: Bool) -> VulkanPrecision {
+        hasFP16Storage && switched("VIVIFY_VULKAN_AUTO_FP16", environment: environment, default: !isCPU) ? .fp16 : .fp32
+    }
+
     /// The precision that runs, and what to tell the user: fp16 asked for on a device without
     /// 16-bit storage; cooperative matrices asked for (VIVIFY_VULKAN_COOPMAT=1) where the device
     /// cannot run them, or in fp32, where they do not run.
@@ -232,7 +250,8 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
 
     /// The kernel switches (for comparisons; README, *The Vulkan backend*): each takes 1 or 0.
     static let switches = ["VIVIFY_VULKAN_GEMM", "VIVIFY_VULKAN_WINOGRAD", "VIVIFY_VULKAN_WINOGRAD_BLOCKED", "VIVIFY_VULKAN_DECONV_PHASES",
-                           "VIVIFY_VULKAN_ROWS", "VIVIFY_VULKAN_IMPLICIT_GEMM", "VIVIFY_VULKAN_COOPMAT", "VIVIFY_VULKAN_SUBPIXEL"]
+                           "VIVIFY_VULKAN_ROWS", "VIVIFY_VULKAN_IMPLICIT_GEMM", "VIVIFY_VULKAN_COOPMAT", "VIVIFY_VULKAN_SUBPIXEL",
+                           "VIVIFY_VULKAN_AUTO_FP16"]
 
     /// Refuses a kernel switch set to anything but 1, 0 or nothing: `true` or `on` was the
     /// default, silently, and a comparison made with it compared nothing.

@@ -13,7 +13,7 @@ public enum BackendChoice: String, Sendable, CaseIterable {
     /// The plain Swift reference loops (slow; for checking).
     case reference
     /// Vulkan compute on the GPU (or on the CPU through Mesa's lavapipe); fp32, or fp16
-    /// storage under `--precision fp16`.
+    /// storage under `--precision fp16` (and under `auto` for catalog upscalers on a GPU).
     case vulkan
 
     /// The backend that runs: itself, or for `auto` `vulkan` or `onednn` (decided once per
@@ -36,17 +36,39 @@ public enum BackendChoice: String, Sendable, CaseIterable {
     /// The backend, running a model that decides nothing for itself under `precision`
     /// (`PrecisionChoice.precision(measured: false)` on oneDNN, its storage on Vulkan), its
     /// CPU work on `threads` threads (default: all cores; the GPU's shaders take none).
-    package func make(precision: PrecisionChoice = .fp32, threads: Int = ComputeThreads.allCores) throws -> InferenceBackend {
+    /// On Vulkan, `modelFiles` are the files of an upscaler, which under `auto` stores fp16
+    /// where the device prefers it and its fp16 quality is measured (a catalog upscaler, known
+    /// by the digest of its files as its shipped int8 calibration is:
+    /// `PrecisionChoice.vulkanPrecision(measured:device:)`); their digest is taken only then.
+    package func make(precision: PrecisionChoice = .fp32, threads: Int = ComputeThreads.allCores, modelFiles: [String]? = nil) throws -> InferenceBackend {
         switch try resolved() {
         case .onednn, .auto: return try DNNLBackend(precision: precision.precision(measured: false), threads: threads)
         case .reference: return ReferenceBackend(threads: threads)
-        case .vulkan: return try VulkanBackend(precision: precision.vulkanPrecision)
+        case .vulkan:
+            let device = try VulkanBackend(precision: .fp32)
+            var measured = false
+            if precision == .auto, device.automaticPrecision == .fp16, let files = modelFiles, !files.isEmpty {
+                measured = ShippedCalibrations.covers(digest: try ModelDigest.of(files: files).hex)
+            }
+            let storage = precision.vulkanPrecision(measured: measured, device: device)
+            return storage == device.precision ? device : try VulkanBackend(precision: storage)
         }
     }
 
-    /// What the Vulkan backend stores values in under `precision`: "fp16" where fp16 is
-    /// asked for and the device has 16-bit storage buffers, else "fp32" (what `--stats`
-    /// records and a segmented job's workers are told).
+    /// What `backend` computes in ("fp32", "bf16", "int8" on oneDNN) or stores its values in
+    /// ("fp32", "fp16" on Vulkan, after the device's fallbacks): what `--stats` records for a
+    /// model stage.
+    package static func precision(of backend: InferenceBackend) -> String {
+        switch backend {
+        case let vulkan as VulkanBackend: return vulkan.precision.rawValue
+        case let dnnl as DNNLBackend: return dnnl.precision.rawValue
+        default: return "fp32"
+        }
+    }
+
+    /// What the Vulkan backend stores an unmeasured model's values in under `precision` (the
+    /// colorizer's): "fp16" where fp16 is asked for by name and the device has 16-bit storage
+    /// buffers, else "fp32".
     package static func vulkanStorage(under precision: PrecisionChoice) -> String {
         guard precision == .fp16 else { return "fp32" }
         return (try? VulkanBackend(precision: .fp16))?.precision.rawValue ?? "fp32"

@@ -45,6 +45,9 @@ package final class Colorizer {
     /// the colour (one forward pass for both).
     private let combinedGraph: Graph?
     private let backend: InferenceBackend
+    /// What the model computes in on oneDNN or stores its values in on Vulkan (an unmeasured
+    /// model's: fp32 under `auto`); what `--stats` records.
+    package var computePrecision: String { BackendChoice.precision(of: backend) }
     private let bundle: ModelBundle?
     private var prepared: [Shape: PreparedGraph] = [:]
     /// Colour conversions, split over the run's threads.

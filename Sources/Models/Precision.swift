@@ -53,10 +53,19 @@ public enum PrecisionChoice: String, Sendable, CaseIterable, Codable {
         }
     }
 
-    /// What the Vulkan backend stores values and weights as under this choice: fp16 only when
-    /// asked for by name (`auto` keeps fp32 there: fp16 was as fast or faster on an H200, but a
-    /// per-stage default has to reach `--stats` and the segment manifest first).
-    var vulkanPrecision: VulkanPrecision { self == .fp16 ? .fp16 : .fp32 }
+    /// What the Vulkan backend `device` stores values and weights as under this choice, for a
+    /// model whose fp16 quality is measured (`measured`: a catalog upscaler) or not: fp16 when
+    /// asked for by name; under `auto` the device's choice for a measured model
+    /// (`VulkanBackend.automaticPrecision`: fp16 on a GPU, fp32 on lavapipe) and fp32 for any
+    /// other (the colorizer, a model of the user's: nobody measured them in fp16, and values
+    /// past ±65504 would become infinite); fp32 under the CPU backends' int8 and bf16.
+    func vulkanPrecision(measured: Bool, device: VulkanBackend) -> VulkanPrecision {
+        switch self {
+        case .fp16: return .fp16
+        case .auto: return measured ? device.automaticPrecision : .fp32
+        case .fp32, .bf16, .int8: return .fp32
+        }
+    }
 
     /// The compute precision a model runs in under this choice (see `resolved(measured:)`).
     package func precision(measured: Bool) -> ComputePrecision {

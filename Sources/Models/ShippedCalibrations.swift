@@ -14,6 +14,10 @@ package enum ShippedCalibrations {
         return try? JSONDecoder().decode(Int8Calibration.self, from: Data(entry.json.utf8))
     }
 
+    /// Whether the model whose files have `digest` (hex) is a catalog upscaler with a shipped
+    /// calibration (whose fp16 quality is measured too: `VulkanFP16QualityTests`).
+    package static func covers(digest: String) -> Bool { table[digest] != nil }
+
     /// The catalog names that have a shipped calibration.
     package static var models: [String] { table.values.map(\.model).sorted() }
 }

@@ -34,6 +34,8 @@ package final class Upscaler {
     private let store: ModelStore
     /// The precision resolved for the model (`--precision`); int8 runs fp32 until calibrated.
     private let precision: ComputePrecision
+    /// What the Vulkan backend stores the model's values in ("fp32", "fp16"); nil on oneDNN.
+    private var storage: String?
     /// The int8 engine, once the model runs int8.
     private var int8Backend: DNNLBackend?
     /// Whether the model runs in int8 once calibrated, and is not yet: the first picture it
@@ -89,7 +91,8 @@ package final class Upscaler {
             engine = dnnl
         } else {
             precision = .fp32
-            engine = try backend.make(precision: settings.precision, threads: settings.threads)
+            engine = try backend.make(precision: settings.precision, threads: settings.threads, modelFiles: loaded.files)
+            storage = BackendChoice.precision(of: engine)
         }
         alphaRunner = try loaded.alphaGraph.map { try TiledRunner(graph: $0, spec: tiling, backend: backend == .onednn ? DNNLBackend(precision: .fp32, threads: settings.threads) : engine, tileSize: tile,
                                                                        memoryBudget: settings.memoryBudget, wholePicturePooling: settings.wholePicturePooling) }
@@ -232,7 +235,7 @@ package final class Upscaler {
     package var quantisesToInt8: Bool { precision == .int8 }
 
     /// The precision the model's convolutions compute in now ("fp32", "bf16" or "int8").
-    package var computePrecision: String { runsInt8 ? "int8" : precision == .int8 ? "fp32" : precision.rawValue }
+    package var computePrecision: String { storage ?? (runsInt8 ? "int8" : precision == .int8 ? "fp32" : precision.rawValue) }
 
     /// Whether `image` can calibrate int8: pictures with little variation (a black lead-in, a
     /// blank warm-up frame) would set ranges far too narrow for what follows. Such pictures

@@ -64,7 +64,7 @@ package enum EngineBench {
             }
             engine = try plan.makeBackend(threads: limits.threadCount)
         } else {
-            engine = try backend.make(precision: limits.precisionChoice, threads: limits.threadCount)
+            engine = try backend.make(precision: limits.precisionChoice, threads: limits.threadCount, modelFiles: loaded.files)
         }
         let prepared = try engine.prepare(graph, input: shape)
         var output = [Float](repeating: 0, count: prepared.outputShape.count)
@@ -82,9 +82,10 @@ package enum EngineBench {
         return Result(model: model, inputShape: [shape.c, shape.h, shape.w], outputShape: [o.c, o.h, o.w], runs: times,
                       medianSeconds: median, gflop: gflop, achievedGFLOPS: gflop / median, backend: backend.rawValue,
                       threads: limits.threadCount, openMPThreads: OpenMPThreads.current(),
-                      // What ran: oneDNN's plan, the Vulkan storage (fp16 where asked and the
-                      // device stores it), fp32 on the reference.
-                      precision: backend == .vulkan ? BackendChoice.vulkanStorage(under: limits.precisionChoice) : precision.rawValue)
+                      // What ran: oneDNN's plan, the Vulkan storage (fp16 where asked, or under
+                      // auto for a catalog upscaler on a GPU, and the device stores it), fp32 on
+                      // the reference.
+                      precision: backend == .vulkan ? BackendChoice.precision(of: engine) : precision.rawValue)
     }
 
     /// The version of the oneDNN library linked.

@@ -441,10 +441,8 @@ package final class Job {
                 let url = URL(fileURLWithPath: f)
                 hashes[f] = isDirectory.boolValue ? try SHA256.treeDigest(directoryAt: url).digest.hex : try SHA256.hash(fileAt: url).hex
             }
-            let ran = (try? c.run.backend.resolved()) ?? c.run.backend
             models.append(RunDescription.Model(task: p.name, name: p.modelName, files: hashes, backend: c.run.backend.rawValue,
-                                               precision: ran == .onednn ? p.computePrecision
-                                                                   : ran == .vulkan ? BackendChoice.vulkanStorage(under: c.limits.precisionChoice) : "fp32"))
+                                               precision: p.computePrecision))
         }
         // References, keyframes and the hints picture, with their SHA-256 like the models'.
         for (task, path) in c.stages.compactMap(\.colourGuide).flatMap(\.pictures) {

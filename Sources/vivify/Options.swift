@@ -180,7 +180,7 @@ struct ThreadOptions: ParsableArguments {
 
 /// `--precision` of the commands that run models.
 struct PrecisionOptions: ParsableArguments {
-    @Option(help: "Number format of the models' convolutions: auto (default: int8 for the upscalers whose int8 quality is measured, with their shipped calibrations, on CPUs with AVX-512 VNNI or AMX; fp32 for everything else), fp32, bf16 (CPUs with AVX-512 BF16 or AMX), fp16 (--backend vulkan: values and weights stored as half floats, arithmetic in fp32) or int8 (CPUs with AVX-512 VNNI or AMX; a calibration kept by `vivify models calibrate`, else the shipped one, else one taken on the first picture the model upscales). int8 tiles that clip are run again in fp32. An explicit choice the CPU lacks runs fp32 with a note.")
+    @Option(help: "Number format of the models' convolutions: auto (default: int8 for the upscalers whose int8 quality is measured, with their shipped calibrations, on CPUs with AVX-512 VNNI or AMX; fp32 for everything else; on --backend vulkan: fp16 storage for those upscalers on a GPU, fp32 for everything else), fp32, bf16 (CPUs with AVX-512 BF16 or AMX), fp16 (--backend vulkan: values and weights stored as half floats, arithmetic in fp32) or int8 (CPUs with AVX-512 VNNI or AMX; a calibration kept by `vivify models calibrate`, else the shipped one, else one taken on the first picture the model upscales). int8 tiles that clip are run again in fp32. An explicit choice the CPU lacks runs fp32 with a note.")
     var precision: PrecisionChoice = .auto
 
     /// Says, once, when the CPU cannot run the precision asked for (the library reads the
@@ -236,7 +236,7 @@ struct ModelOptions: ParsableArguments {
     @Option(help: "Tile size in input pixels for the model (default: at most 192, the fastest measured, and within --max-memory).")
     var tile: Int?
 
-    @Option(help: "Backend running the models: auto (default: vulkan on a discrete or integrated GPU when there is one, never lavapipe; else onednn), onednn (fast on CPUs), vulkan (Vulkan compute: a GPU, or the CPU through Mesa's lavapipe; fp32, or fp16 storage with --precision fp16; VIVIFY_VULKAN_DEVICE=N picks the device, see `vivify probe --devices`) or reference (plain Swift, slow).")
+    @Option(help: "Backend running the models: auto (default: vulkan on a discrete or integrated GPU when there is one, never lavapipe; else onednn), onednn (fast on CPUs), vulkan (Vulkan compute: a GPU, or the CPU through Mesa's lavapipe; fp32, or fp16 storage with --precision fp16 or, on a GPU, auto for the catalog upscalers; VIVIFY_VULKAN_DEVICE=N picks the device, see `vivify probe --devices`) or reference (plain Swift, slow).")
     var backend: BackendChoice = .auto
 
     @Option(help: "Colorize with MODEL: alone, the built-in vivify-color; else a .wifm bundle, or an ncnn .param with its .bin and .json description beside it.")

@@ -707,6 +707,23 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         XCTAssertEqual(VulkanBackend.gpuPreferredTile, 1024)
     }
 
+    /// What `--precision auto` stores a measured model in: fp16 on a GPU with 16-bit storage,
+    /// fp32 on the CPU (lavapipe) and without 16-bit storage; VIVIFY_VULKAN_AUTO_FP16 forces
+    /// either, but never fp16 on a device that cannot store it; other values are refused.
+    func testAutomaticPrecision() throws {
+        XCTAssertEqual(VulkanBackend.automaticPrecision(environment: [:], isCPU: false, hasFP16Storage: true), .fp16)
+        XCTAssertEqual(VulkanBackend.automaticPrecision(environment: [:], isCPU: true, hasFP16Storage: true), .fp32)
+        XCTAssertEqual(VulkanBackend.automaticPrecision(environment: [:], isCPU: false, hasFP16Storage: false), .fp32)
+        XCTAssertEqual(VulkanBackend.automaticPrecision(environment: ["VIVIFY_VULKAN_AUTO_FP16": "1"], isCPU: true, hasFP16Storage: true), .fp16)
+        XCTAssertEqual(VulkanBackend.automaticPrecision(environment: ["VIVIFY_VULKAN_AUTO_FP16": "1"], isCPU: false, hasFP16Storage: false), .fp32)
+        XCTAssertEqual(VulkanBackend.automaticPrecision(environment: ["VIVIFY_VULKAN_AUTO_FP16": "0"], isCPU: false, hasFP16Storage: true), .fp32)
+        XCTAssertThrowsError(try VulkanBackend.checkSwitches(["VIVIFY_VULKAN_AUTO_FP16": "yes"]))
+        let automatic = try backend()
+        if automatic.isCPU && ProcessInfo.processInfo.environment["VIVIFY_VULKAN_AUTO_FP16"] == nil {
+            XCTAssertEqual(automatic.automaticPrecision, .fp32, "lavapipe keeps fp32 under auto")
+        }
+    }
+
     /// Strided transposed convolutions rewritten as a convolution, a pixel shuffle and a crop
     /// before preparing (on GPUs by default): the same values as the reference within the
     /// precision's tolerance, for square strides with padding, output padding, kernels smaller

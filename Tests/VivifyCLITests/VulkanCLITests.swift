@@ -88,6 +88,61 @@ final class VulkanCLITests: XCTestCase {
         XCTAssertEqual((run?["models"] as? [[String: Any]])?.map { $0["precision"] as? String }, ["fp16"])
     }
 
+    /// `--precision auto` (the default) on Vulkan decides per model: on lavapipe everything
+    /// stays fp32; on a GPU (taken here with VIVIFY_VULKAN_AUTO_FP16=1) the built-in 2x and a
+    /// catalog upscaler given by path store fp16 and keep 45 dB against fp32, while the
+    /// colorizer and a model of the user's (the catalog files with one weight changed) stay
+    /// fp32. `--stats` records each model's precision, and a planned job's manifest keeps
+    /// `auto` so that every worker decides alike.
+    func testAutoPrecisionDecidesPerModel() throws {
+        _ = try BackendChoiceCLITests.listed()
+        guard FileManager.default.fileExists(atPath: UpscaleCLITests.mirror) else { throw XCTSkip("../shared/models is not present") }
+        let dir = try CLI.tempDir()
+        let clip = dir + "/in.y4m"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=48x32:rate=5", "-frames:v", "2", "-vf", "format=gray", "-pix_fmt", "yuv420p", clip])
+        func models(_ stats: String) throws -> [String] {
+            let run = (try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: stats))) as? [String: Any])?["run"] as? [String: Any]
+            return (run?["models"] as? [[String: Any]])?.compactMap { $0["precision"] as? String } ?? []
+        }
+        var outputs: [String: Data] = [:]
+        for (name, env) in [("lavapipe", [String: String]()), ("gpu", ["VIVIFY_VULKAN_AUTO_FP16": "1"])] {
+            let stats = "\(dir)/\(name).json", out = "\(dir)/\(name).y4m"
+            let r = try CLI.vivify(["run", clip, out, "--colorize", "--upscale", "--backend", "vulkan", "--quiet", "--stats", stats], environment: env)
+            XCTAssertEqual(r.code, 0, "\(name): \(r.stderr)")
+            assertValidated(r, name)
+            XCTAssertFalse(r.stderr.contains("note:"), "\(name): \(r.stderr)")
+            XCTAssertEqual(try models(stats), name == "gpu" ? ["fp32", "fp16"] : ["fp32", "fp32"], "\(name): colorizer, then upscaler")
+            outputs[name] = try PrecisionCLITests.pixels(out)
+        }
+        XCTAssertEqual(outputs["gpu"]?.count, outputs["lavapipe"]?.count)
+        XCTAssertGreaterThanOrEqual(PrecisionCLITests.psnr(outputs["gpu"]!, outputs["lavapipe"]!), 45, "auto on a GPU against fp32")
+        // A catalog upscaler by path is known by its files; the same files with one weight
+        // changed are a model of the user's, whose fp16 quality nobody measured.
+        let source = UpscaleCLITests.mirror + "/ncnn/waifu2x-upconv7-photo"
+        let own = dir + "/own"
+        try FileManager.default.createDirectory(atPath: own, withIntermediateDirectories: true)
+        for file in ["scale2.0x_model.param", "scale2.0x_model.bin"] { try FileManager.default.copyItem(atPath: "\(source)/\(file)", toPath: "\(own)/\(file)") }
+        var weights = try Data(contentsOf: URL(fileURLWithPath: own + "/scale2.0x_model.bin"))
+        weights[weights.count - 2] ^= 0x01
+        try weights.write(to: URL(fileURLWithPath: own + "/scale2.0x_model.bin"))
+        for (model, expected) in [(source + "/scale2.0x_model.param", "fp16"), (own + "/scale2.0x_model.param", "fp32")] {
+            let stats = dir + "/\(expected).json"
+            let r = try CLI.vivify(["run", clip, dir + "/\(expected).y4m", "--upscale", model, "--backend", "vulkan", "--quiet", "--stats", stats],
+                                   environment: ["VIVIFY_VULKAN_AUTO_FP16": "1", "VIVIFY_MODEL_MIRROR": UpscaleCLITests.mirror])
+            XCTAssertEqual(r.code, 0, "\(model): \(r.stderr)")
+            XCTAssertEqual(try models(stats), [expected], model)
+        }
+        // The plan keeps `auto` on Vulkan.
+        let work = dir + "/work"
+        let media = dir + "/in.mkv"
+        try CLI.ffmpeg(["-i", clip, "-c:v", "ffv1", media])
+        let r = try CLI.vivify(["plan", media, dir + "/planned.mkv", "--work", work, "--segment-seconds", "1", "--upscale", "--backend", "vulkan"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: work + "/manifest.json"))) as? [String: Any]
+        let text = String(decoding: try JSONSerialization.data(withJSONObject: manifest ?? [:]), as: UTF8.self)
+        XCTAssertTrue(text.contains("\"precision\":\"auto\""), text)
+    }
+
     /// Validation asked for but the layer unavailable (the loader told to hide it): the run
     /// refuses to start (exit 69) rather than run unvalidated, so a silent run above is a
     /// validated one.

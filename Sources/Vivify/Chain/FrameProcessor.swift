@@ -220,6 +220,7 @@ package protocol ModelStage: FrameProcessor {
     var modelName: String { get }
     /// The files the model was loaded from (a built-in model has none).
     var modelFiles: [String] { get }
-    /// What its convolutions compute in on oneDNN ("fp32", "bf16", "int8").
+    /// What its convolutions compute in on oneDNN ("fp32", "bf16", "int8"), or its values are
+    /// stored in on Vulkan ("fp32", "fp16"); "fp32" on the reference backend.
     var computePrecision: String { get }
 }

@@ -332,9 +332,10 @@ package final class OutputConversionProcessor: FrameProcessor {
 extension ColorizeProcessor: ModelStage {
     package var modelName: String { colorizer.name }
     package var modelFiles: [String] { colorizer.modelFiles }
-    /// What an unmeasured model runs in under the precision asked for: the colorizer is never
-    /// calibrated, so int8 asked is fp32 run.
-    package var computePrecision: String { precision.unmeasured }
+    /// What an unmeasured model runs in under the precision asked for, on the backend that
+    /// runs it: the colorizer is never calibrated, so int8 asked is fp32 run, and fp16 is
+    /// stored on Vulkan only when asked for by name.
+    package var computePrecision: String { colorizer.computePrecision }
 }
 
 extension UpscaleProcessor: ModelStage {

@@ -135,7 +135,10 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
             planned.limits = RunLimits(maxPixels: c.limits.pixelLimit,
                                        maxMemory: c.limits.maxMemory.map { max($0, TiledRunner.smallestMemoryBudget) },
                                        precision: chosen == .onednn ? PrecisionChoice(rawValue: choice.precision(measured: false).rawValue) ?? .fp32
-                                           : chosen == .vulkan ? PrecisionChoice(rawValue: BackendChoice.vulkanStorage(under: choice)) ?? .fp32 : .fp32)
+                                           // On Vulkan `auto` decides per model (fp16 for a
+                                           // catalog upscaler on a GPU, fp32 for the colorizer):
+                                           // every worker decides alike on its device.
+                                           : chosen == .vulkan ? (choice == .auto ? .auto : PrecisionChoice(rawValue: BackendChoice.vulkanStorage(under: choice)) ?? .fp32) : .fp32)
             planned.limits.customLayers = c.limits.customLayers
             planned.limits.wholePicturePooling = c.limits.wholePicturePooling == true ? true : nil
             self.init(planned: planned, models: models)
