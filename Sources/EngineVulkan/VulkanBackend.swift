@@ -49,8 +49,9 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         deconvolutionPhases = Self.deconvolutionPhases(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         subpixelDeconvolutions = Self.subpixelDeconvolutions(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         convolutionRows = Self.convolutionRows(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
-        denseRows = Self.denseRows(environment: ProcessInfo.processInfo.environment)
+        denseRows = convolutionRows || Self.denseRows(environment: ProcessInfo.processInfo.environment)
         implicitGEMM = Self.implicitGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
+        cropViews = Self.cropViews(environment: ProcessInfo.processInfo.environment)
         cooperativeGEMM = context.hasCooperativeMatrix
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
@@ -65,7 +66,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// matrix products or not (`implicitGEMM`; nil: as `init(precision:)` does for each).
     init(memoryPlan: VulkanMemoryPlan, precision: VulkanPrecision = .fp32, arenaBlockLimit: Int? = nil, pointwiseGEMM: Bool? = nil,
          winograd: VulkanWinograd? = nil, winogradBlocked: Bool? = nil, deconvolutionPhases: Bool? = nil, convolutionRows: Bool? = nil,
-         implicitGEMM: Bool? = nil, cooperativeGEMM: Bool? = nil, subpixelDeconvolutions: Bool? = nil) throws {
+         implicitGEMM: Bool? = nil, cooperativeGEMM: Bool? = nil, subpixelDeconvolutions: Bool? = nil, cropViews: Bool? = nil) throws {
         context = try VulkanContext.shared.get()
         self.memoryPlan = memoryPlan
         self.arenaBlockLimit = arenaBlockLimit
@@ -77,8 +78,9 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         self.subpixelDeconvolutions = subpixelDeconvolutions
             ?? Self.subpixelDeconvolutions(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         self.convolutionRows = convolutionRows ?? Self.convolutionRows(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
-        self.denseRows = convolutionRows ?? Self.denseRows(environment: ProcessInfo.processInfo.environment)
+        self.denseRows = convolutionRows ?? (self.convolutionRows || Self.denseRows(environment: ProcessInfo.processInfo.environment))
         self.implicitGEMM = implicitGEMM ?? Self.implicitGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
+        self.cropViews = cropViews ?? Self.cropViews(environment: ProcessInfo.processInfo.environment)
         self.cooperativeGEMM = cooperativeGEMM ?? context.hasCooperativeMatrix
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
@@ -209,6 +211,16 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         cpuOnly("VIVIFY_VULKAN_ROWS", environment: environment, isCPU: isCPU)
     }
 
+    /// Whether crops that only binary operations read are read in place rather than copied
+    /// (`VulkanPrepared.cropViews`), on every device: on an H200 realcugan-2x's four crop
+    /// copies took 2.3 ms of its 29 ms at 640×360. VIVIFY_VULKAN_CROP_VIEWS=0 copies them, for
+    /// comparisons.
+    let cropViews: Bool
+
+    static func cropViews(environment: [String: String]) -> Bool {
+        switched("VIVIFY_VULKAN_CROP_VIEWS", environment: environment, default: true)
+    }
+
     /// Whether dense convolutions (not 1×1 ones of more than 4 output channels, not Winograd's)
     /// run in runs of a row (convolution_rows4/16.comp), on every device: on an H200
     /// (2026-11-30, medians of 9 frames) realcugan-2x took 28.8 against 29.8 ms at 640×360 and
@@ -251,7 +263,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// The kernel switches (for comparisons; README, *The Vulkan backend*): each takes 1 or 0.
     static let switches = ["VIVIFY_VULKAN_GEMM", "VIVIFY_VULKAN_WINOGRAD", "VIVIFY_VULKAN_WINOGRAD_BLOCKED", "VIVIFY_VULKAN_DECONV_PHASES",
                            "VIVIFY_VULKAN_ROWS", "VIVIFY_VULKAN_IMPLICIT_GEMM", "VIVIFY_VULKAN_COOPMAT", "VIVIFY_VULKAN_SUBPIXEL",
-                           "VIVIFY_VULKAN_AUTO_FP16"]
+                           "VIVIFY_VULKAN_AUTO_FP16", "VIVIFY_VULKAN_CROP_VIEWS"]
 
     /// Refuses a kernel switch set to anything but 1, 0 or nothing: `true` or `on` was the
     /// default, silently, and a comparison made with it compared nothing.
@@ -347,7 +359,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         let prepared = try VulkanPrepared(context: context, graph: specialized, input: inputShape, plan: memoryPlan, storage: precision == .fp16 ? .fp16 : .fp32,
                                          blockLimit: arenaBlockLimit, pointwiseGEMM: pointwiseGEMM, winograd: winograd,
                                          winogradBlocked: winogradBlocked, deconvolutionPhases: deconvolutionPhases, convolutionRows: convolutionRows, denseRows: denseRows,
-                                         implicitGEMM: implicitGEMM, cooperativeGEMM: cooperativeGEMM, profiling: profiling)
+                                         implicitGEMM: implicitGEMM, cooperativeGEMM: cooperativeGEMM, cropsInPlace: cropViews, profiling: profiling)
         // The shaders this graph needed, compiled, for the next process (VulkanPipelineCache).
         context.savePipelineCache()
         return prepared

@@ -12,20 +12,19 @@ extension VulkanPrepared {
     }
 
     func binary(_ kind: BinaryKind, _ coefficients: [Float]?, _ node: Node) throws {
-        let (x, s, y, o) = operands(node)
-        let b = buffers[node.inputs[1]], sb = shapes[node.inputs[1]]
-        if s == o && sb == o && o.count % 4 == 0 {
+        let o = shapes[node.output], y = buffers[node.output]
+        let operands = node.inputs.prefix(2).map(readLayout)
+        if operands.allSatisfy({ $0.whole && $0.shape == o }) && o.count % 4 == 0 {
             // Operands of the output's shape (a residual add): four values an invocation, no
             // index arithmetic (binary4.comp).
-            try dispatch("binary4", count: o.count / 4, [x, b, y], [
+            try dispatch("binary4", count: o.count / 4, [operands[0].slice, operands[1].slice, y], [
                 kind.vulkanCode, Self.bits(coefficients?[0] ?? 1), Self.bits(coefficients?[1] ?? 1), Int32(o.count / 4),
             ])
             return
         }
-        try dispatch("binary", count: o.count, [x, b, y], [
+        try dispatch("binary", count: o.count, [operands[0].slice, operands[1].slice, y], [
             kind.vulkanCode, Self.bits(coefficients?[0] ?? 1), Self.bits(coefficients?[1] ?? 1), Int32(o.c), Int32(o.h), Int32(o.w),
-            Int32(s.c), Int32(s.h), Int32(s.w), Int32(sb.c), Int32(sb.h), Int32(sb.w),
-        ])
+        ] + operands.flatMap(\.strides))
     }
 
     func scalar(_ kind: BinaryKind, _ v: Float, _ first: Bool, _ node: Node) throws {

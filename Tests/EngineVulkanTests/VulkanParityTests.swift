@@ -707,6 +707,49 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         XCTAssertEqual(VulkanBackend.gpuPreferredTile, 1024)
     }
 
+    /// Crops read by binary operations only are read in place (`VulkanPrepared.cropViews`):
+    /// a U-Net's skip connection cropped and added after other layers that the arena would
+    /// place over its source if the source's life ended at the crop (it fails so), read twice, cropped to one row and broadcast, and a crop
+    /// like another value; the same values as the reference, and no copy. A crop that anything
+    /// else reads is still copied.
+    func testCropsReadInPlace() throws {
+        func node(_ i: Int, _ op: Engine.Operation, _ inputs: [Int]) -> Node { Node(name: "n\(i)", op: op, inputs: inputs, output: i + 1) }
+        let s = Shape(c: 5, h: 11, w: 13)
+        let nodes = [
+            node(0, conv(5, 5, k: 1), [0]),                                                     // v1: the skip connection, 5×11×13
+            node(1, .crop(top: 2, left: 1, bottom: 2, right: 3), [1]),                         // v2: 7×9
+            node(2, conv(5, 5, k: 3), [0]),                                                     // v3: 9×11
+            node(3, conv(5, 5, k: 3, activation: .leakyRelu(slope: 0.1)), [3]),                         // v4: 7×9
+            node(4, .activation(.sigmoid), [4]),                                                // v5
+            node(5, .binary(.add, coefficients: [0.5, 2]), [5, 2]),                             // v6 = v5 + v2
+            node(6, .binary(.mul, coefficients: nil), [2, 6]),                                  // v7 = v2 · v6
+            node(7, .crop(top: 4, left: 1, bottom: 4, right: 1), [3]),                         // v8: one row of v3, 1×9
+            node(8, .binary(.sub, coefficients: nil), [7, 8]),                                  // v9 = v7 − v8, the row broadcast
+            node(9, .cropLike(top: 1, left: 2), [3, 9]),                                        // v10: v3 cropped like v9
+            node(10, .binary(.max, coefficients: nil), [10, 9]),                                // v11
+        ]
+        let g = Graph(valueNames: ["in"] + nodes.indices.map { "v\($0)" }, nodes: nodes, input: 0, output: nodes.count, source: "test")
+        try compare(g, s, "crops read in place")
+        let prepared = try XCTUnwrap(try backend().prepare(g, input: s) as? VulkanPrepared)
+        XCTAssertEqual(Set(prepared.cropViews.keys), [2, 8, 10])
+        XCTAssertFalse(prepared.shaders.contains("window"), "\(prepared.shaders)")
+        // VIVIFY_VULKAN_CROP_VIEWS=0 copies them, with the same values.
+        XCTAssertTrue(VulkanBackend.cropViews(environment: [:]))
+        XCTAssertFalse(VulkanBackend.cropViews(environment: ["VIVIFY_VULKAN_CROP_VIEWS": "0"]))
+        let copying = try VulkanBackend(memoryPlan: try backend().memoryPlan, precision: precision, cropViews: false)
+        try compare(g, s, "crops copied by request", on: copying)
+        let copiedAll = try XCTUnwrap(try copying.prepare(g, input: s) as? VulkanPrepared)
+        XCTAssertTrue(copiedAll.cropViews.isEmpty)
+        XCTAssertEqual(copiedAll.shaders.filter { $0 == "window" }.count, 3)
+        // A crop a convolution reads, and a crop that is the output, are copied.
+        let copied = chain([(conv(5, 5, k: 1), [1]), (.crop(top: 1, left: 1, bottom: 1, right: 1), [1]), (conv(3, 5, k: 1), [1]),
+                            (.crop(top: 1, left: 1, bottom: 1, right: 1), [1])])
+        try compare(copied, s, "crops copied")
+        let copies = try XCTUnwrap(try backend().prepare(copied, input: s) as? VulkanPrepared)
+        XCTAssertTrue(copies.cropViews.isEmpty)
+        XCTAssertEqual(copies.shaders.filter { $0 == "window" }.count, 2)
+    }
+
     /// What `--precision auto` stores a measured model in: fp16 on a GPU with 16-bit storage,
     /// fp32 on the CPU (lavapipe) and without 16-bit storage; VIVIFY_VULKAN_AUTO_FP16 forces
     /// either, but never fp16 on a device that cannot store it; other values are refused.
@@ -878,6 +921,11 @@ class VulkanParityTests: ValidatedVulkanTestCase {
             guard FileManager.default.fileExists(atPath: path) else { throw XCTSkip("\(path) is not here: ../shared/models is needed") }
             let graph = try NCNNImporter.load(paramPath: path)
             try compare(graph, shape, param, picture: true, tolerance: modelTolerance)
+            if param.hasPrefix("realcugan") {
+                // Its four skip connections, cropped and added, are read in place.
+                let prepared = try XCTUnwrap(try backend().prepare(graph, input: shape) as? VulkanPrepared)
+                XCTAssertEqual(prepared.cropViews.count, 4, param)
+            }
         }
     }
 }

@@ -1,8 +1,10 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
-// a ∘ b with broadcasting of sides of 1, each operand scaled by its coefficient.
-// p: kind ca cb OC OH OW AC AH AW BC BH BW
+// a ∘ b, each operand scaled by its coefficient and read through strides: 0 along a side of 1
+// broadcasts it, and a crop read in place (`VulkanPrepared.cropViews`) is its source's
+// strides from the window's first value.
+// p: kind ca cb OC OH OW | a: first, channel, row and column strides | b: the same
 layout(std430, binding = 0) readonly buffer A { DATA a[]; };
 layout(std430, binding = 1) readonly buffer Bv { DATA b[]; };
 layout(std430, binding = 2) writeonly buffer Y { DATA y[]; };
@@ -23,8 +25,7 @@ void main() {
     int i = index();
     if (i >= OC * OH * OW) return;
     int xx = i % OW, yy = (i / OW) % OH, c = i / (OW * OH);
-    int AC = p[6], AH = p[7], AW = p[8], BC = p[9], BH = p[10], BW = p[11];
-    float u = float(a[((AC == 1 ? 0 : c) * AH + (AH == 1 ? 0 : yy)) * AW + (AW == 1 ? 0 : xx)]) * pf(1);
-    float v = float(b[((BC == 1 ? 0 : c) * BH + (BH == 1 ? 0 : yy)) * BW + (BW == 1 ? 0 : xx)]) * pf(2);
+    float u = float(a[p[6] + c * p[7] + yy * p[8] + xx * p[9]]) * pf(1);
+    float v = float(b[p[10] + c * p[11] + yy * p[12] + xx * p[13]]) * pf(2);
     y[i] = DATA(apply(p[0], u, v));
 }
