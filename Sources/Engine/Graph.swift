@@ -444,14 +444,25 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case nonFiniteOutput
     }
 
+    /// A way around the failure that only a front end can name (the engine knows no command
+    /// line): `vivify` adds "Or run on the CPU (--backend onednn).", `vivify-gpucheck`, which
+    /// checks the GPU and nothing else, adds nothing.
+    public enum Fallback: Sendable, Equatable {
+        /// Another backend (the CPU's) runs the same models: the device or its driver failed.
+        case cpuBackend
+    }
+
     /// What kind of failure this is.
     public let kind: Kind
     /// The full message: the layer, the model file and what to do.
     public let message: String
+    /// A way around it a front end may add to the message.
+    public let fallback: Fallback?
     /// Makes an error.
-    public init(_ kind: Kind, _ message: String) {
+    public init(_ kind: Kind, _ message: String, fallback: Fallback? = nil) {
         self.kind = kind
         self.message = message
+        self.fallback = fallback
     }
     public var description: String { message }
 }

@@ -78,7 +78,7 @@ final class DNNLPrepared: PreparedGraph {
             do {
                 try compile(node)
             } catch let e as EngineError {
-                throw EngineError(e.kind, "Layer '\(node.name)' (\(node.op.kindName)) in \(graph.source): \(e.message)")
+                throw EngineError(e.kind, "Layer '\(node.name)' (\(node.op.kindName)) in \(graph.source): \(e.message)", fallback: e.fallback)
             }
             stepLabels += Array(repeating: "\(node.name) (\(node.op.kindName))", count: steps.count - stepLabels.count)
         }

@@ -80,7 +80,7 @@ final class VulkanContext: @unchecked Sendable {
 
     static func check(_ r: VkResult, _ what: String) throws {
         guard r == VK_SUCCESS else {
-            throw EngineError(.backendFailure, "Vulkan: \(what) failed (VkResult \(r.rawValue)). Check the GPU driver (`vulkaninfo --summary`), or run on the CPU (--backend onednn).")
+            throw EngineError(.backendFailure, "Vulkan: \(what) failed (VkResult \(r.rawValue)). Check the GPU driver (`vulkaninfo --summary`).", fallback: .cpuBackend)
         }
     }
 
@@ -101,7 +101,7 @@ final class VulkanContext: @unchecked Sendable {
         }
         guard let chosenIndex else {
             made.destroy()
-            throw EngineError(.unsupported, "The Vulkan driver lists no device. Install your GPU's Vulkan driver (on Debian: mesa-vulkan-drivers runs Vulkan on the CPU), or run on the CPU (--backend onednn).")
+            throw EngineError(.unsupported, "The Vulkan driver lists no device. Install your GPU's Vulkan driver (on Debian: mesa-vulkan-drivers runs Vulkan on the CPU).", fallback: .cpuBackend)
         }
         let chosen = candidates[chosenIndex]
         physical = chosen
@@ -128,7 +128,7 @@ final class VulkanContext: @unchecked Sendable {
         vkGetPhysicalDeviceQueueFamilyProperties(chosen, &familyCount, &families)
         guard let family = families.firstIndex(where: { $0.queueFlags & VkQueueFlags(VK_QUEUE_COMPUTE_BIT.rawValue) != 0 }) else {
             made.destroy()
-            throw EngineError(.unsupported, "The Vulkan device '\(deviceName)' has no compute queue. Run on the CPU (--backend onednn).")
+            throw EngineError(.unsupported, "The Vulkan device '\(deviceName)' has no compute queue.", fallback: .cpuBackend)
         }
         queueFamily = UInt32(family)
         timestampPeriod = Double(props.limits.timestampPeriod)
@@ -207,7 +207,7 @@ final class VulkanContext: @unchecked Sendable {
         cooperativeMatrixNote = coopNote
         guard dr == VK_SUCCESS, let device = madeDevice else {
             made.destroy()
-            throw EngineError(.backendFailure, "Vulkan: cannot open the device '\(deviceName)' (VkResult \(dr.rawValue)). Check its driver, or run on the CPU (--backend onednn).")
+            throw EngineError(.backendFailure, "Vulkan: cannot open the device '\(deviceName)' (VkResult \(dr.rawValue)). Check its driver.", fallback: .cpuBackend)
         }
         self.device = device
         var q: VkQueue?
@@ -225,7 +225,7 @@ final class VulkanContext: @unchecked Sendable {
         guard let type = (0..<Int(memory.memoryTypeCount)).first(where: { types[$0].propertyFlags & wanted == wanted }) else {
             vkDestroyDevice(device, nil)
             made.destroy()
-            throw EngineError(.unsupported, "The Vulkan device '\(deviceName)' has no host-visible memory. Run on the CPU (--backend onednn).")
+            throw EngineError(.unsupported, "The Vulkan device '\(deviceName)' has no host-visible memory.", fallback: .cpuBackend)
         }
         hostMemoryType = UInt32(type)
         pipelineCache = try? VulkanPipelineCache(device: device, key: VulkanPipelineCache.Key(props), directory: VulkanPipelineCache.directory())

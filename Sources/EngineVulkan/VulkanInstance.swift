@@ -13,9 +13,6 @@ public enum VulkanValidation {
     /// The prefix of each message on standard error.
     public static let prefix = "vivify: Vulkan validation: "
 
-    /// Whether this process asks for the layer.
-    public static var isRequested: Bool { ProcessInfo.processInfo.environment[variable] == "1" }
-
     /// Whether the layer is asked for: "1" yes; unset, empty or "0" no; anything else is
     /// refused (exit 64), since a user who wrote `true` believes the layer is watching.
     static func requested(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Bool {
@@ -129,7 +126,7 @@ struct VulkanInstance {
             return try make(validation: validation)
         }
         guard r == VK_SUCCESS, let instance = created else {
-            throw EngineError(.unsupported, "No Vulkan driver answered (vkCreateInstance: VkResult \(r.rawValue)). Install your GPU's Vulkan driver (on Debian: mesa-vulkan-drivers runs Vulkan on the CPU), or run on the CPU (--backend onednn).")
+            throw EngineError(.unsupported, "No Vulkan driver answered (vkCreateInstance: VkResult \(r.rawValue)). Install your GPU's Vulkan driver (on Debian: mesa-vulkan-drivers runs Vulkan on the CPU).", fallback: .cpuBackend)
         }
         guard validation else { return VulkanInstance(handle: instance, messenger: nil) }
         guard let address = vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT") else {

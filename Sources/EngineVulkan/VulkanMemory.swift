@@ -127,7 +127,7 @@ final class VulkanBuffer {
         vkGetBufferMemoryRequirements(device, b, &needs)
         guard let type = Self.memoryType(context.memoryTypes, allowed: needs.memoryTypeBits, placement) else {
             vkDestroyBuffer(device, b, nil)
-            throw EngineError(.unsupported, "The Vulkan device '\(context.deviceName)' has no memory type for \(placement) buffers. Run on the CPU (--backend onednn).")
+            throw EngineError(.unsupported, "The Vulkan device '\(context.deviceName)' has no memory type for \(placement) buffers.", fallback: .cpuBackend)
         }
         var alloc = VkMemoryAllocateInfo()
         alloc.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO
@@ -137,7 +137,7 @@ final class VulkanBuffer {
         let r = vkAllocateMemory(device, &alloc, nil, &m)
         guard r == VK_SUCCESS else {
             vkDestroyBuffer(device, b, nil)
-            throw EngineError(.backendFailure, "Vulkan: cannot allocate \(needs.size) bytes on '\(context.deviceName)' (VkResult \(r.rawValue)). Use smaller tiles (--tile, --max-memory) or run on the CPU (--backend onednn).")
+            throw EngineError(.backendFailure, "Vulkan: cannot allocate \(needs.size) bytes on '\(context.deviceName)' (VkResult \(r.rawValue)). Use smaller tiles (--tile, --max-memory).", fallback: .cpuBackend)
         }
         buffer = b!
         memory = m!

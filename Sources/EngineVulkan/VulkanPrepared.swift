@@ -216,7 +216,7 @@ final class VulkanPrepared: VulkanProfiledGraph {
             do {
                 placed = try BufferPlan(requests, alignment: context.arenaAlignment, blockLimit: blockLimit)
             } catch let e as EngineError {
-                throw EngineError(e.kind, "\(graph.source) at \(inputShape): \(e.message)")
+                throw EngineError(e.kind, "\(graph.source) at \(inputShape): \(e.message)", fallback: e.fallback)
             }
             let blocks = try placed.blocks.map { bytes in
                 try VulkanBuffer(context, count: (bytes + storage.stride - 1) / storage.stride, placement: placement, storage: storage)

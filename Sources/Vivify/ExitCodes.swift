@@ -128,7 +128,7 @@ public enum ErrorReport {
         case let e as MediaError: return e.message
         case let e as PartialOutputError: return e.description
         case let e as ModelFormatError: return e.message
-        case let e as EngineError: return e.message
+        case let e as EngineError: return e.fallback == .cpuBackend ? e.message + " Or run on the CPU (--backend onednn)." : e.message
         case let e as CatalogError: return e.message
         case let e as BundleError: return e.message
         case let e as OutputProblem: return e.message

@@ -166,6 +166,19 @@ final class GPUCheckTests: XCTestCase {
         let device = try CLI.run(Self.binary, [models, "--no-ncnn", "--sizes", "16x16"], environment: ["VIVIFY_VULKAN_DEVICE": "99"])
         XCTAssertEqual(device.code, 64, device.stderr)
         XCTAssertFalse(device.stderr.contains("--backend"), device.stderr)
+        // No Vulkan driver at all: 69. vivify adds its way around it (the CPU backend, the
+        // engine's `EngineError.fallback`); the check of a GPU does not.
+        let noDriver = ["VK_ICD_FILENAMES": dir + "/no-such-driver.json"]
+        let none = try CLI.run(Self.binary, [models, "--no-ncnn", "--sizes", "16x16"], environment: noDriver)
+        XCTAssertEqual(none.code, 69, none.stderr)
+        XCTAssertTrue(none.stderr.contains("No Vulkan driver answered"), none.stderr)
+        XCTAssertFalse(none.stderr.contains("--backend"), none.stderr)
+        let picture = dir + "/in.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=32x24", "-frames:v", "1", picture])
+        let vivify = try CLI.vivify(["image", picture, dir + "/out.png", "--upscale", "--backend", "vulkan"], environment: noDriver)
+        XCTAssertEqual(vivify.code, 69, vivify.stderr)
+        XCTAssertTrue(vivify.stderr.contains("No Vulkan driver answered") && vivify.stderr.contains("Or run on the CPU (--backend onednn)."), vivify.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/out.png"))
     }
 
     /// The point of the tool: no FFmpeg and no oneDNN to carry.
