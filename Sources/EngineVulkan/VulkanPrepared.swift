@@ -90,9 +90,10 @@ final class VulkanPrepared: VulkanProfiledGraph {
     private var queryPool: VkQueryPool?
     private var resetQueries: VkCommandBuffer?
     private var queries = 0, queryCapacity = 0
-    /// Per layer timed on the device: its node, the query before its first dispatch, and per
-    /// dispatch its shader (an index into `shaders`) and the query after it.
-    private var marks: [(node: Int, start: Int, dispatches: [(shader: Int, end: Int)])] = []
+    /// Per layer timed on the device: its node (−1 for the input's transfer to the device,
+    /// the node count for the output's to the host), the query before its first dispatch, and
+    /// per dispatch or copy its shader ("copy") and the query after it.
+    private var marks: [(node: Int, start: Int, dispatches: [(shader: String, end: Int)])] = []
     /// The last run's time per layer (`VulkanProfiledGraph`).
     private(set) var layerTimes: [VulkanLayerTime] = []
 
@@ -155,6 +156,7 @@ final class VulkanPrepared: VulkanProfiledGraph {
         }
         buffers = try arena(placements, blockLimit: blockLimit ?? context.arenaBlockLimit)
         if buffers[graph.input].mapped == nil {
+            if queryPool != nil { marks.append((-1, try timestamp() ?? -1, [])) }
             // The host writes floats; with fp16 storage the device converts them
             // (to_storage.comp): on a GPU the host's conversion, one value at a time, took
             // more than the model (realesr-animevideov3-4x at 1920×1080 on an H200: 1196 ms a
@@ -177,6 +179,8 @@ final class VulkanPrepared: VulkanProfiledGraph {
             }
         }
         if buffers[graph.output].mapped == nil {
+            // Timed as a transfer of its own, not as the last layer's.
+            if queryPool != nil { marks.append((graph.nodes.count, try timestamp() ?? -1, [])) }
             let staging = try VulkanBuffer(context, count: out.count, placement: .staging, storage: .fp32)
             outputStaging = staging
             if storage == .fp32 {
@@ -281,20 +285,32 @@ final class VulkanPrepared: VulkanProfiledGraph {
         }
         let bits = context.timestampBits, mask: UInt64 = bits >= 64 ? .max : (1 << UInt64(bits)) - 1
         func ms(_ from: Int, _ to: Int) -> Double { Double((ticks[to] &- ticks[from]) & mask) * context.timestampPeriod / 1e6 }
-        var device: [Int: [(shader: String, ms: Double)]] = [:]
+        var device: [Int: [VulkanLayerTime.Dispatch]] = [:]
         for m in marks where m.start >= 0 {
             var last = m.start
             device[m.node] = m.dispatches.map { d in
                 defer { last = d.end }
-                return (shaders[d.shader], ms(last, d.end))
+                return VulkanLayerTime.Dispatch(shader: d.shader, milliseconds: ms(last, d.end))
             }
         }
         layerTimes = graph.nodes.enumerated().map { i, node in
-            var t = device[i].map {
-                VulkanLayerTime(layer: node.name, operation: node.op.kindName, dispatches: $0.map { VulkanLayerTime.Dispatch(shader: $0.shader, milliseconds: $0.ms) })
-            } ?? VulkanLayerTime(layer: node.name, operation: node.op.kindName, hostMilliseconds: host[i] ?? 0)
+            // A crop read in place has nothing of its own to time.
+            var t = device[i].map { VulkanLayerTime(layer: node.name, operation: node.op.kindName, dispatches: $0) }
+                ?? (cropViews[node.output] != nil ? VulkanLayerTime(layer: node.name, operation: node.op.kindName, dispatches: [])
+                    : VulkanLayerTime(layer: node.name, operation: node.op.kindName, hostMilliseconds: host[i] ?? 0))
             t.output = shapes[node.output]
             return t
+        }
+        // The staged plan's transfers (and fp16 conversions) of the input and the output.
+        if let d = device[-1] {
+            var t = VulkanLayerTime(layer: "(input)", operation: "to the device", dispatches: d)
+            t.output = inputShape
+            layerTimes.insert(t, at: 0)
+        }
+        if let d = device[graph.nodes.count] {
+            var t = VulkanLayerTime(layer: "(output)", operation: "to the host", dispatches: d)
+            t.output = outputShape
+            layerTimes.append(t)
         }
     }
 
@@ -385,6 +401,7 @@ final class VulkanPrepared: VulkanProfiledGraph {
         Self.barrier(cb, from: transfer, VK_ACCESS_TRANSFER_WRITE_BIT.rawValue,
                      to: compute | transfer | host, VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue
                         | VK_ACCESS_TRANSFER_READ_BIT.rawValue | VK_ACCESS_TRANSFER_WRITE_BIT.rawValue | VK_ACCESS_HOST_READ_BIT.rawValue)
+        if let m = marks.last, m.start >= 0, let end = try timestamp() { marks[marks.count - 1].dispatches.append(("copy", end)) }
     }
 
     /// Copies every pending upload into its device-local buffer (one command buffer, run once
@@ -501,7 +518,7 @@ final class VulkanPrepared: VulkanProfiledGraph {
         let compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT.rawValue
         Self.barrier(cb, from: compute, VK_ACCESS_SHADER_WRITE_BIT.rawValue, to: compute | VK_PIPELINE_STAGE_HOST_BIT.rawValue,
                      VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue | VK_ACCESS_HOST_READ_BIT.rawValue)
-        if let m = marks.last, m.start >= 0, let end = try timestamp() { marks[marks.count - 1].dispatches.append((shaders.count - 1, end)) }
+        if let m = marks.last, m.start >= 0, let end = try timestamp() { marks[marks.count - 1].dispatches.append((shader, end)) }
     }
 
     /// A buffer holding `values` (weights, biases, slopes: stored as `storage` says) for

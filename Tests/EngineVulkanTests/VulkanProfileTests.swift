@@ -100,6 +100,37 @@ final class VulkanProfileTests: ValidatedVulkanTestCase {
         XCTAssertTrue(prepared.layerTimes[0].onHost && prepared.layerTimes[0].milliseconds > 0)
     }
 
+    /// In the staged plan (a discrete GPU's) the input's and the output's transfers, with
+    /// fp16's conversions on the device, are timed as "(input)" and "(output)", not as the
+    /// first and last layers; a crop read in place has no dispatch and no host time.
+    func testTransfersAndCropViewsAreTimedAsThemselves() throws {
+        _ = try profiledBackend()
+        let nodes = [
+            Node(name: "wide", op: conv(8, 4, k: 3), inputs: [0], output: 1),
+            Node(name: "crop", op: .crop(top: 1, left: 1, bottom: 1, right: 1), inputs: [1], output: 2),
+            Node(name: "narrow", op: .convolution(ConvolutionParameters(outChannels: 8, inChannels: 4, kernelH: 3, kernelW: 3,
+                                                                         weights: values(8 * 4 * 9), bias: values(8))), inputs: [0], output: 3),
+            Node(name: "add", op: .binary(.add, coefficients: nil), inputs: [3, 2], output: 4),
+        ]
+        let g = Graph(valueNames: (0...4).map { "v\($0)" }, nodes: nodes, input: 0, output: 4, source: "transfers")
+        let s = Shape(c: 4, h: 9, w: 11)
+        for precision in [VulkanPrecision.fp32, .fp16] {
+            let staged = try VulkanBackend(memoryPlan: .staged, precision: precision)
+            staged.profiling = true
+            let prepared = try XCTUnwrap(try staged.prepare(g, input: s) as? VulkanPrepared)
+            _ = try prepared.run(Tensor(shape: s, data: values(s.count)))
+            let times = prepared.layerTimes
+            XCTAssertEqual(times.map(\.layer), ["(input)", "wide", "crop", "narrow", "add", "(output)"], "\(precision)")
+            let transfer = precision == .fp16 ? ["to_storage", "from_storage"] : ["copy", "copy"]
+            XCTAssertEqual(times.first?.dispatches.map(\.shader), [transfer[0]], "\(precision)")
+            XCTAssertEqual(times.last?.dispatches.map(\.shader), [transfer[1]], "\(precision)")
+            XCTAssertEqual(times[4].dispatches.map(\.shader), ["binary"], "\(precision): the add alone, not the output's transfer")
+            XCTAssertTrue(times[2].dispatches.isEmpty && !times[2].onHost && times[2].milliseconds == 0, "\(precision): \(times[2])")
+            XCTAssertEqual(times.first?.output, s)
+            XCTAssertEqual(times.last?.output, prepared.outputShape)
+        }
+    }
+
     /// The passes change no result: the fused graph on the device against the reference on
     /// the graph as written (fp32 bar, relative to max(1, max |reference|)), with no activation
     /// or affine shader recorded.
