@@ -29,8 +29,8 @@ struct Run: ParsableCommand {
     @Option(help: "offline (default: every frame processed) or live (frames that go stale before the model are dropped).")
     var mode: RunMode = .offline
 
-    @Option(help: "In live mode: vfr (only processed frames, variable rate) or hold (repeat the last processed frame to keep the source rate).")
-    var liveOutput: LiveOutput = .vfr
+    @Option(help: "In live mode: vfr (the default: only processed frames, variable rate) or hold (repeat the last processed frame to keep the source rate).")
+    var liveOutput: LiveOutput?
 
     @Flag(help: "Pace a file at its native frame rate, as if it were arriving live.")
     var realtime = false
@@ -45,10 +45,18 @@ struct Run: ParsableCommand {
         var c = jobOptions.configuration(input: input, output: output, network: networkOptions)
         c.output.reports = timing.outputs
         c.run.mode = mode
-        c.run.liveOutput = liveOutput
+        c.run.liveOutput = liveOutput ?? .vfr
         c.run.realtime = realtime
         c.run.targetFPS = timing.targetFps
         return c
+    }
+
+    func validate() throws {
+        // An offline run keeps every frame: there is nothing to hold or leave out, and a
+        // choice that changes nothing should not pass for one that did.
+        if let liveOutput, mode != .live {
+            throw ValidationError("'--live-output \(liveOutput.rawValue)' applies to live mode only: an offline run writes every frame at its own time. Add --mode live, or leave --live-output out.")
+        }
     }
 
     func run() throws {
