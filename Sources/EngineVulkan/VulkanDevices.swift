@@ -42,11 +42,13 @@ public enum VulkanDevices {
         return try physicalDevices(instance.handle).enumerated().map { describe($1, index: $0) }
     }
 
-    /// The index `VIVIFY_VULKAN_DEVICE` names among `count` devices; nil when it is not set.
-    /// - Throws: `EngineError` `.invalidSetting` (exit 64) when it is not one of them.
+    /// The index `VIVIFY_VULKAN_DEVICE` names among `count` devices; nil when it is not set
+    /// or empty (as the kernel switches take an empty value).
+    /// - Throws: `EngineError` `.invalidSetting` (exit 64) when it is not one of them: digits
+    ///   only, as the switches take exactly 1 or 0 (" 0" and "+0" are refused).
     public static func requestedIndex(count: Int, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Int? {
-        guard let text = environment[deviceVariable] else { return nil }
-        guard let n = Int(text.trimmingCharacters(in: .whitespaces)), n >= 0, n < count else {
+        guard let text = environment[deviceVariable], !text.isEmpty else { return nil }
+        guard text.allSatisfy(\.isASCII) && text.allSatisfy(\.isNumber), let n = Int(text), n < count else {
             let listed = count == 0 ? "the driver lists none" : count == 1 ? "the driver lists one, index 0" : "the driver lists \(count), index 0 to \(count - 1)"
             throw EngineError(.invalidSetting, "\(deviceVariable)=\(text) names no Vulkan device: \(listed). "
                               + "Set it to an index that `vivify probe --devices` lists, or unset it.")

@@ -48,8 +48,10 @@ public enum OutputGuard {
         case skip
     }
 
-    /// Checks `output` against `inputs` ("-" entries are ignored) and the existing-file rule.
-    public static func check(output: String, inputs: [String], existing: ExistingOutput) throws(OutputProblem) -> Decision {
+    /// Checks `output` against `inputs` ("-" entries are ignored), the other files the run
+    /// reads (`reads`: model files, references, keyframes, a hints picture) and the
+    /// existing-file rule.
+    public static func check(output: String, inputs: [String], reads: [String] = [], existing: ExistingOutput) throws(OutputProblem) -> Decision {
         let url = URL(fileURLWithPath: output)
         let target = url.resolvingSymlinksInPath()
         let folder = target.deletingLastPathComponent().path
@@ -72,6 +74,12 @@ public enum OutputGuard {
             var other = stat()
             if stat(input, &other) == 0 && other.st_dev == info.st_dev && other.st_ino == info.st_ino {
                 throw OutputProblem(kind: .sameAsInput, message: "The output '\(output)' is the input file '\(input)' (the same file on disk). Choose a different output path.")
+            }
+        }
+        for file in reads where file != "-" {
+            var other = stat()
+            if stat(file, &other) == 0 && other.st_dev == info.st_dev && other.st_ino == info.st_ino {
+                throw OutputProblem(kind: .sameAsInput, message: "The output '\(output)' is '\(file)', which this run reads (a model, reference, keyframe or hints file; the same file on disk). Choose a different output path.")
             }
         }
         switch existing {

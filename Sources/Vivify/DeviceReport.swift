@@ -55,8 +55,9 @@ package struct DeviceReport: Sendable {
         for d in devices {
             out += "  \(d.index)  \(d.name)  type: \(d.type)  driver: \(d.driver)  Vulkan \(d.apiVersion)\n"
         }
-        if let settingError {
-            out += "\(ErrorReport.message(for: settingError))\n"
+        if settingError != nil {
+            // The error itself follows on standard error (`probe` throws it): said once.
+            out += "--backend vulkan and auto: none chosen (\(VulkanDevices.deviceVariable) names no device listed)\n"
             return out
         }
         let name = { (i: Int?) in i.map { "device \($0) (\(devices[$0].name))" } ?? "none" }

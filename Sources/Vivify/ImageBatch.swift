@@ -134,7 +134,7 @@ package enum ImageBatch {
             do {
                 try ImageIO.validateOutputPath(output)
                 let url: URL
-                switch try OutputGuard.check(output: output, inputs: inputs, existing: existingOutput) {
+                switch try OutputGuard.check(output: output, inputs: inputs, reads: configuration.readFiles, existing: existingOutput) {
                 case .write(let target): url = target
                 case .skip:
                     results.withLock { $0.skipped.append(output) }

@@ -21,7 +21,7 @@ package enum ImageJob {
         // Checked before any work, as for video: never a device or the input, and an existing
         // picture only replaced with -y.
         let url: URL
-        switch try OutputGuard.check(output: output, inputs: [input], existing: existingOutput) {
+        switch try OutputGuard.check(output: output, inputs: [input], reads: configuration.readFiles, existing: existingOutput) {
         case .write(let target): url = target
         case .skip: return ["'\(output)' exists; skipped (-n)."]
         }

@@ -223,7 +223,7 @@ package final class Job {
         // A network URL output is streamed as it is made: no file to guard, nothing to rename.
         let output = c.output.path
         if output != "-" && !c.output.discard && !NetworkURL.isNetwork(output) {
-            switch try OutputGuard.check(output: output, inputs: [c.input.path], existing: c.output.existing) {
+            switch try OutputGuard.check(output: output, inputs: [c.input.path], reads: c.readFiles, existing: c.output.existing) {
             case .write(let url): target = url
             case .skip: return .skip
             }

@@ -1,4 +1,6 @@
 public import Tracing
+import Foundation
+internal import MediaIO
 
 /// What a run tells its caller as it goes: one value for a run in one piece, a segmented run
 /// and one segment of a planned job, in place of a callback set per job type.
@@ -56,6 +58,32 @@ public struct RunOutcome: Sendable {
     public var keptBeside: String? = nil
 }
 
+/// Before a run kept in one pass by `onePass` (options such as `--stats`) of a job that would
+/// otherwise run in segments: the segments an interrupted run of the same output kept are
+/// refused while `resume` (they cannot be resumed in one pass, and a finished one-pass run
+/// left them behind) or discarded, with the partial output they made replaceable as the
+/// segmented run would; and a note when the input is longer than one segment (an
+/// interruption then cannot resume).
+private func keptSegments(_ c: inout RunConfiguration, onePass: [String], resume: Bool, segmentSeconds: Double, events: RunEvents) throws {
+    let names = onePass.joined(separator: ", ")
+    let directory = SegmentedJob.defaultDirectory(forOutput: c.output.path)
+    if FileManager.default.fileExists(atPath: directory.path) {
+        let earlier = try? SegmentedJob(directory: directory)
+        if resume {
+            let kept = earlier.map { job in
+                " (\(job.manifest.segments.filter { job.isVerified($0) }.count) of \(job.manifest.segments.count) segments done)"
+            } ?? ""
+            throw MediaError(.invalidOptions, "'\(directory.path)' holds the segments of an interrupted run of '\(c.output.path)'\(kept). \(names) \(onePass.count == 1 ? "needs" : "need") the whole run in one pass, which cannot resume them. Run the same command without \(names) to resume, or add --no-resume to start afresh in one pass (the kept segments are deleted).")
+        }
+        events.info("--no-resume: discarding the segments in '\(directory.path)'.")
+        if let own = earlier?.manifest.interruptedOutput, SegmentManifest.OutputIdentity.of(c.output.path) == own { c.output.existing = .replace }
+        SegmentedJob.removeWorkDirectory(directory)
+    }
+    if let duration = try? Probe.describe(c.input, countFrames: false).duration, duration > segmentSeconds {
+        events.info("\(names) \(onePass.count == 1 ? "needs" : "need") the run in one pass: '\(c.input.path)' (\(String(format: "%.0f", duration)) s) is not split into resumable segments, so an interruption starts it again.")
+    }
+}
+
 /// Whether `configuration` runs in resumable segments of about `segmentSeconds`: a file into
 /// a file, offline, no timing report asked for (the reports need one pass), and segments asked
 /// for (`segmentSeconds` above 0).
@@ -69,12 +97,22 @@ public func runsInSegments(_ configuration: RunConfiguration, segmentSeconds: Do
 /// configuration asks for. `resume` reuses the segments an earlier run of the same job
 /// finished; `sequential` runs every stage on one thread (the plain loop the threaded pipeline
 /// is measured against).
+///
+/// `onePassFor` names what else keeps the run in one pass (`--summary`), beside the reports.
+/// A job that would run in segments but for them neither resumes an interrupted run's
+/// segments nor leaves them behind: it refuses while they are kept (resume, exit 64, naming
+/// the fix) or discards them (`resume` false), and says when a long input runs in one pass.
 public func run(_ configuration: RunConfiguration, segmentSeconds: Double = SegmentedJob.defaultSegmentSeconds,
-                resume: Bool = true, sequential: Bool = false, events: RunEvents = RunEvents()) throws -> RunOutcome {
-    let c = configuration
+                resume: Bool = true, sequential: Bool = false, onePassFor: [String] = [], events: RunEvents = RunEvents()) throws -> RunOutcome {
+    var c = configuration
     try c.checkRun()
     var models: [FrameProcessor]?
-    if runsInSegments(c, segmentSeconds: segmentSeconds) {
+    let onePass = onePassFor + [("--stats", c.output.reports.stats), ("--trace", c.output.reports.trace), ("--plot", c.output.reports.plot)]
+        .compactMap { $1 == nil ? nil : $0 }
+    if !onePass.isEmpty && segmentSeconds > 0 && SegmentedJob.canSegment(c) {
+        try keptSegments(&c, onePass: onePass, resume: resume, segmentSeconds: segmentSeconds, events: events)
+    }
+    if onePass.isEmpty && runsInSegments(c, segmentSeconds: segmentSeconds) {
         switch try SegmentedRun(configuration: c, segmentSeconds: segmentSeconds, resume: resume, events: events).run() {
         case .skipped:
             return RunOutcome(ending: .skipped, framesOut: 0, corrupt: 0)

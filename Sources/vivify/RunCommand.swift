@@ -63,10 +63,11 @@ struct Run: ParsableCommand {
         MediaLog.configure(verbose: verbose)
         let c = runConfiguration
         // The summary, like the reports, needs the run in one pass.
-        let segmentSeconds = timing.summary ? 0 : segmentOptions.segmentSeconds
+        let segmentSeconds = segmentOptions.segmentSeconds
+        let onePass = timing.summary ? ["--summary"] : []
         // A segmented file job runs with OpenMP's passive waits (see OpenMPWaitPolicy): decided
         // before anything starts, since it may start the program again.
-        if Vivify.runsInSegments(c, segmentSeconds: segmentSeconds) { OpenMPWaitPolicy.preferPassive() }
+        if onePass.isEmpty && Vivify.runsInSegments(c, segmentSeconds: segmentSeconds) { OpenMPWaitPolicy.preferPassive() }
         let interrupts = InterruptMonitor()
         // Side files are checked before the work, like the output.
         try c.output.reports.check(inputs: [input] + c.readFiles, outputs: [output])
@@ -87,7 +88,7 @@ struct Run: ParsableCommand {
         events.shouldStop = { interrupts.isInterrupted }
         let outcome: RunOutcome
         do {
-            outcome = try Vivify.run(c, segmentSeconds: segmentSeconds, resume: !noResume, sequential: sequential, events: events)
+            outcome = try Vivify.run(c, segmentSeconds: segmentSeconds, resume: !noResume, sequential: sequential, onePassFor: onePass, events: events)
         } catch {
             reporter?.finish(framesDone: 0)
             throw error

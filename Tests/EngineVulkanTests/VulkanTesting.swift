@@ -150,7 +150,10 @@ final class VulkanDeviceChoiceTests: XCTestCase {
         XCTAssertEqual(try VulkanDevices.autoChoice(list, environment: ["VIVIFY_VULKAN_DEVICE": "1"]), 1)
         XCTAssertNil(try VulkanDevices.autoChoice(list, environment: ["VIVIFY_VULKAN_DEVICE": "2"]))
         XCTAssertEqual(try VulkanDevices.backendChoice(list, environment: ["VIVIFY_VULKAN_DEVICE": "2"]), 2)
-        for bad in ["3", "-1", "one", ""] {
+        // Empty is unset, as for the kernel switches; digits only otherwise.
+        XCTAssertEqual(try VulkanDevices.backendChoice(list, environment: ["VIVIFY_VULKAN_DEVICE": ""]), try VulkanDevices.backendChoice(list, environment: none))
+        XCTAssertEqual(try VulkanDevices.autoChoice(list, environment: ["VIVIFY_VULKAN_DEVICE": ""]), try VulkanDevices.autoChoice(list, environment: none))
+        for bad in ["3", "-1", "one", " 0", "+0", "0 ", "١"] {
             XCTAssertThrowsError(try VulkanDevices.autoChoice(list, environment: ["VIVIFY_VULKAN_DEVICE": bad]), bad) { error in
                 XCTAssertEqual((error as? EngineError)?.kind, .invalidSetting, bad)
             }

@@ -108,6 +108,9 @@ final class BackendChoiceCLITests: XCTestCase {
             let listing = try CLI.vivify(["probe", "--devices"], environment: ["VIVIFY_VULKAN_DEVICE": value])
             XCTAssertEqual(listing.code, 64, listing.stderr)
             XCTAssertTrue(String(decoding: listing.stdout, as: UTF8.self).contains("llvmpipe"), "the list is printed before the error")
+            // Said once, on standard error (it was printed in the listing as well).
+            let all = String(decoding: listing.stdout, as: UTF8.self) + listing.stderr
+            XCTAssertEqual(all.components(separatedBy: "names no Vulkan device").count, 2, all)
         }
     }
 }

@@ -20,4 +20,71 @@ final class FifthHuntFindingsTests: XCTestCase {
         XCTAssertEqual(live.code, 0, live.stderr)
         XCTAssertEqual(CLI.decodedFrames(try CLI.probe(dir + "/live.y4m")), 3)
     }
+
+    /// An output that is the run's own reference or keyframe was written over it. Refused
+    /// (64) before any work, naming the file, and the file is kept.
+    func testAnOutputThatTheRunReadsIsRefused() throws {
+        let dir = try CLI.tempDir()
+        let reference = dir + "/ref.png", grey = dir + "/grey.png", clip = dir + "/grey.mkv"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36", "-frames:v", "1", reference])
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36", "-frames:v", "1", "-vf", "format=gray", grey])
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=10", "-frames:v", "3", "-vf", "format=gray", "-c:v", "ffv1", clip])
+        let before = try Data(contentsOf: URL(fileURLWithPath: reference))
+        let cases: [[String]] = [
+            ["image", grey, reference, "--colorize", "--reference", reference, "-y"],
+            ["run", clip, reference, "--colorize", "--keyframe", "0=\(reference)", "--max-frames", "1", "-y"],
+            ["run", clip, reference, "--colorize", "--hints", reference, "--max-frames", "1", "-y"],
+        ]
+        for args in cases {
+            let r = try CLI.vivify(args)
+            XCTAssertEqual(r.code, 64, "\(args): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("is '\(reference)', which this run reads"), r.stderr)
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: reference)), before, "\(args): the file it reads is kept")
+        }
+        // A batch into a folder that holds the reference under an output's name.
+        try FileManager.default.createDirectory(atPath: dir + "/in", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: grey, toPath: dir + "/in/ref.png")
+        let batch = try CLI.vivify(["image", dir + "/in", dir, "--colorize", "--reference", reference, "-y"])
+        XCTAssertNotEqual(batch.code, 0, batch.stderr)
+        XCTAssertTrue(batch.stderr.contains("which this run reads"), batch.stderr)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: reference)), before)
+    }
+
+    /// An empty VIVIFY_VULKAN_DEVICE= stopped every default run (64) where the kernel switches
+    /// take empty as unset; it is unset now. Anything but digits is still refused.
+    func testAnEmptyDeviceVariableIsUnset() throws {
+        let dir = try CLI.tempDir()
+        let picture = dir + "/in.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=32x24", "-frames:v", "1", picture])
+        let r = try CLI.vivify(["image", picture, dir + "/out.png", "--upscale"], environment: ["VIVIFY_VULKAN_DEVICE": ""])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let probe = try CLI.vivify(["probe", "--devices"], environment: ["VIVIFY_VULKAN_DEVICE": ""])
+        XCTAssertEqual(probe.code, 0, probe.stderr)
+        for bad in [" 0", "+0"] {
+            let b = try CLI.vivify(["image", picture, dir + "/bad.png", "--upscale"], environment: ["VIVIFY_VULKAN_DEVICE": bad])
+            XCTAssertEqual(b.code, 64, "'\(bad)': \(b.stderr)")
+            XCTAssertTrue(b.stderr.contains("names no Vulkan device"), b.stderr)
+        }
+    }
+
+    /// `--keyframe 0=a.png --keyframe 0.0s=b.png`: two colours for frame 0, the second dropped
+    /// without a word (two numbers for one frame were refused). Refused (64) before any work,
+    /// naming both and the frame, as is a time that rounds to a numbered frame.
+    func testAKeyframeGivenTwiceAsNumberAndTimeIsRefused() throws {
+        let dir = try CLI.tempDir()
+        let clip = dir + "/grey.mkv", a = dir + "/a.png", b = dir + "/b.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=10", "-frames:v", "20", "-vf", "format=gray", "-c:v", "ffv1", clip])
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36", "-frames:v", "1", a])
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36", "-frames:v", "1", "-vf", "hue=h=90", b])
+        for (first, second, frame) in [("0=\(a)", "0.0s=\(b)", 0), ("1.5s=\(a)", "15=\(b)", 15), ("0.5s=\(a)", "0.52s=\(b)", 5)] {
+            let out = dir + "/out.mkv"
+            let r = try CLI.vivify(["run", clip, out, "--colorize", "--keyframe", first, "--keyframe", second])
+            XCTAssertEqual(r.code, 64, "\(first) \(second): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("are both for frame \(frame)"), r.stderr)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: out))
+        }
+        // Neighbouring frames are two keyframes.
+        let r = try CLI.vivify(["run", clip, dir + "/ok.mkv", "--colorize", "--keyframe", "0=\(a)", "--keyframe", "0.1s=\(b)", "--quiet"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+    }
 }

@@ -159,6 +159,42 @@ final class SegmentTests: XCTestCase {
         try assertSameFile(out, reference)
     }
 
+    /// A report (`--stats`, `--trace`, `--plot`) or `--summary` keeps a run in one pass. Added
+    /// to the command of an interrupted segmented run, it said only that the output exists,
+    /// and with -y redid everything and left the work folder behind (fifth hunt). It is refused
+    /// (64) while the segments are kept, naming the way to resume, with nothing touched; with
+    /// --no-resume the segments are discarded, the partial output replaced without -y, and a
+    /// note says that the long input runs in one pass.
+    func testAOnePassOptionNeitherResumesNorStrandsKeptSegments() throws {
+        let dir = try CLI.tempDir()
+        let source = try Self.clip(in: dir)
+        let out = dir + "/out.mkv"
+        let work = Self.workDirectory(out)
+        let p = try Self.start(["run", source, out, "--quiet"] + Self.upscaleJob)
+        XCTAssertTrue(Self.wait(for: p) { Self.doneCount(work) >= 1 })
+        kill(p.processIdentifier, SIGINT)
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 130)
+        let partial = try Data(contentsOf: URL(fileURLWithPath: out))
+        let stats = dir + "/stats.json"
+        for extra in [["--summary"], ["--stats", stats], ["--trace", dir + "/trace.json", "--plot", dir + "/plot.svg"]] {
+            let r = try CLI.vivify(["run", source, out] + Self.upscaleJob + extra)
+            XCTAssertEqual(r.code, 64, "\(extra): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("holds the segments of an interrupted run") && r.stderr.contains("Run the same command without \(extra[0])")
+                          && r.stderr.contains("--no-resume"), r.stderr)
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: out)), partial, "\(extra): the output is untouched")
+            XCTAssertTrue(FileManager.default.fileExists(atPath: work + "/manifest.json"), "\(extra): the segments are kept")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: stats))
+        let r = try CLI.vivify(["run", source, out, "--no-resume", "--stats", stats] + Self.upscaleJob)
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("--no-resume: discarding the segments") && r.stderr.contains("--stats needs the run in one pass"), r.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: work), "no work folder left behind")
+        XCTAssertEqual(CLI.decodedFrames(try CLI.probe(out)), 120)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: stats))
+        XCTAssertEqual(CLI.leftovers(dir), [])
+    }
+
     /// Different pixel settings or a changed input never reuse old segments (and say why);
     /// a damaged segment file is redone; --no-resume starts afresh.
     func testChangedSettingsInputOrDamagedSegmentsAreNotReused() throws {

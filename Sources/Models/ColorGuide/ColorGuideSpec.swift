@@ -156,5 +156,19 @@ public struct ColourGuideSpec: Sendable, Equatable, Codable {
                 }
             }
         }
+        // A frame number and a time, or two times, for one frame: as `checkFiles` refuses two
+        // numbers for one frame (the colour that applied was the first given, silently).
+        guard frameRate > 0 else { return }
+        let frames = keyframes.map { k -> Int in
+            switch k.position {
+            case .frame(let n): return n
+            case .time(let t): return Int((t * frameRate).rounded())
+            }
+        }
+        for (i, k) in keyframes.enumerated() {
+            if let j = frames[..<i].firstIndex(of: frames[i]) {
+                throw MediaError(.invalidOptions, "'--keyframe \(keyframes[j])' and '--keyframe \(k)' are both for frame \(frames[i]) of '\(input)' (at \(String(format: "%g", frameRate)) frames a second). Give one keyframe per frame.")
+            }
+        }
     }
 }

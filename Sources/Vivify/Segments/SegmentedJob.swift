@@ -59,7 +59,7 @@ public final class SegmentedJob {
         guard canSegment(c) else {
             throw MediaError(.invalidOptions, "Only a media file into a media file can be planned into segments ('\(c.input.path)' → '\(c.output.path)'). Use `vivify run` for pipes, y4m and raw frames.")
         }
-        if case .skip = try OutputGuard.check(output: c.output.path, inputs: [c.input.path], existing: c.output.existing) { return nil }
+        if case .skip = try OutputGuard.check(output: c.output.path, inputs: [c.input.path], reads: c.readFiles, existing: c.output.existing) { return nil }
         try MediaWriter.validate(targetName: c.output.path, settings: c.output.encoder)
         let models = try loadModels(c, log: events.info)
         var manifest = try plan(c, segmentSeconds: segmentSeconds, models: models)

@@ -64,7 +64,7 @@ public final class SegmentedRun {
         let earlier = try? SegmentedJob(directory: directory)
         var rule = c.output.existing
         if let own = earlier?.manifest.interruptedOutput, SegmentManifest.OutputIdentity.of(output) == own { rule = .replace }
-        if case .skip = try OutputGuard.check(output: output, inputs: [input], existing: rule) { return .skipped }
+        if case .skip = try OutputGuard.check(output: output, inputs: [input], reads: c.readFiles, existing: rule) { return .skipped }
         try MediaWriter.validate(targetName: output, settings: c.output.encoder)
 
         // Fetching a model is news, not a warning.
