@@ -96,6 +96,10 @@ public final class MediaReader: FrameSource {
     public let colorAssumptions: [String]
     /// Called with a warning sentence when damaged data is skipped.
     public var onWarning: ((String) -> Void)?
+    /// What reading loses of the source's frames, when anything: Vivify processes video in
+    /// 8 bits without alpha, so a 10-bit or alpha source is reduced (one sentence for a
+    /// warning; nil for 8-bit sources without alpha).
+    public private(set) var reduction: String?
 
     /// Opens `path` and its video decoder.
     /// - Parameters:
@@ -233,6 +237,13 @@ public final class MediaReader: FrameSource {
             }
         }
         let nativeFormat = PixelFormat(av: sourceFormat) ?? Self.nearest8Bit(sourceFormat)
+        if let d = av_pix_fmt_desc_get(sourceFormat)?.pointee, d.flags & UInt64(AV_PIX_FMT_FLAG_PAL) == 0 {
+            let deeper = d.comp.0.depth > 8, alpha = d.flags & UInt64(AV_PIX_FMT_FLAG_ALPHA) != 0
+            if deeper || alpha {
+                let lost = [deeper ? "\(d.comp.0.depth)-bit samples become 8-bit" : nil, alpha ? "its alpha plane is dropped" : nil].compactMap { $0 }
+                reduction = "'\(path)' is \(avPixelFormatName(sourceFormat)): Vivify processes video in 8 bits without alpha, so \(lost.joined(separator: " and ")) (read as \(nativeFormat.rawValue))."
+            }
+        }
         let video = VideoStreamInfo(
             width: Int(par.width), height: Int(par.height), pixelFormat: nativeFormat,
             sourcePixelFormatName: avPixelFormatName(sourceFormat), codecName: String(cString: avcodec_get_name(par.codec_id)),

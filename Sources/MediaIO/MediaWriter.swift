@@ -126,12 +126,21 @@ public final class MediaWriter {
                 let names = supported.map(avPixelFormatName).joined(separator: ", ")
                 throw MediaError(.invalidOptions, "Encoder \(encoderName) cannot take pixel format '\(settings.pixelFormat!)'. Use one of: \(names).")
             }
-            pixfmt = supported[0]
+            // The encoder's format that loses least of this one (FFmpeg's own choice), not its
+            // first: ffv1 lists 4:2:0 first and takes 8-bit RGB as bgr0, not gbrp, so RGB
+            // frames became 4:2:0 in a "lossless" file.
+            var loss: Int32 = 0
+            let best = supported.withUnsafeBufferPointer { list -> AVPixelFormat in
+                var terminated = Array(list) + [AV_PIX_FMT_NONE]
+                return avcodec_find_best_pix_fmt_of_list(&terminated, pixfmt, 0, &loss)
+            }
+            pixfmt = best == AV_PIX_FMT_NONE ? supported[0] : best
         }
         // 4:2:0 needs even sizes in most encoders; keep the exact size by switching to 4:4:4.
         let odd = video.width % 2 == 1 || video.height % 2 == 1
         if odd, settings.pixelFormat == nil, let d = av_pix_fmt_desc_get(pixfmt)?.pointee,
-           d.log2_chroma_w > 0 || d.log2_chroma_h > 0, encoderName != "ffv1", encoderName != "libvpx-vp9", encoderName != "mjpeg" {
+           d.log2_chroma_w > 0 || d.log2_chroma_h > 0, encoderName != "libvpx-vp9", encoderName != "mjpeg" {
+            // ffv1 included: it refuses an odd 4:2:0 frame ("Function not implemented").
             if supported.isEmpty || supported.contains(AV_PIX_FMT_YUV444P) {
                 warnings.append("\(video.width)x\(video.height) has an odd side, which 4:2:0 \(encoderName) cannot encode; writing yuv444p instead (pass --pix-fmt to choose).")
                 pixfmt = AV_PIX_FMT_YUV444P
@@ -333,7 +342,8 @@ public final class MediaWriter {
         return out
     }
 
-    /// FFV1 is lossless: keep the frames' own layout, and RGB as planar RGB.
+    /// FFV1 is lossless: keep the frames' own layout, and RGB as RGB (planar where the
+    /// encoder takes it, else the packed bgr0 that `avcodec_find_best_pix_fmt_of_list` finds).
     private static func losslessFormat(for video: OutputVideoDescription) -> AVPixelFormat {
         video.pixelFormat == .rgb24 ? AV_PIX_FMT_GBRP : video.pixelFormat.av
     }

@@ -242,6 +242,7 @@ package final class Job {
             ?? Self.openSource(c.input, copyStreams: c.output.copyAudioAndSubtitles, maxPixels: c.limits.pixelLimit)
         if let reader = source as? MediaReader {
             reader.onWarning = warn
+            if let lost = reader.reduction { warn(lost) }
         }
         if let windowed = source as? SegmentWindowSource {
             windowed.reader.onWarning = warn

@@ -87,4 +87,40 @@ final class FifthHuntFindingsTests: XCTestCase {
         let r = try CLI.vivify(["run", clip, dir + "/ok.mkv", "--colorize", "--keyframe", "0=\(a)", "--keyframe", "0.1s=\(b)", "--quiet"])
         XCTAssertEqual(r.code, 0, r.stderr)
     }
+
+    /// `--codec ffv1`, "lossless", wrote 4:2:0: ffv1 takes 8-bit RGB as bgr0, not gbrp, and
+    /// the writer fell back to the encoder's first format. An RGB source now stays RGB, bit
+    /// for bit; a model's RGB output is RGB; an odd 4:2:0 frame, which ffv1 refused, becomes
+    /// 4:4:4; a 10-bit or alpha source says what reading loses.
+    func testFFV1StaysLossless() throws {
+        let dir = try CLI.tempDir()
+        func format(_ path: String) throws -> String? { CLI.streams(try CLI.probe(path, countFrames: false), "video").first?["pix_fmt"] as? String }
+        let rgb = dir + "/rgb.mkv"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=96x54:rate=10", "-frames:v", "3", "-pix_fmt", "gbrp", "-c:v", "ffv1", rgb])
+        var r = try CLI.vivify(["run", rgb, dir + "/copy.mkv", "--codec", "ffv1", "--quiet"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertEqual(try format(dir + "/copy.mkv"), "bgr0")
+        XCTAssertEqual(try PrecisionCLITests.pixels(dir + "/copy.mkv"), try PrecisionCLITests.pixels(rgb), "an RGB source through ffv1 is unchanged")
+        let y444 = dir + "/y444.mkv"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=48x32:rate=10", "-frames:v", "2", "-pix_fmt", "yuv444p", "-c:v", "ffv1", y444])
+        r = try CLI.vivify(["run", y444, dir + "/up.mkv", "--codec", "ffv1", "--upscale", "--quiet"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertEqual(try format(dir + "/up.mkv"), "bgr0", "a model's RGB output is kept as RGB")
+        let odd = dir + "/odd.y4m"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=10", "-frames:v", "3", "-vf", "scale=5:3", "-pix_fmt", "yuv420p", "-f", "yuv4mpegpipe", odd])
+        r = try CLI.vivify(["run", odd, dir + "/odd.mkv", "--codec", "ffv1"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("has an odd side") && r.stderr.contains("yuv444p"), r.stderr)
+        XCTAssertEqual(try format(dir + "/odd.mkv"), "yuv444p")
+        XCTAssertEqual(CLI.decodedFrames(try CLI.probe(dir + "/odd.mkv")), 3)
+        for (pixfmt, says) in [("yuv420p10le", "10-bit samples become 8-bit"), ("yuva420p", "its alpha plane is dropped")] {
+            let source = dir + "/\(pixfmt).mkv"
+            try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=32x24:rate=10", "-frames:v", "2", "-pix_fmt", pixfmt, "-c:v", "ffv1", source])
+            r = try CLI.vivify(["run", source, dir + "/out-\(pixfmt).mkv", "--codec", "ffv1"])
+            XCTAssertEqual(r.code, 0, r.stderr)
+            XCTAssertTrue(r.stderr.contains("is \(pixfmt): Vivify processes video in 8 bits without alpha, so \(says)"), r.stderr)
+        }
+        r = try CLI.vivify(["run", rgb, dir + "/quiet.mkv", "--codec", "ffv1"])
+        XCTAssertFalse(r.stderr.contains("warning"), "an 8-bit source says nothing: \(r.stderr)")
+    }
 }
