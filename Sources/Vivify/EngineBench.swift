@@ -32,6 +32,7 @@ package enum EngineBench {
         let loaded = try self.loaded(model, store: store, library: limits.customLayers)
         let graph = loaded.graph
         let shape = Shape(c: graph.inputChannels ?? 3, h: height + pad[1] + pad[3], w: width + pad[0] + pad[2])
+        try checkSize(loaded, shape: shape, width: width, height: height, pad: pad)
         // A picture-like input: smooth shading, some texture and a little noise. Uniform noise
         // drives int8 layers far past ranges calibrated on photos, and int8 would time its
         // clipping guard's fp32 reruns instead of itself.
@@ -99,6 +100,38 @@ package enum EngineBench {
     /// with its description, or a `colorize` bundle).
     static func graph(_ model: String, store: ModelStore) throws -> Graph {
         try loaded(model, store: store).graph
+    }
+
+    /// Refuses (64) an input the model cannot take, before any work, with the size `vivify
+    /// run` gives it: a colorizer's own input size, or tiles padded by the model's border and
+    /// rounded to its multiple. Shapes that do not fit a U-Net's strides (or its crops) failed
+    /// at a layer, as a damaged model (65), naming neither `--size` nor a size that works.
+    private static func checkSize(_ loaded: LoadedModel, shape: Shape, width: Int, height: Int, pad: [Int]) throws {
+        let graph = loaded.graph
+        let problem: String
+        do {
+            _ = try graph.inferShapes(input: shape)
+            return
+        } catch let e as EngineError where e.kind == .invalidGraph {
+            problem = e.message
+        }
+        func fits(_ s: Shape) -> Bool { (try? graph.inferShapes(input: s)) != nil }
+        func up(_ v: Int, _ m: Int) -> Int { (v + m - 1) / m * m }
+        var advice = "Try a larger --size, or --pad."
+        if let colour = loaded.colorizer {
+            if let side = colour.inputSize {
+                let s = up(side, colour.inputMultiple)
+                advice = "\(loaded.name) sees every frame at \(s)×\(s) (frames are resized to it): time it with --size \(s)x\(s)."
+            } else if fits(Shape(c: shape.c, h: up(shape.h, colour.inputMultiple), w: up(shape.w, colour.inputMultiple))) {
+                advice = "Its sides must be multiples of \(colour.inputMultiple) (vivify run rounds frames up so): e.g. --size \(up(width, colour.inputMultiple))x\(up(height, colour.inputMultiple)) with no --pad."
+            }
+        } else if let spec = loaded.spec ?? (try? ModelResolver.inferTiling(graph)) {
+            let w = up(width, spec.multiple), h = up(height, spec.multiple), p = spec.padding
+            if fits(Shape(c: shape.c, h: h + 2 * p, w: w + 2 * p)) {
+                advice = "vivify run gives it tiles rounded up to a multiple of \(spec.multiple) and padded by \(p) pixels on every side: time that with --size \(w)x\(h) --pad \(p),\(p),\(p),\(p)."
+            }
+        }
+        throw EngineError(.invalidSetting, "\(loaded.name) cannot take a \(width)×\(height) frame padded by \(pad.map(String.init).joined(separator: ",")) (\(shape.w)×\(shape.h) in all): \(problem) \(advice)")
     }
 
     private static func loaded(_ model: String, store: ModelStore, library: String? = nil) throws -> LoadedModel {

@@ -123,4 +123,22 @@ final class FifthHuntFindingsTests: XCTestCase {
         r = try CLI.vivify(["run", rgb, dir + "/quiet.mkv", "--codec", "ffv1"])
         XCTAssertFalse(r.stderr.contains("warning"), "an 8-bit source says nothing: \(r.stderr)")
     }
+
+    /// `bench-model --model vivify-color` at its default size, and a U-Net at a size its
+    /// crops cannot take, failed at a layer as a damaged model (65). Refused as a setting (64)
+    /// naming the size `vivify run` gives the model, which then runs.
+    func testBenchModelNamesASizeTheModelTakes() throws {
+        var r = try CLI.vivify(["bench-model", "--model", "vivify-color", "--runs", "1"])
+        XCTAssertEqual(r.code, 64, r.stderr)
+        XCTAssertTrue(r.stderr.contains("cannot take a 640×360 frame") && r.stderr.contains("--size 224x224"), r.stderr)
+        r = try CLI.vivify(["bench-model", "--model", "vivify-color", "--runs", "1", "--size", "224x224"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let models = try CLI.tempDir()
+        r = try UpscaleCLITests.vivify(["bench-model", "--model", "realcugan-2x", "--size", "64x36", "--runs", "1"], models: models)
+        XCTAssertEqual(r.code, 64, r.stderr)
+        let advice = try XCTUnwrap(r.stderr.range(of: "time that with ").map { String(r.stderr[$0.upperBound...]).trimmingCharacters(in: .whitespacesAndNewlines) }, r.stderr)
+        XCTAssertEqual(advice, "--size 64x36 --pad 18,18,18,18.")
+        r = try UpscaleCLITests.vivify(["bench-model", "--model", "realcugan-2x", "--size", "64x36", "--pad", "18,18,18,18", "--runs", "1"], models: models)
+        XCTAssertEqual(r.code, 0, r.stderr)
+    }
 }
