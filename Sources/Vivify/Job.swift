@@ -459,8 +459,9 @@ package final class Job {
             // Per model stage: the cores shared out between stages that run at once.
             "stage_threads": String(sequential ? c.limits.threadCount : c.modelCompute.threads),
         ]
-        // As asked (`--precision`); each model's entry says what it ran in.
-        if c.run.backend == .onednn || c.run.backend == .vulkan { settings["precision"] = c.limits.precisionChoice.rawValue }
+        // As asked (`--precision`), on every backend; each model's entry says what it ran in
+        // (the reference backend: fp32, with a note when anything else was asked).
+        settings["precision"] = c.limits.precisionChoice.rawValue
         // Each stage's own settings (the stabilizer, tiles, resize, …).
         settings.merge(c.stages.statsSettings) { general, _ in general }
         let optional: [(String, String?)] = [

@@ -70,6 +70,11 @@ struct WorkCommand: ParsableCommand {
         let interrupts = InterruptMonitor()
         let chosen = try SegmentedJob.segmentIndex(given: index, environment: ProcessInfo.processInfo.environment)
         let quiet = self.quiet
+        // A worker started again after the join (a retried pod) has nothing to do.
+        if let done = try SegmentedJob.finishedJoin(at: URL(fileURLWithPath: directory)) {
+            if !quiet { ProgressReporter.writeStderr("vivify: '\(directory)' was already joined into \(done.output) (\(done.frames) frames); nothing to do.\n") }
+            return
+        }
         let job = try SegmentedJob(directory: URL(fileURLWithPath: directory))
         try job.checkInput()
         job.events.warning = { if !quiet { ProgressReporter.writeStderr("vivify: warning: \($0)\n") } }
@@ -89,7 +94,7 @@ struct WorkCommand: ParsableCommand {
 struct JoinCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "join",
-        abstract: "Verify every segment of a planned job and write its output (packets joined, audio and subtitles copied once); the work directory is then removed.",
+        abstract: "Verify every segment of a planned job and write its output (packets joined, audio and subtitles copied once); the segments and manifest are then removed, leaving joined.json so that a second join has nothing to do.",
         discussion: "Exit 75 when segments are not finished yet (it names them).")
 
     @Argument(help: "The work directory.")
@@ -103,17 +108,25 @@ struct JoinCommand: ParsableCommand {
 
     func run() throws {
         MediaLog.configure(verbose: false)
-        let job = try SegmentedJob(directory: URL(fileURLWithPath: directory))
-        // Only the command line may replace a file: anyone who can write the work directory
-        // can edit its manifest.
-        let replace = overwrite
-        if !overwrite, job.manifest.settings.replaceExistingOutput == true,
-           FileManager.default.fileExists(atPath: job.manifest.settings.output) {
-            ProgressReporter.writeStderr("vivify: the plan was made with -y, but a manifest cannot allow replacing '\(job.manifest.settings.output)': give `vivify join -y`.\n")
+        let folder = URL(fileURLWithPath: directory)
+        // One join at a time; a join after a finished one (a retried pod) has nothing to do.
+        try SegmentedJob.withJoinLock(folder) {
+            if let done = try SegmentedJob.finishedJoin(at: folder) {
+                ProgressReporter.writeStderr("vivify: '\(directory)' was already joined into \(done.output) (\(done.frames) frames); nothing to do.\n")
+                return
+            }
+            let job = try SegmentedJob(directory: folder)
+            // Only the command line may replace a file: anyone who can write the work directory
+            // can edit its manifest.
+            let replace = overwrite
+            if !overwrite, job.manifest.settings.replaceExistingOutput == true,
+               FileManager.default.fileExists(atPath: job.manifest.settings.output) {
+                ProgressReporter.writeStderr("vivify: the plan was made with -y, but a manifest cannot allow replacing '\(job.manifest.settings.output)': give `vivify join -y`.\n")
+            }
+            let joined = try job.join(existing: replace ? .replace : .refuse, removeDirectory: !keep, leaveRecord: !keep)
+            for w in joined.warnings { ProgressReporter.writeStderr("vivify: warning: \(w)\n") }
+            ProgressReporter.writeStderr("vivify: joined \(joined.frames) frames into \(joined.output).\n")
         }
-        let joined = try job.join(existing: replace ? .replace : .refuse, removeDirectory: !keep)
-        for w in joined.warnings { ProgressReporter.writeStderr("vivify: warning: \(w)\n") }
-        ProgressReporter.writeStderr("vivify: joined \(joined.frames) frames into \(joined.output).\n")
     }
 }
 
@@ -129,16 +142,27 @@ struct StatusCommand: ParsableCommand {
     var json = false
 
     func run() throws {
+        if let done = try SegmentedJob.finishedJoin(at: URL(fileURLWithPath: directory)) {
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                print(String(decoding: try encoder.encode(["joined": done]), as: UTF8.self))
+            } else {
+                print("joined into \(done.output) (\(done.frames) frames)")
+            }
+            return
+        }
         let job = try SegmentedJob(directory: URL(fileURLWithPath: directory))
         let states = try job.status(verify: true)
         let done = states.filter { $0.state == "done" }
         if json {
             struct Report: Encodable {
-                var input: String, output: String, segments: Int, done: Int, missing: [Int], failed: [Int]
+                var input: String, output: String, segments: Int, done: Int, missing: [Int], damaged: [Int], failed: [Int]
                 var framesDone: Int, totalFrames: Int, states: [SegmentedJob.SegmentState]
             }
             let r = Report(input: job.manifest.settings.input, output: job.manifest.settings.output, segments: states.count,
                            done: done.count, missing: states.filter { $0.state == "missing" }.map(\.index),
+                           damaged: states.filter { $0.state == "damaged" }.map(\.index),
                            failed: states.filter { $0.state == "failed" }.map(\.index),
                            framesDone: done.reduce(0) { $0 + $1.frames }, totalFrames: job.manifest.totalFrames, states: states)
             let encoder = JSONEncoder()
@@ -148,7 +172,9 @@ struct StatusCommand: ParsableCommand {
             print("\(job.manifest.settings.input) → \(job.manifest.settings.output)")
             print("\(done.count) of \(states.count) segments done, \(done.reduce(0) { $0 + $1.frames }) of \(job.manifest.totalFrames) frames")
             for s in states {
-                var line = String(format: "%4d  %-7@  %8.3f–%8.3f s  %6d frames", s.index, s.state, s.start, s.end, s.frames)
+                // Padded in Swift: Foundation on Linux ignores a width on %@.
+                let state = s.state.padding(toLength: 7, withPad: " ", startingAt: 0)
+                var line = String(format: "%4d  ", s.index) + state + String(format: "  %8.3f–%8.3f s  %6d frames", s.start, s.end, s.frames)
                 if let e = s.error { line += "  \(e)" }
                 print(line)
             }

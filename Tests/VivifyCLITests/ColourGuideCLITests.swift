@@ -188,6 +188,9 @@ final class ColourGuideCLITests: XCTestCase {
         r = try CLI.vivify(["work", work, "--index", "1"])
         XCTAssertNotEqual(r.code, 0, "a keyframe changed after the plan is refused")
         XCTAssertTrue(r.stderr.contains("Plan the job again"), r.stderr)
+        // Only what changed is named (every model and picture was).
+        XCTAssertTrue(r.stderr.contains("changed since: keyframe 40 "), r.stderr)
+        XCTAssertFalse(r.stderr.contains("colorize vivify-color"), r.stderr)
     }
 
     /// One reference for a whole batch of pictures, and `bench --reference`.

@@ -141,4 +141,61 @@ final class FifthHuntFindingsTests: XCTestCase {
         r = try UpscaleCLITests.vivify(["bench-model", "--model", "realcugan-2x", "--size", "64x36", "--pad", "18,18,18,18", "--runs", "1"], models: models)
         XCTAssertEqual(r.code, 0, r.stderr)
     }
+
+    /// Two joins of one job at once: one removed the segments under the other, which failed
+    /// (66, "cannot open segment-0003.nut"). They take turns now: one joins, the other says
+    /// the job is done (0). A damaged segment was listed as "missing": it is "damaged", with
+    /// what is wrong and the fix, in `status` (text in aligned columns, and JSON) and `join`.
+    func testConcurrentJoinsAndDamagedSegments() throws {
+        let dir = try CLI.tempDir()
+        let clip = dir + "/in.mkv", out = dir + "/out.mkv", work = dir + "/job"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=10", "-t", "2", "-g", "5", "-c:v", "ffv1", clip])
+        var r = try CLI.vivify(["plan", clip, out, "--work", work, "--segment-seconds", "0.5", "--codec", "ffv1"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        for i in 0..<4 { XCTAssertEqual(try CLI.vivify(["work", work, "--index", String(i), "--quiet"]).code, 0) }
+        // Segment 1 truncated, segment 2 a link to segment 3.
+        let one = work + "/segment-0001.nut", two = work + "/segment-0002.nut"
+        let kept = try Data(contentsOf: URL(fileURLWithPath: one)), keptTwo = try Data(contentsOf: URL(fileURLWithPath: two))
+        try kept.prefix(kept.count / 2).write(to: URL(fileURLWithPath: one))
+        try FileManager.default.removeItem(atPath: two)
+        try FileManager.default.createSymbolicLink(atPath: two, withDestinationPath: work + "/segment-0003.nut")
+        r = try CLI.vivify(["status", work, "--json"])
+        let status = try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any]
+        XCTAssertEqual(status?["damaged"] as? [Int], [1, 2], String(decoding: r.stdout, as: UTF8.self))
+        XCTAssertEqual(status?["missing"] as? [Int], [])
+        r = try CLI.vivify(["status", work])
+        let lines = String(decoding: r.stdout, as: UTF8.self).split(separator: "\n").filter { $0.contains(" frames") && $0.contains("–") }
+        XCTAssertEqual(lines.count, 4)
+        XCTAssertEqual(Set(lines.map { $0.range(of: " s ")?.lowerBound.utf16Offset(in: $0) }).count, 1, "aligned columns: \(lines)")
+        XCTAssertTrue(lines[2].contains("is a link or not a regular file"), "\(lines[2])")
+        r = try CLI.vivify(["join", work])
+        XCTAssertEqual(r.code, 75, r.stderr)
+        XCTAssertTrue(r.stderr.contains("segment 1 is damaged") && r.stderr.contains("does not match the size and SHA-256"), r.stderr)
+        // Repaired, then joined twice at once.
+        try keptTwo.write(to: URL(fileURLWithPath: dir + "/two"))
+        try FileManager.default.removeItem(atPath: two)
+        XCTAssertEqual(try CLI.vivify(["work", work, "--index", "1", "--quiet"]).code, 0)
+        XCTAssertEqual(try CLI.vivify(["work", work, "--index", "2", "--quiet"]).code, 0)
+        let joins = try (0..<2).map { _ in try SegmentTests.start(["join", work]) }
+        var codes: [Int32] = []
+        for p in joins { p.waitUntilExit(); codes.append(p.terminationStatus) }
+        XCTAssertEqual(codes, [0, 0])
+        XCTAssertEqual(CLI.decodedFrames(try CLI.probe(out)), 20)
+    }
+
+    /// `--stats` on the reference backend left `precision` out of the settings, which list
+    /// every option; it is there, with each model's (fp32).
+    func testStatsNamePrecisionOnEveryBackend() throws {
+        let dir = try CLI.tempDir()
+        let clip = dir + "/in.y4m"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=24x16:rate=5", "-frames:v", "1", "-pix_fmt", "yuv420p", clip])
+        for backend in ["reference", "onednn"] {
+            let stats = dir + "/\(backend).json"
+            let r = try CLI.vivify(["run", clip, dir + "/\(backend).y4m", "--upscale", "--backend", backend, "--quiet", "--stats", stats])
+            XCTAssertEqual(r.code, 0, r.stderr)
+            let run = (try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: stats))) as? [String: Any])?["run"] as? [String: Any]
+            XCTAssertEqual((run?["settings"] as? [String: String])?["precision"], "auto", backend)
+            if backend == "reference" { XCTAssertEqual((run?["models"] as? [[String: Any]])?.map { $0["precision"] as? String }, ["fp32"]) }
+        }
+    }
 }

@@ -26,7 +26,7 @@ final class SecondHuntFindingsTests: XCTestCase {
         try edited.write(toFile: layers, atomically: true, encoding: .utf8)
         let second = try CLI.vivify(["work", work, "--index", "1"])
         XCTAssertNotEqual(second.code, 0, second.stderr)
-        XCTAssertTrue(second.stderr.contains("differ"), second.stderr)
+        XCTAssertTrue(second.stderr.contains("has changed since: filter style_fp32"), second.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/out.mp4"))
     }
 

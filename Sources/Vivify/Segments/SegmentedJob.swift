@@ -22,6 +22,49 @@ import Models
 public final class SegmentedJob {
     /// The manifest's file name in the work directory.
     package static let manifestName = "manifest.json"
+    /// What `vivify join` leaves in a planned job's work directory once the output is written
+    /// (the segments and the manifest removed): the output, its identity and frame count, so
+    /// that a second join (a retried pod, two at once) says the job is done instead of failing.
+    package static let joinedName = "joined.json"
+
+    /// A finished join (`joinedName`).
+    package struct JoinedRecord: Codable, Sendable, Equatable {
+        package var output: String
+        package var frames: Int
+        package var identity: SegmentManifest.OutputIdentity?
+    }
+
+    /// The record a finished join left in `directory`, when it holds one and no manifest (a
+    /// job planned again in the same folder is that job).
+    package static func joinedRecord(at directory: URL) -> JoinedRecord? {
+        guard !FileManager.default.fileExists(atPath: directory.appendingPathComponent(manifestName).path),
+              let data = FileManager.default.contents(atPath: directory.appendingPathComponent(joinedName).path) else { return nil }
+        return try? JSONDecoder().decode(JoinedRecord.self, from: data)
+    }
+
+    /// The join already done in `directory`, when there is one and its output is still the
+    /// file it wrote; nil when none was done.
+    /// - Throws: `MediaError` `.inputUnreadable` (66) when the output has been moved, changed
+    ///   or removed since.
+    package static func finishedJoin(at directory: URL) throws -> JoinedRecord? {
+        guard let done = joinedRecord(at: directory) else { return nil }
+        guard let identity = done.identity, SegmentManifest.OutputIdentity.of(done.output) == identity else {
+            throw MediaError(.inputUnreadable, "The job in '\(directory.path)' was joined into '\(done.output)' (\(done.frames) frames), which has been moved, changed or removed since. Plan the job again to make it anew.")
+        }
+        return done
+    }
+
+    /// Runs `body` holding the work directory's join lock (`flock` on the directory itself,
+    /// so no file is left behind): two joins of one job run one after the other, and the
+    /// second finds the first's record rather than segments being removed under it.
+    package static func withJoinLock<T>(_ directory: URL, _ body: () throws -> T) throws -> T {
+        let fd = open(directory.path, O_RDONLY | O_DIRECTORY)
+        guard fd >= 0 else { return try body() }  // no folder: `body` says so
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
+        defer { flock(fd, LOCK_UN) }
+        return try body()
+    }
     /// The default segment length, seconds.
     public static let defaultSegmentSeconds = 30.0
 
@@ -248,6 +291,9 @@ public final class SegmentedJob {
     static func read(_ directory: URL) throws -> SegmentManifest {
         let url = directory.appendingPathComponent(manifestName)
         guard let data = FileManager.default.contents(atPath: url.path) else {
+            if let joined = joinedRecord(at: directory) {
+                throw MediaError(.inputUnreadable, "The job in '\(directory.path)' was joined into '\(joined.output)' (\(joined.frames) frames); its segments are gone. Plan it again with `vivify plan INPUT OUTPUT … --work \(directory.path)` to make it anew.")
+            }
             throw MediaError(.inputUnreadable, "'\(directory.path)' holds no \(manifestName). Make one with `vivify plan INPUT OUTPUT … --work \(directory.path)`.")
         }
         do {
@@ -398,7 +444,13 @@ public final class SegmentedJob {
             // The models found now must be the planned ones.
             let digests = try Self.modelDigests(loaded, of: c)
             if digests != manifest.settings.models {
-                throw MediaError(.invalidOptions, "The models found now differ from those the job was planned with (\(digests.keys.sorted().joined(separator: ", "))). Plan the job again.")
+                // Only what changed, by the name the plan gave it ("colorize vivify-color",
+                // "reference /path/r.png"): the models, the guide's pictures, the custom layers.
+                let planned = manifest.settings.models
+                let changed = Set(planned.keys).union(digests.keys).sorted().filter { planned[$0] != digests[$0] }.map { key -> String in
+                    planned[key] == nil ? "\(key) (not in the plan)" : digests[key] == nil ? "\(key) (gone)" : key
+                }
+                throw MediaError(.invalidOptions, "What the job was planned with has changed since: \(changed.joined(separator: ", ")). Plan the job again to use them, or restore the planned files (workers read exactly what the plan recorded, by SHA-256).")
             }
         }
         if let json = manifest.settings.int8Calibration {
@@ -442,7 +494,8 @@ public final class SegmentedJob {
 
     /// The state of each segment.
     package struct SegmentState: Sendable, Codable, Equatable {
-        /// "done", "missing" or "failed".
+        /// "done", "missing" (not done yet), "damaged" (done, but its file is gone, not
+        /// vivify's own or not what was recorded) or "failed".
         package var state: String
         /// The segment's index.
         package var index: Int
@@ -451,7 +504,7 @@ public final class SegmentedJob {
         /// Start and end, seconds.
         package var start: Double
         package var end: Double
-        /// The failure, for failed segments.
+        /// The failure, for failed segments, or what is wrong with a damaged one's file.
         package var error: String?
     }
 
@@ -460,10 +513,23 @@ public final class SegmentedJob {
         try reload()
         return manifest.segments.map { s in
             let ok = verify ? isVerified(s) : s.done != nil
-            let state = ok ? "done" : s.failed != nil ? "failed" : "missing"
+            let damage = ok || s.done == nil ? nil : damage(s)
+            let state = ok ? "done" : damage != nil ? "damaged" : s.failed != nil ? "failed" : "missing"
             return SegmentState(state: state, index: s.index, frames: ok ? s.done!.frames : s.frames,
-                                start: s.startSeconds, end: s.endSeconds, error: ok ? nil : s.failed)
+                                start: s.startSeconds, end: s.endSeconds, error: ok ? nil : damage ?? s.failed)
         }
+    }
+
+    /// What is wrong with a finished segment's file that fails verification.
+    private func damage(_ s: SegmentManifest.Segment) -> String {
+        let url = file(s)
+        if isForeign(url) {
+            return "'\(url.lastPathComponent)' is a link or not a regular file, which vivify never reads or replaces: remove it, then `vivify work \(directory.path) --index \(s.index)` redoes the segment"
+        }
+        if SegmentManifest.OutputIdentity.of(url.path) == nil {
+            return "'\(url.lastPathComponent)' is gone: `vivify work \(directory.path) --index \(s.index)` redoes the segment"
+        }
+        return "'\(url.lastPathComponent)' does not match the size and SHA-256 recorded when it was done (damaged or replaced): `vivify work \(directory.path) --index \(s.index)` redoes the segment"
     }
 
     /// The tags the unsegmented writer gives the video stream (from the source's description).
@@ -500,7 +566,8 @@ public final class SegmentedJob {
     /// Verifies every segment and writes the output (temporary file, renamed), then removes
     /// the work directory. `existing` is the rule for an output that exists (an interrupted
     /// run's own output is always replaced).
-    package func join(existing: ExistingOutput, removeDirectory: Bool = true) throws -> JoinOutcome {
+    /// `leaveRecord`: write `joinedName` before removing the work files (`vivify join`).
+    package func join(existing: ExistingOutput, removeDirectory: Bool = true, leaveRecord: Bool = false) throws -> JoinOutcome {
         try reload()
         try checkInput()
         let states = try status(verify: true)
@@ -509,6 +576,10 @@ public final class SegmentedJob {
             let failed = unfinished.filter { $0.state == "failed" }
             var text = "\(unfinished.count) of \(states.count) segments in '\(directory.path)' are not finished (\(unfinished.map { String($0.index) }.joined(separator: ", ")))"
             if let f = failed.first { text += "; segment \(f.index) failed: \(f.error ?? "")" }
+            if let d = unfinished.first(where: { $0.state == "damaged" }) {
+                text += "; segment \(d.index) is damaged: \(d.error ?? "")"
+                throw MediaError(.unfinished, text + ".")
+            }
             throw MediaError(.unfinished, text + ". Run `vivify work \(directory.path) --index I` for each, then join again.")
         }
         let output = manifest.settings.output
@@ -545,6 +616,11 @@ public final class SegmentedJob {
             if unlink(partial.incompleteTarget.path) == 0 {
                 warnings.append("Removed '\(partial.incompleteTarget.path)', the frames an interrupted run kept beside the output: the job is complete.")
             }
+        }
+        if leaveRecord {
+            let record = JoinedRecord(output: output, frames: result.videoPackets, identity: SegmentManifest.OutputIdentity.of(output))
+            let url = directory.appendingPathComponent(Self.joinedName)
+            try? JSONEncoder().encode(record).write(to: url, options: .atomic)
         }
         if removeDirectory { Self.removeWorkDirectory(directory) }
         return JoinOutcome(frames: result.videoPackets, output: output, warnings: warnings)
