@@ -108,7 +108,7 @@ public enum VulkanDevices {
     /// `autoDevice` with the machine's answers given: whether the kernel shows a GPU node, and
     /// the driver's list (called only when needed), so the rule is tested on made-up machines.
     static func autoDevice(gpuNode: Bool, listing: () throws -> [VulkanDeviceInfo], environment: [String: String]) throws -> VulkanDeviceInfo? {
-        guard environment[deviceVariable] != nil || gpuNode else { return nil }
+        guard !(environment[deviceVariable] ?? "").isEmpty || gpuNode else { return nil }
         let devices: [VulkanDeviceInfo]
         do { devices = try listing() } catch let e as EngineError where e.kind == .unsupported {
             // No driver: a bad VIVIFY_VULKAN_DEVICE is still said.

@@ -52,7 +52,8 @@ public struct VulkanLayerTime: Sendable, Equatable {
         guard total > 0 else { return ["no layer timed"] }
         func ms(_ v: Double) -> String { String(format: v < 10 ? "%.3f" : "%.1f", v) }
         func share(_ v: Double) -> String { String(format: "%.1f%%", 100 * v / total) }
-        var lines = ["\(ms(total)) ms in \(times.count) layers (device timestamps around each dispatch; host steps by the clock)"]
+        let transfers = times.filter { $0.layer == "(input)" || $0.layer == "(output)" }.count
+        var lines = ["\(ms(total)) ms in \(times.count - transfers) layers\(transfers > 0 ? " and \(transfers) transfer\(transfers == 1 ? "" : "s")" : "") (device timestamps around each dispatch; host steps by the clock)"]
         for t in times.sorted(by: { $0.milliseconds > $1.milliseconds }).prefix(top) {
             var how = t.onHost ? "on the host" : t.dispatches.isEmpty ? "no dispatch" : ""
             // Runs of one shader as one entry: "winograd_multiply_uniform ×4 12.5".
@@ -83,8 +84,9 @@ public struct VulkanLayerTime: Sendable, Equatable {
 
 /// A graph prepared by the Vulkan backend, whose last run may have been timed layer by layer.
 public protocol VulkanProfiledGraph: PreparedGraph {
-    /// Per layer of the last run, in the graph's order: empty before the first run, when the
-    /// graph was prepared without `VulkanBackend.profiling`, or when the device's compute queue
-    /// writes no timestamps (`timestampValidBits` 0).
+    /// Per layer of the last run, in the graph's order, with the staged plan's transfers of
+    /// the input and the output first and last (layers "(input)" and "(output)"): empty before
+    /// the first run, when the graph was prepared without `VulkanBackend.profiling`, or when
+    /// the device's compute queue writes no timestamps (`timestampValidBits` 0).
     var layerTimes: [VulkanLayerTime] { get }
 }

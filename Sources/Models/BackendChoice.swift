@@ -40,19 +40,29 @@ public enum BackendChoice: String, Sendable, CaseIterable {
     /// where the device prefers it and its fp16 quality is measured (a catalog upscaler, known
     /// by the digest of its files as its shipped int8 calibration is:
     /// `PrecisionChoice.vulkanPrecision(measured:device:)`); their digest is taken only then.
-    package func make(precision: PrecisionChoice = .fp32, threads: Int = ComputeThreads.allCores, modelFiles: [String]? = nil) throws -> InferenceBackend {
+    /// `pinnedAuto` ("fp16", "fp32"): what `auto` stores such an upscaler in, as a segmented
+    /// job's plan decided, instead of this device's choice.
+    package func make(precision: PrecisionChoice = .fp32, threads: Int = ComputeThreads.allCores, modelFiles: [String]? = nil,
+                      pinnedAuto: String? = nil) throws -> InferenceBackend {
         switch try resolved() {
         case .onednn, .auto: return try DNNLBackend(precision: precision.precision(measured: false), threads: threads)
         case .reference: return ReferenceBackend(threads: threads)
         case .vulkan:
             let device = try VulkanBackend(precision: .fp32)
+            let automatic = pinnedAuto.flatMap(VulkanPrecision.init(rawValue:)) ?? device.automaticPrecision
             var measured = false
-            if precision == .auto, device.automaticPrecision == .fp16, let files = modelFiles, !files.isEmpty {
+            if precision == .auto, automatic == .fp16, let files = modelFiles, !files.isEmpty {
                 measured = ShippedCalibrations.covers(digest: try ModelDigest.of(files: files).hex)
             }
-            let storage = precision.vulkanPrecision(measured: measured, device: device)
+            let storage = precision == .auto ? (measured ? automatic : .fp32) : precision.vulkanPrecision(measured: measured, device: device)
             return storage == device.precision ? device : try VulkanBackend(precision: storage)
         }
+    }
+
+    /// What `auto` stores a catalog upscaler in on this machine's Vulkan device ("fp16",
+    /// "fp32"), for a plan to pin (`RunLimits.vulkanAutoStorage`); nil when no device opens.
+    package static func vulkanAutomaticStorage() -> String? {
+        (try? VulkanBackend(precision: .fp32))?.automaticPrecision.rawValue
     }
 
     /// What `backend` computes in ("fp32", "bf16", "int8" on oneDNN) or stores its values in

@@ -26,6 +26,9 @@ package struct ComputeSettings: Sendable, Equatable {
     /// more than one tile, in statistics passes (`--pooling whole`); otherwise each tile pools
     /// its own part (`--pooling tile`, the default).
     package var wholePicturePooling: Bool
+    /// What `auto` stores a catalog upscaler in on Vulkan when a plan pinned it ("fp16",
+    /// "fp32"; `RunLimits.vulkanAutoStorage`); nil: the device decides.
+    package var vulkanAutoStorage: String?
 
     /// Settings; each one left out is the library's default.
     package init(precision: PrecisionChoice = .fp32, memoryBudget: Int? = nil, maxPixels: Int = MediaLimits.defaultMaxPixels,

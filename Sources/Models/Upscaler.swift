@@ -36,6 +36,9 @@ package final class Upscaler {
     private let precision: ComputePrecision
     /// What the Vulkan backend stores the model's values in ("fp32", "fp16"); nil on oneDNN.
     private var storage: String?
+    /// The backend the model's tiles run on, in the precision the plan chose (`models verify`
+    /// times a tile on it, as `run` computes).
+    package private(set) var engine: InferenceBackend
     /// The int8 engine, once the model runs int8.
     private var int8Backend: DNNLBackend?
     /// Whether the model runs in int8 once calibrated, and is not yet: the first picture it
@@ -91,11 +94,13 @@ package final class Upscaler {
             engine = dnnl
         } else {
             precision = .fp32
-            engine = try backend.make(precision: settings.precision, threads: settings.threads, modelFiles: loaded.files)
+            engine = try backend.make(precision: settings.precision, threads: settings.threads, modelFiles: loaded.files,
+                                      pinnedAuto: settings.vulkanAutoStorage)
             storage = BackendChoice.precision(of: engine)
         }
         alphaRunner = try loaded.alphaGraph.map { try TiledRunner(graph: $0, spec: tiling, backend: backend == .onednn ? DNNLBackend(precision: .fp32, threads: settings.threads) : engine, tileSize: tile,
                                                                        memoryBudget: settings.memoryBudget, wholePicturePooling: settings.wholePicturePooling) }
+        self.engine = engine
         scale = spec.scale
         runner = try TiledRunner(graph: graph, spec: spec, backend: engine, tileSize: tile, memoryBudget: settings.memoryBudget,
                                  wholePicturePooling: settings.wholePicturePooling)

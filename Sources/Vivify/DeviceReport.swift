@@ -39,7 +39,7 @@ package struct DeviceReport: Sendable {
             report.vulkanDevice = try VulkanDevices.backendChoice(infos)
             // What a run decides: the same rule, looking at the devices only when the machine
             // shows a GPU (or VIVIFY_VULKAN_DEVICE is set); otherwise oneDNN.
-            let looks = ProcessInfo.processInfo.environment[VulkanDevices.deviceVariable] != nil || VulkanDevices.gpuNodePresent
+            let looks = !(ProcessInfo.processInfo.environment[VulkanDevices.deviceVariable] ?? "").isEmpty || VulkanDevices.gpuNodePresent
             report.autoDevice = looks ? try VulkanDevices.autoChoice(infos) : nil
             report.auto = report.autoDevice == nil ? "onednn" : "vulkan"
         } catch {

@@ -122,7 +122,7 @@ package enum EngineBench {
             if let side = colour.inputSize {
                 let s = up(side, colour.inputMultiple)
                 advice = "\(loaded.name) sees every frame at \(s)×\(s) (frames are resized to it): time it with --size \(s)x\(s)."
-            } else if fits(Shape(c: shape.c, h: up(shape.h, colour.inputMultiple), w: up(shape.w, colour.inputMultiple))) {
+            } else if fits(Shape(c: shape.c, h: up(height, colour.inputMultiple), w: up(width, colour.inputMultiple))) {
                 advice = "Its sides must be multiples of \(colour.inputMultiple) (vivify run rounds frames up so): e.g. --size \(up(width, colour.inputMultiple))x\(up(height, colour.inputMultiple)) with no --pad."
             }
         } else if let spec = loaded.spec ?? (try? ModelResolver.inferTiling(graph)) {

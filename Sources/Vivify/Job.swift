@@ -160,8 +160,14 @@ package final class Job {
         // Keyframes past the end are refused before any frame is processed (segments are
         // windows of the whole video: its own length counts).
         if segment == nil, let guide = c.stages.colourGuide {
+            // A keyframe given by time: each frame's time, from a scan of the packets (only
+            // then, and only of a file).
+            var seconds: [Double]?
+            if guide.needsFrameTimes, source is MediaReader, let index = try? VideoIndex.read(path: c.input.path) {
+                seconds = index.timestamps.map(index.seconds)
+            }
             try guide.checkKeyframes(frameCount: video.frameCount, duration: video.duration, frameRate: video.frameRate.doubleValue,
-                                     input: c.input.path)
+                                     input: c.input.path, frameSeconds: seconds)
         }
         let settled = try settleFormats(c, source: source, models: models, target: target, warn: warn)
         let chain = settled.chain

@@ -197,7 +197,9 @@ package enum ModelTools {
         let t = min(upscaler.tileSize, max(frame.width, frame.height))
         let (th, tw) = upscaler.tileInterior(height: frame.height, width: frame.width)
         let shape = Shape(c: 3, h: th + 2 * spec.padding, w: tw + 2 * spec.padding)
-        let prepared = try backend.make(precision: limits.precisionChoice, threads: limits.threadCount, modelFiles: upscaler.modelFiles).prepare(upscaler.graph, input: shape)
+        // On the upscaler's own backend: the precision `run` computes it in (int8 or bf16 for a
+        // catalog upscaler under auto on oneDNN, fp16 storage on a GPU).
+        let prepared = try upscaler.engine.prepare(upscaler.graph, input: shape)
         let input = Tensor(shape: shape, data: [Float](repeating: 0.5, count: shape.count))
         _ = try prepared.run(input)
         var times: [Double] = []

@@ -37,6 +37,11 @@ public struct RunLimits: Codable, Sendable, Equatable {
     /// about 3× the work); nil or false: each tile pools its own part, as the ncnn tools do.
     public var wholePicturePooling: Bool?
 
+    /// What `auto` stores a catalog upscaler's values in on the Vulkan backend ("fp16" or
+    /// "fp32"), pinned by a segmented job's plan so that every worker stores alike whatever
+    /// its device; nil: each device decides (`VulkanBackend.automaticPrecision`).
+    public var vulkanAutoStorage: String?
+
     /// Limits; every one left out is the library's default.
     public init(threads: Int? = nil, maxPixels: Int? = nil, maxMemory: Int? = nil, precision: PrecisionChoice? = nil) {
         self.threads = threads
@@ -57,8 +62,10 @@ public struct RunLimits: Codable, Sendable, Equatable {
     /// What the models loaded under these limits compute with: the precision, the tiles'
     /// memory budget, the largest picture they read, the custom layer library and the threads.
     package var compute: ComputeSettings {
-        ComputeSettings(precision: precisionChoice, memoryBudget: maxMemory, maxPixels: pixelLimit, customLayers: customLayers,
-                        threads: threadCount, wholePicturePooling: wholePicturePooling ?? false)
+        var settings = ComputeSettings(precision: precisionChoice, memoryBudget: maxMemory, maxPixels: pixelLimit, customLayers: customLayers,
+                                       threads: threadCount, wholePicturePooling: wholePicturePooling ?? false)
+        settings.vulkanAutoStorage = vulkanAutoStorage
+        return settings
     }
 
     /// The threads each of `modelStages` model stages computes with when they run at once, one

@@ -67,12 +67,19 @@ public struct RunOutcome: Sendable {
 private func keptSegments(_ c: inout RunConfiguration, onePass: [String], resume: Bool, segmentSeconds: Double, events: RunEvents) throws {
     let names = onePass.joined(separator: ", ")
     let directory = SegmentedJob.defaultDirectory(forOutput: c.output.path)
-    if FileManager.default.fileExists(atPath: directory.path) {
-        let earlier = try? SegmentedJob(directory: directory)
+    // Only segments this run could resume count: of this input as it is now (a folder of
+    // another input, or one that cannot be read, a segmented run would discard and start
+    // afresh; this one leaves it). With -n and an output there, nothing is touched.
+    let earlier = try? SegmentedJob(directory: directory)
+    let fingerprint = try? SegmentManifest.Fingerprint.of(c.input.path)
+    let resumable = earlier.map { job in fingerprint.map { job.manifest.input.difference(to: $0) == nil } ?? false } ?? false
+    let leftAlone = c.output.existing == .skip && FileManager.default.fileExists(atPath: c.output.path)
+    if resumable && !leftAlone {
         if resume {
             let kept = earlier.map { job in
                 " (\(job.manifest.segments.filter { job.isVerified($0) }.count) of \(job.manifest.segments.count) segments done)"
             } ?? ""
+            // (`earlier` is there: `resumable`.)
             throw MediaError(.invalidOptions, "'\(directory.path)' holds the segments of an interrupted run of '\(c.output.path)'\(kept). \(names) \(onePass.count == 1 ? "needs" : "need") the whole run in one pass, which cannot resume them. Run the same command without \(names) to resume, or add --no-resume to start afresh in one pass (the kept segments are deleted).")
         }
         events.info("--no-resume: discarding the segments in '\(directory.path)'.")

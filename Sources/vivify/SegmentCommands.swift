@@ -7,8 +7,8 @@ import Vivify
 //
 //     vivify plan IN OUT [run options] --work DIR     → manifest, prints the segment count
 //     vivify work DIR [--index I]                     → one segment (I from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX)
-//     vivify join DIR                                 → OUT, the work directory removed
-//     vivify status DIR [--json]                      → done, missing and failed segments
+//     vivify join DIR                                 → OUT; segments removed, DIR/joined.json left
+//     vivify status DIR [--json]                      → done, missing, damaged and failed segments
 
 struct PlanCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -133,7 +133,7 @@ struct JoinCommand: ParsableCommand {
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "List the done, missing and failed segments of a planned or interrupted job.")
+        abstract: "List the done, missing, damaged and failed segments of a planned or interrupted job (or that it was joined).")
 
     @Argument(help: "The work directory (for a `vivify run`, .OUTPUT.vivify-work beside the output).")
     var directory: String

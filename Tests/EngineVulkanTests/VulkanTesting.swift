@@ -153,6 +153,8 @@ final class VulkanDeviceChoiceTests: XCTestCase {
         // Empty is unset, as for the kernel switches; digits only otherwise.
         XCTAssertEqual(try VulkanDevices.backendChoice(list, environment: ["VIVIFY_VULKAN_DEVICE": ""]), try VulkanDevices.backendChoice(list, environment: none))
         XCTAssertEqual(try VulkanDevices.autoChoice(list, environment: ["VIVIFY_VULKAN_DEVICE": ""]), try VulkanDevices.autoChoice(list, environment: none))
+        // An empty one does not make auto look at the devices of a machine with no GPU node.
+        XCTAssertNil(try VulkanDevices.autoDevice(gpuNode: false, listing: { list }, environment: ["VIVIFY_VULKAN_DEVICE": ""]))
         for bad in ["3", "-1", "one", " 0", "+0", "0 ", "١"] {
             XCTAssertThrowsError(try VulkanDevices.autoChoice(list, environment: ["VIVIFY_VULKAN_DEVICE": bad]), bad) { error in
                 XCTAssertEqual((error as? EngineError)?.kind, .invalidSetting, bad)

@@ -129,7 +129,7 @@ extension BundleCLITests {
             Set(((try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? []).filter { name in
                 let parts = name.split(separator: ".")
                 guard name.hasPrefix("vivify-wifm."), parts.count >= 2, let pid = Int32(parts[1]) else { return name.hasPrefix("vivify-wifm.") }
-                return kill(pid, 0) != 0
+                return kill(pid, 0) != 0 && errno == ESRCH
             })
         }
         for (input, output, named, real) in [("Input1", "Eltwise4", "", ""), ("data", "Eltwise4", "data", "Input1"), ("Input1", "nope", "nope", "Eltwise4")] {

@@ -83,9 +83,29 @@ final class FifthHuntFindingsTests: XCTestCase {
             XCTAssertTrue(r.stderr.contains("are both for frame \(frame)"), r.stderr)
             XCTAssertFalse(FileManager.default.fileExists(atPath: out))
         }
-        // Neighbouring frames are two keyframes.
-        let r = try CLI.vivify(["run", clip, dir + "/ok.mkv", "--colorize", "--keyframe", "0=\(a)", "--keyframe", "0.1s=\(b)", "--quiet"])
+        // Neighbouring frames are two keyframes; 0.55 s, halfway between frames 5 and 6, is
+        // frame 6's (a symmetric test gave it to neither).
+        var r = try CLI.vivify(["run", clip, dir + "/ok.mkv", "--colorize", "--keyframe", "0=\(a)", "--keyframe", "0.1s=\(b)", "--quiet"])
         XCTAssertEqual(r.code, 0, r.stderr)
+        r = try CLI.vivify(["run", clip, dir + "/tie.mkv", "--colorize", "--keyframe", "6=\(a)", "--keyframe", "0.55s=\(b)"])
+        XCTAssertEqual(r.code, 64, r.stderr)
+        XCTAssertTrue(r.stderr.contains("are both for frame 6"), r.stderr)
+        // A file whose timestamps start late (MPEG-TS): a keyframe's time is its own timestamp,
+        // mapped as the guide applies it; a time on no frame is refused, not silently unused.
+        let ts = dir + "/late.ts"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=10", "-frames:v", "20", "-vf", "format=gray", "-c:v", "libx264",
+                        "-output_ts_offset", "1.4", "-f", "mpegts", ts])
+        let probe = try CLI.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "frame=pts_time", "-of", "csv=p=0", ts])
+        let first = try XCTUnwrap(String(decoding: probe.stdout, as: UTF8.self).split(whereSeparator: \.isNewline).first.flatMap { Double($0.trimmingCharacters(in: CharacterSet(charactersIn: ","))) })
+        XCTAssertGreaterThan(first, 1)
+        r = try CLI.vivify(["run", ts, dir + "/late1.mkv", "--colorize", "--keyframe", "15=\(a)", "--keyframe", String(format: "%.2fs=%@", first + 1.5, b)])
+        XCTAssertEqual(r.code, 64, r.stderr)
+        XCTAssertTrue(r.stderr.contains("are both for frame 15"), r.stderr)
+        r = try CLI.vivify(["run", ts, dir + "/late2.mkv", "--colorize", "--keyframe", "15=\(a)", "--keyframe", String(format: "%.2fs=%@", first + 0.1, b), "--quiet"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        r = try CLI.vivify(["run", ts, dir + "/late3.mkv", "--colorize", "--keyframe", "0.5s=\(a)"])
+        XCTAssertEqual(r.code, 64, r.stderr)
+        XCTAssertTrue(r.stderr.contains("falls on no frame") && r.stderr.contains(String(format: "%.3f", first)), r.stderr)
     }
 
     /// `--codec ffv1`, "lossless", wrote 4:2:0: ffv1 takes 8-bit RGB as bgr0, not gbrp, and
@@ -155,7 +175,7 @@ final class FifthHuntFindingsTests: XCTestCase {
         for i in 0..<4 { XCTAssertEqual(try CLI.vivify(["work", work, "--index", String(i), "--quiet"]).code, 0) }
         // Segment 1 truncated, segment 2 a link to segment 3.
         let one = work + "/segment-0001.nut", two = work + "/segment-0002.nut"
-        let kept = try Data(contentsOf: URL(fileURLWithPath: one)), keptTwo = try Data(contentsOf: URL(fileURLWithPath: two))
+        let kept = try Data(contentsOf: URL(fileURLWithPath: one))
         try kept.prefix(kept.count / 2).write(to: URL(fileURLWithPath: one))
         try FileManager.default.removeItem(atPath: two)
         try FileManager.default.createSymbolicLink(atPath: two, withDestinationPath: work + "/segment-0003.nut")
@@ -168,11 +188,11 @@ final class FifthHuntFindingsTests: XCTestCase {
         XCTAssertEqual(lines.count, 4)
         XCTAssertEqual(Set(lines.map { $0.range(of: " s ")?.lowerBound.utf16Offset(in: $0) }).count, 1, "aligned columns: \(lines)")
         XCTAssertTrue(lines[2].contains("is a link or not a regular file"), "\(lines[2])")
+        // Damaged data (65), not "not finished yet" (75), which a waiting join retries forever.
         r = try CLI.vivify(["join", work])
-        XCTAssertEqual(r.code, 75, r.stderr)
+        XCTAssertEqual(r.code, 65, r.stderr)
         XCTAssertTrue(r.stderr.contains("segment 1 is damaged") && r.stderr.contains("does not match the size and SHA-256"), r.stderr)
         // Repaired, then joined twice at once.
-        try keptTwo.write(to: URL(fileURLWithPath: dir + "/two"))
         try FileManager.default.removeItem(atPath: two)
         XCTAssertEqual(try CLI.vivify(["work", work, "--index", "1", "--quiet"]).code, 0)
         XCTAssertEqual(try CLI.vivify(["work", work, "--index", "2", "--quiet"]).code, 0)

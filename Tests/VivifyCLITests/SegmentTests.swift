@@ -286,7 +286,7 @@ final class SegmentTests: XCTestCase {
         try assertSameFile(out, reference)
         // The segments and manifest are removed; the record of the join stays, so that a
         // join, a worker or a status after it (a retried pod) says the job is done.
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: work), [SegmentedJob.joinedName])
+        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: work)), [SegmentedJob.joinedName, SegmentedJob.joinLockName])
         for args in [["join", work], ["work", work, "--index", "1"]] {
             r = try CLI.vivify(args)
             XCTAssertEqual(r.code, 0, "\(args): \(r.stderr)")
@@ -296,11 +296,15 @@ final class SegmentTests: XCTestCase {
         XCTAssertEqual(r.code, 0, r.stderr)
         XCTAssertEqual(String(decoding: r.stdout, as: UTF8.self), "joined into \(out) (120 frames)\n")
         try assertSameFile(out, reference)
-        // An output changed since is no finished job: plan again (66).
+        // An output changed since is no finished job: plan again (66), in the same folder.
         try Data("not the output".utf8).write(to: URL(fileURLWithPath: out))
         r = try CLI.vivify(["join", work])
         XCTAssertEqual(r.code, 66, r.stderr)
         XCTAssertTrue(r.stderr.contains("moved, changed or removed since") && r.stderr.contains("Plan the job again"), r.stderr)
+        r = try CLI.vivify(["plan", source, out, "--work", work, "-y"] + Self.upscaleJob)
+        XCTAssertEqual(r.code, 0, "the folder of a joined job takes its new plan: \(r.stderr)")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: work + "/manifest.json"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: work + "/" + SegmentedJob.joinedName))
     }
 
     /// A planned job whose frames exceed the default 40 Mpx limit (`plan --max-pixels`): every

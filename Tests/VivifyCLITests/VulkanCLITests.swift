@@ -132,15 +132,31 @@ final class VulkanCLITests: XCTestCase {
             XCTAssertEqual(r.code, 0, "\(model): \(r.stderr)")
             XCTAssertEqual(try models(stats), [expected], model)
         }
-        // The plan keeps `auto` on Vulkan.
+        // The plan keeps `auto` and pins what the planner's device stores catalog upscalers in:
+        // a worker on a device that decides otherwise (lavapipe: fp32) stores fp16 too, and
+        // the joined file is the unsegmented fp16 run's, not the fp32 one's.
         let work = dir + "/work"
         let media = dir + "/in.mkv"
-        try CLI.ffmpeg(["-i", clip, "-c:v", "ffv1", media])
-        let r = try CLI.vivify(["plan", media, dir + "/planned.mkv", "--work", work, "--segment-seconds", "1", "--upscale", "--backend", "vulkan"])
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=48x32:rate=4", "-frames:v", "8", "-c:v", "ffv1", media])
+        let gpu = ["VIVIFY_VULKAN_AUTO_FP16": "1"]
+        var r = try CLI.vivify(["plan", media, dir + "/planned.mkv", "--work", work, "--segment-seconds", "1", "--upscale", "--backend", "vulkan",
+                                "--codec", "ffv1"], environment: gpu)
         XCTAssertEqual(r.code, 0, r.stderr)
         let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: work + "/manifest.json"))) as? [String: Any]
         let text = String(decoding: try JSONSerialization.data(withJSONObject: manifest ?? [:]), as: UTF8.self)
-        XCTAssertTrue(text.contains("\"precision\":\"auto\""), text)
+        XCTAssertTrue(text.contains("\"precision\":\"auto\"") && text.contains("\"vulkanAutoStorage\":\"fp16\""), text)
+        for i in 0..<2 { XCTAssertEqual(try CLI.vivify(["work", work, "--index", String(i), "--quiet"]).code, 0) }
+        r = try CLI.vivify(["join", work])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        var whole: [String: Data] = [:]
+        for (name, env) in [("fp16", gpu), ("fp32", [String: String]())] {
+            let out = dir + "/whole-\(name).mkv"
+            r = try CLI.vivify(["run", media, out, "--upscale", "--backend", "vulkan", "--codec", "ffv1", "--quiet"], environment: env)
+            XCTAssertEqual(r.code, 0, r.stderr)
+            whole[name] = try PrecisionCLITests.pixels(out)
+        }
+        XCTAssertNotEqual(whole["fp16"], whole["fp32"], "fp16 and fp32 differ on this clip, so the comparison below tells them apart")
+        XCTAssertEqual(try PrecisionCLITests.pixels(dir + "/planned.mkv"), whole["fp16"], "the workers stored fp16, as planned")
     }
 
     /// Validation asked for but the layer unavailable (the loader told to hide it): the run

@@ -17,8 +17,9 @@ import XCTest
 /// context multiplies a small crop's pixels, so CI runs three models whose layers cover every
 /// kind of catalog model (vivify-fast-2x; waifu2x-photo-2x: plain convolutions and a
 /// transposed one; realcugan-2x: a U-Net with squeeze-and-excitation), one 16-pixel crop each
-/// (14 s here). `VIVIFY_FP16_QUALITY_ALL=1` runs every catalog family at 2× on 24-pixel
-/// crops of both photos (203 s on 2 loaded cores; PSNR 72.3 to 78.5 dB).
+/// (14 s here). `VIVIFY_FP16_QUALITY_ALL=1` runs every model `--precision auto` stores in
+/// fp16 on a GPU (every catalog upscaler with a shipped calibration, 3× and 4× and the
+/// denoise variants included) on 24-pixel crops of both photos.
 ///
 /// Like every in-process Vulkan test (EngineVulkanTests' ValidatedVulkanTestCase), under the
 /// Khronos validation layer, which must stay silent. The layer is asked for before anything
@@ -85,12 +86,9 @@ final class VulkanFP16QualityTests: XCTestCase {
         guard FileManager.default.fileExists(atPath: photos[0]) else { throw XCTSkip("../shared/datasets/val is not present") }
         let crops = try photos.map { Self.crop(try ImageIO.read(path: $0).color, side: Self.side) }.map(UpscaleQualityTests.frame)
         let store = try UpscaleQualityTests.store()
-        var seen = Set<String>()
-        // One model per family (Core ML's waifu2x photo is the ncnn one's layers).
-        let models = Self.all
-            ? Catalog.builtIn.entries.filter { $0.task == .upscale && $0.scale == 2 && $0.format != .coreml && seen.insert("\($0.family)").inserted }
-                .map(\.name) + ["vivify-fast-2x"]
-            : ["vivify-fast-2x", "waifu2x-photo-2x", "realcugan-2x"]
+        // Every model `--precision auto` stores in fp16 on a GPU (each with a shipped
+        // calibration: `ShippedCalibrations.covers`), or the CI set.
+        let models = Self.all ? ShippedCalibrations.models : ["vivify-fast-2x", "waifu2x-photo-2x", "realcugan-2x"]
         var lines: [String] = []
         for (m, model) in models.enumerated() {
             let started = Date()

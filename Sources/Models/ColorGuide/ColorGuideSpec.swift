@@ -14,6 +14,15 @@ public struct Keyframe: Sendable, Equatable, Codable, CustomStringConvertible {
         /// A time in seconds from the start.
         case time(Double)
 
+        /// Whether a keyframe at time `t` belongs to the frame presented at `seconds`, the
+        /// frames `frameRate` a second: the one frame whose time lies in [t − ½ frame,
+        /// t + ½ frame), so a time halfway between two frames (12.5 s at 25 fps) takes the
+        /// later one (a symmetric test took neither), allowing for rounding in the times.
+        package static func time(_ t: Double, covers seconds: Double, frameRate: Double) -> Bool {
+            let half = 0.5 / (frameRate > 0 ? frameRate : 30), slack = 1e-9
+            return seconds >= t - half + slack && seconds < t + half + slack
+        }
+
         /// As written on the command line: `12` or `12.5s`.
         public var text: String {
             switch self {
@@ -139,8 +148,18 @@ public struct ColourGuideSpec: Sendable, Equatable, Codable {
         }
     }
 
-    /// Checks frame-number keyframes against the number of frames the input has (when known).
-    package func checkKeyframes(frameCount known: Int?, duration: Double?, frameRate: Double, input: String) throws {
+    /// Whether checking the keyframes needs each frame's time (`checkKeyframes`): one given
+    /// by time, which must fall on a frame and on no other keyframe's.
+    package var needsFrameTimes: Bool {
+        keyframes.contains { if case .time = $0.position { return true } else { return false } }
+    }
+
+    /// Checks frame-number keyframes against the number of frames the input has (when known),
+    /// and that no two keyframes fall on one frame. `frameSeconds`, the presentation time of
+    /// each frame in order, maps a time to the frame the guide gives it (the first within half
+    /// a frame, as `ColourGuide` applies it); without it only two times within half a frame of
+    /// each other are known to share one.
+    package func checkKeyframes(frameCount known: Int?, duration: Double?, frameRate: Double, input: String, frameSeconds: [Double]? = nil) throws {
         // Containers that store no frame count (Matroska): the count the duration and rate give.
         var frameCount = known
         if frameCount == nil, let duration, duration > 0, frameRate > 0 { frameCount = Int((duration * frameRate).rounded()) }
@@ -151,7 +170,9 @@ public struct ColourGuideSpec: Sendable, Equatable, Codable {
                     throw MediaError(.invalidOptions, "'--keyframe \(k)': '\(input)' has \(frameCount) frames (0 to \(frameCount - 1)), so frame \(n) is past the end. Give the number of a frame in the video.")
                 }
             case .time(let t):
-                if let duration, duration > 0, t > duration {
+                // With each frame's time the check below says more (a file whose timestamps
+                // start late has frames past its duration).
+                if frameSeconds == nil, let duration, duration > 0, t > duration {
                     throw MediaError(.invalidOptions, "'--keyframe \(k)': '\(input)' lasts \(String(format: "%.2f", duration)) s, so \(t) s is past the end. Give a time within the video.")
                 }
             }
@@ -159,15 +180,34 @@ public struct ColourGuideSpec: Sendable, Equatable, Codable {
         // A frame number and a time, or two times, for one frame: as `checkFiles` refuses two
         // numbers for one frame (the colour that applied was the first given, silently).
         guard frameRate > 0 else { return }
-        let frames = keyframes.map { k -> Int in
+        let half = 0.5 / frameRate
+        let frames = keyframes.map { k -> Int? in
             switch k.position {
             case .frame(let n): return n
-            case .time(let t): return Int((t * frameRate).rounded())
+            case .time(let t): return frameSeconds?.firstIndex { Keyframe.Position.time(t, covers: $0, frameRate: frameRate) }
+            }
+        }
+        // A time that falls on no frame (before a file's first timestamp, in a gap of a
+        // variable-rate file) would colour nothing, without a word.
+        if let frameSeconds, let first = frameSeconds.first, let last = frameSeconds.last {
+            for (k, frame) in zip(keyframes, frames) where frame == nil {
+                throw MediaError(.invalidOptions, "'--keyframe \(k)' falls on no frame of '\(input)': its frames are at \(String(format: "%.3f", first)) to \(String(format: "%.3f", last)) s, \(String(format: "%g", frameRate)) a second (a keyframe's time is the file's own timestamp, which need not start at 0). Give the time of a frame, or its number (--keyframe N=FILE).")
             }
         }
         for (i, k) in keyframes.enumerated() {
-            if let j = frames[..<i].firstIndex(of: frames[i]) {
-                throw MediaError(.invalidOptions, "'--keyframe \(keyframes[j])' and '--keyframe \(k)' are both for frame \(frames[i]) of '\(input)' (at \(String(format: "%g", frameRate)) frames a second). Give one keyframe per frame.")
+            for j in 0..<i {
+                let same: Bool
+                if let a = frames[i], let b = frames[j] {
+                    same = a == b
+                } else if case .time(let t) = k.position, case .time(let u) = keyframes[j].position {
+                    same = abs(t - u) < half
+                } else {
+                    same = false
+                }
+                if same {
+                    let which = frames[i].map { "frame \($0)" } ?? "one frame"
+                    throw MediaError(.invalidOptions, "'--keyframe \(keyframes[j])' and '--keyframe \(k)' are both for \(which) of '\(input)' (at \(String(format: "%g", frameRate)) frames a second). Give one keyframe per frame.")
+                }
             }
         }
     }

@@ -218,7 +218,7 @@ package final class ColourGuide {
     private func isFrame(_ k: LoadedKeyframe, _ position: FramePosition) -> Bool {
         switch k.position {
         case .frame(let n): return n == position.index
-        case .time(let t): return abs(t - position.seconds) < 0.5 / frameRate
+        case .time(let t): return Keyframe.Position.time(t, covers: position.seconds, frameRate: frameRate)
         }
     }
 

@@ -141,6 +141,11 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
                                            : chosen == .vulkan ? (choice == .auto ? .auto : PrecisionChoice(rawValue: BackendChoice.vulkanStorage(under: choice)) ?? .fp32) : .fp32)
             planned.limits.customLayers = c.limits.customLayers
             planned.limits.wholePicturePooling = c.limits.wholePicturePooling == true ? true : nil
+            // What `auto` stores catalog upscalers in on the planner's device, which every
+            // worker then stores alike (a mixed fleet would join fp16 and fp32 segments).
+            if chosen == .vulkan && choice == .auto {
+                planned.limits.vulkanAutoStorage = c.limits.vulkanAutoStorage ?? BackendChoice.vulkanAutomaticStorage()
+            }
             self.init(planned: planned, models: models)
         }
 

@@ -54,14 +54,31 @@ public final class SegmentedJob {
         return done
     }
 
-    /// Runs `body` holding the work directory's join lock (`flock` on the directory itself,
-    /// so no file is left behind): two joins of one job run one after the other, and the
-    /// second finds the first's record rather than segments being removed under it.
+    /// The file `vivify join` locks (kept beside `joinedName`).
+    package static let joinLockName = "join.lock"
+
+    /// Runs `body` holding the work directory's join lock (`flock` on `joinLockName`, a
+    /// regular file: a directory cannot be locked on every network filesystem): two joins of
+    /// one job run one after the other, and the second finds the first's record rather than
+    /// segments being removed under it.
+    /// - Throws: `MediaError` `.outputUnwritable` (73) when the lock cannot be taken (a
+    ///   filesystem without locks): joining unlocked could remove segments under another join.
     package static func withJoinLock<T>(_ directory: URL, _ body: () throws -> T) throws -> T {
-        let fd = open(directory.path, O_RDONLY | O_DIRECTORY)
-        guard fd >= 0 else { return try body() }  // no folder: `body` says so
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            return try body()  // no folder: `body` says so
+        }
+        let path = directory.appendingPathComponent(joinLockName).path
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else {
+            throw MediaError(.outputUnwritable, "Cannot open '\(path)' to lock the join: \(String(cString: strerror(errno))). The work directory must be writable.")
+        }
         defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
+        var r: Int32
+        repeat { r = flock(fd, LOCK_EX) } while r != 0 && errno == EINTR
+        guard r == 0 else {
+            throw MediaError(.outputUnwritable, "Cannot lock '\(path)' (\(String(cString: strerror(errno)))): its filesystem takes no locks, and two joins at once would remove segments under each other. Put the work directory on a filesystem with locks (NFSv4, local disk).")
+        }
         defer { flock(fd, LOCK_UN) }
         return try body()
     }
@@ -105,7 +122,7 @@ public final class SegmentedJob {
         if case .skip = try OutputGuard.check(output: c.output.path, inputs: [c.input.path], reads: c.readFiles, existing: c.output.existing) { return nil }
         try MediaWriter.validate(targetName: c.output.path, settings: c.output.encoder)
         let models = try loadModels(c, log: events.info)
-        var manifest = try plan(c, segmentSeconds: segmentSeconds, models: models)
+        var manifest = try plan(c, segmentSeconds: segmentSeconds, models: models, warn: events.warning)
         // Recorded for `status`; a manifest never grants the join an overwrite: `join -y` does.
         manifest.settings.replaceExistingOutput = c.output.existing == .replace
         return try create(at: directory, manifest: manifest)
@@ -139,7 +156,9 @@ public final class SegmentedJob {
     /// moves to a keyframe within a quarter of a segment of its even place, else it stays at
     /// the frame there (its worker then decodes from the keyframe before and discards frames).
     /// The manifest records `c.limits` as the limits every worker runs under.
-    package static func plan(_ c: RunConfiguration, segmentSeconds: Double, models: [FrameProcessor]) throws -> SegmentManifest {
+    /// `warn` hears what reading the input loses (a 10-bit or alpha source), said once here
+    /// for every segment.
+    package static func plan(_ c: RunConfiguration, segmentSeconds: Double, models: [FrameProcessor], warn: (String) -> Void = { _ in }) throws -> SegmentManifest {
         guard segmentSeconds > 0, segmentSeconds.isFinite else {
             throw MediaError(.invalidOptions, "'--segment-seconds \(segmentSeconds)' must be above 0.")
         }
@@ -147,6 +166,7 @@ public final class SegmentedJob {
         // Opened as an unsegmented run opens it first, so bad input (not media, no video
         // stream, no decoder, beyond the pixel limit) gets the same error and exit code.
         let source = try Job.openSource(c.input, copyStreams: false, maxPixels: c.limits.pixelLimit)
+        if let lost = (source as? MediaReader)?.reduction { warn(lost) }
         let fingerprint = try SegmentManifest.Fingerprint.of(c.input.path)
         let index = try VideoIndex.read(path: c.input.path)
         // What an unsegmented run refuses before any work, refused before any segment: a
@@ -156,7 +176,7 @@ public final class SegmentedJob {
         if let guide = c.stages.colourGuide {
             let last = index.timestamps.last.map { index.seconds($0 + max(index.lastDuration, 0) - (index.timestamps.first ?? 0)) }
             try guide.checkKeyframes(frameCount: index.timestamps.count, duration: video.duration ?? last,
-                                     frameRate: video.frameRate.doubleValue, input: c.input.path)
+                                     frameRate: video.frameRate.doubleValue, input: c.input.path, frameSeconds: index.timestamps.map(index.seconds))
         }
         _ = try Job.chain(c, video: video, models: models)
         models.forEach { $0.reset() }
@@ -255,7 +275,9 @@ public final class SegmentedJob {
             guard isDirectory.boolValue else {
                 throw MediaError(.outputUnwritable, "'\(directory.path)' exists and is not a directory. Name another work directory.")
             }
-            let contents = (try? fm.contentsOfDirectory(atPath: directory.path)) ?? []
+            // A finished join's record and lock are vivify's own too: the job may be planned
+            // again in its folder (the messages after a join say to).
+            let contents = ((try? fm.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0 != joinedName && $0 != joinLockName }
             if !contents.isEmpty && !contents.contains(manifestName) {
                 throw MediaError(.outputUnwritable, "'\(directory.path)' is not empty and holds no \(manifestName); vivify only writes into an empty or its own work directory. Name another one.")
             }
@@ -577,8 +599,10 @@ public final class SegmentedJob {
             var text = "\(unfinished.count) of \(states.count) segments in '\(directory.path)' are not finished (\(unfinished.map { String($0.index) }.joined(separator: ", ")))"
             if let f = failed.first { text += "; segment \(f.index) failed: \(f.error ?? "")" }
             if let d = unfinished.first(where: { $0.state == "damaged" }) {
+                // Not "not finished yet" (75: a join that waits would wait forever, its workers
+                // having finished): damaged data (65), with the fix.
                 text += "; segment \(d.index) is damaged: \(d.error ?? "")"
-                throw MediaError(.unfinished, text + ".")
+                throw MediaError(.corruptInput, text + ".")
             }
             throw MediaError(.unfinished, text + ". Run `vivify work \(directory.path) --index I` for each, then join again.")
         }
@@ -693,7 +717,8 @@ public final class SegmentedJob {
     private static func removeContents(of directory: URL) {
         let fm = FileManager.default
         for name in (try? fm.contentsOfDirectory(atPath: directory.path)) ?? [] {
-            let ours = name == manifestName || name == "manifest.lock" || name.hasPrefix("segment-") || name.hasPrefix(".segment-")
+            let ours = name == manifestName || name == "manifest.lock" || name == joinedName || name == joinLockName
+                || name.hasPrefix("segment-") || name.hasPrefix(".segment-")
                 || name.hasPrefix(".\(manifestName)")
             if ours { unlink(directory.appendingPathComponent(name).path) }
         }

@@ -70,8 +70,10 @@ public final class SegmentedRun {
         // Fetching a model is news, not a warning.
         let models = try SegmentedJob.loadModels(c, log: onInfo)
         let plan: SegmentManifest
+        // Said once the run is known to go in segments (in one piece the job says it).
+        var readingLoses: [String] = []
         do {
-            plan = try SegmentedJob.plan(c, segmentSeconds: segmentSeconds, models: models)
+            plan = try SegmentedJob.plan(c, segmentSeconds: segmentSeconds, models: models, warn: { readingLoses.append($0) })
         } catch let e as MediaError where e.kind == .unsupported && e.message.contains("cannot be cut into segments") && earlier == nil {
             // Timestamps that restart (two .ts files joined with cat) or are missing: such a
             // file still runs, in one piece (issue 33: it failed).
@@ -112,6 +114,7 @@ public final class SegmentedRun {
         }
         job.events.warning = events.warning
         job.events.shouldStop = shouldStop
+        readingLoses.forEach(events.warning)
 
         let verified = Set(job.manifest.segments.filter { job.isVerified($0) }.map(\.index))
         let total = job.manifest.segments.count
