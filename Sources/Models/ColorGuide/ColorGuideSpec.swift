@@ -191,6 +191,10 @@ public struct ColourGuideSpec: Sendable, Equatable, Codable {
         // variable-rate file) would colour nothing, without a word.
         if let frameSeconds, let first = frameSeconds.first, let last = frameSeconds.last {
             for (k, frame) in zip(keyframes, frames) where frame == nil {
+                if case .time(let t) = k.position, t >= last + half {
+                    let length = duration.flatMap { $0 > 0 ? $0 : nil } ?? (last - first + 2 * half)
+                    throw MediaError(.invalidOptions, "'--keyframe \(k)': '\(input)' lasts \(String(format: "%.2f", length)) s (its last frame at \(String(format: "%.3f", last)) s), so \(t) s is past the end. Give a time within the video.")
+                }
                 throw MediaError(.invalidOptions, "'--keyframe \(k)' falls on no frame of '\(input)': its frames are at \(String(format: "%.3f", first)) to \(String(format: "%.3f", last)) s, \(String(format: "%g", frameRate)) a second (a keyframe's time is the file's own timestamp, which need not start at 0). Give the time of a frame, or its number (--keyframe N=FILE).")
             }
         }

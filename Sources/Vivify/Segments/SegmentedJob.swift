@@ -646,7 +646,10 @@ public final class SegmentedJob {
             let url = directory.appendingPathComponent(Self.joinedName)
             try? JSONEncoder().encode(record).write(to: url, options: .atomic)
         }
-        if removeDirectory { Self.removeWorkDirectory(directory) }
+        if removeDirectory {
+            // The record (and the lock a second join waits on) stay when left.
+            if leaveRecord { Self.removeContents(of: directory, keeping: [Self.joinedName, Self.joinLockName]) } else { Self.removeWorkDirectory(directory) }
+        }
         return JoinOutcome(frames: result.videoPackets, output: output, warnings: warnings)
     }
 
@@ -714,9 +717,9 @@ public final class SegmentedJob {
         rmdir(directory.path)
     }
 
-    private static func removeContents(of directory: URL) {
+    private static func removeContents(of directory: URL, keeping kept: Set<String> = []) {
         let fm = FileManager.default
-        for name in (try? fm.contentsOfDirectory(atPath: directory.path)) ?? [] {
+        for name in (try? fm.contentsOfDirectory(atPath: directory.path)) ?? [] where !kept.contains(name) {
             let ours = name == manifestName || name == "manifest.lock" || name == joinedName || name == joinLockName
                 || name.hasPrefix("segment-") || name.hasPrefix(".segment-")
                 || name.hasPrefix(".\(manifestName)")
