@@ -80,6 +80,16 @@ final class SegmentTests: XCTestCase {
     }
 
     /// Polls every millisecond until `condition` holds (true) or the process ends (false).
+    /// Runs the upscale job of `source` into `out` and stops it with SIGINT once a segment is
+    /// done: exit 130, the finished frames at `out`, the segments kept.
+    static func interruptAfterOneSegment(_ source: String, _ out: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let p = try start(["run", source, out, "--quiet"] + upscaleJob)
+        XCTAssertTrue(wait(for: p) { doneCount(workDirectory(out)) >= 1 }, file: file, line: line)
+        kill(p.processIdentifier, SIGINT)
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 130, file: file, line: line)
+    }
+
     static func wait(for p: Process, timeout: Double = 120, until condition: () -> Bool) -> Bool {
         let end = Date().addingTimeInterval(timeout)
         while p.isRunning && Date() < end {
@@ -143,12 +153,7 @@ final class SegmentTests: XCTestCase {
         let source = try Self.clip(in: dir)
         let reference = try Self.reference(source, dir)
         let out = dir + "/out.mkv"
-        let work = Self.workDirectory(out)
-        let p = try Self.start(["run", source, out, "--quiet"] + Self.upscaleJob)
-        XCTAssertTrue(Self.wait(for: p) { Self.doneCount(work) >= 1 })
-        kill(p.processIdentifier, SIGINT)
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 130)
+        try Self.interruptAfterOneSegment(source, out)
         let probe = try CLI.probe(out)
         let frames = CLI.decodedFrames(probe) ?? 0
         XCTAssertTrue(frames >= 30 && frames < 120, "the finished frames are in the output: \(frames)")
@@ -170,11 +175,7 @@ final class SegmentTests: XCTestCase {
         let source = try Self.clip(in: dir)
         let out = dir + "/out.mkv"
         let work = Self.workDirectory(out)
-        let p = try Self.start(["run", source, out, "--quiet"] + Self.upscaleJob)
-        XCTAssertTrue(Self.wait(for: p) { Self.doneCount(work) >= 1 })
-        kill(p.processIdentifier, SIGINT)
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 130)
+        try Self.interruptAfterOneSegment(source, out)
         let partial = try Data(contentsOf: URL(fileURLWithPath: out))
         let stats = dir + "/stats.json"
         for extra in [["--summary"], ["--stats", stats], ["--trace", dir + "/trace.json", "--plot", dir + "/plot.svg"]] {
