@@ -39,7 +39,7 @@ public enum BackendChoice: String, Sendable, CaseIterable {
     /// On Vulkan, `modelFiles` are the files of an upscaler, which under `auto` stores fp16
     /// where the device prefers it and its fp16 quality is measured (a catalog upscaler, known
     /// by the digest of its files as its shipped int8 calibration is:
-    /// `PrecisionChoice.vulkanPrecision(measured:device:)`); their digest is taken only then.
+    /// `PrecisionChoice.vulkanPrecision(measured:automatic:)`); their digest is taken only then.
     /// `pinnedAuto` ("fp16", "fp32"): what `auto` stores such an upscaler in, as a segmented
     /// job's plan decided, instead of this device's choice.
     package func make(precision: PrecisionChoice = .fp32, threads: Int = ComputeThreads.allCores, modelFiles: [String]? = nil,
@@ -54,7 +54,7 @@ public enum BackendChoice: String, Sendable, CaseIterable {
             if precision == .auto, automatic == .fp16, let files = modelFiles, !files.isEmpty {
                 measured = ShippedCalibrations.covers(digest: try ModelDigest.of(files: files).hex)
             }
-            let storage = precision == .auto ? (measured ? automatic : .fp32) : precision.vulkanPrecision(measured: measured, device: device)
+            let storage = precision.vulkanPrecision(measured: measured, automatic: automatic)
             return storage == device.precision ? device : try VulkanBackend(precision: storage)
         }
     }

@@ -53,16 +53,16 @@ public enum PrecisionChoice: String, Sendable, CaseIterable, Codable {
         }
     }
 
-    /// What the Vulkan backend `device` stores values and weights as under this choice, for a
-    /// model whose fp16 quality is measured (`measured`: a catalog upscaler) or not: fp16 when
-    /// asked for by name; under `auto` the device's choice for a measured model
-    /// (`VulkanBackend.automaticPrecision`: fp16 on a GPU, fp32 on lavapipe) and fp32 for any
-    /// other (the colorizer, a model of the user's: nobody measured them in fp16, and values
-    /// past ±65504 would become infinite); fp32 under the CPU backends' int8 and bf16.
-    func vulkanPrecision(measured: Bool, device: VulkanBackend) -> VulkanPrecision {
+    /// What the Vulkan backend stores values and weights as under this choice, for a model
+    /// whose fp16 quality is measured (`measured`: a catalog upscaler) or not: fp16 when asked
+    /// for by name; under `auto`, `automatic` for a measured model (the device's choice,
+    /// `VulkanBackend.automaticPrecision`, or what a plan pinned) and fp32 for any other (the
+    /// colorizer, a model of the user's: nobody measured them in fp16, and values past ±65504
+    /// would become infinite); fp32 under the CPU backends' int8 and bf16.
+    func vulkanPrecision(measured: Bool, automatic: VulkanPrecision) -> VulkanPrecision {
         switch self {
         case .fp16: return .fp16
-        case .auto: return measured ? device.automaticPrecision : .fp32
+        case .auto: return measured ? automatic : .fp32
         case .fp32, .bf16, .int8: return .fp32
         }
     }

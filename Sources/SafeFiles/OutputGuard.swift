@@ -70,17 +70,14 @@ public enum OutputGuard {
                 : type == S_IFDIR ? "a directory" : type == S_IFSOCK ? "a socket" : "not a regular file"
             throw OutputProblem(kind: .notRegularFile, message: "Cannot write '\(output)': it is \(what), which vivify never replaces (outputs are written beside the target and renamed onto it). Give a regular file path, or '-' for standard output.")
         }
-        for input in inputs where input != "-" {
+        // The input, or another file the run reads, by device and inode (links and `..`
+        // cannot hide it).
+        for (file, isInput) in inputs.map({ ($0, true) }) + reads.map({ ($0, false) }) where file != "-" {
             var other = stat()
-            if stat(input, &other) == 0 && other.st_dev == info.st_dev && other.st_ino == info.st_ino {
-                throw OutputProblem(kind: .sameAsInput, message: "The output '\(output)' is the input file '\(input)' (the same file on disk). Choose a different output path.")
-            }
-        }
-        for file in reads where file != "-" {
-            var other = stat()
-            if stat(file, &other) == 0 && other.st_dev == info.st_dev && other.st_ino == info.st_ino {
-                throw OutputProblem(kind: .sameAsInput, message: "The output '\(output)' is '\(file)', which this run reads (a model, reference, keyframe or hints file; the same file on disk). Choose a different output path.")
-            }
+            guard stat(file, &other) == 0 && other.st_dev == info.st_dev && other.st_ino == info.st_ino else { continue }
+            throw OutputProblem(kind: .sameAsInput, message: isInput
+                ? "The output '\(output)' is the input file '\(file)' (the same file on disk). Choose a different output path."
+                : "The output '\(output)' is '\(file)', which this run reads (a model, reference, keyframe or hints file; the same file on disk). Choose a different output path.")
         }
         switch existing {
         case .replace: return .write(target)

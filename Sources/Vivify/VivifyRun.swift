@@ -70,20 +70,15 @@ private func keptSegments(_ c: inout RunConfiguration, onePass: [String], resume
     // Only segments this run could resume count: of this input as it is now (a folder of
     // another input, or one that cannot be read, a segmented run would discard and start
     // afresh; this one leaves it). With -n and an output there, nothing is touched.
-    let earlier = try? SegmentedJob(directory: directory)
-    let fingerprint = try? SegmentManifest.Fingerprint.of(c.input.path)
-    let resumable = earlier.map { job in fingerprint.map { job.manifest.input.difference(to: $0) == nil } ?? false } ?? false
     let leftAlone = c.output.existing == .skip && FileManager.default.fileExists(atPath: c.output.path)
-    if resumable && !leftAlone {
+    if !leftAlone, let earlier = try? SegmentedJob(directory: directory), let now = try? SegmentManifest.Fingerprint.of(c.input.path),
+       earlier.manifest.input.difference(to: now) == nil {
         if resume {
-            let kept = earlier.map { job in
-                " (\(job.manifest.segments.filter { job.isVerified($0) }.count) of \(job.manifest.segments.count) segments done)"
-            } ?? ""
-            // (`earlier` is there: `resumable`.)
+            let kept = " (\(earlier.manifest.segments.filter { earlier.isVerified($0) }.count) of \(earlier.manifest.segments.count) segments done)"
             throw MediaError(.invalidOptions, "'\(directory.path)' holds the segments of an interrupted run of '\(c.output.path)'\(kept). \(names) \(onePass.count == 1 ? "needs" : "need") the whole run in one pass, which cannot resume them. Run the same command without \(names) to resume, or add --no-resume to start afresh in one pass (the kept segments are deleted).")
         }
         events.info("--no-resume: discarding the segments in '\(directory.path)'.")
-        if let own = earlier?.manifest.interruptedOutput, SegmentManifest.OutputIdentity.of(c.output.path) == own { c.output.existing = .replace }
+        if let own = earlier.manifest.interruptedOutput, SegmentManifest.OutputIdentity.of(c.output.path) == own { c.output.existing = .replace }
         SegmentedJob.removeWorkDirectory(directory)
     }
     if let duration = try? Probe.describe(c.input, countFrames: false).duration, duration > segmentSeconds {

@@ -72,7 +72,7 @@ struct WorkCommand: ParsableCommand {
         let quiet = self.quiet
         // A worker started again after the join (a retried pod) has nothing to do.
         if let done = try SegmentedJob.finishedJoin(at: URL(fileURLWithPath: directory)) {
-            if !quiet { ProgressReporter.writeStderr("vivify: '\(directory)' was already joined into \(done.output) (\(done.frames) frames); nothing to do.\n") }
+            if !quiet { sayAlreadyJoined(directory, done) }
             return
         }
         let job = try SegmentedJob(directory: URL(fileURLWithPath: directory))
@@ -112,7 +112,7 @@ struct JoinCommand: ParsableCommand {
         // One join at a time; a join after a finished one (a retried pod) has nothing to do.
         try SegmentedJob.withJoinLock(folder) {
             if let done = try SegmentedJob.finishedJoin(at: folder) {
-                ProgressReporter.writeStderr("vivify: '\(directory)' was already joined into \(done.output) (\(done.frames) frames); nothing to do.\n")
+                sayAlreadyJoined(directory, done)
                 return
             }
             let job = try SegmentedJob(directory: folder)
@@ -180,4 +180,9 @@ struct StatusCommand: ParsableCommand {
             }
         }
     }
+}
+
+/// What `work` and `join` say in a folder whose job was joined (a retried pod): nothing to do.
+private func sayAlreadyJoined(_ directory: String, _ done: SegmentedJob.JoinedRecord) {
+    ProgressReporter.writeStderr("vivify: '\(directory)' was already joined into \(done.output) (\(done.frames) frames); nothing to do.\n")
 }
