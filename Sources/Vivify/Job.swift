@@ -75,6 +75,8 @@ package final class Job {
     /// Models already loaded (a segmented run loads them once), in the stages' order; they
     /// are reset before use.
     package var preloadedModels: [FrameProcessor]?
+    /// Presentation time of the input's first frame when a scan for time keyframes read it.
+    private var timeOrigin: Double?
 
     /// Prepares a job; nothing is opened until `run()`.
     package init(configuration: RunConfiguration) {
@@ -157,14 +159,20 @@ package final class Job {
         models.forEach { $0.reset() }
         let source = try openInput(c, warn: warn)
         let video = source.info.video
+        timeOrigin = nil
         // Keyframes past the end are refused before any frame is processed (segments are
         // windows of the whole video: its own length counts).
         if segment == nil, let guide = c.stages.colourGuide {
             // A keyframe given by time: each frame's time, from a scan of the packets (only
             // then, and only of a file).
+            // Times count from the first frame, whatever the file's first timestamp. Only a
+            // regular file is scanned (a stream or a FIFO would be consumed by the scan).
             var seconds: [Double]?
-            if guide.needsFrameTimes, source is MediaReader, let index = try? VideoIndex.read(path: c.input.path) {
-                seconds = index.timestamps.map(index.seconds)
+            let regular = (try? FileManager.default.attributesOfItem(atPath: c.input.path)[.type] as? FileAttributeType) == .typeRegular
+            if guide.needsFrameTimes, source is MediaReader, regular, let index = try? VideoIndex.read(path: c.input.path),
+               let first = index.timestamps.first {
+                seconds = index.timestamps.map { index.seconds($0 - first) }
+                timeOrigin = index.seconds(first)
             }
             try guide.checkKeyframes(frameCount: video.frameCount, duration: video.duration, frameRate: video.frameRate.doubleValue,
                                      input: c.input.path, frameSeconds: seconds)
@@ -297,7 +305,10 @@ package final class Job {
                                warn: (String) -> Void) throws -> Settled {
         let video = source.info.video
         var chain = try Self.chain(c, video: video, models: models)
-        chain.processors.forEach { $0.place(.video(firstFrameIndex: segment?.firstFrameIndex ?? 0)) }
+        // Keyframe times count from the whole input's first frame: a segment's plan knows it,
+        // the scan for time keyframes found it, else the first frame sets it.
+        let origin = segment?.originPTS.map { Double($0) * video.timeBase.doubleValue } ?? timeOrigin
+        chain.processors.forEach { $0.place(.video(firstFrameIndex: segment?.firstFrameIndex ?? 0, originSeconds: origin)) }
         var produced = video
         produced.pixelFormat = chain.output.layout.packedFormat
         var resolved = video.color.resolved(height: video.height)

@@ -425,7 +425,7 @@ struct JobOptions: ParsableArguments {
     @Option(help: "Stop after N input frames.")
     var maxFrames: Int?
 
-    @Option(help: ArgumentHelp("A colour version of one frame, N=FILE (0-based frame number) or 12.5s=FILE (time): frames of its shot take its colours; repeatable. Needs --colorize.", valueName: "N=FILE"))
+    @Option(help: ArgumentHelp("A colour version of one frame, N=FILE (0-based frame number) or 12.5s=FILE (seconds from the first frame): frames of its shot take its colours; repeatable. Needs --colorize.", valueName: "N=FILE"))
     var keyframe: [String] = []
 
     @OptionGroup var inputOptions: InputFormatOptions

@@ -90,22 +90,52 @@ final class FifthHuntFindingsTests: XCTestCase {
         r = try CLI.vivify(["run", clip, dir + "/tie.mkv", "--colorize", "--keyframe", "6=\(a)", "--keyframe", "0.55s=\(b)"])
         XCTAssertEqual(r.code, 64, r.stderr)
         XCTAssertTrue(r.stderr.contains("are both for frame 6"), r.stderr)
-        // A file whose timestamps start late (MPEG-TS): a keyframe's time is its own timestamp,
-        // mapped as the guide applies it; a time on no frame is refused, not silently unused.
-        let ts = dir + "/late.ts"
-        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=10", "-frames:v", "20", "-vf", "format=gray", "-c:v", "libx264",
-                        "-output_ts_offset", "1.4", "-f", "mpegts", ts])
+    }
+
+    /// `--keyframe 1.5s=K` on an MPEG-TS file, whose first frame is stamped 1.4 s or later:
+    /// the time counts from the first frame (it named the file's own timestamp, so "1.5s" fell
+    /// on no frame). It is the frame shown 1.5 s in, frame 15 at 10 fps, and gives the frames
+    /// `--keyframe 15=K` gives: in a plain run, a segmented run, and read through a FIFO (not
+    /// scanned: the first frame sets the origin). The file's own timestamp is past the end.
+    func testKeyframeTimesCountFromTheFirstFrame() throws {
+        let dir = try CLI.tempDir()
+        let ts = dir + "/late.ts", key = dir + "/key.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=10", "-frames:v", "30", "-vf", "format=gray", "-c:v", "libx264",
+                        "-g", "10", "-output_ts_offset", "1.4", "-f", "mpegts", ts])
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=10", "-vf", "select=eq(n\\,15)", "-frames:v", "1", key])
         let probe = try CLI.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "frame=pts_time", "-of", "csv=p=0", ts])
         let first = try XCTUnwrap(String(decoding: probe.stdout, as: UTF8.self).split(whereSeparator: \.isNewline).first.flatMap { Double($0.trimmingCharacters(in: CharacterSet(charactersIn: ","))) })
-        XCTAssertGreaterThan(first, 1)
-        r = try CLI.vivify(["run", ts, dir + "/late1.mkv", "--colorize", "--keyframe", "15=\(a)", "--keyframe", String(format: "%.2fs=%@", first + 1.5, b)])
+        XCTAssertGreaterThan(first, 1.3, "the file's first frame is stamped late")
+        func run(_ name: String, _ input: String, _ extra: [String]) throws -> Data {
+            let out = dir + "/" + name + ".mkv"
+            let r = try CLI.vivify(["run", input, out, "--colorize", "--codec", "ffv1", "--pix-fmt", "yuv444p", "--quiet"] + extra)
+            XCTAssertEqual(r.code, 0, "\(name): \(r.stderr)")
+            return try PrecisionCLITests.pixels(out)
+        }
+        let automatic = try run("auto", ts, ["--segment-seconds", "0"])
+        let byNumber = try run("number", ts, ["--segment-seconds", "0", "--keyframe", "15=\(key)"])
+        XCTAssertNotEqual(byNumber, automatic, "the keyframe changes the colour")
+        XCTAssertEqual(try run("time", ts, ["--segment-seconds", "0", "--keyframe", "1.5s=\(key)"]), byNumber, "1.5 s in is frame 15")
+        XCTAssertEqual(try run("segmented-time", ts, ["--segment-seconds", "1", "--keyframe", "1.5s=\(key)"]),
+                       try run("segmented-number", ts, ["--segment-seconds", "1", "--keyframe", "15=\(key)"]), "in segments too")
+        // Read through a FIFO: no scan, the first frame sets the origin.
+        let fifo = dir + "/fifo.ts"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let writer = Process()
+        writer.executableURL = URL(fileURLWithPath: "/bin/sh")
+        writer.arguments = ["-c", "cat '\(ts)' > '\(fifo)'"]
+        try writer.run()
+        let piped = try run("fifo", fifo, ["--keyframe", "1.5s=\(key)"])
+        writer.waitUntilExit()
+        XCTAssertEqual(piped, byNumber, "through a FIFO, 1.5 s in is frame 15")
+        // The file's own timestamp of frame 15 is past the 3 s the video lasts; two keyframes
+        // for frame 15 are refused.
+        var r = try CLI.vivify(["run", ts, dir + "/own.mkv", "--colorize", "--keyframe", String(format: "%.2fs=%@", first + 1.5, key)])
+        XCTAssertEqual(r.code, 64, r.stderr)
+        XCTAssertTrue(r.stderr.contains("past the end"), r.stderr)
+        r = try CLI.vivify(["run", ts, dir + "/two.mkv", "--colorize", "--keyframe", "15=\(key)", "--keyframe", "1.52s=\(key)"])
         XCTAssertEqual(r.code, 64, r.stderr)
         XCTAssertTrue(r.stderr.contains("are both for frame 15"), r.stderr)
-        r = try CLI.vivify(["run", ts, dir + "/late2.mkv", "--colorize", "--keyframe", "15=\(a)", "--keyframe", String(format: "%.2fs=%@", first + 0.1, b), "--quiet"])
-        XCTAssertEqual(r.code, 0, r.stderr)
-        r = try CLI.vivify(["run", ts, dir + "/late3.mkv", "--colorize", "--keyframe", "0.5s=\(a)"])
-        XCTAssertEqual(r.code, 64, r.stderr)
-        XCTAssertTrue(r.stderr.contains("falls on no frame") && r.stderr.contains(String(format: "%.3f", first)), r.stderr)
     }
 
     /// `--codec ffv1`, "lossless", wrote 4:2:0: ffv1 takes 8-bit RGB as bgr0, not gbrp, and

@@ -11,7 +11,8 @@ public struct Keyframe: Sendable, Equatable, Codable, CustomStringConvertible {
     public enum Position: Sendable, Equatable, Codable {
         /// A 0-based frame number.
         case frame(Int)
-        /// A time in seconds from the start.
+        /// A time in seconds from the video's first frame (not the file's own timestamps,
+        /// which start at 1.4 s and later in MPEG-TS).
         case time(Double)
 
         /// Whether a keyframe at time `t` belongs to the frame presented at `seconds`, the
@@ -156,7 +157,7 @@ public struct ColourGuideSpec: Sendable, Equatable, Codable {
 
     /// Checks frame-number keyframes against the number of frames the input has (when known),
     /// and that no two keyframes fall on one frame. `frameSeconds`, the presentation time of
-    /// each frame in order, maps a time to the frame the guide gives it (the first within half
+    /// each frame in order counted from the first frame, maps a time to the frame the guide gives it (the first within half
     /// a frame, as `ColourGuide` applies it); without it only two times within half a frame of
     /// each other are known to share one.
     package func checkKeyframes(frameCount known: Int?, duration: Double?, frameRate: Double, input: String, frameSeconds: [Double]? = nil) throws {
@@ -195,7 +196,7 @@ public struct ColourGuideSpec: Sendable, Equatable, Codable {
                     let length = duration.flatMap { $0 > 0 ? $0 : nil } ?? (last - first + 2 * half)
                     throw MediaError(.invalidOptions, "'--keyframe \(k)': '\(input)' lasts \(String(format: "%.2f", length)) s (its last frame at \(String(format: "%.3f", last)) s), so \(t) s is past the end. Give a time within the video.")
                 }
-                throw MediaError(.invalidOptions, "'--keyframe \(k)' falls on no frame of '\(input)': its frames are at \(String(format: "%.3f", first)) to \(String(format: "%.3f", last)) s, \(String(format: "%g", frameRate)) a second (a keyframe's time is the file's own timestamp, which need not start at 0). Give the time of a frame, or its number (--keyframe N=FILE).")
+                throw MediaError(.invalidOptions, "'--keyframe \(k)' falls on no frame of '\(input)': its frames are at \(String(format: "%.3f", first)) to \(String(format: "%.3f", last)) s, \(String(format: "%g", frameRate)) a second (a keyframe's time counts from the first frame). Give the time of a frame, or its number (--keyframe N=FILE).")
             }
         }
         for (i, k) in keyframes.enumerated() {

@@ -168,8 +168,10 @@ package enum FramePlacement: Equatable, Sendable {
     /// not apply.
     case stills
     /// A video's frames, the first one (id 0) being frame `firstFrameIndex` of the whole
-    /// input (a segment's window starts mid-video).
-    case video(firstFrameIndex: Int)
+    /// input (a segment's window starts mid-video). `originSeconds` is the presentation time
+    /// of the whole input's first frame, from which keyframe times count; nil when not known
+    /// before the frames come (a stream): then the first frame seen sets it, less its place.
+    case video(firstFrameIndex: Int, originSeconds: Double? = nil)
 }
 
 /// One stage of the chain. Configured once, then fed frames on one thread, in order.

@@ -62,6 +62,8 @@ package final class ColorizeProcessor: FrameProcessor {
     /// Added to frame ids to give the whole input's frame number (a segment's window starts
     /// mid-video; keyframes are numbered in the whole video).
     private var indexOffset = 0
+    /// Presentation time of the whole input's first frame, seconds (see `FramePlacement`).
+    private var origin: Double?
 
     /// The `--precision` the colorizer was loaded under.
     package let precision: PrecisionChoice
@@ -79,8 +81,8 @@ package final class ColorizeProcessor: FrameProcessor {
 
     package func place(_ placement: FramePlacement) {
         switch placement {
-        case .stills: (stills, indexOffset) = (true, 0)
-        case .video(let first): (stills, indexOffset) = (false, first)
+        case .stills: (stills, indexOffset, origin) = (true, 0, nil)
+        case .video(let first, let o): (stills, indexOffset, origin) = (false, first, o)
         }
     }
 
@@ -101,10 +103,17 @@ package final class ColorizeProcessor: FrameProcessor {
         if stills {
             colorizer.position = nil
         } else {
-            let rate = input?.frameRate.doubleValue ?? 30
-            let t = frame.timing
-            let seconds = t.pts.map { Double($0) * t.timeBase.doubleValue } ?? Double(frame.id) / (rate > 0 ? rate : 30)
-            colorizer.position = FramePosition(index: frame.id + indexOffset, seconds: seconds)
+            // Seconds from the whole input's first frame (keyframe times count from there,
+            // whatever the file's first timestamp: MPEG-TS starts at 1.4 s and more).
+            let rate = input?.frameRate.doubleValue ?? 30, perSecond = rate > 0 ? rate : 30
+            let index = frame.id + indexOffset, t = frame.timing
+            if let pts = t.pts {
+                let stamp = Double(pts) * t.timeBase.doubleValue
+                if origin == nil { origin = stamp - Double(index) / perSecond }
+                colorizer.position = FramePosition(index: index, seconds: stamp - (origin ?? 0))
+            } else {
+                colorizer.position = FramePosition(index: index, seconds: Double(index) / perSecond)
+            }
         }
         switch frame.pixels {
         case .packed(let f) where f.format == .gray:

@@ -18,6 +18,8 @@ package struct SegmentWindow: Sendable, Equatable {
     package var firstFrameIndex = 0
     /// The frames it writes, when known (a signal after the last of them stops nothing).
     package var frames: Int?
+    /// Timestamp of the whole input's first frame (keyframe times count from it), when known.
+    package var originPTS: Int64?
 
     /// Makes a window.
     package init(warmUpPTS: Int64, startPTS: Int64, endPTS: Int64?, seekCandidates: [Int64], finalOutput: String) {

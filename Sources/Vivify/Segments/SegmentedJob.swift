@@ -175,8 +175,10 @@ public final class SegmentedJob {
         let video = source.info.video
         if let guide = c.stages.colourGuide {
             let last = index.timestamps.last.map { index.seconds($0 + max(index.lastDuration, 0) - (index.timestamps.first ?? 0)) }
+            let origin = index.timestamps.first ?? 0
             try guide.checkKeyframes(frameCount: index.timestamps.count, duration: video.duration ?? last,
-                                     frameRate: video.frameRate.doubleValue, input: c.input.path, frameSeconds: index.timestamps.map(index.seconds))
+                                     frameRate: video.frameRate.doubleValue, input: c.input.path,
+                                     frameSeconds: index.timestamps.map { index.seconds($0 - origin) })
         }
         _ = try Job.chain(c, video: video, models: models)
         models.forEach { $0.reset() }
@@ -400,6 +402,7 @@ public final class SegmentedJob {
         // As planned: the first segment has no warm-up, the others up to `warmUpFrames` frames.
         w.firstFrameIndex = s.index == 0 ? s.firstFrame : max(0, s.firstFrame - manifest.warmUpFrames)
         w.frames = s.frames
+        w.originPTS = manifest.segments.first?.startPTS
         return w
     }
 
