@@ -173,6 +173,11 @@ package final class Job {
                let first = index.timestamps.first {
                 seconds = index.timestamps.map { index.seconds($0 - first) }
                 timeOrigin = index.seconds(first)
+            } else if guide.needsFrameTimes, !(source is MediaReader), regular, let count = video.frameCount, count > 0, count <= 10_000_000,
+                      video.frameRate.doubleValue > 0 {
+                // A y4m or raw file: frames at a constant rate, from 0.
+                let rate = video.frameRate.doubleValue
+                seconds = (0..<count).map { Double($0) / rate }
             }
             try guide.checkKeyframes(frameCount: video.frameCount, duration: video.duration, frameRate: video.frameRate.doubleValue,
                                      input: c.input.path, frameSeconds: seconds)
@@ -215,7 +220,17 @@ package final class Job {
         lastTracer = tracer
         tracerBox.tracer = tracer
         let pipeline = Pipeline(source: feed.next, stages: stages, observer: tracer)
-        return try drive(pipeline, output: output, source: source, video: video, timestamps: timestamps, tracer: tracer, warnings: warnings)
+        let result = try drive(pipeline, output: output, source: source, video: video, timestamps: timestamps, tracer: tracer, warnings: warnings)
+        // A keyframe the input never reached (a stream, not checked before the work; or one
+        // --max-frames cut off) coloured only as a keyframe after every frame, if at all.
+        if segment == nil {
+            for case let p as ColorizeProcessor in chain.processors {
+                for k in p.colorizer.guide?.keyframesNeverReached ?? [] {
+                    warn("'--keyframe \(k)': '\(c.input.displayName)' ended before that frame, so it was never reached. Give the number or time of a frame the input has.")
+                }
+            }
+        }
+        return result
     }
 
     /// What the checks before any work decided about the output.
@@ -308,7 +323,9 @@ package final class Job {
         // Keyframe times count from the whole input's first frame: a segment's plan knows it,
         // the scan for time keyframes found it, else the first frame sets it.
         let origin = segment?.originPTS.map { Double($0) * video.timeBase.doubleValue } ?? timeOrigin
-        chain.processors.forEach { $0.place(.video(firstFrameIndex: segment?.firstFrameIndex ?? 0, originSeconds: origin)) }
+        chain.processors.forEach {
+            $0.place(.video(firstFrameIndex: segment?.firstFrameIndex ?? 0, originSeconds: origin, shotStartSeconds: segment?.shotStartSeconds))
+        }
         var produced = video
         produced.pixelFormat = chain.output.layout.packedFormat
         var resolved = video.color.resolved(height: video.height)

@@ -163,19 +163,7 @@ final class ColourGuideCLITests: XCTestCase {
         let a = try Self.rgbFrames(dir + "/one.mkv").frames, b = try Self.rgbFrames(dir + "/seg.mkv").frames
         XCTAssertEqual(a.count, 72)
         XCTAssertEqual(a.count, b.count)
-        var worst = 0.0
-        for (x, y) in zip(a, b) {
-            // An identical frame's mean ΔE is 0 (one comparison, not a pixel loop in a debug build).
-            if x == y { continue }
-            let lab = LabConverter(), n = x.count / 3
-            let p = lab.lab(of: x, width: n, height: 1), q = lab.lab(of: y, width: n, height: 1)
-            var sum = 0.0
-            for i in 0..<n {
-                let dl = Double(p.l[i] - q.l[i]), da = Double(p.a[i] - q.a[i]), db = Double(p.b[i] - q.b[i])
-                sum += (dl * dl + da * da + db * db).squareRoot()
-            }
-            worst = max(worst, sum / Double(n))
-        }
+        let worst = Self.meanDeltaE(a, b).max() ?? 0
         print("keyframes in segments: worst frame's mean ΔE against the unsegmented run \(worst)")
         XCTAssertLessThanOrEqual(worst, 1.0)
         // plan / work: the manifest names the keyframes by SHA-256; a changed one is refused.
@@ -191,6 +179,100 @@ final class ColourGuideCLITests: XCTestCase {
         // Only what changed is named (every model and picture was).
         XCTAssertTrue(r.stderr.contains("changed since: keyframe 40 "), r.stderr)
         XCTAssertFalse(r.stderr.contains("colorize vivify-color"), r.stderr)
+    }
+
+    /// Each frame's mean ΔE between two runs' frames (0 for identical frames, found by one
+    /// comparison, not a pixel loop in a debug build).
+    static func meanDeltaE(_ a: [[UInt8]], _ b: [[UInt8]]) -> [Double] {
+        zip(a, b).map { x, y in
+            if x == y { return 0 }
+            let lab = LabConverter(), n = x.count / 3
+            let p = lab.lab(of: x, width: n, height: 1), q = lab.lab(of: y, width: n, height: 1)
+            var sum = 0.0
+            for i in 0..<n {
+                let dl = Double(p.l[i] - q.l[i]), da = Double(p.a[i] - q.a[i]), db = Double(p.b[i] - q.b[i])
+                sum += (dl * dl + da * da + db * db).squareRoot()
+            }
+            return sum / Double(n)
+        }
+    }
+
+    /// A keyframe or hint carries through its shot in segments as in one run. A segment whose
+    /// window starts mid-shot, long after the keyframe, took the keyframe only if the
+    /// keyframe picture's L* histogram matched its first frame's (a strongly coloured keyframe's
+    /// does not), so half a single-shot video lost the colour; with `--no-stabilize` (no
+    /// warm-up) no segment took it. Hints coloured each segment's first frame. Now the plan
+    /// scans for shots: every segment gives the one run's frames (≤ 1 mean ΔE), the
+    /// keyframe's colour reaches the last frame, and a shot after a cut takes neither.
+    func testSegmentsCarryKeyframesAndHintsThroughAShot() throws {
+        let dir = try CLI.tempDir()
+        // 9 s of one shot at 10 fps, then a cut to 1.5 s of another picture.
+        let grey = dir + "/grey.mkv", key = dir + "/key.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=10:duration=9", "-f", "lavfi", "-i", "smptebars=size=64x36:rate=10:duration=1.5",
+                        "-filter_complex", "[0][1]concat=n=2,format=gray,format=yuv444p", "-g", "10", "-c:v", "ffv1", grey])
+        try CLI.ffmpeg(["-i", grey, "-frames:v", "1", "-vf", "format=yuv444p,lutyuv=u=110:v=170", key])
+        func frames(_ name: String, _ extra: [String]) throws -> [[UInt8]] {
+            let out = dir + "/" + name + ".mkv"
+            let r = try CLI.vivify(["run", grey, out, "--colorize", "--codec", "ffv1", "--pix-fmt", "yuv444p", "--quiet"] + extra)
+            XCTAssertEqual(r.code, 0, "\(name): \(r.stderr)")
+            return try Self.rgbFrames(out).frames
+        }
+        // Redness (mean a*) of a frame.
+        func red(_ f: [UInt8]) -> Double {
+            let lab = LabConverter().lab(of: f, width: f.count / 3, height: 1)
+            return Double(lab.a.reduce(0, +)) / Double(lab.a.count)
+        }
+        for (name, guidance) in [("keyframe", ["--keyframe", "0=\(key)"]), ("keyframe-nostab", ["--keyframe", "0=\(key)", "--no-stabilize"]),
+                                 ("hint", ["--hint", "30,20=#E02020"])] {
+            let one = try frames(name + "-one", guidance + ["--segment-seconds", "0"])
+            let seg = try frames(name + "-seg", guidance + ["--segment-seconds", "3"])
+            let plain = try frames(name + "-auto", ["--segment-seconds", "0"] + (guidance.contains("--no-stabilize") ? ["--no-stabilize"] : []))
+            XCTAssertEqual(one.count, 105)
+            XCTAssertEqual(seg.count, one.count)
+            let delta = Self.meanDeltaE(one, seg)
+            print("\(name) in 3 s segments: worst frame's mean ΔE against one run \(delta.max() ?? 0)")
+            XCTAssertLessThanOrEqual(delta.max() ?? 99, 1.0, name)
+            // The guidance reaches the end of its shot and stops at the cut.
+            print("\(name): a* of frame 89 \(red(seg[89])) against \(red(plain[89])) automatic; frame 100 \(red(seg[100])) against \(red(plain[100]))")
+            XCTAssertGreaterThan(red(seg[89]) - red(plain[89]), name == "hint" ? 0.3 : 5, "\(name): the last frame of the shot takes the colour")
+            XCTAssertEqual(red(seg[100]), red(plain[100]), accuracy: 0.5, "\(name): the next shot does not")
+        }
+        // The plan records where each segment's shot began.
+        let work = dir + "/work"
+        let r = try CLI.vivify(["plan", grey, dir + "/planned.mkv", "--work", work, "--segment-seconds", "1.5", "--colorize", "--no-stabilize", "--keyframe", "0=\(key)"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        let manifest = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: work + "/manifest.json"))) as? [String: Any])
+        let starts = (manifest["segments"] as? [[String: Any]])?.map { CLI.int($0["shotStartFrame"]) }
+        XCTAssertEqual(starts, [0, 0, 0, 0, 0, 0, 90], "shots start at frames 0 and 90 (1.5 s segments, no warm-up without the stabilizer)")
+    }
+
+    /// A keyframe past the end of an input read as a stream (a FIFO: nothing to check before
+    /// the work) coloured nothing without a word; the run now says so when the input ends
+    /// (exit 0: the frames are done). A y4m file's frames have known times, so a time in its
+    /// last half frame, on no frame, is refused before any work like an MP4's.
+    func testKeyframesAStreamNeverReachesAreNamed() throws {
+        let dir = try CLI.tempDir()
+        let ts = dir + "/clip.ts", y4m = dir + "/clip.y4m", key = dir + "/key.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=10", "-frames:v", "30", "-vf", "format=gray", "-c:v", "libx264", "-f", "mpegts", ts])
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=10", "-frames:v", "30", "-pix_fmt", "yuv420p", y4m])
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36", "-frames:v", "1", key])
+        let fifo = dir + "/fifo.ts"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let writer = Process()
+        writer.executableURL = URL(fileURLWithPath: "/bin/sh")
+        writer.arguments = ["-c", "cat '\(ts)' > '\(fifo)'"]
+        try writer.run()
+        var r = try CLI.vivify(["run", fifo, dir + "/out.mkv", "--colorize", "--keyframe", "5s=\(key)", "--keyframe", "1.5s=\(key)"])
+        writer.waitUntilExit()
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("'--keyframe 5.0s=\(key)'") && r.stderr.contains("never reached"), r.stderr)
+        XCTAssertFalse(r.stderr.contains("'--keyframe 1.5s="), "a keyframe the input reached is not named: \(r.stderr)")
+        r = try CLI.vivify(["run", y4m, dir + "/y.mkv", "--colorize", "--keyframe", "2.95s=\(key)"])
+        XCTAssertEqual(r.code, 64, r.stderr)
+        XCTAssertTrue(r.stderr.contains("past the end"), r.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/y.mkv"))
+        r = try CLI.vivify(["run", y4m, dir + "/y.mkv", "--colorize", "--keyframe", "2.9s=\(key)", "--quiet"])
+        XCTAssertEqual(r.code, 0, r.stderr)
     }
 
     /// One reference for a whole batch of pictures, and `bench --reference`.

@@ -120,6 +120,14 @@ public struct ColourGuideSpec: Sendable, Equatable, Codable {
         self.hintsImage = hintsImage
     }
 
+    /// Whether anything of it belongs to a place in a video and carries through its shot
+    /// (keyframes, and the hinted first frame): a segment starting mid-shot must know where
+    /// its shot began.
+    package var carriesThroughShots: Bool { !keyframes.isEmpty || hasHints }
+
+    /// Whether hints are given (on the command line or as a picture).
+    package var hasHints: Bool { !hints.isEmpty || hintsImage != nil }
+
     /// Whether nothing guides the colorizer.
     public var isEmpty: Bool { references.isEmpty && keyframes.isEmpty && hints.isEmpty && hintsImage == nil }
 

@@ -64,6 +64,8 @@ package final class ColourGuide {
     private var frameRate: Double = 30
     // State from frame to frame (forgotten by `reset`).
     private var lastCutSeconds = -Double.infinity
+    /// The latest frame seen since `reset`, seconds (nil: none).
+    private var lastSeenSeconds: Double?
     /// Keyframes before the first frame this guide saw (a stream's frame 0 may have been
     /// dropped in live mode, a segment starts mid-video) that hold its content: they carry
     /// into its shot as if no cut came between.
@@ -71,6 +73,13 @@ package final class ColourGuide {
     private var previousHistogram: [Float] = []
     private var hintsDone = false
     private var hintedFrame: LoadedKeyframe?
+    /// Where the shot of the first frame this guide sees began, seconds from the video's first
+    /// frame, when known (a segment's plan scanned the whole input); nil: the first frame seen
+    /// starts a shot, and keyframes before it carry into it if their content is its own.
+    package var knownShotStart: Double?
+    /// Whether the frames this guide sees start after the video's first frame (a segment's
+    /// window): the hints, which belong to the first frame, then do not apply to them.
+    package var startsMidVideo = false
     /// This shot's anchors, oldest first.
     private var anchors: [ColourReference] = []
     /// The last frame's mean match confidence to the anchors (nil: no anchor was used).
@@ -196,9 +205,19 @@ package final class ColourGuide {
         }
     }
 
+    /// The keyframes whose frame lies after the last frame seen (the input ended first): an
+    /// input read as a stream (a FIFO, a pipe, a network source) cannot be checked before the
+    /// work, so the run says afterwards which keyframes it never reached.
+    package var keyframesNeverReached: [Keyframe] {
+        guard let last = lastSeenSeconds else { return [] }
+        let half = 0.5 / (frameRate > 0 ? frameRate : 30)
+        return keyframes.filter { seconds($0.position) >= last + half - 1e-9 }.map { Keyframe(position: $0.position, file: $0.file) }
+    }
+
     /// Forgets what earlier frames left (cuts seen, hints applied).
     package func reset() {
         lastCutSeconds = -.infinity
+        lastSeenSeconds = nil
         carriedKeyframes = []
         previousHistogram = []
         hintsDone = false
@@ -237,14 +256,21 @@ package final class ColourGuide {
         anchorConfidence = nil
         keyframeApplied = false
         if let position {
+            lastSeenSeconds = max(lastSeenSeconds ?? position.seconds, position.seconds)
             if previousHistogram.isEmpty {
                 anchors = []
-                // The first frame seen starts a shot; keyframes before it apply only if their
-                // content is this frame's (the same test as for keyframes after a frame).
-                lastCutSeconds = position.seconds
-                carriedKeyframes = Set(keyframes.filter {
-                    seconds($0.position) < position.seconds && TemporalStabilizer.distance($0.histogram, histogram) <= TemporalStabilizer.defaultCutThreshold
-                }.map { seconds($0.position) })
+                if let known = knownShotStart, known <= position.seconds {
+                    // A segment's plan found where this shot began: its keyframes apply.
+                    lastCutSeconds = known
+                    carriedKeyframes = []
+                } else {
+                    // The first frame seen starts a shot; keyframes before it apply only if
+                    // their content is this frame's (the same test as for keyframes after a frame).
+                    lastCutSeconds = position.seconds
+                    carriedKeyframes = Set(keyframes.filter {
+                        seconds($0.position) < position.seconds && TemporalStabilizer.distance($0.histogram, histogram) <= TemporalStabilizer.defaultCutThreshold
+                    }.map { seconds($0.position) })
+                }
             } else if TemporalStabilizer.distance(histogram, previousHistogram) > TemporalStabilizer.defaultCutThreshold {
                 lastCutSeconds = position.seconds
                 carriedKeyframes = []
@@ -366,6 +392,8 @@ package final class ColourGuide {
     private func hint(position: FramePosition?, l: [Float], a: inout [Float], b: inout [Float], width w: Int, height h: Int) throws {
         guard !hintSeeds.isEmpty, !hintsDone else { return }
         hintsDone = true
+        // The hints belong to the video's first frame, which a segment's window may not hold.
+        if position != nil && startsMidVideo { return }
         let scale: (Double, Double) = hintsSize.map { (Double(w) / Double($0.w), Double(h) / Double($0.h)) } ?? (1, 1)
         let seeds = hintSeeds.map { s -> HintSpreader.Seed in
             var s = s

@@ -171,7 +171,9 @@ package enum FramePlacement: Equatable, Sendable {
     /// input (a segment's window starts mid-video). `originSeconds` is the presentation time
     /// of the whole input's first frame, from which keyframe times count; nil when not known
     /// before the frames come (a stream): then the first frame seen sets it, less its place.
-    case video(firstFrameIndex: Int, originSeconds: Double? = nil)
+    /// `shotStartSeconds`, when a segment's plan scanned the input, is where the shot of the
+    /// first frame began (seconds from the first frame).
+    case video(firstFrameIndex: Int, originSeconds: Double? = nil, shotStartSeconds: Double? = nil)
 }
 
 /// One stage of the chain. Configured once, then fed frames on one thread, in order.

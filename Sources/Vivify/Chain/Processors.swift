@@ -81,8 +81,14 @@ package final class ColorizeProcessor: FrameProcessor {
 
     package func place(_ placement: FramePlacement) {
         switch placement {
-        case .stills: (stills, indexOffset, origin) = (true, 0, nil)
-        case .video(let first, let o): (stills, indexOffset, origin) = (false, first, o)
+        case .stills:
+            (stills, indexOffset, origin) = (true, 0, nil)
+            colorizer.guide?.knownShotStart = nil
+            colorizer.guide?.startsMidVideo = false
+        case .video(let first, let o, let shotStart):
+            (stills, indexOffset, origin) = (false, first, o)
+            colorizer.guide?.knownShotStart = shotStart
+            colorizer.guide?.startsMidVideo = first > 0
         }
     }
 

@@ -406,6 +406,14 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
         package var startSeconds: Double
         /// End (the next segment's start, or the last frame's end), seconds.
         package var endSeconds: Double
+        /// Where the shot of the first frame processed began (frame number and seconds from
+        /// the input's first frame), when the plan scanned for shots: keyframes and hints
+        /// carry through a shot, so a segment starting mid-shot must know it.
+        package var shotStartFrame: Int? = nil
+        package var shotStartSeconds: Double? = nil
+        /// The first frame processed, when not `warmUpFrames` before `firstFrame`: with hints,
+        /// a segment within the first shot starts at frame 0, which the hints colour.
+        package var warmUpFrame: Int? = nil
         /// Set once the segment file is complete.
         package var done: Done?
         /// The last failure's message, when a worker failed on it.

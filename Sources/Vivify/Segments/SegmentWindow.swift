@@ -20,6 +20,9 @@ package struct SegmentWindow: Sendable, Equatable {
     package var frames: Int?
     /// Timestamp of the whole input's first frame (keyframe times count from it), when known.
     package var originPTS: Int64?
+    /// Where the shot of the first frame processed began, seconds from the input's first
+    /// frame, when the plan scanned for shots (keyframes and hints carry through a shot).
+    package var shotStartSeconds: Double?
 
     /// Makes a window.
     package init(warmUpPTS: Int64, startPTS: Int64, endPTS: Int64?, seekCandidates: [Int64], finalOutput: String) {

@@ -209,10 +209,22 @@ public final class SegmentedJob {
             }
             if position > cuts.last! && position < total { cuts.append(position) }
         }
+        // Keyframes and the hinted first frame carry through their shot: with more than one
+        // segment, the input is scanned once for where shots start (as the guide finds them).
+        let guide = c.stages.colourGuide
+        var shotStarts: [Int] = []
+        if cuts.count > 1, guide?.carriesThroughShots == true {
+            shotStarts = try scanShots(c, frames: total)
+        }
         var segments: [SegmentManifest.Segment] = []
         for (i, first) in cuts.enumerated() {
             let next = i + 1 < cuts.count ? cuts[i + 1] : total
-            let warmFirst = i == 0 ? first : max(0, first - warmUp)
+            var warmFirst = i == 0 ? first : max(0, first - warmUp)
+            let shotStart = shotStarts.last { $0 <= warmFirst }
+            // The hints colour frame 0, and its colour carries through the first shot: a
+            // segment within that shot starts from frame 0.
+            let fromStart = warmFirst > 0 && shotStart == 0 && guide?.hasHints == true
+            if fromStart { warmFirst = 0 }
             let warmPTS = stamps[warmFirst]
             // Keyframes at or before the warm-up, latest first; none for the first segment (read from the start).
             var candidates: [Int64] = []
@@ -226,6 +238,11 @@ public final class SegmentedJob {
                 index: i, file: SegmentManifest.segmentFileName(i), firstFrame: first, frames: next - first,
                 startPTS: stamps[first], endPTS: endPTS, warmUpPTS: warmPTS, seekCandidates: candidates,
                 startSeconds: index.seconds(stamps[first]), endSeconds: index.seconds(end), done: nil, failed: nil))
+            if let shotStart, !shotStarts.isEmpty {
+                segments[i].shotStartFrame = shotStart
+                segments[i].shotStartSeconds = index.seconds(stamps[shotStart] - stamps[0])
+            }
+            if fromStart { segments[i].warmUpFrame = 0 }
         }
         var settings = SegmentManifest.Settings(c, models: try modelDigests(models, of: c))
         if (try? c.run.backend.resolved()) == .onednn, let upscaler = models.lazy.compactMap({ ($0 as? UpscaleProcessor)?.upscaler }).first {
@@ -395,12 +412,33 @@ public final class SegmentedJob {
         return (try? SHA256.hash(fileAt: url).hex) == done.sha256
     }
 
+    /// The frame numbers (0-based) where shots start in the first `frames` frames of the
+    /// input, as the colour guide finds them: every frame decoded once, nothing run.
+    static func scanShots(_ c: RunConfiguration, frames: Int) throws -> [Int] {
+        let source = try Job.openSource(c.input, copyStreams: false, decodeTo: .rgb24, maxPixels: c.limits.pixelLimit)
+        var scanner = ShotScanner(threads: c.limits.compute.threads)
+        var frame = VideoFrame(format: .rgb24, width: 1, height: 1)
+        var starts: [Int] = [], n = 0
+        reading: while n < frames {
+            switch try source.read(into: &frame) {
+            case .frame:
+                let cut = frame.planes[0].withUnsafeBufferPointer { scanner.startsShot(rgb: $0, width: frame.width, height: frame.height) }
+                if cut { starts.append(n) }
+                n += 1
+            case .packet: continue
+            case .end: break reading
+            }
+        }
+        return starts
+    }
+
     /// The segment's window of the input.
     func window(_ s: SegmentManifest.Segment) -> SegmentWindow {
         var w = SegmentWindow(warmUpPTS: s.warmUpPTS, startPTS: s.startPTS, endPTS: s.endPTS, seekCandidates: s.seekCandidates,
                               finalOutput: manifest.settings.output)
         // As planned: the first segment has no warm-up, the others up to `warmUpFrames` frames.
-        w.firstFrameIndex = s.index == 0 ? s.firstFrame : max(0, s.firstFrame - manifest.warmUpFrames)
+        w.firstFrameIndex = s.warmUpFrame ?? (s.index == 0 ? s.firstFrame : max(0, s.firstFrame - manifest.warmUpFrames))
+        w.shotStartSeconds = s.shotStartSeconds
         w.frames = s.frames
         w.originPTS = manifest.segments.first?.startPTS
         return w
