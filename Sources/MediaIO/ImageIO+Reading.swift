@@ -6,7 +6,16 @@ import Foundation
 extension ImageIO {
     /// Reads the whole file into a packet (with FFmpeg's zeroed input padding).
     static func loadFile(_ path: String) throws -> PacketBox {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // A FIFO (or a device) is refused before it is opened: opening a FIFO for reading
+        // waits for a writer, and a batch over a folder holding one hung there for ever. The
+        // path is looked at through links, as open would follow them.
+        var before = stat()
+        if stat(path, &before) == 0, before.st_mode & S_IFMT != S_IFREG {
+            throw notRegular(path, mode: before.st_mode)
+        }
+        // Non-blocking, so that a FIFO put there since cannot hang the open either (for a
+        // regular file it changes nothing); fstat then checks what was opened.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             throw MediaError(.inputUnreadable, "Cannot open '\(path)': \(errnoText()). Check the path and its permissions.")
         }
@@ -15,9 +24,7 @@ extension ImageIO {
         guard fstat(fd, &info) == 0 else {
             throw MediaError(.inputUnreadable, "Cannot read '\(path)': \(errnoText()). Check the path and its permissions.")
         }
-        guard info.st_mode & S_IFMT == S_IFREG else {
-            throw MediaError(.inputUnreadable, "Cannot read '\(path)': it is not a regular file. Pass a PNG or JPEG image file.")
-        }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw notRegular(path, mode: info.st_mode) }
         let size = Int(info.st_size)
         guard size > 0 else {
             throw MediaError(.inputUnreadable, "Cannot read '\(path)': the file is empty. Pass a PNG or JPEG image file.")
@@ -40,6 +47,19 @@ extension ImageIO {
         }
         packet.pointer.pointee.size = Int32(done)
         return packet
+    }
+
+    /// The refusal of `path`, which is not a regular file (`mode` says what it is).
+    private static func notRegular(_ path: String, mode: mode_t) -> MediaError {
+        let kind: String
+        switch mode & S_IFMT {
+        case S_IFDIR: kind = "a directory"
+        case S_IFIFO: kind = "a FIFO"
+        case S_IFSOCK: kind = "a socket"
+        case S_IFCHR, S_IFBLK: kind = "a device"
+        default: kind = "not a plain file"
+        }
+        return MediaError(.inputUnreadable, "Cannot read '\(path)': it is not a regular file (\(kind)). Pass a PNG or JPEG image file.")
     }
 
     /// Width and height from a PNG's IHDR, a JPEG's first SOF marker, a BMP's info header, a

@@ -1,0 +1,56 @@
+import Foundation
+import XCTest
+
+/// What the sixth round of new-user checks found, each through the binary.
+final class SixthHuntFindingsTests: XCTestCase {
+    /// Runs vivify under /usr/bin/timeout, so that a run that hangs fails the test (exit 124,
+    /// or 137 when it ignores the TERM) instead of hanging it.
+    static func vivify(_ args: [String], seconds: Int = 60) throws -> CLI.Result {
+        try CLI.run("/usr/bin/timeout", ["-k", "5", String(seconds), CLI.binary] + args)
+    }
+
+    /// `vivify image in/ out/` with a FIFO named `fifo.png` in the folder blocked for ever
+    /// opening it (a folder named `sub.png` was already skipped). A FIFO, a link to one and a
+    /// socket are named and skipped like any unreadable picture, without being opened; the
+    /// good picture is written and the batch exits 66.
+    func testABatchSkipsAFIFOAndOtherFilesThatAreNotPictures() throws {
+        let dir = try CLI.tempDir()
+        let input = dir + "/in"
+        try FileManager.default.createDirectory(atPath: input, withIntermediateDirectories: true)
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36", "-frames:v", "1", input + "/p1.png"])
+        XCTAssertEqual(mkfifo(input + "/fifo.png", 0o644), 0)
+        try FileManager.default.createSymbolicLink(atPath: input + "/link.png", withDestinationPath: input + "/fifo.png")
+        try FileManager.default.createDirectory(atPath: input + "/sub.png", withIntermediateDirectories: true)
+        // A socket, bound by this process (closed again: the file stays).
+        let socketPath = input + "/sock.png"
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            let bytes = Array(socketPath.utf8)
+            XCTAssertLessThan(bytes.count, raw.count)
+            raw.copyBytes(from: bytes.prefix(raw.count - 1))
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        XCTAssertEqual(bound, 0, String(cString: strerror(errno)))
+        close(fd)
+
+        let out = dir + "/out"
+        let r = try Self.vivify(["image", input, out, "--upscale"])
+        XCTAssertEqual(r.code, 66, "unreadable pictures, not a hang (124/137): \(r.stderr)")
+        for (name, kind) in [("fifo.png", "a FIFO"), ("link.png", "a FIFO"), ("sock.png", "a socket"), ("sub.png", "a directory")] {
+            XCTAssertTrue(r.stderr.contains("skipped '\(input)/\(name)': Cannot read '\(input)/\(name)': it is not a regular file (\(kind))"), r.stderr)
+        }
+        XCTAssertTrue(r.stderr.contains("1 of 5 pictures written"), r.stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: out), ["p1.png"])
+
+        // One FIFO as the only input of a single-picture run: refused at once too.
+        let single = try Self.vivify(["image", input + "/fifo.png", dir + "/one.png", "--upscale"])
+        XCTAssertEqual(single.code, 66, single.stderr)
+        XCTAssertTrue(single.stderr.contains("not a regular file (a FIFO)"), single.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/one.png"))
+    }
+}
