@@ -67,11 +67,14 @@ package enum ImageBatch {
 
     /// Runs every input through the stages into the configuration's output, a directory
     /// (created when missing), each picture in `format` (png or jpg; nil: the input's).
-    /// `progress` receives (pictures done, total) after each one. Of the configuration, the
-    /// batch reads what `ImageJob.run` does, but for the input: `inputs` (files, directories,
-    /// globs).
+    /// `progress` receives (pictures done, total) after each one. `log` gets notes and
+    /// warnings; `failure` one line for each picture that failed (`skipped 'x.png': …`, what
+    /// failed and the fix), which a caller that silences `log` still shows. Of the
+    /// configuration, the batch reads what `ImageJob.run` does, but for the input: `inputs`
+    /// (files, directories, globs).
     package static func run(inputs arguments: [String], format: String?, configuration: RunConfiguration,
                            log: @escaping @Sendable (String) -> Void = { _ in },
+                           failure: @escaping @Sendable (String) -> Void,
                            progress: (Int, Int) -> Void = { _, _ in }) throws -> Summary {
         let backend = try configuration.run.backend.resolved()
         let directory = configuration.output.path
@@ -150,12 +153,12 @@ package enum ImageBatch {
                         for w in warnings { log("warning: \(w)") }
                         results.withLock { $0.written.append(output) }
                     } catch {
-                        log("skipped '\(input)': \(ErrorReport.message(for: error))")
+                        failure("skipped '\(input)': \(ErrorReport.message(for: error))")
                         results.withLock { $0.failed.append((input, error)) }
                     }
                 }
             } catch {
-                log("skipped '\(input)': \(ErrorReport.message(for: error))")
+                failure("skipped '\(input)': \(ErrorReport.message(for: error))")
                 results.withLock { $0.failed.append((input, error)) }
             }
             progress(index + 1, inputs.count)

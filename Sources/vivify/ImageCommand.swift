@@ -68,6 +68,8 @@ struct ImageCommand: ParsableCommand {
         summary = try ImageBatch.run(
             inputs: Array(paths.dropLast()), format: format, configuration: configuration(input: "", output: paths.last!),
             log: { if !quiet { ProgressReporter.writeStderr("vivify: \($0)\n") } },
+            // --quiet silences progress and warnings, never a failure.
+            failure: { ProgressReporter.writeStderr("vivify: \($0)\n") },
             progress: { done, total in
                 guard !quiet else { return }
                 if reporter == nil {
@@ -76,7 +78,8 @@ struct ImageCommand: ParsableCommand {
                 if done == total { reporter?.finish(framesDone: done) } else { reporter?.update(framesDone: done) }
             })
         let seconds = ProgressReporter.now() - started
-        if !quiet {
+        // The summary line, which names the failures, is kept under --quiet when any failed.
+        if !quiet || !summary.failed.isEmpty {
             var line = String(format: "vivify: %d of %d pictures written to %@ in %.1f s", summary.written.count,
                               summary.written.count + summary.skipped.count + summary.failed.count, paths.last!, seconds)
             if !summary.skipped.isEmpty { line += "; \(summary.skipped.count) left as they were (-n)" }

@@ -53,4 +53,28 @@ final class SixthHuntFindingsTests: XCTestCase {
         XCTAssertTrue(single.stderr.contains("not a regular file (a FIFO)"), single.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/one.png"))
     }
+
+    /// `vivify image q/ out/ --quiet` with a file that is not a picture exited 66 with nothing
+    /// on stderr. --quiet silences progress and warnings, not failures: the failed file, why
+    /// and the fix are printed, and the one-line summary that names it. A batch without
+    /// failures stays silent.
+    func testQuietBatchStillNamesItsFailures() throws {
+        let dir = try CLI.tempDir()
+        let input = dir + "/q"
+        try FileManager.default.createDirectory(atPath: input, withIntermediateDirectories: true)
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36", "-frames:v", "1", input + "/good.png"])
+        try "garbage".write(toFile: input + "/bad.png", atomically: true, encoding: .utf8)
+        let r = try Self.vivify(["image", input, dir + "/qout", "--upscale", "--quiet"])
+        XCTAssertEqual(r.code, 66, r.stderr)
+        XCTAssertTrue(r.stderr.contains("skipped '\(input)/bad.png'") && r.stderr.contains("Pass a picture in one of those formats"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("1 of 2 pictures written") && r.stderr.contains("1 failed: '\(input)/bad.png'"), r.stderr)
+        XCTAssertFalse(r.stderr.contains("image 2/2"), "no progress under --quiet: \(r.stderr)")
+        XCTAssertEqual(r.stderr.split(separator: "\n").count, 2, "the failure and the summary only: \(r.stderr)")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir + "/qout"), ["good.png"])
+
+        try FileManager.default.removeItem(atPath: input + "/bad.png")
+        let clean = try Self.vivify(["image", input, dir + "/clean", "--upscale", "--quiet"])
+        XCTAssertEqual(clean.code, 0, clean.stderr)
+        XCTAssertEqual(clean.stderr, "")
+    }
 }
