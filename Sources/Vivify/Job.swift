@@ -464,8 +464,10 @@ package final class Job {
     }
 
     /// What the last run was, for the stats file: input, output, each model with the SHA-256
-    /// of its files (hashed now, so only when asked), and every setting.
-    package func runDescription() throws -> RunDescription {
+    /// of its files (hashed now, so only when asked), and every setting: the configuration's,
+    /// and how the run was asked to go in segments (`segmentSeconds`, `resume`: `Vivify.run`'s
+    /// own, outside the configuration; nil when not given).
+    package func runDescription(segmentSeconds: Double? = nil, resume: Bool? = nil) throws -> RunDescription {
         let c = configuration
         var models: [RunDescription.Model] = []
         for case let p as ModelStage in lastChain?.processors ?? [] {
@@ -492,6 +494,7 @@ package final class Job {
             "pooling": c.limits.wholePicturePooling == true ? "whole" : "tile",
             // Per model stage: the cores shared out between stages that run at once.
             "stage_threads": String(sequential ? c.limits.threadCount : c.modelCompute.threads),
+            "sequential": String(sequential),
         ]
         // As asked (`--precision`), on every backend; each model's entry says what it ran in
         // (the reference backend: fp32, with a note when anything else was asked).
@@ -504,6 +507,8 @@ package final class Job {
             ("target_fps", c.run.targetFPS.map { String($0) }), ("assume_matrix", c.input.assumeMatrix),
             ("input_format", c.input.format?.rawValue), ("output_format", c.output.format?.rawValue),
             ("size", c.input.rawSize?.description), ("rate", c.input.rawRate.map { "\($0.num)/\($0.den)" }),
+            ("timeout", c.input.networkTimeout.map { String($0) }), ("custom_layers", c.limits.customLayers),
+            ("segment_seconds", segmentSeconds.map { String($0) }), ("resume", resume.map { String($0) }),
         ]
         for (k, v) in optional { if let v { settings[k] = v } }
         return RunDescription(input: c.input.path, output: c.output.path, models: models, settings: settings)

@@ -144,6 +144,10 @@ extension [StageSpec] {
     var statsSettings: [String: String] {
         var settings: [String: String] = [:]
         for spec in self { settings.merge(spec.statsSettings) { first, _ in first } }
+        // Every filter's strength, in the filters' order (one setting: the stages' own keys
+        // would keep only the first filter's).
+        let strengths = compactMap { spec -> Float? in if case .filter(_, _, let strength) = spec { return strength } else { return nil } }
+        if !strengths.isEmpty { settings["filter_strength"] = strengths.map { String($0) }.joined(separator: " ") }
         if let colorize = firstIndex(where: { $0.colourGuide != nil }) {
             settings["colorize_after"] = String(firstIndex { if case .upscale = $0 { return true } else { return false } }.map { $0 < colorize } ?? false)
         }

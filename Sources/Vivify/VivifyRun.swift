@@ -135,7 +135,7 @@ public func run(_ configuration: RunConfiguration, segmentSeconds: Double = Segm
     if result.skipped { return RunOutcome(ending: .skipped, framesOut: 0, corrupt: 0) }
     if let tracer = job.lastTracer {
         var report = result.report
-        if c.output.reports.stats != nil { report.run = try job.runDescription() }
+        if c.output.reports.stats != nil { report.run = try job.runDescription(segmentSeconds: segmentSeconds, resume: resume) }
         try c.output.reports.write(tracer, report: report)
     }
     return RunOutcome(ending: result.interrupted ? .interrupted : .finished, framesOut: result.framesOut, corrupt: result.corrupt,

@@ -77,4 +77,35 @@ final class SixthHuntFindingsTests: XCTestCase {
         XCTAssertEqual(clean.code, 0, clean.stderr)
         XCTAssertEqual(clean.stderr, "")
     }
+
+    /// The `--stats` JSON's `run.settings`, which the README says holds every option, left out
+    /// `--filter-strength` and `--segment-seconds` (and the network timeout, --no-resume and
+    /// --custom-layers). Two runs that differ only in the strength now differ in the settings.
+    func testStatsSettingsHoldTheFilterStrengthAndTheSegmentLength() throws {
+        let dir = try CLI.tempDir()
+        let (picture, model) = try FilterCLITests.setUp(dir)
+        let clip = dir + "/in.y4m"
+        try CLI.ffmpeg(["-i", picture, "-pix_fmt", "yuv420p", clip])
+        func settings(_ name: String, _ extra: [String]) throws -> [String: String] {
+            let stats = dir + "/\(name).json"
+            let r = try CLI.vivify(["run", clip, dir + "/\(name).y4m", "--filter", model, "--quiet", "--stats", stats] + extra)
+            XCTAssertEqual(r.code, 0, r.stderr)
+            let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: stats))) as? [String: Any]
+            return try XCTUnwrap((json?["run"] as? [String: Any])?["settings"] as? [String: String])
+        }
+        let none = try settings("s0", ["--filter-strength", "0", "--segment-seconds", "7.5"])
+        let full = try settings("s1", ["--filter-strength", "1", "--no-resume"])
+        XCTAssertEqual(none["filter_strength"], "0.0")
+        XCTAssertEqual(full["filter_strength"], "1.0")
+        XCTAssertNotEqual(none, full)
+        XCTAssertEqual(none["segment_seconds"], "7.5")
+        XCTAssertEqual(full["segment_seconds"], "30.0", "the default, as it was given")
+        XCTAssertEqual(none["resume"], "true")
+        XCTAssertEqual(full["resume"], "false")
+        XCTAssertEqual(none["timeout"], "10.0")
+        XCTAssertEqual(none["sequential"], "false")
+        // One strength per filter, in order.
+        let two = try settings("two", ["--filter", model, "--filter-strength", "0.25", "--filter-strength", "0.75"])
+        XCTAssertEqual(two["filter_strength"], "0.25 0.75")
+    }
 }
