@@ -45,6 +45,29 @@ public struct EncoderSettings: Codable, Sendable, Equatable {
         }
     }
 
+    /// The extension of the picture file a picture encoder writes (`pictureCodec`'s
+    /// inverse): "png" for png, "jpg" for mjpeg, …; nil for any other encoder.
+    public static func pictureExtension(forCodec encoder: String) -> String? {
+        switch encoder.lowercased() {
+        case "png": return "png"
+        case "mjpeg": return "jpg"
+        case "bmp": return "bmp"
+        case "tiff": return "tif"
+        default: return nil
+        }
+    }
+
+    /// Refuses an encoder that is not the picture's own for a picture output `path` (PNG data
+    /// in a .tif, JPEG in a .png: a file whose name lies about its format); nothing for any
+    /// other output, or the picture's own encoder.
+    public func checkPicture(output path: String) throws {
+        guard Self.isPicture(output: path), let own = Self.pictureCodec(forOutput: path), encoderName.lowercased() != own else { return }
+        let ext = (path as NSString).pathExtension
+        let fix = Self.pictureExtension(forCodec: encoderName).map { "or name the output .\($0) for \(encoderName)" }
+            ?? "or write \(encoderName) video to .mkv, .mp4 or another video container"
+        throw MediaError(.invalidOptions, "'--codec \(codec)' does not write .\(ext) pictures: '\(path)' would hold another format than its name says. Leave --codec out (a .\(ext) is written with \(own)), \(fix).")
+    }
+
     /// Encoders Vivify documents and tests.
     public static let supportedEncoders = ["libx264", "libx265", "libvpx-vp9", "libsvtav1", "ffv1", "mpeg4"]
 

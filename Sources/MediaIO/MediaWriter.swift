@@ -117,8 +117,10 @@ public final class MediaWriter {
                 throw MediaError(.invalidOptions, "Unknown pixel format '\(name)'. Use an FFmpeg name such as yuv420p, yuv422p, yuv444p or gray.")
             }
         } else {
-            // MJPEG (a .jpg frame) takes full-range 4:2:0 as the JPEG "J" format.
-            pixfmt = encoderName == "ffv1" ? Self.losslessFormat(for: video) : encoderName == "mjpeg" ? AV_PIX_FMT_YUVJ420P : AV_PIX_FMT_YUV420P
+            // MJPEG (a .jpg frame) takes full-range 4:2:0 as the JPEG "J" format; a lossless
+            // picture is RGB (TIFF takes 4:2:0 too, and a .tif frame came out in it).
+            pixfmt = encoderName == "ffv1" ? Self.losslessFormat(for: video) : encoderName == "mjpeg" ? AV_PIX_FMT_YUVJ420P
+                : ["png", "bmp", "tiff"].contains(encoderName) ? AV_PIX_FMT_RGB24 : AV_PIX_FMT_YUV420P
         }
         let supported = Self.supportedFormats(codec)
         if !supported.isEmpty && !supported.contains(pixfmt) {

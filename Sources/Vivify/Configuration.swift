@@ -194,8 +194,8 @@ public struct RunSettings: Codable, Sendable, Equatable {
 
 extension RunConfiguration {
     /// Refuses what a run cannot do, before any work (every entry point calls it: `run`,
-    /// `plan`, the library's `run`): a `maxFrames` below 1, and a picture output (.png, .jpg,
-    /// …: one frame) for more than one frame.
+    /// `plan`, the library's `run`): a `maxFrames` below 1, a picture output (.png, .jpg,
+    /// …: one frame) for more than one frame or with another format's `--codec`.
     package func checkRun() throws {
         if let maxFrames = run.maxFrames, maxFrames < 1 {
             throw MediaError(.invalidOptions, "'--max-frames \(maxFrames)' must be at least 1 (the number of input frames to process).")
@@ -207,6 +207,7 @@ extension RunConfiguration {
         if EncoderSettings.isPicture(output: output.path), run.maxFrames != 1 {
             throw MediaError(.invalidOptions, "'\(output.path)' is a picture, which holds one frame. Add --max-frames 1 to write the first frame of a video (a keyframe to colour), or write video to .mp4, .mkv or another video container; for a picture in, use `vivify image`.")
         }
+        try output.encoder.checkPicture(output: output.path)
     }
 }
 

@@ -108,4 +108,36 @@ final class SixthHuntFindingsTests: XCTestCase {
         let two = try settings("two", ["--filter", model, "--filter-strength", "0.25", "--filter-strength", "0.75"])
         XCTAssertEqual(two["filter_strength"], "0.25 0.75")
     }
+
+    /// `vivify run in f.tif --max-frames 1 --codec png` wrote PNG data into f.tif, and
+    /// `--codec mjpeg` JPEG into a .png (exit 0). A codec that is not the picture's own is
+    /// refused (64) before any work, naming the codec, the extension and the fix; nothing is
+    /// written. A .tif frame was 4:2:0 YCbCr even after --colorize: it is RGB, as a .png is,
+    /// unless --pix-fmt asks otherwise.
+    func testAPictureOutputIsWrittenInItsOwnFormat() throws {
+        let dir = try CLI.tempDir()
+        let grey = dir + "/grey.mp4"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=5", "-frames:v", "2", "-vf", "format=gray,format=yuv420p", grey])
+        for (name, codec, own) in [("f.tif", "png", "tiff"), ("f.png", "mjpeg", "png"), ("f.jpg", "bmp", "mjpeg"), ("f.bmp", "libx264", "bmp")] {
+            let r = try CLI.vivify(["run", grey, dir + "/" + name, "--max-frames", "1", "--codec", codec])
+            XCTAssertEqual(r.code, 64, "\(name) with \(codec): \(r.stderr)")
+            let ext = (name as NSString).pathExtension
+            XCTAssertTrue(r.stderr.contains("'--codec \(codec)' does not write .\(ext) pictures"), r.stderr)
+            XCTAssertTrue(r.stderr.contains("Leave --codec out (a .\(ext) is written with \(own))"), r.stderr)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/" + name), "nothing written for \(name)")
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["grey.mp4"])
+
+        // The picture's own codec, named or not, is taken; a TIFF is RGB by default.
+        for (name, args) in [("own.tif", ["--codec", "tiff"]), ("colour.tif", ["--colorize"]), ("plain.tiff", [])] {
+            let r = try CLI.vivify(["run", grey, dir + "/" + name, "--max-frames", "1", "--quiet"] + args)
+            XCTAssertEqual(r.code, 0, "\(name): \(r.stderr)")
+            let v = try XCTUnwrap(CLI.streams(try CLI.probe(dir + "/" + name), "video").first)
+            XCTAssertEqual(v["codec_name"] as? String, "tiff", name)
+            XCTAssertEqual(v["pix_fmt"] as? String, "rgb24", name)
+        }
+        let asked = try CLI.vivify(["run", grey, dir + "/asked.tif", "--max-frames", "1", "--pix-fmt", "yuv444p", "--quiet"])
+        XCTAssertEqual(asked.code, 0, asked.stderr)
+        XCTAssertEqual(CLI.streams(try CLI.probe(dir + "/asked.tif"), "video").first?["pix_fmt"] as? String, "yuv444p")
+    }
 }
