@@ -96,6 +96,9 @@ public final class MediaReader: FrameSource {
     public let colorAssumptions: [String]
     /// Called with a warning sentence when damaged data is skipped.
     public var onWarning: ((String) -> Void)?
+    /// The last frame's timestamp, and whether a jump back was told.
+    private var lastFrameTS: Int64?
+    private var warnedJumpBack = false
     /// What reading loses of the source's frames, when anything: Vivify processes video in
     /// 8 bits without alpha, so a 10-bit or alpha source is reduced (one sentence for a
     /// warning; nil for 8-bit sources without alpha).
@@ -402,6 +405,7 @@ public final class MediaReader: FrameSource {
             throw MediaError(.unsupported, "'\(path)' cannot seek to \(describe(pts: pts)) (\(avErrorString(r))). Remux it into .mkv or .mp4 (ffmpeg -i IN -c copy OUT.mkv), or pass --segment-seconds 0 to process it in one piece.")
         }
         avcodec_flush_buffers(decoder)
+        lastFrameTS = nil
         demuxerDone = false
         flushSent = false
     }
@@ -428,6 +432,15 @@ public final class MediaReader: FrameSource {
         frame.timeBase = info.video.timeBase
         let ts = f.best_effort_timestamp != AVCode.noPTS ? f.best_effort_timestamp : f.pts
         frame.pts = ts == AVCode.noPTS ? nil : ts
+        if ts != AVCode.noPTS {
+            // Frames come out in presentation order: a time that goes back is a discontinuity
+            // (MPEG-TS files joined with cat), which the output's timing would follow.
+            if let last = lastFrameTS, ts < last, !warnedJumpBack {
+                warnedJumpBack = true
+                onWarning?("'\(path)': the video's timestamps jump back from \(describe(pts: last)) to \(describe(pts: ts)) (files joined end to end?), and the output's timing follows them: the frames after the jump are squeezed together. Remux it first, which mends the jump: ffmpeg -i IN -c copy OUT.mkv, then run on OUT.mkv.")
+            }
+            lastFrameTS = ts
+        }
         frame.duration = f.pkt_duration > 0 ? f.pkt_duration : nil
         var sar = Rational(f.sample_aspect_ratio)
         if !sar.isValid { sar = info.video.sampleAspectRatio }

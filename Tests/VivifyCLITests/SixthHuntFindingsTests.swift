@@ -140,4 +140,26 @@ final class SixthHuntFindingsTests: XCTestCase {
         XCTAssertEqual(asked.code, 0, asked.stderr)
         XCTAssertEqual(CLI.streams(try CLI.probe(dir + "/asked.tif"), "video").first?["pix_fmt"] as? String, "yuv444p")
     }
+
+    /// Two MPEG-TS files joined with `cat`: the second half's timestamps start again, and the
+    /// output squeezed its 30 frames into 0.3 ms, exit 0, without a word. The run now says so
+    /// and how to mend it; the remuxed file (FFmpeg mends the jump) runs without the warning.
+    func testTimestampsThatJumpBackAreNamed() throws {
+        let dir = try CLI.tempDir()
+        let mp4 = dir + "/g.mp4", ts = dir + "/g.ts", joined = dir + "/joined.ts", mended = dir + "/mended.mkv"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=96x54:rate=10", "-frames:v", "30", "-c:v", "libx264", "-g", "5", mp4])
+        try CLI.ffmpeg(["-i", mp4, "-c", "copy", "-f", "mpegts", ts])
+        var data = try Data(contentsOf: URL(fileURLWithPath: ts))
+        data.append(data)
+        try data.write(to: URL(fileURLWithPath: joined))
+        var r = try CLI.vivify(["run", joined, dir + "/out.mkv", "--segment-seconds", "0"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("timestamps jump back") && r.stderr.contains("ffmpeg -i IN -c copy OUT.mkv"), r.stderr)
+        try CLI.ffmpeg(["-i", joined, "-c", "copy", mended])
+        r = try CLI.vivify(["run", mended, dir + "/mended-out.mkv", "--segment-seconds", "0"])
+        XCTAssertEqual(r.code, 0, r.stderr)
+        XCTAssertFalse(r.stderr.contains("jump back"), r.stderr)
+        let duration = try XCTUnwrap(Double(String(decoding: try CLI.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", dir + "/mended-out.mkv"]).stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
+        XCTAssertEqual(duration, 6.0, accuracy: 0.15, "the remuxed file's 60 frames keep their 6 s")
+    }
 }
