@@ -437,7 +437,7 @@ public final class MediaReader: FrameSource {
             // (MPEG-TS files joined with cat), which the output's timing would follow.
             if let last = lastFrameTS, ts < last, !warnedJumpBack {
                 warnedJumpBack = true
-                onWarning?("'\(path)': the video's timestamps jump back from \(describe(pts: last)) to \(describe(pts: ts)) (files joined end to end?), and the output's timing follows them: the frames after the jump are squeezed together. Remux it first, which mends the jump: ffmpeg -i IN -c copy OUT.mkv, then run on OUT.mkv.")
+                onWarning?("'\(path)': the video's timestamps jump back from \(describe(pts: last)) to \(describe(pts: ts)) (files joined end to end?), and the output's timing follows them: the frames after the jump are squeezed together. Remux it first, which mends the jump: ffmpeg -i '\(path)' -c copy OUT.mkv, then run on OUT.mkv.")
             }
             lastFrameTS = ts
         }

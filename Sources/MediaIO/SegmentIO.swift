@@ -56,6 +56,9 @@ public struct VideoIndex: Sendable, Equatable {
             defer { av_packet_unref(pkt) }
             let p = pkt!.pointee
             guard p.stream_index == best else { continue }
+            // Packets marked to be discarded (before an edit list's start, in an MP4 cut with
+            // -c copy) decode to no frame shown.
+            if p.flags & AV_PKT_FLAG_DISCARD != 0 { continue }
             let ts = p.pts != AVCode.noPTS ? p.pts : p.dts
             guard ts != AVCode.noPTS else {
                 throw MediaError(.unsupported, "'\(path)' has video packets without timestamps, so it cannot be cut into segments. Remux it (ffmpeg -i IN -c copy OUT.mkv), or pass --segment-seconds 0 to process it in one piece.")

@@ -163,6 +163,8 @@ public struct OutputSettings: Codable, Sendable, Equatable {
     /// An output written by its name's rule with libx264, audio copied, never replacing a file.
     public init(path: String) {
         self.path = path
+        // A picture is written with its own codec, WebM with VP9 (as the CLI's default).
+        encoder = EncoderSettings(codec: EncoderSettings.defaultCodec(forOutput: path))
     }
 
     /// The layout after applying the naming rule (nil: an encoded media file).

@@ -168,7 +168,8 @@ package final class Job {
             // Times count from the first frame, whatever the file's first timestamp. Only a
             // regular file is scanned (a stream or a FIFO would be consumed by the scan).
             var seconds: [Double]?
-            let regular = (try? FileManager.default.attributesOfItem(atPath: c.input.path)[.type] as? FileAttributeType) == .typeRegular
+            var st = stat()
+            let regular = stat(c.input.path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
             if guide.needsFrameTimes, source is MediaReader, regular, let index = try? VideoIndex.read(path: c.input.path),
                let first = index.timestamps.first {
                 seconds = index.timestamps.map { index.seconds($0 - first) }
@@ -221,9 +222,10 @@ package final class Job {
         tracerBox.tracer = tracer
         let pipeline = Pipeline(source: feed.next, stages: stages, observer: tracer)
         let result = try drive(pipeline, output: output, source: source, video: video, timestamps: timestamps, tracer: tracer, warnings: warnings)
-        // A keyframe the input never reached (a stream, not checked before the work; or one
-        // --max-frames cut off) coloured only as a keyframe after every frame, if at all.
-        if segment == nil {
+        // A keyframe the input never reached (a stream, not checked before the work) coloured
+        // only as a keyframe after every frame, if at all. Not said when the run was cut short
+        // (a signal, --max-frames): the input did not end there.
+        if segment == nil, !result.interrupted, c.run.maxFrames.map({ result.framesIn < $0 }) ?? true {
             for case let p as ColorizeProcessor in chain.processors {
                 for k in p.colorizer.guide?.keyframesNeverReached ?? [] {
                     warn("'--keyframe \(k)': '\(c.input.displayName)' ended before that frame, so it was never reached. Give the number or time of a frame the input has.")

@@ -154,12 +154,35 @@ final class SixthHuntFindingsTests: XCTestCase {
         try data.write(to: URL(fileURLWithPath: joined))
         var r = try CLI.vivify(["run", joined, dir + "/out.mkv", "--segment-seconds", "0"])
         XCTAssertEqual(r.code, 0, r.stderr)
-        XCTAssertTrue(r.stderr.contains("timestamps jump back") && r.stderr.contains("ffmpeg -i IN -c copy OUT.mkv"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("timestamps jump back") && r.stderr.contains("-c copy OUT.mkv"), r.stderr)
         try CLI.ffmpeg(["-i", joined, "-c", "copy", mended])
         r = try CLI.vivify(["run", mended, dir + "/mended-out.mkv", "--segment-seconds", "0"])
         XCTAssertEqual(r.code, 0, r.stderr)
         XCTAssertFalse(r.stderr.contains("jump back"), r.stderr)
         let duration = try XCTUnwrap(Double(String(decoding: try CLI.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", dir + "/mended-out.mkv"]).stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
         XCTAssertEqual(duration, 6.0, accuracy: 0.15, "the remuxed file's 60 frames keep their 6 s")
+    }
+
+    /// An MP4 cut with `ffmpeg -ss … -c copy` starts with packets marked to be discarded
+    /// (before its edit list's start, stamped from −1.3 s): the frame index counted them, so
+    /// keyframe times counted from the first of them, 1.3 s early, and a segmented job's frame
+    /// numbers were off by as many. `0.5s` is the frame shown 0.5 s in, as `5` is.
+    func testDiscardedPacketsAreNotFrames() throws {
+        let dir = try CLI.tempDir()
+        let source = dir + "/src.mp4", cut = dir + "/cut.mp4", key = dir + "/key.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=10", "-frames:v", "40", "-vf", "format=gray", "-c:v", "libx264", "-g", "20", source])
+        try CLI.ffmpeg(["-ss", "1.3", "-i", source, "-c", "copy", cut])
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36", "-frames:v", "1", "-vf", "hue=h=90", key])
+        func run(_ name: String, _ extra: [String]) throws -> Data {
+            let out = dir + "/" + name + ".mkv"
+            let r = try CLI.vivify(["run", cut, out, "--colorize", "--codec", "ffv1", "--pix-fmt", "yuv444p", "--segment-seconds", "0", "--quiet"] + extra)
+            XCTAssertEqual(r.code, 0, "\(name): \(r.stderr)")
+            return try PrecisionCLITests.pixels(out)
+        }
+        XCTAssertEqual(try run("time", ["--keyframe", "0.5s=\(key)"]), try run("number", ["--keyframe", "5=\(key)"]))
+        // Only the frames shown are counted: 27 of them, so 2.7 s is past the end.
+        let r = try CLI.vivify(["run", cut, dir + "/past.mkv", "--colorize", "--keyframe", "27=\(key)"])
+        XCTAssertEqual(r.code, 64, r.stderr)
+        XCTAssertTrue(r.stderr.contains("past the end"), r.stderr)
     }
 }

@@ -64,8 +64,9 @@ package final class ColourGuide {
     private var frameRate: Double = 30
     // State from frame to frame (forgotten by `reset`).
     private var lastCutSeconds = -Double.infinity
-    /// The latest frame seen since `reset`, seconds (nil: none).
+    /// The latest frame seen since `reset`, seconds and number (nil: none).
     private var lastSeenSeconds: Double?
+    private var lastSeenIndex: Int?
     /// Keyframes before the first frame this guide saw (a stream's frame 0 may have been
     /// dropped in live mode, a segment starts mid-video) that hold its content: they carry
     /// into its shot as if no cut came between.
@@ -209,15 +210,20 @@ package final class ColourGuide {
     /// input read as a stream (a FIFO, a pipe, a network source) cannot be checked before the
     /// work, so the run says afterwards which keyframes it never reached.
     package var keyframesNeverReached: [Keyframe] {
-        guard let last = lastSeenSeconds else { return [] }
-        let half = 0.5 / (frameRate > 0 ? frameRate : 30)
-        return keyframes.filter { seconds($0.position) >= last + half - 1e-9 }.map { Keyframe(position: $0.position, file: $0.file) }
+        guard let last = lastSeenSeconds, let lastIndex = lastSeenIndex else { return [] }
+        return keyframes.filter {
+            switch $0.position {
+            case .frame(let n): return n > lastIndex
+            case .time(let t): return t >= last + halfFrame - 1e-9
+            }
+        }.map { Keyframe(position: $0.position, file: $0.file) }
     }
 
     /// Forgets what earlier frames left (cuts seen, hints applied).
     package func reset() {
         lastCutSeconds = -.infinity
         lastSeenSeconds = nil
+        lastSeenIndex = nil
         carriedKeyframes = []
         previousHistogram = []
         hintsDone = false
@@ -233,6 +239,9 @@ package final class ColourGuide {
         case .time(let t): return t
         }
     }
+
+    /// Half a frame, seconds: the slack between a time from a frame number and one from a timestamp.
+    private var halfFrame: Double { 0.5 / (frameRate > 0 ? frameRate : 30) }
 
     private func isFrame(_ k: LoadedKeyframe, _ position: FramePosition) -> Bool {
         switch k.position {
@@ -257,9 +266,10 @@ package final class ColourGuide {
         keyframeApplied = false
         if let position {
             lastSeenSeconds = max(lastSeenSeconds ?? position.seconds, position.seconds)
+            lastSeenIndex = max(lastSeenIndex ?? position.index, position.index)
             if previousHistogram.isEmpty {
                 anchors = []
-                if let known = knownShotStart, known <= position.seconds {
+                if let known = knownShotStart, known <= position.seconds + halfFrame {
                     // A segment's plan found where this shot began: its keyframes apply.
                     lastCutSeconds = known
                     carriedKeyframes = []
@@ -287,7 +297,10 @@ package final class ColourGuide {
             // The nearest keyframe before (no cut since it) and after (the same content).
             var shot = keyframes.map { (t: seconds($0.position), ref: $0.reference, histogram: $0.histogram) }
             if let hinted = hintedFrame { shot.append((seconds(hinted.position), hinted.reference, hinted.histogram)) }
-            let before = shot.filter { $0.t <= position.seconds && ($0.t >= lastCutSeconds || carriedKeyframes.contains($0.t)) }.max { $0.t < $1.t }
+            // Half a frame's slack: a keyframe by number is at n / rate, the frame at its own
+            // timestamp, which rounds differently (a keyframe on a shot's first frame was
+            // dropped from the rest of its shot on a third of such frames).
+            let before = shot.filter { $0.t <= position.seconds + halfFrame && ($0.t >= lastCutSeconds - halfFrame || carriedKeyframes.contains($0.t)) }.max { $0.t < $1.t }
             let after = shot.filter { $0.t > position.seconds && TemporalStabilizer.distance($0.histogram, histogram) <= TemporalStabilizer.defaultCutThreshold }
                 .min { $0.t < $1.t }
             switch (before, after) {

@@ -411,9 +411,6 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
         /// carry through a shot, so a segment starting mid-shot must know it.
         package var shotStartFrame: Int? = nil
         package var shotStartSeconds: Double? = nil
-        /// The first frame processed, when not `warmUpFrames` before `firstFrame`: with hints,
-        /// a segment within the first shot starts at frame 0, which the hints colour.
-        package var warmUpFrame: Int? = nil
         /// Set once the segment file is complete.
         package var done: Done?
         /// The last failure's message, when a worker failed on it.

@@ -211,20 +211,33 @@ public final class SegmentedJob {
         }
         // Keyframes and the hinted first frame carry through their shot: with more than one
         // segment, the input is scanned once for where shots start (as the guide finds them).
+        // The scan stops at the first cut after the last keyframe (after frame 0 with hints
+        // only): no keyframe lies beyond it, so a later segment needs no earlier shot start.
         let guide = c.stages.colourGuide
         var shotStarts: [Int] = []
-        if cuts.count > 1, guide?.carriesThroughShots == true {
-            shotStarts = try scanShots(c, frames: total)
+        if cuts.count > 1, let guide, guide.carriesThroughShots {
+            let relative = stamps.map { index.seconds($0 - stamps[0]) }
+            let last = guide.keyframes.compactMap { k -> Int? in
+                switch k.position {
+                case .frame(let n): return min(n, total - 1)
+                case .time(let t):
+                    let rate = video.frameRate.doubleValue
+                    return relative.firstIndex { Keyframe.Position.time(t, covers: $0, frameRate: rate) }
+                }
+            }.max() ?? 0
+            shotStarts = try scanShots(c, frames: total, through: last)
+            // The hints colour frame 0, and that colour carries through the first shot, which
+            // only a segment holding frame 0 can give: no segment starts within that shot.
+            if guide.hasHints {
+                let firstShotEnd = shotStarts.count > 1 ? shotStarts[1] : total
+                cuts = cuts.filter { $0 == 0 || $0 >= firstShotEnd }
+            }
         }
         var segments: [SegmentManifest.Segment] = []
         for (i, first) in cuts.enumerated() {
             let next = i + 1 < cuts.count ? cuts[i + 1] : total
-            var warmFirst = i == 0 ? first : max(0, first - warmUp)
+            let warmFirst = i == 0 ? first : max(0, first - warmUp)
             let shotStart = shotStarts.last { $0 <= warmFirst }
-            // The hints colour frame 0, and its colour carries through the first shot: a
-            // segment within that shot starts from frame 0.
-            let fromStart = warmFirst > 0 && shotStart == 0 && guide?.hasHints == true
-            if fromStart { warmFirst = 0 }
             let warmPTS = stamps[warmFirst]
             // Keyframes at or before the warm-up, latest first; none for the first segment (read from the start).
             var candidates: [Int64] = []
@@ -242,7 +255,6 @@ public final class SegmentedJob {
                 segments[i].shotStartFrame = shotStart
                 segments[i].shotStartSeconds = index.seconds(stamps[shotStart] - stamps[0])
             }
-            if fromStart { segments[i].warmUpFrame = 0 }
         }
         var settings = SegmentManifest.Settings(c, models: try modelDigests(models, of: c))
         if (try? c.run.backend.resolved()) == .onednn, let upscaler = models.lazy.compactMap({ ($0 as? UpscaleProcessor)?.upscaler }).first {
@@ -413,8 +425,10 @@ public final class SegmentedJob {
     }
 
     /// The frame numbers (0-based) where shots start in the first `frames` frames of the
-    /// input, as the colour guide finds them: every frame decoded once, nothing run.
-    static func scanShots(_ c: RunConfiguration, frames: Int) throws -> [Int] {
+    /// input, as the colour guide finds them (on the source's frames: a stage before the
+    /// colorizer is not run), up to the first after frame `through`: every frame decoded
+    /// once, nothing run.
+    static func scanShots(_ c: RunConfiguration, frames: Int, through: Int) throws -> [Int] {
         let source = try Job.openSource(c.input, copyStreams: false, decodeTo: .rgb24, maxPixels: c.limits.pixelLimit)
         var scanner = ShotScanner(threads: c.limits.compute.threads)
         var frame = VideoFrame(format: .rgb24, width: 1, height: 1)
@@ -423,7 +437,10 @@ public final class SegmentedJob {
             switch try source.read(into: &frame) {
             case .frame:
                 let cut = frame.planes[0].withUnsafeBufferPointer { scanner.startsShot(rgb: $0, width: frame.width, height: frame.height) }
-                if cut { starts.append(n) }
+                if cut {
+                    starts.append(n)
+                    if n > through { break reading }
+                }
                 n += 1
             case .packet: continue
             case .end: break reading
@@ -437,7 +454,7 @@ public final class SegmentedJob {
         var w = SegmentWindow(warmUpPTS: s.warmUpPTS, startPTS: s.startPTS, endPTS: s.endPTS, seekCandidates: s.seekCandidates,
                               finalOutput: manifest.settings.output)
         // As planned: the first segment has no warm-up, the others up to `warmUpFrames` frames.
-        w.firstFrameIndex = s.warmUpFrame ?? (s.index == 0 ? s.firstFrame : max(0, s.firstFrame - manifest.warmUpFrames))
+        w.firstFrameIndex = s.index == 0 ? s.firstFrame : max(0, s.firstFrame - manifest.warmUpFrames)
         w.shotStartSeconds = s.shotStartSeconds
         w.frames = s.frames
         w.originPTS = manifest.segments.first?.startPTS

@@ -93,7 +93,12 @@ public final class SegmentedRun {
             if why == nil && old.segmentSeconds != plan.segmentSeconds {
                 why = "--segment-seconds changed (\(old.segmentSeconds) → \(plan.segmentSeconds))"
             }
-            if why == nil && old.segments.map(\.startPTS) != plan.segments.map(\.startPTS) { why = "the segments are planned differently now" }
+            // Where segments start, where their warm-up starts and where their shot began (a
+            // plan from before shots were scanned lacks it).
+            func layout(_ m: SegmentManifest) -> [[Int64?]] {
+                m.segments.map { [$0.startPTS, $0.warmUpPTS, $0.shotStartFrame.map(Int64.init)] }
+            }
+            if why == nil && layout(old) != layout(plan) { why = "the segments are planned differently now" }
             if let why {
                 onInfo("not resuming from '\(directory.path)': \(why); starting afresh.")
                 if plan.segments.count == 1 {
