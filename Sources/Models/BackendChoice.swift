@@ -94,7 +94,8 @@ public enum BackendChoice: String, Sendable, CaseIterable {
 
     /// A note when `precision` does not run as asked on this backend: fp16 on a CPU backend
     /// (they compute fp32), or on a Vulkan device without 16-bit storage buffers; int8 and
-    /// bf16 on Vulkan; anything but fp32 on the reference backend. Opens the
+    /// bf16 on Vulkan, and on oneDNN when the CPU lacks their instructions (only then: a CPU's
+    /// instructions are no news to a run on Vulkan); anything but fp32 on the reference backend. Opens the
     /// Vulkan device to ask it; nil when it runs as asked or the device cannot be opened (the
     /// run says why).
     public func precisionNote(_ precision: PrecisionChoice) throws -> String? {
@@ -110,7 +111,7 @@ public enum BackendChoice: String, Sendable, CaseIterable {
         case (.onednn, .fp16), (.auto, .fp16):
             return "--precision fp16 is the Vulkan backend's (--backend vulkan): \(try resolved().rawValue) runs in fp32."
         case (.onednn, _), (.auto, _):
-            return nil
+            return precision.resolved(measured: false).note
         }
     }
 

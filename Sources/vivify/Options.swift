@@ -182,14 +182,6 @@ struct ThreadOptions: ParsableArguments {
 struct PrecisionOptions: ParsableArguments {
     @Option(help: "Number format of the models' convolutions: auto (default: int8 for the upscalers whose int8 quality is measured, with their shipped calibrations, on CPUs with AVX-512 VNNI or AMX; fp32 for everything else; on --backend vulkan: fp16 storage for those upscalers on a GPU, fp32 for everything else), fp32, bf16 (CPUs with AVX-512 BF16 or AMX), fp16 (--backend vulkan: values and weights stored as half floats, arithmetic in fp32) or int8 (CPUs with AVX-512 VNNI or AMX; a calibration kept by `vivify models calibrate`, else the shipped one, else one taken on the first picture the model upscales). int8 tiles that clip are run again in fp32. An explicit choice the CPU lacks runs fp32 with a note.")
     var precision: PrecisionChoice = .auto
-
-    /// Says, once, when the CPU cannot run the precision asked for (the library reads the
-    /// choice from the run's limits).
-    func validate() throws {
-        if let note = precision.resolved(measured: false).note {
-            Notes.once(note)
-        }
-    }
 }
 
 /// `--max-memory SIZE` of every command that tiles a model.

@@ -100,6 +100,23 @@ enum CLI {
         return dir
     }
 
+    /// Runs vivify under /usr/bin/timeout: a run that hangs fails its test (killed, exit 137)
+    /// instead of hanging the suite.
+    static func vivify(_ args: [String], within seconds: Int) throws -> Result {
+        try run("/usr/bin/timeout", ["-s", "KILL", String(seconds), binary] + args)
+    }
+
+    /// Makes the FIFO `path` and starts writing the file `source` into it (the writer blocks
+    /// until a reader opens it); wait for the returned process after the reader is done.
+    static func fifo(_ path: String, fedFrom source: String) throws -> Process {
+        XCTAssertEqual(mkfifo(path, 0o600), 0, "mkfifo \(path)")
+        let writer = Process()
+        writer.executableURL = URL(fileURLWithPath: "/bin/sh")
+        writer.arguments = ["-c", "cat '\(source)' > '\(path)'"]
+        try writer.run()
+        return writer
+    }
+
     /// Files left in `dir` whose names mark them as unfinished temporaries.
     static func leftovers(_ dir: String) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.contains(".partial") }

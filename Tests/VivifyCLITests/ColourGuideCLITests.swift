@@ -197,6 +197,19 @@ final class ColourGuideCLITests: XCTestCase {
         }
     }
 
+    /// `input` colorized into `out` (ffv1 4:4:4) with `extra` options, its RGB frames.
+    static func colourised(_ input: String, _ out: String, _ extra: [String]) throws -> [[UInt8]] {
+        let r = try CLI.vivify(["run", input, out, "--colorize", "--codec", "ffv1", "--pix-fmt", "yuv444p", "--quiet"] + extra)
+        XCTAssertEqual(r.code, 0, "\(out): \(r.stderr)")
+        return try rgbFrames(out).frames
+    }
+
+    /// Redness: a frame's mean a*.
+    static func meanA(_ f: [UInt8]) -> Double {
+        let lab = LabConverter().lab(of: f, width: f.count / 3, height: 1)
+        return Double(lab.a.reduce(0, +)) / Double(lab.a.count)
+    }
+
     /// A keyframe or hint carries through its shot in segments as in one run. A segment whose
     /// window starts mid-shot, long after the keyframe, took the keyframe only if the
     /// keyframe picture's L* histogram matched its first frame's (a strongly coloured keyframe's
@@ -211,17 +224,8 @@ final class ColourGuideCLITests: XCTestCase {
         try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=10:duration=9", "-f", "lavfi", "-i", "smptebars=size=64x36:rate=10:duration=1.5",
                         "-filter_complex", "[0][1]concat=n=2,format=gray,format=yuv444p", "-g", "10", "-c:v", "ffv1", grey])
         try CLI.ffmpeg(["-i", grey, "-frames:v", "1", "-vf", "format=yuv444p,lutyuv=u=110:v=170", key])
-        func frames(_ name: String, _ extra: [String]) throws -> [[UInt8]] {
-            let out = dir + "/" + name + ".mkv"
-            let r = try CLI.vivify(["run", grey, out, "--colorize", "--codec", "ffv1", "--pix-fmt", "yuv444p", "--quiet"] + extra)
-            XCTAssertEqual(r.code, 0, "\(name): \(r.stderr)")
-            return try Self.rgbFrames(out).frames
-        }
-        // Redness (mean a*) of a frame.
-        func red(_ f: [UInt8]) -> Double {
-            let lab = LabConverter().lab(of: f, width: f.count / 3, height: 1)
-            return Double(lab.a.reduce(0, +)) / Double(lab.a.count)
-        }
+        func frames(_ name: String, _ extra: [String]) throws -> [[UInt8]] { try Self.colourised(grey, dir + "/" + name + ".mkv", extra) }
+        let red = Self.meanA
         for (name, guidance) in [("keyframe", ["--keyframe", "0=\(key)"]), ("keyframe-nostab", ["--keyframe", "0=\(key)", "--no-stabilize"]),
                                  ("hint", ["--hint", "30,20=#E02020"])] {
             let one = try frames(name + "-one", guidance + ["--segment-seconds", "0"])
@@ -265,16 +269,8 @@ final class ColourGuideCLITests: XCTestCase {
         try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=25:duration=1.4", "-f", "lavfi", "-i", "smptebars=size=64x36:rate=25:duration=1",
                         "-filter_complex", "[0][1]concat=n=2,format=gray,format=yuv420p", "-c:v", "libx264", "-crf", "10", grey])
         try CLI.ffmpeg(["-i", grey, "-vf", "select=eq(n\\,35),format=yuv444p,lutyuv=u=110:v=170", "-frames:v", "1", key])
-        func frames(_ name: String, _ extra: [String]) throws -> [[UInt8]] {
-            let out = dir + "/" + name + ".mkv"
-            let r = try CLI.vivify(["run", grey, out, "--colorize", "--codec", "ffv1", "--pix-fmt", "yuv444p", "--quiet"] + extra)
-            XCTAssertEqual(r.code, 0, "\(name): \(r.stderr)")
-            return try Self.rgbFrames(out).frames
-        }
-        func red(_ f: [UInt8]) -> Double {
-            let lab = LabConverter().lab(of: f, width: f.count / 3, height: 1)
-            return Double(lab.a.reduce(0, +)) / Double(lab.a.count)
-        }
+        func frames(_ name: String, _ extra: [String]) throws -> [[UInt8]] { try Self.colourised(grey, dir + "/" + name + ".mkv", extra) }
+        let red = Self.meanA
         let plain = try frames("auto", []), keyed = try frames("key", ["--keyframe", "35=\(key)"])
         XCTAssertEqual(keyed.count, 60)
         for n in [36, 45, 59] {
@@ -294,11 +290,7 @@ final class ColourGuideCLITests: XCTestCase {
         try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=10", "-frames:v", "30", "-pix_fmt", "yuv420p", y4m])
         try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36", "-frames:v", "1", key])
         let fifo = dir + "/fifo.ts"
-        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
-        let writer = Process()
-        writer.executableURL = URL(fileURLWithPath: "/bin/sh")
-        writer.arguments = ["-c", "cat '\(ts)' > '\(fifo)'"]
-        try writer.run()
+        let writer = try CLI.fifo(fifo, fedFrom: ts)
         var r = try CLI.vivify(["run", fifo, dir + "/out.mkv", "--colorize", "--keyframe", "5s=\(key)", "--keyframe", "1.5s=\(key)"])
         writer.waitUntilExit()
         XCTAssertEqual(r.code, 0, r.stderr)

@@ -120,11 +120,7 @@ final class FifthHuntFindingsTests: XCTestCase {
                        try run("segmented-number", ts, ["--segment-seconds", "1", "--keyframe", "15=\(key)"]), "in segments too")
         // Read through a FIFO: no scan, the first frame sets the origin.
         let fifo = dir + "/fifo.ts"
-        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
-        let writer = Process()
-        writer.executableURL = URL(fileURLWithPath: "/bin/sh")
-        writer.arguments = ["-c", "cat '\(ts)' > '\(fifo)'"]
-        try writer.run()
+        let writer = try CLI.fifo(fifo, fedFrom: ts)
         let piped = try run("fifo", fifo, ["--keyframe", "1.5s=\(key)"])
         writer.waitUntilExit()
         XCTAssertEqual(piped, byNumber, "through a FIFO, 1.5 s in is frame 15")

@@ -3,12 +3,6 @@ import XCTest
 
 /// What the sixth round of new-user checks found, each through the binary.
 final class SixthHuntFindingsTests: XCTestCase {
-    /// Runs vivify under /usr/bin/timeout, so that a run that hangs fails the test (exit 124,
-    /// or 137 when it ignores the TERM) instead of hanging it.
-    static func vivify(_ args: [String], seconds: Int = 60) throws -> CLI.Result {
-        try CLI.run("/usr/bin/timeout", ["-k", "5", String(seconds), CLI.binary] + args)
-    }
-
     /// `vivify image in/ out/` with a FIFO named `fifo.png` in the folder blocked for ever
     /// opening it (a folder named `sub.png` was already skipped). A FIFO, a link to one and a
     /// socket are named and skipped like any unreadable picture, without being opened; the
@@ -39,8 +33,8 @@ final class SixthHuntFindingsTests: XCTestCase {
         close(fd)
 
         let out = dir + "/out"
-        let r = try Self.vivify(["image", input, out, "--upscale"])
-        XCTAssertEqual(r.code, 66, "unreadable pictures, not a hang (124/137): \(r.stderr)")
+        let r = try CLI.vivify(["image", input, out, "--upscale"], within: 60)
+        XCTAssertEqual(r.code, 66, "unreadable pictures, not a hang (137): \(r.stderr)")
         for (name, kind) in [("fifo.png", "a FIFO"), ("link.png", "a FIFO"), ("sock.png", "a socket"), ("sub.png", "a directory")] {
             XCTAssertTrue(r.stderr.contains("skipped '\(input)/\(name)': Cannot read '\(input)/\(name)': it is not a regular file (\(kind))"), r.stderr)
         }
@@ -48,7 +42,7 @@ final class SixthHuntFindingsTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: out), ["p1.png"])
 
         // One FIFO as the only input of a single-picture run: refused at once too.
-        let single = try Self.vivify(["image", input + "/fifo.png", dir + "/one.png", "--upscale"])
+        let single = try CLI.vivify(["image", input + "/fifo.png", dir + "/one.png", "--upscale"], within: 60)
         XCTAssertEqual(single.code, 66, single.stderr)
         XCTAssertTrue(single.stderr.contains("not a regular file (a FIFO)"), single.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/one.png"))
@@ -64,7 +58,7 @@ final class SixthHuntFindingsTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: input, withIntermediateDirectories: true)
         try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36", "-frames:v", "1", input + "/good.png"])
         try "garbage".write(toFile: input + "/bad.png", atomically: true, encoding: .utf8)
-        let r = try Self.vivify(["image", input, dir + "/qout", "--upscale", "--quiet"])
+        let r = try CLI.vivify(["image", input, dir + "/qout", "--upscale", "--quiet"], within: 60)
         XCTAssertEqual(r.code, 66, r.stderr)
         XCTAssertTrue(r.stderr.contains("skipped '\(input)/bad.png'") && r.stderr.contains("Pass a picture in one of those formats"), r.stderr)
         XCTAssertTrue(r.stderr.contains("1 of 2 pictures written") && r.stderr.contains("1 failed: '\(input)/bad.png'"), r.stderr)
@@ -73,7 +67,7 @@ final class SixthHuntFindingsTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir + "/qout"), ["good.png"])
 
         try FileManager.default.removeItem(atPath: input + "/bad.png")
-        let clean = try Self.vivify(["image", input, dir + "/clean", "--upscale", "--quiet"])
+        let clean = try CLI.vivify(["image", input, dir + "/clean", "--upscale", "--quiet"], within: 60)
         XCTAssertEqual(clean.code, 0, clean.stderr)
         XCTAssertEqual(clean.stderr, "")
     }

@@ -5,11 +5,6 @@ import XCTest
 /// hang, a black picture with exit 0, audio that failed whole runs, live frames that played
 /// too fast, a NaN that failed after the work, and messages that blamed the wrong thing.
 final class ThirdHuntFindingsTests: XCTestCase {
-    /// Runs vivify under a time limit: a hang fails the test instead of the suite.
-    static func vivify(_ args: [String], seconds: Int = 60) throws -> CLI.Result {
-        try CLI.run("/usr/bin/timeout", ["-s", "KILL", String(seconds), CLI.binary] + args)
-    }
-
     /// SVT-AV1 into a container that refuses AV1 (.mov): the encoder was opened, the muxer
     /// refused, and closing the encoder waited for ever (74 threads on locks; one signal did
     /// nothing). It exits 64 at once now, leaving nothing.
@@ -17,7 +12,7 @@ final class ThirdHuntFindingsTests: XCTestCase {
         let dir = try CLI.tempDir()
         let source = dir + "/in.mkv"
         try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=160x90:r=25:d=1", "-c:v", "libx264", source])
-        let r = try Self.vivify(["run", source, dir + "/av1.mov", "--codec", "libsvtav1", "--no-audio", "--max-frames", "5"])
+        let r = try CLI.vivify(["run", source, dir + "/av1.mov", "--codec", "libsvtav1", "--no-audio", "--max-frames", "5"], within: 60)
         XCTAssertEqual(r.code, 64, r.stderr)
         XCTAssertTrue(r.stderr.contains(".mov container cannot hold"), r.stderr)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["in.mkv"])
@@ -32,13 +27,13 @@ final class ThirdHuntFindingsTests: XCTestCase {
             try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=96x64:r=10:d=1", "-f", "lavfi", "-i", "sine=d=1", "-c:v", "libx264", "-c:a", codec, dir + "/" + name])
         }
         for (input, output, audio) in [("flac.mkv", "a.mp4", "flac"), ("flac.mkv", "b.mov", "flac"), ("opus.mkv", "c.mov", "opus"), ("opus.mkv", "d.mp4", nil)] {
-            let r = try Self.vivify(["run", dir + "/" + input, dir + "/" + output, "--max-frames", "5", "--quiet"])
+            let r = try CLI.vivify(["run", dir + "/" + input, dir + "/" + output, "--max-frames", "5", "--quiet"], within: 60)
             XCTAssertEqual(r.code, 0, "\(input) → \(output): \(r.stderr)")
             let probe = try CLI.probe(dir + "/" + output)
             XCTAssertEqual(CLI.decodedFrames(probe), 5)
             if let audio {
                 XCTAssertTrue(CLI.streams(probe, "audio").isEmpty, "\(output)")
-                let warned = try Self.vivify(["run", dir + "/" + input, dir + "/w-" + output, "--max-frames", "5"])
+                let warned = try CLI.vivify(["run", dir + "/" + input, dir + "/w-" + output, "--max-frames", "5"], within: 60)
                 XCTAssertTrue(warned.stderr.contains("Dropped audio stream #1 (\(audio))"), warned.stderr)
             } else {
                 XCTAssertEqual(CLI.streams(probe, "audio").first?["codec_name"] as? String, "opus", "\(output): Opus stays in .mp4")
@@ -70,7 +65,7 @@ final class ThirdHuntFindingsTests: XCTestCase {
         for args in [["run", CLI.clip("testsrc-320x180-30fps-audio.mp4"), dir + "/o.mp4", "--max-frames", "2", "--target-fps", "nan", "--stats", dir + "/s.json"],
                      ["bench", "--size", "64x64", "--frames", "2", "--target-fps", "nan"],
                      ["run", CLI.clip("testsrc-320x180-30fps-audio.mp4"), dir + "/o.mp4", "--crf", "nan"]] {
-            let r = try Self.vivify(args)
+            let r = try CLI.vivify(args, within: 60)
             XCTAssertEqual(r.code, 64, "\(args): \(r.stderr)")
             XCTAssertTrue(r.stderr.contains("out of range"), r.stderr)
         }
@@ -106,7 +101,7 @@ final class ThirdHuntFindingsTests: XCTestCase {
         ]
         for (name, data, code, says) in cases {
             try data.write(to: URL(fileURLWithPath: dir + "/" + name))
-            let r = try Self.vivify(["image", dir + "/" + name, dir + "/out.png", "--upscale"])
+            let r = try CLI.vivify(["image", dir + "/" + name, dir + "/out.png", "--upscale"], within: 60)
             XCTAssertEqual(r.code, code, "\(name): \(r.stderr)")
             XCTAssertTrue(r.stderr.contains(says), "\(name): \(r.stderr)")
         }
@@ -121,7 +116,7 @@ final class ThirdHuntFindingsTests: XCTestCase {
         try "1\n00:00:00,000 --> 00:00:00,500\nhello\n".write(toFile: srt, atomically: true, encoding: .utf8)
         let source = dir + "/in.mp4"
         try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=96x64:r=10:d=1", "-i", srt, "-map", "0", "-map", "1", "-c:v", "libx264", "-c:s", "mov_text", source])
-        let r = try Self.vivify(["run", source, dir + "/o.mkv", "--max-frames", "5"])
+        let r = try CLI.vivify(["run", source, dir + "/o.mkv", "--max-frames", "5"], within: 60)
         XCTAssertEqual(r.code, 0, r.stderr)
         XCTAssertTrue(r.stderr.contains("Use .mp4 or .mov to keep it"), r.stderr)
     }
