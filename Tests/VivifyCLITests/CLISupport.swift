@@ -33,7 +33,13 @@ enum CLI {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: executable)
         p.arguments = args
-        if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        // Each child starts as a fresh command: the notes said by commands parsed in this
+        // process (LimitOptionsTests parses `--precision bf16`) are not carried into it, as
+        // a segmented run carries them into its own re-exec (on a CPU without BF16 they
+        // silenced PrecisionCLITests' note).
+        var inherited = ProcessInfo.processInfo.environment
+        inherited["VIVIFY_NOTES_SAID"] = nil
+        p.environment = inherited.merging(environment) { $1 }
         let outPath = NSTemporaryDirectory() + "vivify-test-out-\(UUID().uuidString)"
         FileManager.default.createFile(atPath: outPath, contents: nil)
         defer { try? FileManager.default.removeItem(atPath: outPath) }
