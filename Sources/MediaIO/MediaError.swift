@@ -23,6 +23,10 @@ public struct MediaError: Error, Sendable, CustomStringConvertible {
         case unfinished
     }
 
+    /// The advice that ends the error for an input FFmpeg does not recognise (commands without
+    /// `--input-format` replace it with their own).
+    public static let rawFramesHint = "Pass a video file, or use --input-format for raw frames."
+
     /// What kind of failure this is.
     public let kind: Kind
     /// One sentence naming what failed, on what, and what to do next.

@@ -499,7 +499,7 @@ public final class MediaReader: FrameSource {
     static func openFailure(_ path: String, _ code: Int32) -> MediaError {
         let reason = avErrorString(code)
         if code == AVCode.invalidData {
-            return MediaError(.inputUnreadable, "Cannot read '\(path)': \(reason) — it is not a media file FFmpeg recognises. Pass a video file, or use --input-format for raw frames.")
+            return MediaError(.inputUnreadable, "Cannot read '\(path)': \(reason) — it is not a media file FFmpeg recognises. \(MediaError.rawFramesHint)")
         }
         return MediaError(.inputUnreadable, "Cannot open '\(path)': \(reason). Check the path and its permissions.")
     }

@@ -21,8 +21,18 @@ package enum Flicker {
     /// colorized from its grey), the drift of the same regions in it too. The truth must have
     /// the same frames (it is resized to the clip's size).
     package static func measure(path: String, truth: String? = nil) throws -> Measures {
-        let reader = try MediaReader(path: path, outputFormat: .rgb24, copyStreams: false)
-        let truthReader = try truth.map { try MediaReader(path: $0, outputFormat: .rgb24, copyStreams: false) }
+        // The reader's advice for a file that is not media names `run`'s --input-format, which
+        // `flicker` does not take.
+        func open(_ path: String) throws -> MediaReader {
+            do {
+                return try MediaReader(path: path, outputFormat: .rgb24, copyStreams: false)
+            } catch let e as MediaError where e.message.hasSuffix(MediaError.rawFramesHint) {
+                throw MediaError(e.kind, String(e.message.dropLast(MediaError.rawFramesHint.count))
+                                 + "Pass a video file FFmpeg reads (`vivify flicker` takes no raw frames: write them into a file with `vivify run` first).")
+            }
+        }
+        let reader = try open(path)
+        let truthReader = try truth.map { try open($0) }
         let lab = LabConverter()
         var meter = FlickerMeter()
         var drift = DriftMeter()

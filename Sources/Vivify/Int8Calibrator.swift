@@ -45,6 +45,9 @@ package enum Int8Calibrator {
         return r
     }
 
+    /// The smallest side of a picture calibrated on.
+    package static let minimumSide = 32
+
     /// Measures `model`'s int8 input ranges on `pictures` (PNG or JPEG paths) in fp32 and keeps
     /// them in `store`, where `--precision int8` and `auto` find them before a shipped one.
     /// The pictures are read and the model loaded under `limits`.
@@ -55,6 +58,11 @@ package enum Int8Calibrator {
         }
         let images = try pictures.map { path -> FloatPlanarImage in
             let image = try ImageIO.read(path: path, maxPixels: limits.pixelLimit).color.expandedToRGB()
+            // A few pixels (a 1x1 picture passed the blankness test on its channels alone)
+            // hold no texture for the layers to see.
+            guard image.width >= minimumSide && image.height >= minimumSide else {
+                throw MediaError(.invalidOptions, "The picture '\(path)' is \(image.width)x\(image.height): too small to calibrate on (its ranges would not hold for real pictures). Calibrate on pictures at least \(minimumSide)x\(minimumSide) pixels, with detail, like the ones the model will upscale.")
+            }
             guard Upscaler.canCalibrate(image) else {
                 throw MediaError(.invalidOptions, "The picture '\(path)' is nearly blank (standard deviation under 0.05): its ranges would be far too narrow for real pictures. Calibrate on pictures with detail.")
             }

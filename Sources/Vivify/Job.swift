@@ -163,10 +163,9 @@ package final class Job {
         // Keyframes past the end are refused before any frame is processed (segments are
         // windows of the whole video: its own length counts).
         if segment == nil, let guide = c.stages.colourGuide {
-            // A keyframe given by time: each frame's time, from a scan of the packets (only
-            // then, and only of a file).
-            // Times count from the first frame, whatever the file's first timestamp. Only a
-            // regular file is scanned (a stream or a FIFO would be consumed by the scan).
+            // A keyframe given by time: each frame's time from a scan of the packets, counted
+            // from the first frame whatever the file's first timestamp; only then, and only of
+            // a regular file (a stream or a FIFO would be consumed by the scan).
             var seconds: [Double]?
             var st = stat()
             let regular = stat(c.input.path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG

@@ -29,8 +29,10 @@ struct BenchModelCommand: ParsableCommand {
     @Flag(help: "Also measure oneDNN sgemm GFLOP/s (2048³, median of 5).")
     var gemmPeak = false
 
+    func validate() throws { _ = try frameSizeOption(size, "--size") }
+
     func run() throws {
-        guard let frame = FrameSize(parsing: size) else { throw ValidationError("'--size \(size)' is not WxH.") }
+        let frame = try frameSizeOption(size, "--size")
         let pads = pad.split(separator: ",").compactMap { Int($0) }
         guard pads.count == 4 else { throw ValidationError("'--pad \(pad)' needs four numbers: left,top,right,bottom.") }
         if let note = try backend.precisionNote(precisionOptions.precision) { Notes.once(note) }
@@ -69,9 +71,7 @@ struct BenchCommand: ParsableCommand {
     @OptionGroup var timing: TimingOptions
 
     func validate() throws {
-        guard FrameSize(parsing: size) != nil else {
-            throw ValidationError("'--size \(size)' is not a frame size. Write it as WxH, e.g. --size 640x360.")
-        }
+        _ = try frameSizeOption(size, "--size")
         if frames < 1 { throw ValidationError("'--frames \(frames)' must be at least 1.") }
     }
 

@@ -127,8 +127,10 @@ extension ModelsCommand {
         @Option(help: "Tile size in input pixels.")
         var tile: Int?
 
+        func validate() throws { _ = try frameSizeOption(size, "--size", example: "1280x720") }
+
         func run() throws {
-            guard let frame = FrameSize(parsing: size) else { throw ValidationError("'--size \(size)' is not WxH.") }
+            let frame = try frameSizeOption(size, "--size", example: "1280x720")
             print(try ModelTools.verifyAny(model: model, frame: frame, tile: tile, backend: .onednn, limits: threadOptions.limits).text, terminator: "")
         }
     }
@@ -145,7 +147,7 @@ extension ModelsCommand {
                 these ranges, instead of the calibration shipped for catalog models (measured on twelve BSD200 \
                 training photos) or of calibrating on the first picture upscaled; so does `--precision auto` \
                 for a catalog model (auto keeps every other model in fp32). Pick a few pictures like the ones the model will see, with detail: a nearly blank \
-                one is refused. Exit codes: 64 bad options or a blank picture, 66 a picture or model is \
+                one, or one under 32x32 pixels, is refused. Exit codes: 64 bad options or a blank or tiny picture, 66 a picture or model is \
                 missing, 65 a picture cannot be decoded.
                 """)
 

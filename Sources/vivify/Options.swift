@@ -110,9 +110,7 @@ struct InputFormatOptions: ParsableArguments {
     var assumeMatrix: String?
 
     func validate() throws {
-        if let size, FrameSize(parsing: size) == nil {
-            throw ValidationError("'--size \(size)' is not a frame size. Write it as WxH with positive integers, e.g. --size 640x360.")
-        }
+        if let size { _ = try frameSizeOption(size, "--size") }
         if let rate, !(Rational(parsing: rate).map(InputSettings.isPlausible(frameRate:)) ?? false) {
             throw ValidationError("'--rate \(rate)' is not a frame rate from 1/1000 to 1000 fps. Write it as 30, 29.97 or 30000/1001.")
         }
@@ -261,6 +259,9 @@ struct ModelOptions: ParsableArguments {
         }
         if !guide.isEmpty && colorize == nil {
             throw ValidationError("--reference and --hint guide the colorizer, but no colorizer runs. Add --colorize.")
+        }
+        if colorizeAfter && (colorize == nil || upscale == nil) {
+            throw ValidationError("--colorize-after orders the colorizer after the upscaler, but \(colorize == nil && upscale == nil ? "neither runs" : colorize == nil ? "no colorizer runs" : "no upscaler runs"). Give both --colorize and --upscale (or leave --colorize-after out).")
         }
         // fp16 where it cannot run is said, as PrecisionOptions says a CPU's missing
         // instructions (a bad VIVIFY_VULKAN_DEVICE is the run's to report).
@@ -424,9 +425,7 @@ struct JobOptions: ParsableArguments {
     @OptionGroup var modelOptions: ModelOptions
 
     func validate() throws {
-        if let resize, FrameSize(parsing: resize) == nil {
-            throw ValidationError("'--resize \(resize)' is not a frame size. Write it as WxH with positive integers, e.g. --resize 1280x720.")
-        }
+        if let resize { _ = try frameSizeOption(resize, "--resize", example: "1280x720") }
         if let crf, !(crf >= 0 && crf <= 63) {
             throw ValidationError("'--crf \(crf)' is out of range. Use a value from 0 to 63 (x264 default 23).")
         }
@@ -540,4 +539,18 @@ enum Notes {
         setenv(variable, (said + [note]).joined(separator: "\u{1F}"), 1)
         FileHandle.standardError.write(Data("vivify: note: \(note)\n".utf8))
     }
+}
+
+/// A WxH option read for the command line: the size, or a ValidationError that says what is
+/// wrong with it (not WxH, a side of 0, a side past the largest frame) and how to write it.
+func frameSizeOption(_ text: String, _ option: String, example: String = "640x360") throws -> FrameSize {
+    if let size = FrameSize(parsing: text) { return size }
+    let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false)
+    if parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]) {
+        if w < 1 || h < 1 {
+            throw ValidationError("'\(option) \(text)' has a side of \(min(w, h)): a frame is at least 1 pixel a side. Write it as WxH, e.g. \(option) \(example).")
+        }
+        throw ValidationError("'\(option) \(text)' is larger than Vivify's largest frame, 16384 pixels a side. Give a size up to 16384x16384, e.g. \(option) \(example).")
+    }
+    throw ValidationError("'\(option) \(text)' is not a frame size. Write it as WxH with positive integers, e.g. \(option) \(example).")
 }

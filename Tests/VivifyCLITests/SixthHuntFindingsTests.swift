@@ -1,4 +1,7 @@
 import Foundation
+import MediaIO
+import Vivify
+@testable import vivify
 import XCTest
 
 /// What the sixth round of new-user checks found, each through the binary.
@@ -178,5 +181,71 @@ final class SixthHuntFindingsTests: XCTestCase {
         let r = try CLI.vivify(["run", cut, dir + "/past.mkv", "--colorize", "--keyframe", "27=\(key)"])
         XCTAssertEqual(r.code, 64, r.stderr)
         XCTAssertTrue(r.stderr.contains("past the end"), r.stderr)
+    }
+
+    /// Review: the plan's scan for shot starts (keyframes or hints in segments) decodes the
+    /// whole input and did not look for a signal, so Ctrl-C on `vivify run --segment-seconds`
+    /// waited for every frame of a long film. The scan stops before the next frame once asked,
+    /// with the interrupted error (exit 130); left alone it finds both shots.
+    func testTheShotScanStopsWhenInterrupted() throws {
+        let dir = try CLI.tempDir()
+        let clip = dir + "/two-shots.mkv", key = dir + "/key.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=96x54:rate=30:duration=1", "-f", "lavfi", "-i", "color=c=navy:size=96x54:rate=30:duration=1",
+                        "-filter_complex", "[0:v][1:v]concat=n=2:v=1[v]", "-map", "[v]", "-c:v", "ffv1", clip])
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=96x54", "-frames:v", "1", key])
+        let c = try Run.parse([clip, dir + "/out.mkv", "--colorize", "vivify-color", "--keyframe", "0=\(key)", "--segment-seconds", "0.5"]).runConfiguration
+        XCTAssertEqual(try SegmentedJob.scanShots(c, frames: 60, through: 59), [0, 30], "the scan itself finds the cut")
+        var asked = 0
+        XCTAssertThrowsError(try SegmentedJob.scanShots(c, frames: 60, through: 59, stop: { asked += 1; return asked > 10 })) { error in
+            guard let e = error as? MediaError else { return XCTFail("\(error)") }
+            XCTAssertEqual(e.kind, .interrupted)
+            XCTAssertTrue(e.message.contains("frame 10 of 60"), e.message)
+        }
+        XCTAssertEqual(asked, 11, "stopped at the first frame after the signal")
+    }
+
+    /// Hunt finding 8, five small slips of the command line, each said now:
+    /// - `vivify flicker` on a file that is not media advised `--input-format`, which only
+    ///   `run` takes;
+    /// - `bench --size 100000x100000` called a well-formed size "not a frame size", and
+    ///   `models verify --size 0x0` printed the top-level usage, not its own;
+    /// - `models calibrate` calibrated on a 1x1 picture (its three channels passed the
+    ///   blankness test);
+    /// - `--colorize-after` with one stage or none was accepted and did nothing.
+    func testSmallCommandLineSlipsAreNamed() throws {
+        let dir = try CLI.tempDir()
+        let text = dir + "/notes.txt", dot = dir + "/dot.png"
+        try Data("not a video\n".utf8).write(to: URL(fileURLWithPath: text))
+        var r = try CLI.vivify(["flicker", text])
+        XCTAssertEqual(r.code, 66, r.stderr)
+        XCTAssertFalse(r.stderr.contains("--input-format"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("takes no raw frames"), r.stderr)
+
+        r = try CLI.vivify(["bench", "--size", "100000x100000"])
+        XCTAssertEqual(r.code, 64, r.stderr)
+        XCTAssertTrue(r.stderr.contains("larger than Vivify's largest frame, 16384 pixels a side"), r.stderr)
+        r = try CLI.vivify(["bench", "--size", "0x360"])
+        XCTAssertEqual(r.code, 64, r.stderr)
+        XCTAssertTrue(r.stderr.contains("a frame is at least 1 pixel a side"), r.stderr)
+        r = try CLI.vivify(["models", "verify", "vivify-fast-2x", "--size", "0x0"])
+        XCTAssertEqual(r.code, 64, r.stderr)
+        XCTAssertTrue(r.stderr.contains("at least 1 pixel a side"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("vivify models verify"), "its own usage: \(r.stderr)")
+        r = try CLI.vivify(["run", "in.mkv", "out.mkv", "--resize", "20000x10"])
+        XCTAssertEqual(r.code, 64, r.stderr)
+        XCTAssertTrue(r.stderr.contains("'--resize 20000x10' is larger"), r.stderr)
+
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "color=c=red:size=2x2", "-vf", "scale=1:1", "-frames:v", "1", dot])
+        r = try CLI.vivify(["models", "calibrate", "vivify-fast-2x", dot])
+        XCTAssertEqual(r.code, 64, r.stderr)
+        XCTAssertTrue(r.stderr.contains("is 1x1: too small to calibrate on"), r.stderr)
+
+        let clip = CLI.packageRoot.appendingPathComponent("Media/testsrc-320x180-30fps-audio.mp4").path
+        for stages in [["--upscale"], ["--colorize"], []] {
+            r = try CLI.vivify(["run", clip, dir + "/o.mkv", "--colorize-after", "--max-frames", "1"] + stages)
+            XCTAssertEqual(r.code, 64, "\(stages): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("--colorize-after orders the colorizer after the upscaler"), r.stderr)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/o.mkv"))
+        }
     }
 }

@@ -427,13 +427,19 @@ public final class SegmentedJob {
     /// The frame numbers (0-based) where shots start in the first `frames` frames of the
     /// input, as the colour guide finds them (on the source's frames: a stage before the
     /// colorizer is not run), up to the first after frame `through`: every frame decoded
-    /// once, nothing run.
-    static func scanShots(_ c: RunConfiguration, frames: Int, through: Int) throws -> [Int] {
+    /// once, nothing run. A signal (`stop()` true) ends the scan: it throws `.interrupted`
+    /// before the next frame (a long input took minutes, and Ctrl-C waited for all of them).
+    package static func scanShots(_ c: RunConfiguration, frames: Int, through: Int,
+                                  stop given: (() -> Bool)? = nil) throws -> [Int] {
+        let stop = given ?? { InputCancellation.isCancelled }
         let source = try Job.openSource(c.input, copyStreams: false, decodeTo: .rgb24, maxPixels: c.limits.pixelLimit)
         var scanner = ShotScanner(threads: c.limits.compute.threads)
         var frame = VideoFrame(format: .rgb24, width: 1, height: 1)
         var starts: [Int] = [], n = 0
         reading: while n < frames {
+            if stop() {
+                throw MediaError(.interrupted, "Interrupted while finding where the shots of \(c.input.displayName) start (frame \(n) of \(frames)); nothing was planned or written.")
+            }
             switch try source.read(into: &frame) {
             case .frame:
                 let cut = frame.planes[0].withUnsafeBufferPointer { scanner.startsShot(rgb: $0, width: frame.width, height: frame.height) }
