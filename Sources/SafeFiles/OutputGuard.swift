@@ -25,6 +25,9 @@ public struct OutputProblem: Error, Sendable, CustomStringConvertible {
         case sameAsInput
         /// The output exists and neither `-y` nor `-n` was given.
         case exists
+        /// The output is a symbolic link to nothing (its target is missing, or links loop):
+        /// the finished file could not be moved into place.
+        case brokenLink
     }
 
     /// What is wrong.
@@ -53,6 +56,13 @@ public enum OutputGuard {
     /// existing-file rule.
     public static func check(output: String, inputs: [String], reads: [String] = [], existing: ExistingOutput) throws(OutputProblem) -> Decision {
         let url = URL(fileURLWithPath: output)
+        // A link that names nothing: the finished output would be refused at the end (the
+        // link is there, its target is not), after all the work.
+        var link = stat(), named = stat()
+        if lstat(output, &link) == 0, (link.st_mode & S_IFMT) == S_IFLNK, stat(output, &named) != 0 {
+            let why = errno == ELOOP ? "a loop of symbolic links" : "a symbolic link to '\((try? FileManager.default.destinationOfSymbolicLink(atPath: output)) ?? "?")', which does not exist"
+            throw OutputProblem(kind: .brokenLink, message: "Cannot write '\(output)': it is \(why). Vivify replaces the file a link names, never the link itself. Remove the link, or give a path to a file (or to an existing file the link names).")
+        }
         let target = url.resolvingSymlinksInPath()
         let folder = target.deletingLastPathComponent().path
         var isDirectory: ObjCBool = false

@@ -109,7 +109,7 @@ public enum ErrorReport {
             }
         case let e as OutputProblem:
             switch e.kind {
-            case .missingFolder, .readOnlyFolder, .exists: return .cannotCreateOutput
+            case .missingFolder, .readOnlyFolder, .exists, .brokenLink: return .cannotCreateOutput
             case .notRegularFile, .sameAsInput: return .usage
             }
         case let e as BundleError:

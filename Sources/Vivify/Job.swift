@@ -77,6 +77,9 @@ package final class Job {
     package var preloadedModels: [FrameProcessor]?
     /// Presentation time of the input's first frame when a scan for time keyframes read it.
     private var timeOrigin: Double?
+    /// Where shots start (seconds from the first frame), when keyframes or hints made the run
+    /// scan a file for them first.
+    private var scannedShotStarts: [Double]?
 
     /// Prepares a job; nothing is opened until `run()`.
     package init(configuration: RunConfiguration) {
@@ -160,6 +163,7 @@ package final class Job {
         let source = try openInput(c, warn: warn)
         let video = source.info.video
         timeOrigin = nil
+        scannedShotStarts = nil
         // Keyframes past the end are refused before any frame is processed (segments are
         // windows of the whole video: its own length counts).
         if segment == nil, let guide = c.stages.colourGuide {
@@ -181,6 +185,23 @@ package final class Job {
             }
             try guide.checkKeyframes(frameCount: video.frameCount, duration: video.duration, frameRate: video.frameRate.doubleValue,
                                      input: c.input.path, frameSeconds: seconds)
+            // Keyframes and the hinted first frame colour their shot, before and after them:
+            // a file is scanned for where shots start (up to the first after the last
+            // keyframe), so a cut between a frame and a keyframe is known. Without the scan
+            // (a stream) a keyframe after a frame applies if its L histogram is the frame's,
+            // which a strongly coloured keyframe's L* is not.
+            if guide.carriesThroughShots, source is MediaReader, regular {
+                let rate = video.frameRate.doubleValue
+                var lastFrame = 0, lastSeconds = 0.0
+                for k in guide.keyframes {
+                    switch k.position {
+                    case .frame(let n): lastFrame = max(lastFrame, n)
+                    case .time(let t): lastSeconds = max(lastSeconds, t)
+                    }
+                }
+                if rate > 0 { lastSeconds = max(lastSeconds, Double(lastFrame) / rate) }
+                scannedShotStarts = try SegmentedJob.scanShotStarts(c, throughFrame: lastFrame, throughSeconds: lastSeconds).map(\.seconds)
+            }
         }
         let settled = try settleFormats(c, source: source, models: models, target: target, warn: warn)
         let chain = settled.chain
@@ -228,6 +249,15 @@ package final class Job {
             for case let p as ColorizeProcessor in chain.processors {
                 for k in p.colorizer.guide?.keyframesNeverReached ?? [] {
                     warn("'--keyframe \(k)': '\(c.input.displayName)' ended before that frame, so it was never reached. Give the number or time of a frame the input has.")
+                }
+            }
+        }
+        // --max-frames ended the run before a keyframe's frame: said, as for an input that
+        // ended (the stats still name it, as given).
+        if segment == nil, !result.interrupted, let limit = c.run.maxFrames, result.framesIn >= limit {
+            for case let p as ColorizeProcessor in chain.processors {
+                for k in p.colorizer.guide?.keyframesNeverReached ?? [] {
+                    warn("'--keyframe \(k)' lies past '--max-frames \(limit)': the run stopped before that frame (the keyframe coloured only the frames of its own shot before it, if any were processed). Raise --max-frames to reach it, or leave it out.")
                 }
             }
         }
@@ -325,7 +355,8 @@ package final class Job {
         // the scan for time keyframes found it, else the first frame sets it.
         let origin = segment?.originPTS.map { Double($0) * video.timeBase.doubleValue } ?? timeOrigin
         chain.processors.forEach {
-            $0.place(.video(firstFrameIndex: segment?.firstFrameIndex ?? 0, originSeconds: origin, shotStartSeconds: segment?.shotStartSeconds))
+            $0.place(.video(firstFrameIndex: segment?.firstFrameIndex ?? 0, originSeconds: origin, shotStartSeconds: segment?.shotStartSeconds,
+                            shotStarts: segment.map(\.shotStarts) ?? scannedShotStarts))
         }
         var produced = video
         produced.pixelFormat = chain.output.layout.packedFormat

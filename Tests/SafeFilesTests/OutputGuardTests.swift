@@ -21,6 +21,21 @@ final class OutputGuardTests: XCTestCase {
         }
     }
 
+    func testALinkToNothingIsRefused() throws {
+        let dir = try folder()
+        let dangling = dir.appendingPathComponent("out.mkv").path, a = dir.appendingPathComponent("a").path, b = dir.appendingPathComponent("b").path
+        try FileManager.default.createSymbolicLink(atPath: dangling, withDestinationPath: "nowhere.mkv")
+        try FileManager.default.createSymbolicLink(atPath: a, withDestinationPath: b)
+        try FileManager.default.createSymbolicLink(atPath: b, withDestinationPath: a)
+        XCTAssertEqual(kind(dangling), .brokenLink)
+        XCTAssertEqual(kind(a), .brokenLink)
+        // A link to a file that exists is written through (the file it names is replaced).
+        let real = dir.appendingPathComponent("real.mkv").path, link = dir.appendingPathComponent("link.mkv").path
+        try Data([1]).write(to: URL(fileURLWithPath: real))
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: real)
+        XCTAssertNil(kind(link))
+    }
+
     func testDevicesPipesAndFoldersAreNeverReplaced() throws {
         let dir = try folder()
         let fifo = dir.appendingPathComponent("pipe").path

@@ -78,6 +78,12 @@ package final class ColourGuide {
     /// frame, when known (a segment's plan scanned the whole input); nil: the first frame seen
     /// starts a shot, and keyframes before it carry into it if their content is its own.
     package var knownShotStart: Double?
+    /// Where shots start, seconds from the video's first frame, when a scan of the input found
+    /// them (up to the first after the last keyframe): a keyframe then applies to the frames
+    /// with no shot start between it and them, before and after it alike. Nil (a stream): a
+    /// keyframe before a frame applies if no cut was seen since, one after it if its L
+    /// histogram is the frame's.
+    package var shotStarts: [Double]?
     /// Whether the frames this guide sees start after the video's first frame (a segment's
     /// window): the hints, which belong to the first frame, then do not apply to them.
     package var startsMidVideo = false
@@ -300,9 +306,18 @@ package final class ColourGuide {
             // Half a frame's slack: a keyframe by number is at n / rate, the frame at its own
             // timestamp, which rounds differently (a keyframe on a shot's first frame was
             // dropped from the rest of its shot on a third of such frames).
-            let before = shot.filter { $0.t <= position.seconds + halfFrame && ($0.t >= lastCutSeconds - halfFrame || carriedKeyframes.contains($0.t)) }.max { $0.t < $1.t }
-            let after = shot.filter { $0.t > position.seconds && TemporalStabilizer.distance($0.histogram, histogram) <= TemporalStabilizer.defaultCutThreshold }
-                .min { $0.t < $1.t }
+            let before: (t: Double, ref: ColourReference, histogram: [Float])?, after: (t: Double, ref: ColourReference, histogram: [Float])?
+            if let starts = shotStarts {
+                // A shot starts in (a, b], each time given half a frame's slack.
+                let now = position.seconds
+                func cut(_ a: Double, _ b: Double) -> Bool { starts.contains { $0 > a + halfFrame && $0 <= b + halfFrame } }
+                before = shot.filter { $0.t <= now + halfFrame && !cut($0.t, now) }.max { $0.t < $1.t }
+                after = shot.filter { $0.t > now + halfFrame && !cut(now, $0.t) }.min { $0.t < $1.t }
+            } else {
+                before = shot.filter { $0.t <= position.seconds + halfFrame && ($0.t >= lastCutSeconds - halfFrame || carriedKeyframes.contains($0.t)) }.max { $0.t < $1.t }
+                after = shot.filter { $0.t > position.seconds && TemporalStabilizer.distance($0.histogram, histogram) <= TemporalStabilizer.defaultCutThreshold }
+                    .min { $0.t < $1.t }
+            }
             switch (before, after) {
             case let (b?, a?):
                 let db = position.seconds - b.t, da = a.t - position.seconds

@@ -172,8 +172,10 @@ package enum FramePlacement: Equatable, Sendable {
     /// of the whole input's first frame, from which keyframe times count; nil when not known
     /// before the frames come (a stream): then the first frame seen sets it, less its place.
     /// `shotStartSeconds`, when a segment's plan scanned the input, is where the shot of the
-    /// first frame began (seconds from the first frame).
-    case video(firstFrameIndex: Int, originSeconds: Double? = nil, shotStartSeconds: Double? = nil)
+    /// first frame began (seconds from the first frame). `shotStarts`, when a scan found them,
+    /// are where shots start (seconds from the first frame, up to the first after the last
+    /// keyframe): whether a cut lies between a frame and a keyframe is then known, not guessed.
+    case video(firstFrameIndex: Int, originSeconds: Double? = nil, shotStartSeconds: Double? = nil, shotStarts: [Double]? = nil)
 }
 
 /// One stage of the chain. Configured once, then fed frames on one thread, in order.

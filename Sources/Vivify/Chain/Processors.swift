@@ -84,10 +84,12 @@ package final class ColorizeProcessor: FrameProcessor {
         case .stills:
             (stills, indexOffset, origin) = (true, 0, nil)
             colorizer.guide?.knownShotStart = nil
+            colorizer.guide?.shotStarts = nil
             colorizer.guide?.startsMidVideo = false
-        case .video(let first, let o, let shotStart):
+        case .video(let first, let o, let shotStart, let starts):
             (stills, indexOffset, origin) = (false, first, o)
             colorizer.guide?.knownShotStart = shotStart
+            colorizer.guide?.shotStarts = starts
             colorizer.guide?.startsMidVideo = first > 0
         }
     }

@@ -506,6 +506,10 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
     /// What an interrupted run left beside an output that was there before it
     /// (NAME.incomplete.EXT): removed by the join that completes the job, if still that file.
     package var besideOutput: OutputIdentity?
+    /// Where shots start, seconds from the input's first frame, up to the first after the last
+    /// keyframe (keyframes and hints given): every worker tells by them, as one run does,
+    /// whether a cut lies between a frame and a keyframe.
+    package var shotStarts: [Double]? = nil
 
     /// Frames in finished segments.
     package var framesDone: Int { segments.reduce(0) { $0 + ($1.done?.frames ?? 0) } }

@@ -23,6 +23,8 @@ package struct SegmentWindow: Sendable, Equatable {
     /// Where the shot of the first frame processed began, seconds from the input's first
     /// frame, when the plan scanned for shots (keyframes and hints carry through a shot).
     package var shotStartSeconds: Double?
+    /// Where shots start, seconds from the input's first frame, when the plan scanned for them.
+    package var shotStarts: [Double]?
 
     /// Makes a window.
     package init(warmUpPTS: Int64, startPTS: Int64, endPTS: Int64?, seekCandidates: [Int64], finalOutput: String) {

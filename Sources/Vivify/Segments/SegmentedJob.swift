@@ -209,13 +209,15 @@ public final class SegmentedJob {
             }
             if position > cuts.last! && position < total { cuts.append(position) }
         }
-        // Keyframes and the hinted first frame carry through their shot: with more than one
-        // segment, the input is scanned once for where shots start (as the guide finds them).
-        // The scan stops at the first cut after the last keyframe (after frame 0 with hints
-        // only): no keyframe lies beyond it, so a later segment needs no earlier shot start.
+        // Keyframes and the hinted first frame carry through their shot, before and after
+        // them: the input is scanned once for where shots start (as the guide finds them, and
+        // as an unsegmented run does), and every worker gets the list. The scan stops at the
+        // first cut after the last keyframe (after frame 0 with hints only): no keyframe lies
+        // beyond it, so a later segment needs no earlier shot start.
         let guide = c.stages.colourGuide
         var shotStarts: [Int] = []
-        if cuts.count > 1, let guide, guide.carriesThroughShots {
+        var shotStartTimes: [Double]?
+        if let guide, guide.carriesThroughShots {
             let relative = stamps.map { index.seconds($0 - stamps[0]) }
             let last = guide.keyframes.compactMap { k -> Int? in
                 switch k.position {
@@ -225,7 +227,9 @@ public final class SegmentedJob {
                     return relative.firstIndex { Keyframe.Position.time(t, covers: $0, frameRate: rate) }
                 }
             }.max() ?? 0
-            shotStarts = try scanShots(c, frames: total, through: last)
+            let scanned = try scanShotStarts(c, frames: total, throughFrame: last)
+            shotStarts = scanned.map(\.index)
+            shotStartTimes = scanned.map(\.seconds)
             // The hints colour frame 0, and that colour carries through the first shot, which
             // only a segment holding frame 0 can give: no segment starts within that shot.
             if guide.hasHints {
@@ -267,7 +271,7 @@ public final class SegmentedJob {
         return SegmentManifest(input: fingerprint, settings: settings, segmentSeconds: segmentSeconds,
                                timeBase: "\(tb.num)/\(tb.den)", totalFrames: total, warmUpFrames: warmUp,
                                tags: try tags(c), videoSpan: c.run.maxFrames != nil ? [index.seconds(stamps[0]), index.seconds(lastEnd)] : nil,
-                               segments: segments, interruptedOutput: nil)
+                               segments: segments, interruptedOutput: nil, shotStarts: shotStartTimes)
     }
 
     /// The int8 calibration `upscaler` uses: its stored one, or one taken on the input's first
@@ -424,28 +428,51 @@ public final class SegmentedJob {
         return (try? SHA256.hash(fileAt: url).hex) == done.sha256
     }
 
+    /// A frame that starts a shot: its number (0-based) and time (seconds from the first frame).
+    package struct ShotStart: Equatable, Sendable {
+        package var index: Int
+        package var seconds: Double
+    }
+
     /// The frame numbers (0-based) where shots start in the first `frames` frames of the
-    /// input, as the colour guide finds them (on the source's frames: a stage before the
-    /// colorizer is not run), up to the first after frame `through`: every frame decoded
-    /// once, nothing run. A signal (`stop()` true) ends the scan: it throws `.interrupted`
-    /// before the next frame (a long input took minutes, and Ctrl-C waited for all of them).
-    package static func scanShots(_ c: RunConfiguration, frames: Int, through: Int,
-                                  stop given: (() -> Bool)? = nil) throws -> [Int] {
+    /// input, up to the first after frame `through` (see `scanShotStarts`).
+    package static func scanShots(_ c: RunConfiguration, frames: Int, through: Int, stop given: (() -> Bool)? = nil) throws -> [Int] {
+        try scanShotStarts(c, frames: frames, throughFrame: through, stop: given).map(\.index)
+    }
+
+    /// Where shots start in the first `frames` frames of the input, as the colour guide finds
+    /// them (on the source's frames: a stage before the colorizer is not run), up to the first
+    /// after frame `throughFrame` and `throughSeconds`: every frame decoded once, nothing run.
+    /// A signal (`stop()` true) ends the scan: it throws `.interrupted` before the next frame
+    /// (a long input took minutes, and Ctrl-C waited for all of them).
+    package static func scanShotStarts(_ c: RunConfiguration, frames: Int = .max, throughFrame: Int, throughSeconds: Double = 0,
+                                       stop given: (() -> Bool)? = nil) throws -> [ShotStart] {
         let stop = given ?? { InputCancellation.isCancelled }
         let source = try Job.openSource(c.input, copyStreams: false, decodeTo: .rgb24, maxPixels: c.limits.pixelLimit)
         var scanner = ShotScanner(threads: c.limits.compute.threads)
         var frame = VideoFrame(format: .rgb24, width: 1, height: 1)
-        var starts: [Int] = [], n = 0
+        var starts: [ShotStart] = [], n = 0
+        var firstPTS: Int64?
+        // Half a frame past the last keyframe's time: its own frame is still before the end.
+        let rate = source.info.video.frameRate.doubleValue
+        let slack = rate > 0 ? 0.5 / rate : 0
         reading: while n < frames {
             if stop() {
-                throw MediaError(.interrupted, "Interrupted while finding where the shots of \(c.input.displayName) start (frame \(n) of \(frames)); nothing was planned or written.")
+                throw MediaError(.interrupted, "Interrupted while finding where the shots of \(c.input.displayName) start (frame \(n)\(frames == .max ? "" : " of \(frames)")); nothing was planned or written.")
             }
             switch try source.read(into: &frame) {
             case .frame:
                 let cut = frame.planes[0].withUnsafeBufferPointer { scanner.startsShot(rgb: $0, width: frame.width, height: frame.height) }
+                if n == 0 { firstPTS = frame.pts }
                 if cut {
-                    starts.append(n)
-                    if n > through { break reading }
+                    let seconds: Double
+                    if let p = frame.pts, let f = firstPTS {
+                        seconds = Double(p - f) * frame.timeBase.doubleValue
+                    } else {
+                        seconds = rate > 0 ? Double(n) / rate : Double(n)
+                    }
+                    starts.append(ShotStart(index: n, seconds: seconds))
+                    if n > throughFrame && seconds > throughSeconds + slack { break reading }
                 }
                 n += 1
             case .packet: continue
@@ -462,6 +489,7 @@ public final class SegmentedJob {
         // As planned: the first segment has no warm-up, the others up to `warmUpFrames` frames.
         w.firstFrameIndex = s.index == 0 ? s.firstFrame : max(0, s.firstFrame - manifest.warmUpFrames)
         w.shotStartSeconds = s.shotStartSeconds
+        w.shotStarts = manifest.shotStarts
         w.frames = s.frames
         w.originPTS = manifest.segments.first?.startPTS
         return w

@@ -98,7 +98,7 @@ public final class SegmentedRun {
             func layout(_ m: SegmentManifest) -> [[Int64?]] {
                 m.segments.map { [$0.startPTS, $0.warmUpPTS, $0.shotStartFrame.map(Int64.init)] }
             }
-            if why == nil && layout(old) != layout(plan) { why = "the segments are planned differently now" }
+            if why == nil && (layout(old) != layout(plan) || old.shotStarts != plan.shotStarts) { why = "the segments are planned differently now" }
             if let why {
                 onInfo("not resuming from '\(directory.path)': \(why); starting afresh.")
                 if plan.segments.count == 1 {
