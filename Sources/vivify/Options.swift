@@ -258,7 +258,7 @@ struct ModelOptions: ParsableArguments {
             throw ValidationError("'--saturation \(saturation)' changes the colorizer's colour, but no colorizer runs. Add --colorize (or leave --saturation out).")
         }
         if !guide.isEmpty && colorize == nil {
-            throw ValidationError("--reference and --hint guide the colorizer, but no colorizer runs. Add --colorize.")
+            throw ValidationError("\(guideOptions.given) guide\(guideOptions.givenCount == 1 ? "s" : "") the colorizer, but no colorizer runs. Add --colorize.")
         }
         if colorizeAfter && (colorize == nil || upscale == nil) {
             throw ValidationError("--colorize-after orders the colorizer after the upscaler, but \(colorize == nil && upscale == nil ? "neither runs" : colorize == nil ? "no colorizer runs" : "no upscaler runs"). Give both --colorize and --upscale (or leave --colorize-after out).")
@@ -375,6 +375,15 @@ struct GuideOptions: ParsableArguments {
         for h in hint where ColourHint(parsing: h) == nil { throw ValidationError(ColourHint.parseError(h)) }
     }
 
+    /// The guidance options given, named for a message ("--reference and --hints").
+    var given: String {
+        let names = (reference.isEmpty ? [] : ["--reference"]) + (hint.isEmpty ? [] : ["--hint"]) + (hints == nil ? [] : ["--hints"])
+        return names.count <= 1 ? names.first ?? "" : names.dropLast().joined(separator: ", ") + " and " + names.last!
+    }
+
+    /// How many kinds of guidance `given` names.
+    var givenCount: Int { (reference.isEmpty ? 0 : 1) + (hint.isEmpty ? 0 : 1) + (hints == nil ? 0 : 1) }
+
     var spec: ColourGuideSpec {
         ColourGuideSpec(references: reference, hints: hint.compactMap(ColourHint.init(parsing:)), hintsImage: hints)
     }
@@ -431,7 +440,7 @@ struct JobOptions: ParsableArguments {
         }
         for k in keyframe where Keyframe(parsing: k) == nil { throw ValidationError(Keyframe.parseError(k)) }
         if !keyframe.isEmpty && modelOptions.colorize == nil {
-            throw ValidationError("--reference, --keyframe and --hint guide the colorizer, but no colorizer runs. Add --colorize.")
+            throw ValidationError("--keyframe\(modelOptions.guide.isEmpty ? "" : " (with " + modelOptions.guideOptions.given + ")") guides the colorizer, but no colorizer runs. Add --colorize.")
         }
     }
 

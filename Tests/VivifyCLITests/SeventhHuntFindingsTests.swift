@@ -92,4 +92,29 @@ final class SeventhHuntFindingsTests: XCTestCase {
         XCTAssertEqual(reached.code, 0, reached.stderr)
         XCTAssertFalse(reached.stderr.contains("lies past"), reached.stderr)
     }
+
+    /// Messages the hunt found generic or wrong: guidance without `--colorize` named
+    /// "--reference and --hint" whatever was given; a missing `--hints` picture was to be "a
+    /// colour PNG or JPEG" (it must be an RGBA PNG); two colours for one pixel were taken
+    /// silently (two keyframes for one frame are refused).
+    func testGuidanceMessagesNameWhatWasGiven() throws {
+        let dir = try CLI.tempDir()
+        let clip = CLI.packageRoot.appendingPathComponent("Media/testsrc-320x180-30fps-audio.mp4").path
+        let hints = dir + "/hints.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "color=c=red@0.0:size=32x18,format=rgba", "-frames:v", "1", hints])
+        for (extra, says) in [(["--hints", hints], "--hints guides the colorizer"),
+                              (["--reference", hints, "--hint", "1,1=#ff0000"], "--reference and --hint guide the colorizer"),
+                              (["--keyframe", "0=\(hints)"], "--keyframe guides the colorizer")] {
+            let r = try CLI.vivify(["run", clip, dir + "/o.mkv"] + extra)
+            XCTAssertEqual(r.code, 64, r.stderr)
+            XCTAssertTrue(r.stderr.contains(says), "\(extra): \(r.stderr)")
+        }
+        var r = try CLI.vivify(["run", clip, dir + "/o.mkv", "--colorize", "--hints", dir + "/missing.png"])
+        XCTAssertEqual(r.code, 66, r.stderr)
+        XCTAssertTrue(r.stderr.contains("an RGBA PNG whose opaque pixels are the hints"), r.stderr)
+        r = try CLI.vivify(["run", clip, dir + "/o.mkv", "--colorize", "--hint", "5,5=#ff0000", "--hint", "5,5=#0000ff"])
+        XCTAssertEqual(r.code, 64, r.stderr)
+        XCTAssertTrue(r.stderr.contains("colour one pixel"), r.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/o.mkv"))
+    }
 }

@@ -149,10 +149,17 @@ public struct ColourGuideSpec: Sendable, Equatable, Codable {
                 throw MediaError(.invalidOptions, "'--keyframe \(earlier)' and '--keyframe \(k)' are both for one frame. Give one keyframe per frame.")
             }
         }
+        // Two colours for one pixel: the same question.
+        for (i, h) in hints.enumerated() {
+            if let earlier = hints[..<i].first(where: { $0.x == h.x && $0.y == h.y }), earlier != h {
+                throw MediaError(.invalidOptions, "'--hint \(earlier)' and '--hint \(h)' colour one pixel. Give one colour per pixel.")
+            }
+        }
         for (option, file) in references.map({ ("--reference", $0) }) + keyframes.map({ ("--keyframe", $0.file) })
             + (hintsImage.map { [("--hints", $0)] } ?? []) {
             guard FileManager.default.isReadableFile(atPath: file) else {
-                throw MediaError(.inputUnreadable, "Cannot read '\(file)' given to \(option): no such file or no permission. Give the path of a colour PNG or JPEG.")
+                throw MediaError(.inputUnreadable, "Cannot read '\(file)' given to \(option): no such file or no permission. " + (option == "--hints"
+                    ? "Give the path of an RGBA PNG whose opaque pixels are the hints." : "Give the path of a colour PNG or JPEG."))
             }
         }
     }
