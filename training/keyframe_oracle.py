@@ -3,7 +3,7 @@
 
 For each colour clip (turned grey, its frame 0 in colour as `--keyframe 0=`), over frames 1..N
 against the truth, the rebalanced AuC margin over grey (as `evaluate.py --guided`) of:
-  - ours: `vivify run --colorize --keyframe 0=frame0.png`;
+  - ours: `vivify run --colorize --keyframe 0=frame0.png` (lossless, 4:2:0 as the clips are);
   - moved: the keyframe's own true colour carried frame to frame by dense optical flow on L
     (OpenCV Farneback, the previous result warped onto each frame), ours where the warped L
     does not match the frame's (weight exp(-|dL| / 6)): what perfect keyframe colour, moved
@@ -45,7 +45,7 @@ def main():
         subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w}x{h}", "-r", rate, "-i", "-",
                         "-c:v", "ffv1", "-pix_fmt", "bgr0", gp], input=grey.tobytes(), check=True)
         Image.fromarray(truth[0]).save(key)
-        subprocess.run([args.vivify, "run", gp, out, "--colorize", "--codec", "ffv1", "--quiet", "-y", "--keyframe", "0=" + key], check=True)
+        subprocess.run([args.vivify, "run", gp, out, "--colorize", "--codec", "ffv1", "--pix-fmt", "yuv420p", "--quiet", "-y", "--keyframe", "0=" + key], check=True)
         ours = [color.rgb2lab(f)[..., 1:] for f in frames_of(out)]
         lab = [color.rgb2lab(f) for f in truth]
         true_abs = [l[..., 1:] for l in lab[1:]]
