@@ -194,9 +194,9 @@ final class SixthHuntFindingsTests: XCTestCase {
                         "-filter_complex", "[0:v][1:v]concat=n=2:v=1[v]", "-map", "[v]", "-c:v", "ffv1", clip])
         try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=96x54", "-frames:v", "1", key])
         let c = try Run.parse([clip, dir + "/out.mkv", "--colorize", "vivify-color", "--keyframe", "0=\(key)", "--segment-seconds", "0.5"]).runConfiguration
-        XCTAssertEqual(try SegmentedJob.scanShots(c, frames: 60, through: 59), [0, 30], "the scan itself finds the cut")
+        XCTAssertEqual(try SegmentedJob.scanShotStarts(c, frames: 60, throughFrame: 59).map(\.index), [0, 30], "the scan itself finds the cut")
         var asked = 0
-        XCTAssertThrowsError(try SegmentedJob.scanShots(c, frames: 60, through: 59, stop: { asked += 1; return asked > 10 })) { error in
+        XCTAssertThrowsError(try SegmentedJob.scanShotStarts(c, frames: 60, throughFrame: 59, stop: { asked += 1; return asked > 10 })) { error in
             guard let e = error as? MediaError else { return XCTFail("\(error)") }
             XCTAssertEqual(e.kind, .interrupted)
             XCTAssertTrue(e.message.contains("frame 10 of 60"), e.message)

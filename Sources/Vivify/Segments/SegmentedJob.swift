@@ -434,12 +434,6 @@ public final class SegmentedJob {
         package var seconds: Double
     }
 
-    /// The frame numbers (0-based) where shots start in the first `frames` frames of the
-    /// input, up to the first after frame `through` (see `scanShotStarts`).
-    package static func scanShots(_ c: RunConfiguration, frames: Int, through: Int, stop given: (() -> Bool)? = nil) throws -> [Int] {
-        try scanShotStarts(c, frames: frames, throughFrame: through, stop: given).map(\.index)
-    }
-
     /// Where shots start in the first `frames` frames of the input, as the colour guide finds
     /// them (on the source's frames: a stage before the colorizer is not run), up to the first
     /// after frame `throughFrame` and `throughSeconds`: every frame decoded once, nothing run.
