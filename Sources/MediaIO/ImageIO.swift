@@ -18,6 +18,9 @@ public struct StillImage: Sendable, Equatable {
     public var alpha: FloatPlanarImage?
     /// Bits per channel the source stored: 8 or 16.
     public var bitDepth: Int
+    /// The EXIF orientation (2–8) the file carried and reading applied (the pixels are
+    /// upright as viewers show them); nil when it had none.
+    public var appliedOrientation: Int? = nil
 
     /// Width in pixels.
     public var width: Int { color.width }
@@ -73,6 +76,7 @@ public enum ImageIO {
         if let orientation = exifOrientation(frame.pointer) {
             image.color = image.color.reoriented(exif: orientation)
             image.alpha = image.alpha?.reoriented(exif: orientation)
+            image.appliedOrientation = orientation
         }
         return image
     }

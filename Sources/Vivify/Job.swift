@@ -77,6 +77,11 @@ package final class Job {
     package var preloadedModels: [FrameProcessor]?
     /// Presentation time of the input's first frame when a scan for time keyframes read it.
     private var timeOrigin: Double?
+    /// Where shots start, when a plan of this very run already scanned the input for them
+    /// (a run planned in segments that came out as one): not scanned again.
+    package var plannedShotStarts: [Double]?
+    /// Each frame's time from the first, when the input file was scanned for them (keyframes).
+    private var scannedFrameTimes: [Double]?
     /// Where shots start (seconds from the first frame), when keyframes or hints made the run
     /// scan a file for them first.
     private var scannedShotStarts: [Double]?
@@ -166,41 +171,41 @@ package final class Job {
         scannedShotStarts = nil
         // Keyframes past the end are refused before any frame is processed (segments are
         // windows of the whole video: its own length counts).
-        if segment == nil, let guide = c.stages.colourGuide {
-            // A keyframe given by time: each frame's time from a scan of the packets, counted
-            // from the first frame whatever the file's first timestamp; only then, and only of
-            // a regular file (a stream or a FIFO would be consumed by the scan).
+        scannedFrameTimes = nil
+        if let guide = c.stages.colourGuide, !guide.keyframes.isEmpty || (segment == nil && guide.carriesThroughShots) {
+            // Each frame's time from a scan of the packets, counted from the first frame
+            // whatever the file's first timestamp: a keyframe by time takes the nearest frame
+            // and one by number its frame's own time, a variable rate followed. Only of a
+            // regular file (a stream or a FIFO would be consumed by the scan); a segment's
+            // worker reads the same file the plan did.
             var seconds: [Double]?
             var st = stat()
             let regular = stat(c.input.path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
-            if guide.needsFrameTimes, source is MediaReader, regular, let index = try? VideoIndex.read(path: c.input.path),
+            let media = source is MediaReader || source is SegmentWindowSource
+            if !guide.keyframes.isEmpty, media, regular, let index = try? VideoIndex.read(path: c.input.path),
                let first = index.timestamps.first {
                 seconds = index.timestamps.map { index.seconds($0 - first) }
-                timeOrigin = index.seconds(first)
-            } else if guide.needsFrameTimes, !(source is MediaReader), regular, let count = video.frameCount, count > 0, count <= 10_000_000,
+                if segment == nil { timeOrigin = index.seconds(first) }
+            } else if guide.needsFrameTimes, !media, regular, let count = video.frameCount, count > 0, count <= 10_000_000,
                       video.frameRate.doubleValue > 0 {
                 // A y4m or raw file: frames at a constant rate, from 0.
                 let rate = video.frameRate.doubleValue
                 seconds = (0..<count).map { Double($0) / rate }
             }
-            try guide.checkKeyframes(frameCount: video.frameCount, duration: video.duration, frameRate: video.frameRate.doubleValue,
-                                     input: c.input.path, frameSeconds: seconds)
-            // Keyframes and the hinted first frame colour their shot, before and after them:
-            // a file is scanned for where shots start (up to the first after the last
-            // keyframe), so a cut between a frame and a keyframe is known. Without the scan
-            // (a stream) a keyframe after a frame applies if its L histogram is the frame's,
-            // which a strongly coloured keyframe's L* is not.
-            if guide.carriesThroughShots, source is MediaReader, regular {
-                let rate = video.frameRate.doubleValue
-                var lastFrame = 0, lastSeconds = 0.0
-                for k in guide.keyframes {
-                    switch k.position {
-                    case .frame(let n): lastFrame = max(lastFrame, n)
-                    case .time(let t): lastSeconds = max(lastSeconds, t)
-                    }
+            scannedFrameTimes = seconds
+            if segment == nil {
+                try guide.checkKeyframes(frameCount: video.frameCount, duration: video.duration, frameRate: video.frameRate.doubleValue,
+                                         input: c.input.path, frameSeconds: seconds)
+                // Keyframes and the hinted first frame colour their shot, before and after
+                // them: a file is scanned for where shots start (up to the first after the last
+                // keyframe), so a cut between a frame and a keyframe is known. Without the scan
+                // (a stream) a keyframe after a frame applies if its L histogram is the frame's,
+                // which a strongly coloured keyframe's L* is not.
+                if guide.carriesThroughShots, source is MediaReader, regular {
+                    let last = guide.lastKeyframe(frameSeconds: seconds, frameRate: video.frameRate.doubleValue)
+                    scannedShotStarts = try plannedShotStarts
+                        ?? SegmentedJob.scanShotStarts(c, throughFrame: last.frame, throughSeconds: last.seconds).map(\.seconds)
                 }
-                if rate > 0 { lastSeconds = max(lastSeconds, Double(lastFrame) / rate) }
-                scannedShotStarts = try SegmentedJob.scanShotStarts(c, throughFrame: lastFrame, throughSeconds: lastSeconds).map(\.seconds)
             }
         }
         let settled = try settleFormats(c, source: source, models: models, target: target, warn: warn)
@@ -212,7 +217,8 @@ package final class Job {
         // count the duration and rate give.
         let rate = video.frameRate.doubleValue
         let estimated = video.duration.flatMap { d in d > 0 && rate > 0 && rate <= 1000 ? Int((d * rate).rounded()) : nil }
-        let declared = video.frameCount ?? (segment == nil ? estimated : nil)
+        // A scan's count first (a variable rate makes duration × rate wrong: 68 for 30 frames).
+        let declared = (segment == nil ? scannedFrameTimes?.count : nil) ?? video.frameCount ?? (segment == nil ? estimated : nil)
         // The count is read from the run's own tracer, held by the closure: the final progress
         // line is drawn after the job has gone (a weak reference then read 0).
         let tracerBox = TracerBox()
@@ -356,7 +362,7 @@ package final class Job {
         let origin = segment?.originPTS.map { Double($0) * video.timeBase.doubleValue } ?? timeOrigin
         chain.processors.forEach {
             $0.place(.video(firstFrameIndex: segment?.firstFrameIndex ?? 0, originSeconds: origin, shotStartSeconds: segment?.shotStartSeconds,
-                            shotStarts: segment.map(\.shotStarts) ?? scannedShotStarts))
+                            shotStarts: segment.map(\.shotStarts) ?? scannedShotStarts, frameTimes: scannedFrameTimes))
         }
         var produced = video
         produced.pixelFormat = chain.output.layout.packedFormat
@@ -498,8 +504,9 @@ package final class Job {
     /// What the last run was, for the stats file: input, output, each model with the SHA-256
     /// of its files (hashed now, so only when asked), and every setting: the configuration's,
     /// and how the run was asked to go in segments (`segmentSeconds`, `resume`: `Vivify.run`'s
-    /// own, outside the configuration; nil when not given).
-    package func runDescription(segmentSeconds: Double? = nil, resume: Bool? = nil) throws -> RunDescription {
+    /// own, outside the configuration; nil when not given), and `onePassFor`, the options that
+    /// made it run in one pass whatever `segmentSeconds` says (`--stats` among them).
+    package func runDescription(segmentSeconds: Double? = nil, resume: Bool? = nil, onePassFor: [String] = []) throws -> RunDescription {
         let c = configuration
         var models: [RunDescription.Model] = []
         for case let p as ModelStage in lastChain?.processors ?? [] {
@@ -541,6 +548,9 @@ package final class Job {
             ("size", c.input.rawSize?.description), ("rate", c.input.rawRate.map { "\($0.num)/\($0.den)" }),
             ("timeout", c.input.networkTimeout.map { String($0) }), ("custom_layers", c.limits.customLayers),
             ("segment_seconds", segmentSeconds.map { String($0) }), ("resume", resume.map { String($0) }),
+            // `segment_seconds` is the option as given; a run these options kept in one pass
+            // made no segments, which this says.
+            ("one_pass_for", onePassFor.isEmpty ? nil : onePassFor.joined(separator: " ")),
         ]
         for (k, v) in optional { if let v { settings[k] = v } }
         return RunDescription(input: c.input.path, output: c.output.path, models: models, settings: settings)

@@ -109,6 +109,7 @@ public func run(_ configuration: RunConfiguration, segmentSeconds: Double = Segm
     var c = configuration
     try c.checkRun()
     var models: [FrameProcessor]?
+    var planned: [Double]?
     let onePass = onePassFor + [("--stats", c.output.reports.stats), ("--trace", c.output.reports.trace), ("--plot", c.output.reports.plot)]
         .compactMap { $1 == nil ? nil : $0 }
     if !onePass.isEmpty && segmentSeconds > 0 && SegmentedJob.canSegment(c) {
@@ -118,7 +119,8 @@ public func run(_ configuration: RunConfiguration, segmentSeconds: Double = Segm
         switch try SegmentedRun(configuration: c, segmentSeconds: segmentSeconds, resume: resume, events: events).run() {
         case .skipped:
             return RunOutcome(ending: .skipped, framesOut: 0, corrupt: 0)
-        case .single(let loaded):
+        case .single(let loaded, let shotStarts):
+            planned = shotStarts
             // Loaded for stages that run at once (`RunConfiguration.modelCompute`); one stage
             // at a time loads its own with all cores.
             models = sequential ? nil : loaded
@@ -129,13 +131,14 @@ public func run(_ configuration: RunConfiguration, segmentSeconds: Double = Segm
     }
     let job = Job(configuration: c)
     job.preloadedModels = models
+    job.plannedShotStarts = planned
     job.sequential = sequential
     job.events = events
     let result = try job.run()
     if result.skipped { return RunOutcome(ending: .skipped, framesOut: 0, corrupt: 0) }
     if let tracer = job.lastTracer {
         var report = result.report
-        if c.output.reports.stats != nil { report.run = try job.runDescription(segmentSeconds: segmentSeconds, resume: resume) }
+        if c.output.reports.stats != nil { report.run = try job.runDescription(segmentSeconds: segmentSeconds, resume: resume, onePassFor: onePass) }
         try c.output.reports.write(tracer, report: report)
     }
     return RunOutcome(ending: result.interrupted ? .interrupted : .finished, framesOut: result.framesOut, corrupt: result.corrupt,

@@ -99,6 +99,8 @@ final class SixthHuntFindingsTests: XCTestCase {
         XCTAssertEqual(full["segment_seconds"], "30.0", "the default, as it was given")
         XCTAssertEqual(none["resume"], "true")
         XCTAssertEqual(full["resume"], "false")
+        // The option as given, and that the run went in one pass all the same (--stats needs one).
+        XCTAssertEqual(none["one_pass_for"], "--stats")
         XCTAssertEqual(none["timeout"], "10.0")
         XCTAssertEqual(none["sequential"], "false")
         // One strength per filter, in order.

@@ -24,6 +24,28 @@ public struct Keyframe: Sendable, Equatable, Codable, CustomStringConvertible {
             return seconds >= t - half + slack && seconds < t + half + slack
         }
 
+        /// The frame a keyframe at this position belongs to, of frames presented at
+        /// `frameSeconds` (each frame's time from the first, in order, from a scan of the
+        /// file): a number as it is; a time, the nearest frame (of two equally near, the
+        /// later), so a time in the gap of a variable-rate file takes the frame beside it.
+        /// Nil for a time past the last frame by more than `slack` (half a frame), or with no frames.
+        package func frame(in frameSeconds: [Double], slack: Double) -> Int? {
+            switch self {
+            case .frame(let n): return n
+            case .time(let t):
+                guard let last = frameSeconds.last, t < last + slack else { return nil }
+                // The first frame at or after t, then the nearer of it and the one before.
+                var lo = 0, hi = frameSeconds.count
+                while lo < hi {
+                    let mid = (lo + hi) / 2
+                    if frameSeconds[mid] < t - 1e-9 { lo = mid + 1 } else { hi = mid }
+                }
+                if lo == frameSeconds.count { return frameSeconds.count - 1 }
+                if lo > 0 && t - frameSeconds[lo - 1] < frameSeconds[lo] - t - 1e-9 { return lo - 1 }
+                return lo
+            }
+        }
+
         /// As written on the command line: `12` or `12.5s`.
         public var text: String {
             switch self {
@@ -161,7 +183,35 @@ public struct ColourGuideSpec: Sendable, Equatable, Codable {
                 throw MediaError(.inputUnreadable, "Cannot read '\(file)' given to \(option): no such file or no permission. " + (option == "--hints"
                     ? "Give the path of an RGBA PNG whose opaque pixels are the hints." : "Give the path of a colour PNG or JPEG."))
             }
+            // A folder (`--reference .`) or a device: named with the option it was given to.
+            var isFolder: ObjCBool = false
+            if FileManager.default.fileExists(atPath: file, isDirectory: &isFolder), isFolder.boolValue {
+                throw MediaError(.inputUnreadable, "'\(file)' given to \(option) is a folder, not a picture. " + (option == "--hints"
+                    ? "Give the path of an RGBA PNG whose opaque pixels are the hints." : "Give the path of a colour PNG or JPEG (one \(option) per picture)."))
+            }
         }
+    }
+
+    /// The last keyframe's frame and time (seconds from the first frame): of frames at
+    /// `frameSeconds` when a scan gave them (a variable rate is then followed), else at
+    /// `frameRate` (a stream, a y4m). Frame 0 when there is none (the hints' first frame).
+    package func lastKeyframe(frameSeconds: [Double]?, frameRate: Double) -> (frame: Int, seconds: Double) {
+        let slack = 0.5 / (frameRate > 0 ? frameRate : 30)
+        var frame = 0, seconds = 0.0
+        for k in keyframes {
+            if let times = frameSeconds, let n = k.position.frame(in: times, slack: slack) {
+                frame = max(frame, n)
+                seconds = max(seconds, n < times.count ? times[n] : Double(n) / max(frameRate, 1e-9))
+                continue
+            }
+            switch k.position {
+            case .frame(let n):
+                frame = max(frame, n)
+                if frameRate > 0 { seconds = max(seconds, Double(n) / frameRate) }
+            case .time(let t): seconds = max(seconds, t)
+            }
+        }
+        return (frame, seconds)
     }
 
     /// Whether checking the keyframes needs each frame's time (`checkKeyframes`): one given
@@ -177,7 +227,8 @@ public struct ColourGuideSpec: Sendable, Equatable, Codable {
     /// each other are known to share one.
     package func checkKeyframes(frameCount known: Int?, duration: Double?, frameRate: Double, input: String, frameSeconds: [Double]? = nil) throws {
         // Containers that store no frame count (Matroska): the count the duration and rate give.
-        var frameCount = known
+        // With each frame's time, their count (a variable rate makes duration × rate wrong).
+        var frameCount = frameSeconds.map(\.count) ?? known
         if frameCount == nil, let duration, duration > 0, frameRate > 0 { frameCount = Int((duration * frameRate).rounded()) }
         for k in keyframes {
             switch k.position {
@@ -200,18 +251,17 @@ public struct ColourGuideSpec: Sendable, Equatable, Codable {
         let frames = keyframes.map { k -> Int? in
             switch k.position {
             case .frame(let n): return n
-            case .time(let t): return frameSeconds?.firstIndex { Keyframe.Position.time(t, covers: $0, frameRate: frameRate) }
+            // The nearest frame (a variable-rate file's gaps included), as `ColourGuide` applies it.
+            case .time: return frameSeconds.flatMap { k.position.frame(in: $0, slack: half) }
             }
         }
-        // A time that falls on no frame (before a file's first timestamp, in a gap of a
-        // variable-rate file) would colour nothing, without a word.
+        // Only a time past the last frame falls on none.
         if let frameSeconds, let first = frameSeconds.first, let last = frameSeconds.last {
             for (k, frame) in zip(keyframes, frames) where frame == nil {
-                if case .time(let t) = k.position, t >= last + half {
+                if case .time(let t) = k.position {
                     let length = duration.flatMap { $0 > 0 ? $0 : nil } ?? (last - first + 2 * half)
                     throw MediaError(.invalidOptions, "'--keyframe \(k)': '\(input)' lasts \(String(format: "%.2f", length)) s (its last frame at \(String(format: "%.3f", last)) s), so \(t) s is past the end. Give a time within the video.")
                 }
-                throw MediaError(.invalidOptions, "'--keyframe \(k)' falls on no frame of '\(input)': its frames are at \(String(format: "%.3f", first)) to \(String(format: "%.3f", last)) s, \(String(format: "%g", frameRate)) a second (a keyframe's time counts from the first frame). Give the time of a frame, or its number (--keyframe N=FILE).")
             }
         }
         for (i, k) in keyframes.enumerated() {

@@ -84,6 +84,10 @@ package final class ColourGuide {
     /// keyframe before a frame applies if no cut was seen since, one after it if its L
     /// histogram is the frame's.
     package var shotStarts: [Double]?
+    /// Each frame's time, seconds from the video's first frame, when a scan of the file gave
+    /// them: a keyframe by number is then at its frame's own time and one by time on the
+    /// nearest frame, which a variable-rate file needs (nil: a stream, at the nominal rate).
+    package var frameTimes: [Double]?
     /// Whether the frames this guide sees start after the video's first frame (a segment's
     /// window): the hints, which belong to the first frame, then do not apply to them.
     package var startsMidVideo = false
@@ -108,6 +112,8 @@ package final class ColourGuide {
         var width: Int, height: Int
         var a: [Float], b: [Float]
         var histogram: [Float]
+        /// The EXIF orientation the file carried (applied when it was read), if any.
+        var orientation: Int? = nil
     }
 
     /// What the guide decided for a frame.
@@ -139,10 +145,11 @@ package final class ColourGuide {
             references.append(try ColourReference(name: path, l: l, a: a, b: b, width: w, height: h, encoder: encoder()))
         }
         for k in spec.keyframes {
-            let (l, a, b, w, h) = try Self.readColour(k.file, option: "--keyframe", maxPixels: settings.maxPixels, lab: lab)
+            var orientation: Int?
+            let (l, a, b, w, h) = try Self.readColour(k.file, option: "--keyframe", maxPixels: settings.maxPixels, lab: lab, orientation: &orientation)
             let r = try ColourReference(name: k.file, l: l, a: a, b: b, width: w, height: h, encoder: encoder())
             keyframes.append(LoadedKeyframe(position: k.position, file: k.file, reference: r, width: w, height: h, a: a, b: b,
-                                            histogram: TemporalStabilizer.histogram(r.lFine)))
+                                            histogram: TemporalStabilizer.histogram(r.lFine), orientation: orientation))
         }
         for h in spec.hints { hintSeeds.append(HintSpreader.Seed(x: h.x, y: h.y, red: h.red, green: h.green, blue: h.blue)) }
         if let path = spec.hintsImage {
@@ -166,7 +173,15 @@ package final class ColourGuide {
 
     /// Reads a colour picture as planar L, a, b; refuses grey ones.
     static func readColour(_ path: String, option: String, maxPixels: Int, lab: LabConverter) throws -> (l: [Float], a: [Float], b: [Float], w: Int, h: Int) {
+        var orientation: Int?
+        return try readColour(path, option: option, maxPixels: maxPixels, lab: lab, orientation: &orientation)
+    }
+
+    /// `readColour`, also telling the EXIF orientation reading applied (nil: none).
+    static func readColour(_ path: String, option: String, maxPixels: Int, lab: LabConverter,
+                           orientation: inout Int?) throws -> (l: [Float], a: [Float], b: [Float], w: Int, h: Int) {
         let image = try ImageIO.read(path: path, maxPixels: maxPixels)
+        orientation = image.appliedOrientation
         guard image.color.channels == 3 else {
             throw MediaError(.invalidOptions, "'\(option) \(path)' is a grey picture: it has no colour to give. Give a colour photograph (or colour the frame in an editor first).")
         }
@@ -200,15 +215,19 @@ package final class ColourGuide {
         for k in keyframes where !sameAspect(k.width, k.height) {
             // The frame turned a quarter (a video stored turned, extracted by a tool that stands
             // it upright): said so.
-            let turned = width != height && abs(k.width * width - k.height * height) <= max(height, k.width)
-                ? " It is the frame turned a quarter: the video is stored turned and was stood upright when the frame was taken out; take it as stored (`vivify run IN frame.png --max-frames 1`, or ffmpeg with -noautorotate)." : ""
+            let quarter = width != height && abs(k.width * width - k.height * height) <= max(height, k.width)
+            // Turned by its own EXIF orientation (5–8 swap the sides): the picture's pixels are
+            // the frame's, but viewers (and vivify) stand it as the tag says.
+            let turned = !quarter ? "" : (k.orientation ?? 1) >= 5
+                ? " It is the frame turned a quarter by the picture's own EXIF orientation (\(k.orientation!), which vivify applies as viewers do): save it without the orientation tag, so that it stands as the frame does (`exiftool -Orientation= -n FILE` removes it, keeping the pixels)."
+                : " It is the frame turned a quarter: the video is stored turned and was stood upright when the frame was taken out; take it as stored (`vivify run IN frame.png --max-frames 1`, or ffmpeg with -noautorotate)."
             throw MediaError(.invalidOptions, "The keyframe '\(k.file)' is \(k.width)x\(k.height), but the frames are \(width)x\(height): a keyframe must have the frame's aspect.\(turned) Colour the frame itself (extract it with `vivify run IN frame.png --max-frames 1`, or take it at any size with the same aspect).")
         }
         for s in hintSeeds where !s.fromImage && (s.x >= sw || s.y >= sh) {
-            throw MediaError(.invalidOptions, "The hint at \(s.x),\(s.y) is outside the \(sw)x\(sh) picture. Give pixel coordinates from 0,0 to \(sw - 1),\(sh - 1) of the first frame.")
+            throw MediaError(.invalidOptions, "The hint at \(s.x),\(s.y) is outside the \(sw)x\(sh) picture. Give pixel coordinates from 0,0 to \(sw - 1),\(sh - 1) of the first frame as stored, as `vivify run IN frame.png --max-frames 1` writes it (players stand a phone video stored turned upright, which swaps the coordinates).")
         }
         if let (hw, hh) = hintsSize, !sameAspect(hw, hh) {
-            throw MediaError(.invalidOptions, "The hints picture '\(spec.hintsImage ?? "")' is \(hw)x\(hh), but the frames are \(width)x\(height). Paint the hints on a picture of the frame's size (or the same aspect).")
+            throw MediaError(.invalidOptions, "The hints picture '\(spec.hintsImage ?? "")' is \(hw)x\(hh), but the frames are \(width)x\(height). Paint the hints on a picture of the frame's size (or the same aspect), the frame as stored (`vivify run IN frame.png --max-frames 1` writes it; players stand a phone video stored turned upright).")
         }
     }
 
@@ -240,6 +259,7 @@ package final class ColourGuide {
     }
 
     private func seconds(_ p: Keyframe.Position) -> Double {
+        if let times = frameTimes, let n = p.frame(in: times, slack: halfFrame), n < times.count { return times[n] }
         switch p {
         case .frame(let n): return Double(n) / frameRate
         case .time(let t): return t
@@ -250,6 +270,7 @@ package final class ColourGuide {
     private var halfFrame: Double { 0.5 / (frameRate > 0 ? frameRate : 30) }
 
     private func isFrame(_ k: LoadedKeyframe, _ position: FramePosition) -> Bool {
+        if let times = frameTimes, let n = k.position.frame(in: times, slack: halfFrame) { return n == position.index }
         switch k.position {
         case .frame(let n): return n == position.index
         case .time(let t): return Keyframe.Position.time(t, covers: position.seconds, frameRate: frameRate)

@@ -175,7 +175,10 @@ package enum FramePlacement: Equatable, Sendable {
     /// first frame began (seconds from the first frame). `shotStarts`, when a scan found them,
     /// are where shots start (seconds from the first frame, up to the first after the last
     /// keyframe): whether a cut lies between a frame and a keyframe is then known, not guessed.
-    case video(firstFrameIndex: Int, originSeconds: Double? = nil, shotStartSeconds: Double? = nil, shotStarts: [Double]? = nil)
+    /// `frameTimes`, when the file was scanned for them, are each frame's time (seconds from
+    /// the first frame): keyframes then fall on frames by them, a variable rate followed.
+    case video(firstFrameIndex: Int, originSeconds: Double? = nil, shotStartSeconds: Double? = nil, shotStarts: [Double]? = nil,
+               frameTimes: [Double]? = nil)
 }
 
 /// One stage of the chain. Configured once, then fed frames on one thread, in order.

@@ -85,11 +85,13 @@ package final class ColorizeProcessor: FrameProcessor {
             (stills, indexOffset, origin) = (true, 0, nil)
             colorizer.guide?.knownShotStart = nil
             colorizer.guide?.shotStarts = nil
+            colorizer.guide?.frameTimes = nil
             colorizer.guide?.startsMidVideo = false
-        case .video(let first, let o, let shotStart, let starts):
+        case .video(let first, let o, let shotStart, let starts, let times):
             (stills, indexOffset, origin) = (false, first, o)
             colorizer.guide?.knownShotStart = shotStart
             colorizer.guide?.shotStarts = starts
+            colorizer.guide?.frameTimes = times
             colorizer.guide?.startsMidVideo = first > 0
         }
     }

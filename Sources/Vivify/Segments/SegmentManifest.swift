@@ -415,6 +415,10 @@ package struct SegmentManifest: Codable, Sendable, Equatable {
         package var done: Done?
         /// The last failure's message, when a worker failed on it.
         package var failed: String?
+        /// The exit code that worker gave (absent in manifests from before it was recorded).
+        /// 64, 65, 66 and 69 do not change by running the worker again: `join` reports them
+        /// instead of waiting (75).
+        package var failedExit: Int32? = nil
     }
 
     /// A finished segment.

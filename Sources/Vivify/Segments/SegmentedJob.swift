@@ -219,14 +219,7 @@ public final class SegmentedJob {
         var shotStartTimes: [Double]?
         if let guide, guide.carriesThroughShots {
             let relative = stamps.map { index.seconds($0 - stamps[0]) }
-            let last = guide.keyframes.compactMap { k -> Int? in
-                switch k.position {
-                case .frame(let n): return min(n, total - 1)
-                case .time(let t):
-                    let rate = video.frameRate.doubleValue
-                    return relative.firstIndex { Keyframe.Position.time(t, covers: $0, frameRate: rate) }
-                }
-            }.max() ?? 0
+            let last = min(guide.lastKeyframe(frameSeconds: relative, frameRate: video.frameRate.doubleValue).frame, total - 1)
             let scanned = try scanShotStarts(c, frames: total, throughFrame: last)
             shotStarts = scanned.map(\.index)
             shotStartTimes = scanned.map(\.seconds)
@@ -536,6 +529,30 @@ public final class SegmentedJob {
         }
         let segment = manifest.segments[index]
         if isVerified(segment) { return .alreadyDone(frames: segment.done!.frames) }
+        do {
+            return try process(segment, models: models, threads: threads)
+        } catch {
+            // Every failure is recorded, a refusal before any frame (the plan's files changed
+            // since) as well as one mid-run, so that `status` lists it and `join` can tell a
+            // segment still to come from one that cannot be done as planned. A signal is not a
+            // failure.
+            if !events.shouldStop() {
+                let message = ErrorReport.message(for: error)
+                let code = ErrorReport.exitCode(for: error)
+                if code != .interrupted {
+                    try? update {
+                        $0.segments[index].failed = message
+                        $0.segments[index].failedExit = code.rawValue
+                    }
+                }
+            }
+            throw error
+        }
+    }
+
+    /// `work`'s processing of one unfinished segment.
+    private func process(_ segment: SegmentManifest.Segment, models: [FrameProcessor]?, threads: Int?) throws -> WorkOutcome {
+        let index = segment.index
         if isForeign(file(segment)) {
             throw MediaError(.outputUnwritable, "'\(file(segment).path)' is a symbolic link or not a regular file; a segment is written only as a plain file inside the work directory. Remove it, or plan the job again.")
         }
@@ -570,16 +587,7 @@ public final class SegmentedJob {
         job.events.warning = events.warning
         job.events.progress = events.progress
         job.events.shouldStop = events.shouldStop
-        let result: JobResult
-        do {
-            result = try job.run()
-        } catch {
-            if !events.shouldStop() {
-                let message = ErrorReport.message(for: error)
-                try? update { $0.segments[index].failed = message }
-            }
-            throw error
-        }
+        let result = try job.run()
         // `Job` decides what a signal interrupted: not a segment whose every frame was written.
         if result.interrupted {
             return .interrupted(frames: result.framesOut)
@@ -590,9 +598,31 @@ public final class SegmentedJob {
         try update {
             $0.segments[index].done = SegmentManifest.Done(frames: result.framesOut, sha256: digest, bytes: bytes)
             $0.segments[index].failed = nil
+            $0.segments[index].failedExit = nil
         }
         unlink(incompleteFile(segment).path)
         return .done(frames: result.framesOut)
+    }
+
+    /// `text` without its closing full stop, to go inside another sentence.
+    static func sentence(_ text: String) -> String {
+        text.hasSuffix(".") ? String(text.dropLast()) : text
+    }
+
+    /// Whether a worker's exit code is one that running it again does not change.
+    static func isLasting(_ code: Int32?) -> Bool {
+        code.map { [64, 65, 66, 69].contains($0) } ?? false
+    }
+
+    /// The error kind whose exit code is `code`, for the lasting ones.
+    static func kind(exit code: Int32) -> MediaError.Kind? {
+        switch code {
+        case 64: return .invalidOptions
+        case 65: return .corruptInput
+        case 66: return .inputUnreadable
+        case 69: return .unsupported
+        default: return nil
+        }
     }
 
     /// Where an interrupted segment's frames are kept.
@@ -614,6 +644,8 @@ public final class SegmentedJob {
         package var end: Double
         /// The failure, for failed segments, or what is wrong with a damaged one's file.
         package var error: String?
+        /// The exit code of the worker that failed (failed segments, when recorded).
+        package var exit: Int32? = nil
     }
 
     /// Every segment's state; `verify` hashes the finished files (else the record is trusted).
@@ -624,7 +656,8 @@ public final class SegmentedJob {
             let damage = ok || s.done == nil ? nil : damage(s)
             let state = ok ? "done" : damage != nil ? "damaged" : s.failed != nil ? "failed" : "missing"
             return SegmentState(state: state, index: s.index, frames: ok ? s.done!.frames : s.frames,
-                                start: s.startSeconds, end: s.endSeconds, error: ok ? nil : damage ?? s.failed)
+                                start: s.startSeconds, end: s.endSeconds, error: ok ? nil : damage ?? s.failed,
+                                exit: state == "failed" ? s.failedExit : nil)
         }
     }
 
@@ -684,6 +717,15 @@ public final class SegmentedJob {
             let failed = unfinished.filter { $0.state == "failed" }
             var text = "\(unfinished.count) of \(states.count) segments in '\(directory.path)' are not finished (\(unfinished.map { String($0.index) }.joined(separator: ", ")))"
             if let f = failed.first { text += "; segment \(f.index) failed: \(f.error ?? "")" }
+            // A worker that failed in a way running it again does not change (the plan's files
+            // changed since, a damaged or missing input, an unsupported model) will fail the
+            // same way every time: reported with its own code, not 75 (a join that waits on it
+            // would wait forever).
+            if let f = failed.first(where: { Self.isLasting(manifest.segments[$0.index].failedExit) }),
+               let code = manifest.segments[f.index].failedExit, let kind = Self.kind(exit: code) {
+                let rest = unfinished.count > 1 ? " (\(unfinished.count) of \(states.count) segments are not finished: \(unfinished.map { String($0.index) }.joined(separator: ", ")))" : ""
+                throw MediaError(kind, "Segment \(f.index) in '\(directory.path)' cannot be done as planned: \(Self.sentence(f.error ?? ""))\(rest). Fix that, then run `vivify work \(directory.path) --index \(f.index)` and join again.")
+            }
             if let d = unfinished.first(where: { $0.state == "damaged" }) {
                 // Not "not finished yet" (75: a join that waits would wait forever, its workers
                 // having finished): damaged data (65), with the fix.

@@ -9,7 +9,9 @@ public final class SegmentedRun {
     /// What happened.
     enum Outcome {
         /// The input is one segment long: nothing was done; run it as one job with these models.
-        case single(models: [FrameProcessor])
+        /// `shotStarts`: where the plan found shots to start (seconds from the first frame),
+        /// when it scanned for them, so the run in one piece need not scan again.
+        case single(models: [FrameProcessor], shotStarts: [Double]?)
         /// The output exists and -n says leave it.
         case skipped
         /// Finished (or interrupted, with the output holding the frames so far).
@@ -78,9 +80,9 @@ public final class SegmentedRun {
             // Timestamps that restart (two .ts files joined with cat) or are missing: such a
             // file still runs, in one piece (issue 33: it failed).
             onInfo("'\(input)' cannot be cut into segments (its timestamps repeat or are missing); processing it in one piece, which an interruption cannot resume.")
-            return .single(models: models)
+            return .single(models: models, shotStarts: nil)
         }
-        if plan.segments.count == 1 && earlier == nil { return .single(models: models) }
+        if plan.segments.count == 1 && earlier == nil { return .single(models: models, shotStarts: plan.shotStarts) }
 
         var job: SegmentedJob
         if let earlier, resume {
@@ -103,7 +105,7 @@ public final class SegmentedRun {
                 onInfo("not resuming from '\(directory.path)': \(why); starting afresh.")
                 if plan.segments.count == 1 {
                     SegmentedJob.removeWorkDirectory(directory)
-                    return .single(models: models)
+                    return .single(models: models, shotStarts: plan.shotStarts)
                 }
                 job = try SegmentedJob.create(at: directory, manifest: plan)
             } else {
@@ -113,7 +115,7 @@ public final class SegmentedRun {
             if earlier != nil { onInfo("--no-resume: discarding the segments in '\(directory.path)'.") }
             if plan.segments.count == 1 {
                 SegmentedJob.removeWorkDirectory(directory)
-                return .single(models: models)
+                return .single(models: models, shotStarts: plan.shotStarts)
             }
             job = try SegmentedJob.create(at: directory, manifest: plan)
         }
