@@ -236,8 +236,12 @@ def evaluate_guided(binary, model, work, shared, pictures=None, clips=GUIDED_CLI
         subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w}x{h}", "-r", rate, "-i", "-",
                         "-c:v", "ffv1", "-pix_fmt", "bgr0", grey_path], input=grey.tobytes(), check=True)
         Image.fromarray(truth[0]).save(key)
+        # A keyframe in the middle too: it colours the frames of its shot before it as well as after.
+        mid = n // 2
+        key_mid = os.path.join(work, "g-key-mid.png")
+        Image.fromarray(truth[mid]).save(key_mid)
         runs = {}
-        for name, extra in [("automatic", []), ("keyframe", ["--keyframe", "0=" + key])]:
+        for name, extra in [("automatic", []), ("keyframe", ["--keyframe", "0=" + key]), ("middle", ["--keyframe", f"{mid}=" + key_mid])]:
             path = os.path.join(work, f"g-{name}.mkv")
             vivify(binary, [grey_path, path, "--colorize", model, "--codec", "ffv1", "--pix-fmt", "yuv420p", "--quiet"] + extra, command="run")
             runs[name] = frames_of(path)
@@ -248,6 +252,7 @@ def evaluate_guided(binary, model, work, shared, pictures=None, clips=GUIDED_CLI
         flicker = lambda p: float(re.search(r"flicker ([0-9.]+)", vivify(binary, [p], command="flicker")).group(1))
         row["truth_flicker"] = flicker(src)
         zero = [np.zeros_like(t) for t in true_abs]
+        middle = runs.pop("middle")
         for name, frames in [("grey", None)] + list(runs.items()):
             hists, per, conc = np.zeros((2, 152)), [], []
             for k, t in enumerate(true_abs):
@@ -269,6 +274,24 @@ def evaluate_guided(binary, model, work, shared, pictures=None, clips=GUIDED_CLI
         for name in runs:
             row[name]["rb_margin_over_grey"] = row[name]["rb_auc"] - row["grey"]["rb_auc"]
             row[name]["per_frame_margin"] = [a - b for a, b in zip(row[name]["per_frame_rb_auc"], row["grey"]["per_frame_rb_auc"])]
+        # The middle keyframe: per-frame rebalanced margin over grey on the frames before it
+        # and after it (frame 0 included, the keyframe's own frame not), beside the automatic
+        # colour's on the same frames.
+        true_all = [color.rgb2lab(f)[..., 1:] for f in truth]
+        prior_all = ab_prior(true_all)
+        def per_frame(frames, k):
+            t = true_all[k]
+            ab = np.zeros_like(t) if frames is None else color.rgb2lab(frames[k])[..., 1:]
+            return 100 * pooled_auc(ab_error_histogram(ab, t, weights=rebalance_weights(t, prior_all)))
+        automatic_frames = runs["automatic"]
+        sides = {"before": range(0, mid), "after": range(mid + 1, n)}
+        row["middle_keyframe"] = {"frame": mid}
+        for side, ks in sides.items():
+            g = [per_frame(None, k) for k in ks]
+            m = [per_frame(middle, k) - gk for k, gk in zip(ks, g)]
+            a = [per_frame(automatic_frames, k) - gk for k, gk in zip(ks, g)]
+            row["middle_keyframe"][side] = {"frames": len(ks), "margin_over_grey": float(np.mean(m)), "automatic_margin_over_grey": float(np.mean(a))}
+        row["middle_keyframe"]["flicker"] = flicker(os.path.join(work, "g-middle.mkv"))
         k = row["keyframe"]
         k["meets_bars"] = bool(k["rb_margin_over_grey"] >= 15 and k["colourfulness_ratio"] >= 0.85 and k["flicker"] <= row["truth_flicker"])
         row["last_frame_reference_minus_automatic"] = k["per_frame_rb_auc"][-1] - row["automatic"]["per_frame_rb_auc"][-1]
@@ -306,6 +329,10 @@ def evaluate_guided(binary, model, work, shared, pictures=None, clips=GUIDED_CLI
               f"colourfulness {100 * k['colourfulness_ratio']:.0f}% (automatic {100 * a['colourfulness_ratio']:.0f}%); flicker {k['flicker']:.3f} vs "
               f"truth {row['truth_flicker']:.3f}; last frame keyframe - automatic {row['last_frame_reference_minus_automatic']:+.2f}; photo pairs "
               + ", ".join(f"frame {t}: reference - automatic {p['reference_minus_automatic']:+.2f}" for t, p in pairs.items()), flush=True)
+        mk = row["middle_keyframe"]
+        print(f"{clip}: keyframe at frame {mk['frame']}: before it +{mk['before']['margin_over_grey']:.2f} over grey (automatic "
+              f"{mk['before']['automatic_margin_over_grey']:+.2f}, {mk['before']['frames']} frames), after it +{mk['after']['margin_over_grey']:.2f} "
+              f"(automatic {mk['after']['automatic_margin_over_grey']:+.2f}); flicker {mk['flicker']:.3f}", flush=True)
     return out
 
 
