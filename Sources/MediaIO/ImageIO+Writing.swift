@@ -154,11 +154,12 @@ extension ImageIO {
         return v > 0 ? UInt16(min(v, maxValue)) : 0
     }
 
-    /// Writes the packet's bytes to `path`, creating or truncating it.
-    static func writeFile(_ packet: PacketBox, to path: String) throws {
+    /// Writes the packet's bytes to `path`, creating or truncating it; messages name `shown`
+    /// (the output asked for, not the temporary file written first).
+    static func writeFile(_ packet: PacketBox, to path: String, named shown: String? = nil) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
-            throw MediaError(.outputUnwritable, "Cannot create '\(path)': \(errnoText()). Choose a writable location.")
+            throw MediaError(.outputUnwritable, "Cannot create '\(shown ?? path)': \(errnoText()). Choose a writable location.")
         }
         let base = packet.pointer.pointee.data!
         let size = Int(packet.pointer.pointee.size)
@@ -169,13 +170,13 @@ extension ImageIO {
                 if errno == EINTR { continue }
                 let reason = errnoText()
                 close(fd)
-                throw MediaError(.outputUnwritable, "Cannot write '\(path)': \(reason). Check the free space and permissions.")
+                throw MediaError(.outputUnwritable, "Cannot write '\(shown ?? path)': \(reason). Check the free space and permissions.")
             }
             done += n
         }
         // close() is where some file systems report a failed write.
         guard close(fd) == 0 else {
-            throw MediaError(.outputUnwritable, "Cannot finish writing '\(path)': \(errnoText()). Check the free space and permissions.")
+            throw MediaError(.outputUnwritable, "Cannot finish writing '\(shown ?? path)': \(errnoText()). Check the free space and permissions.")
         }
     }
 }

@@ -126,7 +126,7 @@ public enum ImageIO {
             // `outputFormat` gives PNG or JPEG only.
             preconditionFailure("ImageIO writes PNG and JPEG")
         }
-        try writeFile(packet, to: path)
+        try writeFile(packet, to: path, named: shown)
         return warnings
     }
 

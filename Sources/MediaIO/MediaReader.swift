@@ -519,7 +519,9 @@ public final class MediaReader: FrameSource {
         var stamps: [Int64] = []
         var count = 0
         while av_read_frame(ctx, pkt) >= 0 {
-            if pkt!.pointee.stream_index == best {
+            // Packets an edit list hides (the GOP before an MP4 stream-copied cut's start) are
+            // decoded for reference but never shown: not frames of the video.
+            if pkt!.pointee.stream_index == best && pkt!.pointee.flags & AV_PKT_FLAG_DISCARD == 0 {
                 count += 1
                 if pkt!.pointee.pts != AVCode.noPTS { stamps.append(pkt!.pointee.pts) }
             }

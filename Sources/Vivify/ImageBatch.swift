@@ -108,7 +108,7 @@ package enum ImageBatch {
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             } catch {
-                throw MediaError(.outputUnwritable, "Cannot create the output directory '\(directory)': \(error.localizedDescription).")
+                throw MediaError(.outputUnwritable, "Cannot create the output directory '\(directory)': \(failureReason(error)). Choose a folder you can write to.")
             }
         } else if !isDirectory.boolValue {
             throw MediaError(.invalidOptions, "'\(directory)' is a file; with several pictures the output is a directory.")

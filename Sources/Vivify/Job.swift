@@ -254,7 +254,7 @@ package final class Job {
         if segment == nil, !result.interrupted, c.run.maxFrames.map({ result.framesIn < $0 }) ?? true {
             for case let p as ColorizeProcessor in chain.processors {
                 for k in p.colorizer.guide?.keyframesNeverReached ?? [] {
-                    warn("'--keyframe \(k)': '\(c.input.displayName)' ended before that frame, so it was never reached. Give the number or time of a frame the input has.")
+                    warn("'--keyframe \(k)': \(c.input.displayName) ended before that frame, so it was never reached. Give the number or time of a frame the input has.")
                 }
             }
         }
@@ -492,7 +492,13 @@ package final class Job {
         let report = tracer.report()
         // A file that ends early (truncated in a copy or download) decodes without an error:
         // said, with the count its header declares.
-        if let stored = video.frameCount, segment == nil, c.run.maxFrames == nil, !stop(), timestamps.count + 1 < stored {
+        // An MP4 cut by stream copy counts in its header the frames its edit list hides (the GOP
+        // before the cut), which are never shown: its duration at its rate then holds what was
+        // read, and it is not called damaged.
+        let nominal = video.frameRate.doubleValue
+        let shown = video.duration.flatMap { d in d > 0 && nominal > 0 ? Int((d * nominal).rounded(.down)) : nil }
+        if let stored = video.frameCount, segment == nil, c.run.maxFrames == nil, !stop(), timestamps.count + 1 < stored,
+           shown.map({ timestamps.count + 1 < $0 }) ?? true {
             warnings.add("'\(c.input.path)' ended after \(timestamps.count) of the \(stored) frames its header declares: the file is truncated or damaged. Check the source (the frames read were processed).")
         }
         let damagedCopies = (output.sink as? MediaWriter)?.damagedCopies ?? 0

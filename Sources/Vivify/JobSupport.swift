@@ -85,7 +85,15 @@ final class HoldingWriter {
         guard let video = frame.videoFrame else {
             preconditionFailure("the chain ends in a conversion to packed frames")
         }
-        if hold { try holdUntil(frame.id) }
+        if hold {
+            if last == nil {
+                // Frames dropped before the first one processed (live mode took a later one
+                // first): nothing earlier to repeat, so this frame stands in for them, and the
+                // output still starts where the source does and keeps its every timestamp.
+                last = video
+            }
+            try holdUntil(frame.id)
+        }
         try sink.write(video)
         framesWritten += 1
         last = video
@@ -188,4 +196,18 @@ struct JobOutput {
         }
         return destination.path
     }
+}
+
+/// The reason a file-system call failed, as one phrase to go inside a sentence: the POSIX
+/// error's own text when there is one ("Read-only file system"), else the description without
+/// its closing full stop (Foundation's end in one, which made "read only..").
+func failureReason(_ error: any Error) -> String {
+    let ns = error as NSError
+    if ns.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(ns.code))) }
+    if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+        return String(cString: strerror(Int32(underlying.code)))
+    }
+    var text = ns.localizedDescription
+    while text.hasSuffix(".") { text.removeLast() }
+    return text
 }

@@ -215,7 +215,7 @@ package enum ModelInference {
         do {
             try partial.write { try r.output.fileData.write(to: $0) }
         } catch {
-            throw MediaError(.outputUnwritable, "Cannot write '\(output)': \(error.localizedDescription).")
+            throw MediaError(.outputUnwritable, "Cannot write '\(output)': \(failureReason(error)).")
         }
         return r
     }

@@ -37,9 +37,29 @@ public struct TraceOutputs: Codable, Sendable, Equatable {
             for input in inputs where input != "-" && Self.canonical(input) == c {
                 throw MediaError(.invalidOptions, "'\(option) \(path)' names '\(input)', which this run reads (an input or a model file). Give the report a file of its own.")
             }
-            _ = try OutputGuard.check(output: path, inputs: inputs, existing: .replace)
+            try Self.guardReport(path, option: option, inputs: inputs)
             claimed.append((c, path))
         }
+    }
+
+    /// `OutputGuard`'s checks for a report; a hard link to a file the run reads is named as the
+    /// report it is (not "the output … is the input file").
+    static func guardReport(_ path: String, option: String, inputs: [String]) throws {
+        if let read = sameFile(as: path, among: inputs) {
+            throw MediaError(.invalidOptions, "'\(option) \(path)' is '\(read)' (the same file on disk), which this run reads (an input, a model, reference, keyframe or hints file). Give the report a file of its own.")
+        }
+        _ = try OutputGuard.check(output: path, inputs: inputs, existing: .replace)
+    }
+
+    /// The first of `files` that is `path` on disk (device and inode), if any.
+    static func sameFile(as path: String, among files: [String]) -> String? {
+        var target = stat()
+        guard stat(path, &target) == 0 else { return nil }
+        for file in files where file != "-" {
+            var other = stat()
+            if stat(file, &other) == 0 && other.st_dev == target.st_dev && other.st_ino == target.st_ino { return file }
+        }
+        return nil
     }
 
     /// The absolute path with links in its existing part resolved (a file that does not exist
@@ -57,7 +77,7 @@ public struct TraceOutputs: Codable, Sendable, Equatable {
             } catch let e as PartialFile.Failure {
                 throw MediaError(.outputUnwritable, "Cannot write '\(path)': \(e.reason). Choose a writable location.")
             } catch let e as MediaError {
-                throw MediaError(e.kind, "Cannot write '\(path)': \(e.message). Free some space or choose another location.")
+                throw MediaError(e.kind, "Cannot write '\(path)': \(SegmentedJob.sentence(e.message)). Choose a location you can write to, with free space.")
             }
         }
         if let stats { try put(try report.json(), stats) }

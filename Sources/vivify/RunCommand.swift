@@ -114,7 +114,8 @@ struct Run: ParsableCommand {
     /// What an interrupted run kept, and how to go on (the line after "vivify: ").
     static func interruption(_ outcome: RunOutcome, output: String) -> String {
         // Beside an output that was there before the run, which it never replaces.
-        let saved = outcome.keptBeside.map { "\($0) (the existing \(output) is left as it was)" } ?? output
+        let saved = outcome.keptBeside.map { "\($0) (the existing \(output) is left as it was)" }
+            ?? (output == "-" ? "standard output (each frame whole)" : output)
         guard let s = outcome.segments else { return "interrupted: \(outcome.framesOut) frames saved to \(saved)." }
         guard s.framesOut > 0 else {
             return "interrupted before the first segment was done; nothing was written. Run the same command again to resume."

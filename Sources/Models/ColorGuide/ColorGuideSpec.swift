@@ -33,7 +33,9 @@ public struct Keyframe: Sendable, Equatable, Codable, CustomStringConvertible {
             switch self {
             case .frame(let n): return n
             case .time(let t):
-                guard let last = frameSeconds.last, t < last + slack else { return nil }
+                // The last frame takes the times up to half a frame past it, that half frame's
+                // end excluded (as a tie between two frames goes to the later one, here none).
+                guard let last = frameSeconds.last, t < last + slack - 1e-9 else { return nil }
                 // The first frame at or after t, then the nearer of it and the one before.
                 var lo = 0, hi = frameSeconds.count
                 while lo < hi {
@@ -260,7 +262,7 @@ public struct ColourGuideSpec: Sendable, Equatable, Codable {
             for (k, frame) in zip(keyframes, frames) where frame == nil {
                 if case .time(let t) = k.position {
                     let length = duration.flatMap { $0 > 0 ? $0 : nil } ?? (last - first + 2 * half)
-                    throw MediaError(.invalidOptions, "'--keyframe \(k)': '\(input)' lasts \(String(format: "%.2f", length)) s (its last frame at \(String(format: "%.3f", last)) s), so \(t) s is past the end. Give a time within the video.")
+                    throw MediaError(.invalidOptions, "'--keyframe \(k)': \(t) s is past the end of '\(input)': its last frame is shown at \(String(format: "%.3f", last)) s (it lasts \(String(format: "%.2f", length)) s), and a keyframe time names the frame shown nearest it, so it must be below \(String(format: "%.3f", last + half)) s here. Give a time up to that, or the frame's number (--keyframe N=FILE).")
                 }
             }
         }

@@ -237,6 +237,11 @@ package final class ColourGuide {
     package var keyframesNeverReached: [Keyframe] {
         guard let last = lastSeenSeconds, let lastIndex = lastSeenIndex else { return [] }
         return keyframes.filter {
+            // With the frames' times, by the frame the keyframe falls on, as it is applied.
+            if let times = frameTimes {
+                guard let n = $0.position.frame(in: times, slack: halfFrame) else { return true }
+                return n > lastIndex
+            }
             switch $0.position {
             case .frame(let n): return n > lastIndex
             case .time(let t): return t >= last + halfFrame - 1e-9

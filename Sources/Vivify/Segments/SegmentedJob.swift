@@ -319,7 +319,7 @@ public final class SegmentedJob {
             do {
                 try fm.createDirectory(at: directory, withIntermediateDirectories: true)
             } catch {
-                throw MediaError(.outputUnwritable, "Cannot create the work directory '\(directory.path)': \(error.localizedDescription). Choose a writable location.")
+                throw MediaError(.outputUnwritable, "Cannot create the work directory '\(directory.path)': \(failureReason(error)). Choose a writable location.")
             }
         }
         let job = SegmentedJob(directory: directory, manifest: manifest)
@@ -370,7 +370,7 @@ public final class SegmentedJob {
         do {
             try partial.write { url in try data.write(to: url) }
         } catch {
-            throw MediaError(.outputUnwritable, "Cannot write '\(partial.target.path)': \(error.localizedDescription).")
+            throw MediaError(.outputUnwritable, "Cannot write '\(partial.target.path)': \(failureReason(error)).")
         }
         manifest = m
     }
