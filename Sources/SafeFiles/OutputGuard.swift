@@ -42,6 +42,13 @@ public struct OutputProblem: Error, Sendable, CustomStringConvertible {
 /// not a regular file is ever replaced, an input is never overwritten (compared by device and
 /// inode, so links and `..` cannot hide it), and an existing output is replaced only on request.
 public enum OutputGuard {
+    /// Whether `a` and `b` are one file on disk (device and inode: links and `..` cannot hide
+    /// it); false when either cannot be read.
+    public static func isSameFile(_ a: String, _ b: String) -> Bool {
+        var x = stat(), y = stat()
+        return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino
+    }
+
     /// Where to write, or nothing to do.
     public enum Decision: Sendable, Equatable {
         /// Write the output at this path (symbolic links resolved: the file they name is

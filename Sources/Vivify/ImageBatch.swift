@@ -116,11 +116,7 @@ package enum ImageBatch {
         // Every output the very file of its input (a batch into its own folder, same names and
         // format): nothing could be written, so refused before the models are loaded. Some
         // of them only: those are skipped, each named, and the rest go on.
-        func sameFile(_ a: String, _ b: String) -> Bool {
-            var x = stat(), y = stat()
-            return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino
-        }
-        if zip(inputs, outputs).allSatisfy({ sameFile($0, $1) }) {
+        if zip(inputs, outputs).allSatisfy({ OutputGuard.isSameFile($0, $1) }) {
             let folder = (inputs[0] as NSString).deletingLastPathComponent
             let which = inputs.count == 1 ? "the picture" : "all \(inputs.count) pictures"
             throw MediaError(.invalidOptions, "The output folder '\(directory)' is where \(which) came from, under the same names: each output would be written over its own input, which Vivify never does. Choose another output folder (e.g. '\(((folder.isEmpty ? "." : folder) as NSString).appendingPathComponent("vivified"))/'), or write beside them in another format (--format \(outputs[0].lowercased().hasSuffix(".png") ? "jpg" : "png")).")

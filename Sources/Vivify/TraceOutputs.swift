@@ -51,15 +51,9 @@ public struct TraceOutputs: Codable, Sendable, Equatable {
         _ = try OutputGuard.check(output: path, inputs: inputs, existing: .replace)
     }
 
-    /// The first of `files` that is `path` on disk (device and inode), if any.
+    /// The first of `files` that is `path` on disk, if any.
     static func sameFile(as path: String, among files: [String]) -> String? {
-        var target = stat()
-        guard stat(path, &target) == 0 else { return nil }
-        for file in files where file != "-" {
-            var other = stat()
-            if stat(file, &other) == 0 && other.st_dev == target.st_dev && other.st_ino == target.st_ino { return file }
-        }
-        return nil
+        files.first { $0 != "-" && OutputGuard.isSameFile($0, path) }
     }
 
     /// The absolute path with links in its existing part resolved (a file that does not exist

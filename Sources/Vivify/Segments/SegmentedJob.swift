@@ -609,20 +609,11 @@ public final class SegmentedJob {
         text.hasSuffix(".") ? String(text.dropLast()) : text
     }
 
-    /// Whether a worker's exit code is one that running it again does not change.
-    static func isLasting(_ code: Int32?) -> Bool {
-        code.map { [64, 65, 66, 69].contains($0) } ?? false
-    }
-
-    /// The error kind whose exit code is `code`, for the lasting ones.
-    static func kind(exit code: Int32) -> MediaError.Kind? {
-        switch code {
-        case 64: return .invalidOptions
-        case 65: return .corruptInput
-        case 66: return .inputUnreadable
-        case 69: return .unsupported
-        default: return nil
-        }
+    /// The error kind of a worker's exit code when it is one running the worker again does not
+    /// change (64, 65, 66, 69: the exit codes of these kinds); nil for the others.
+    static func lastingKind(exit code: Int32?) -> MediaError.Kind? {
+        let lasting: [MediaError.Kind] = [.invalidOptions, .corruptInput, .inputUnreadable, .unsupported]
+        return lasting.first { VivifyExitCode($0).rawValue == code }
     }
 
     /// Where an interrupted segment's frames are kept.
@@ -721,8 +712,8 @@ public final class SegmentedJob {
             // changed since, a damaged or missing input, an unsupported model) will fail the
             // same way every time: reported with its own code, not 75 (a join that waits on it
             // would wait forever).
-            if let f = failed.first(where: { Self.isLasting(manifest.segments[$0.index].failedExit) }),
-               let code = manifest.segments[f.index].failedExit, let kind = Self.kind(exit: code) {
+            if let f = failed.first(where: { Self.lastingKind(exit: manifest.segments[$0.index].failedExit) != nil }),
+               let kind = Self.lastingKind(exit: manifest.segments[f.index].failedExit) {
                 let rest = unfinished.count > 1 ? " (\(unfinished.count) of \(states.count) segments are not finished: \(unfinished.map { String($0.index) }.joined(separator: ", ")))" : ""
                 throw MediaError(kind, "Segment \(f.index) in '\(directory.path)' cannot be done as planned: \(Self.sentence(f.error ?? ""))\(rest). Fix that, then run `vivify work \(directory.path) --index \(f.index)` and join again.")
             }
