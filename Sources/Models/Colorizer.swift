@@ -267,6 +267,7 @@ package final class Colorizer {
                 Resample.bilinearModel(fine, f, f, into: &coefficients)
                 Resample.linearModelAB(coefficients, f, f, fittedTo: fullL, saturation: saturation, a: &a, b: &b, w, h, threads: threads)
                 detail?.apply(l: fullL, a: &a, b: &b, width: w, height: h)
+                guide.carry(l: fullL, a: &a, b: &b, width: w, height: h)
             }
             try guide.finish(position: position, l: fullL, a: &a, b: &b, width: w, height: h)
             return

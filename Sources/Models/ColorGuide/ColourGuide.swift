@@ -97,6 +97,11 @@ package final class ColourGuide {
     private var anchorConfidence: Float?
     /// Whether the last frame's colour came from a keyframe (exact or matched).
     private var keyframeApplied = false
+    /// The keyframes (indices into `keyframes`) whose colour the last frame takes at full
+    /// resolution where it shows their content, with their weights in time (`carry`).
+    private var carrySources: [(index: Int, weight: Float)] = []
+    /// Keyframes prepared for carrying, by index (for one frame size).
+    private var carryPrepared: [Int: KeyframeCarry.Prepared] = [:]
     // Per-frame buffers.
     private var l224 = [Float](repeating: 0, count: 224 * 224)
     private(set) var lFine = [Float](repeating: 0, count: ColourReference.fineSide * ColourReference.fineSide)
@@ -111,6 +116,8 @@ package final class ColourGuide {
         /// Full-resolution colour, for the frame the keyframe is.
         var width: Int, height: Int
         var a: [Float], b: [Float]
+        /// Full-resolution L, for carrying its colour to the frames of its shot (`KeyframeCarry`).
+        var l: [Float] = []
         var histogram: [Float]
         /// The EXIF orientation the file carried (applied when it was read), if any.
         var orientation: Int? = nil
@@ -148,7 +155,7 @@ package final class ColourGuide {
             var orientation: Int?
             let (l, a, b, w, h) = try Self.readColour(k.file, option: "--keyframe", maxPixels: settings.maxPixels, lab: lab, orientation: &orientation)
             let r = try ColourReference(name: k.file, l: l, a: a, b: b, width: w, height: h, encoder: encoder())
-            keyframes.append(LoadedKeyframe(position: k.position, file: k.file, reference: r, width: w, height: h, a: a, b: b,
+            keyframes.append(LoadedKeyframe(position: k.position, file: k.file, reference: r, width: w, height: h, a: a, b: b, l: l,
                                             histogram: TemporalStabilizer.histogram(r.lFine), orientation: orientation))
         }
         for h in spec.hints { hintSeeds.append(HintSpreader.Seed(x: h.x, y: h.y, red: h.red, green: h.green, blue: h.blue)) }
@@ -296,6 +303,7 @@ package final class ColourGuide {
         let histogram = TemporalStabilizer.histogram(lFine)
         anchorConfidence = nil
         keyframeApplied = false
+        carrySources = []
         if let position {
             lastSeenSeconds = max(lastSeenSeconds ?? position.seconds, position.seconds)
             lastSeenIndex = max(lastSeenIndex ?? position.index, position.index)
@@ -327,12 +335,13 @@ package final class ColourGuide {
                 return .exact(a: k.a, b: k.b, width: k.width, height: k.height)
             }
             // The nearest keyframe before (no cut since it) and after (the same content).
-            var shot = keyframes.map { (t: seconds($0.position), ref: $0.reference, histogram: $0.histogram) }
-            if let hinted = hintedFrame { shot.append((seconds(hinted.position), hinted.reference, hinted.histogram)) }
+            // `index`: the keyframe's in `keyframes` (-1: the hinted frame, matched by meaning only).
+            var shot = keyframes.enumerated().map { (t: seconds($0.element.position), ref: $0.element.reference, histogram: $0.element.histogram, index: $0.offset) }
+            if let hinted = hintedFrame { shot.append((seconds(hinted.position), hinted.reference, hinted.histogram, -1)) }
             // Half a frame's slack: a keyframe by number is at n / rate, the frame at its own
             // timestamp, which rounds differently (a keyframe on a shot's first frame was
             // dropped from the rest of its shot on a third of such frames).
-            let before: (t: Double, ref: ColourReference, histogram: [Float])?, after: (t: Double, ref: ColourReference, histogram: [Float])?
+            let before: (t: Double, ref: ColourReference, histogram: [Float], index: Int)?, after: (t: Double, ref: ColourReference, histogram: [Float], index: Int)?
             if let starts = shotStarts {
                 // A shot starts in (a, b], each time given half a frame's slack.
                 let now = position.seconds
@@ -349,10 +358,16 @@ package final class ColourGuide {
                 let db = position.seconds - b.t, da = a.t - position.seconds
                 weighted.append(.init(reference: b.ref, logWeight: Float(log(max(da / (da + db), 1e-3)))))
                 weighted.append(.init(reference: a.ref, logWeight: Float(log(max(db / (da + db), 1e-3)))))
-            case let (b?, nil): weighted.append(.init(reference: b.ref, logWeight: 0))
-            case let (nil, a?): weighted.append(.init(reference: a.ref, logWeight: 0))
+                carrySources = [(b.index, Float(da / (da + db))), (a.index, Float(db / (da + db)))]
+            case let (b?, nil):
+                weighted.append(.init(reference: b.ref, logWeight: 0))
+                carrySources = [(b.index, 1)]
+            case let (nil, a?):
+                weighted.append(.init(reference: a.ref, logWeight: 0))
+                carrySources = [(a.index, 1)]
             case (nil, nil): break
             }
+            carrySources.removeAll { $0.index < 0 }
             keyframeApplied = before != nil || after != nil
             // No keyframe in this shot: its own anchors, the latest weighing most.
             if anchorShots && !keyframeApplied {
@@ -399,6 +414,26 @@ package final class ColourGuide {
     }
 
     private var lastFeatures: EncodedFeatures?
+
+    /// After the guide's colour is at full resolution (`a`, `b` at the frame's L `l`): the
+    /// keyframes of the frame's shot give their own colour where the frame shows their content
+    /// (`KeyframeCarry`).
+    func carry(l: [Float], a: inout [Float], b: inout [Float], width w: Int, height h: Int) {
+        guard KeyframeCarry.enabled, !carrySources.isEmpty else { return }
+        var sources: [(keyframe: KeyframeCarry.Prepared, weight: Float)] = []
+        for (index, weight) in carrySources {
+            let k = keyframes[index]
+            if let p = carryPrepared[index], p.width == w, p.height == h {
+                sources.append((p, weight))
+            } else {
+                let p = KeyframeCarry.Prepared(l: k.l, a: k.a, b: k.b, width: k.width, height: k.height, frameWidth: w, frameHeight: h)
+                carryPrepared[index] = p
+                sources.append((p, weight))
+            }
+        }
+        let frame = KeyframeCarry.pyramid(l: l, width: w, height: h)
+        KeyframeCarry.apply(sources, frame: frame, l: l, a: &a, b: &b, width: w, height: h, threads: settings.threads)
+    }
 
     /// Where each guided frame's fine-grid inputs are written (`VIVIFY_DUMP_GUIDE`, for
     /// training the fusion only; the last frame's overwrite the earlier ones').

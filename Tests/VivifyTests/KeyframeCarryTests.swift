@@ -1,0 +1,118 @@
+import ColorScience
+@testable import Models
+import XCTest
+
+/// A keyframe's colour reaches the frames of its shot at full resolution where they show its
+/// content moved (block matching of lightness), and only there.
+final class KeyframeCarryTests: XCTestCase {
+    /// A textured lightness plane: blobs of every size from 2 to 22 pixels, no two blocks alike
+    /// (a periodic pattern would let a block match a period away).
+    static func texture(width w: Int, height h: Int, seed: UInt64 = 7, pixelsPerBlob: Int = 150) -> [Float] {
+        var rng = seed
+        func next() -> Float { rng = rng &* 6364136223846793005 &+ 1442695040888963407; return Float(rng >> 40) / Float(1 << 24) }
+        var blobs: [(x: Float, y: Float, r: Float, v: Float)] = []
+        for _ in 0..<(w * h / pixelsPerBlob) { blobs.append((next() * Float(w), next() * Float(h), 2 + 20 * next() * next(), 40 * next() - 20)) }
+        var l = [Float](repeating: 50, count: w * h)
+        for y in 0..<h {
+            for x in 0..<w {
+                var v: Float = 50
+                for b in blobs where abs(Float(x) - b.x) < 3 * b.r && abs(Float(y) - b.y) < 3 * b.r {
+                    let d = ((Float(x) - b.x) * (Float(x) - b.x) + (Float(y) - b.y) * (Float(y) - b.y)) / (b.r * b.r)
+                    v += b.v * exp(-d)
+                }
+                l[y * w + x] = min(max(v, 2), 98)
+            }
+        }
+        return l
+    }
+
+    /// `p` moved by (`dx`, `dy`): out(x, y) = p(x − dx, y − dy), edges clamped.
+    static func shifted(_ p: [Float], _ w: Int, _ h: Int, dx: Int, dy: Int) -> [Float] {
+        var out = p
+        for y in 0..<h { for x in 0..<w { out[y * w + x] = p[min(max(y - dy, 0), h - 1) * w + min(max(x - dx, 0), w - 1)] } }
+        return out
+    }
+
+    func testBlockMatchingFindsAShiftAtEveryLevel() {
+        // 9 px right and 5 up at 320×192: beyond the finest level's refinement alone, found
+        // from the coarsest level down.
+        let w = 320, h = 192
+        let key = Self.texture(width: w, height: h)
+        let frame = Self.shifted(key, w, h, dx: 9, dy: -5)
+        let motion = BlockMotion(frame: LightnessPyramid(l: frame, width: w, height: h), key: LightnessPyramid(l: key, width: w, height: h), threads: 2)
+        var right = 0, interior = 0
+        for by in 2..<(motion.rows - 2) {
+            for bx in 3..<(motion.columns - 3) {
+                interior += 1
+                let i = by * motion.columns + bx
+                // The frame's content at x came from the keyframe at x − 9, y + 5.
+                if motion.dx[i] == -9 && motion.dy[i] == 5 && motion.cost[i] < 0.01 { right += 1 }
+            }
+        }
+        // A block with no blob in or near it is flat: every vector fits it equally.
+        XCTAssertGreaterThanOrEqual(Double(right), 0.98 * Double(interior), "interior blocks find the shift exactly, with no L difference")
+    }
+
+    func testAStillFrameWithNoiseStandsStill() {
+        // The keyframe again with ±0.8 L* of noise (a still camera): no block moves, so the
+        // carried colour cannot slide from frame to frame where nothing moved.
+        let w = 192, h = 128
+        let key = Self.texture(width: w, height: h)
+        var rng: UInt64 = 3
+        let frame = key.map { v -> Float in
+            rng = rng &* 6364136223846793005 &+ 1442695040888963407
+            return v + 1.6 * (Float(rng >> 40) / Float(1 << 24) - 0.5)
+        }
+        let motion = BlockMotion(frame: LightnessPyramid(l: frame, width: w, height: h), key: LightnessPyramid(l: key, width: w, height: h), threads: 2)
+        XCTAssertEqual(motion.dx.filter { $0 != 0 }.count + motion.dy.filter { $0 != 0 }.count, 0)
+    }
+
+    func testAShiftedFrameTakesTheKeyframesColourAtFullResolution() {
+        // The keyframe's a has stripes one pixel wide (no grid could hold them); the frame is the
+        // keyframe moved, and its guide colour is wrong everywhere (a = 0, b = 0).
+        let w = 256, h = 160
+        let kl = Self.texture(width: w, height: h)
+        var ka = [Float](repeating: 0, count: w * h), kb = ka
+        for y in 0..<h { for x in 0..<w { ka[y * w + x] = x % 2 == 0 ? 25 : -25; kb[y * w + x] = Float(y % 40) - 10 } }
+        let (dx, dy) = (4, 3)
+        let l = Self.shifted(kl, w, h, dx: dx, dy: dy)
+        let truthA = Self.shifted(ka, w, h, dx: dx, dy: dy), truthB = Self.shifted(kb, w, h, dx: dx, dy: dy)
+        var a = [Float](repeating: 0, count: w * h), b = a
+        let prepared = KeyframeCarry.Prepared(l: kl, a: ka, b: kb, width: w, height: h, frameWidth: w, frameHeight: h)
+        KeyframeCarry.apply([(prepared, 1)], frame: KeyframeCarry.pyramid(l: l, width: w, height: h), l: l, a: &a, b: &b, width: w, height: h, threads: 2)
+        var error: Float = 0, count = 0
+        for y in 12..<(h - 12) { for x in 12..<(w - 12) { error += abs(a[y * w + x] - truthA[y * w + x]) + abs(b[y * w + x] - truthB[y * w + x]); count += 2 } }
+        XCTAssertLessThan(error / Float(count), 0.5, "the keyframe's stripes, moved with the content")
+    }
+
+    func testContentTheKeyframeDoesNotShowKeepsTheGuidesColour() {
+        // The frame shows a different texture (new content, dense: no flat part, which would
+        // match any flat part of the keyframe): its lightness matches nowhere, so the guide's
+        // colour stays.
+        let w = 160, h = 96
+        let kl = Self.texture(width: w, height: h, seed: 7, pixelsPerBlob: 30), l = Self.texture(width: w, height: h, seed: 99, pixelsPerBlob: 30)
+        let ka = [Float](repeating: 40, count: w * h), kb = ka
+        var a = [Float](repeating: -10, count: w * h), b = a
+        let prepared = KeyframeCarry.Prepared(l: kl, a: ka, b: kb, width: w, height: h, frameWidth: w, frameHeight: h)
+        KeyframeCarry.apply([(prepared, 1)], frame: KeyframeCarry.pyramid(l: l, width: w, height: h), l: l, a: &a, b: &b, width: w, height: h, threads: 2)
+        let moved = a.map { abs($0 + 10) }.reduce(0, +) / Float(a.count)
+        XCTAssertLessThan(moved, 10, "mostly the guide's colour (a = -10), not the keyframe's (40): moved \(moved) of 50")
+    }
+
+    func testALargerKeyframeIsBroughtToTheFramesSize() {
+        // A keyframe at twice the frame's size carries as the same keyframe at the frame's size.
+        let w = 160, h = 96
+        let big = Self.texture(width: 2 * w, height: 2 * h)
+        var small = [Float](repeating: 0, count: w * h)
+        Resample.area(big, 2 * w, 2 * h, into: &small, w, h)
+        let bigA = big.map { ($0 - 50) * 0.8 }, bigB = big.map { (50 - $0) * 0.5 }
+        var a = [Float](repeating: 0, count: w * h), b = a
+        let prepared = KeyframeCarry.Prepared(l: big, a: bigA, b: bigB, width: 2 * w, height: 2 * h, frameWidth: w, frameHeight: h)
+        XCTAssertEqual(prepared.l.count, w * h)
+        KeyframeCarry.apply([(prepared, 1)], frame: KeyframeCarry.pyramid(l: small, width: w, height: h), l: small, a: &a, b: &b, width: w, height: h, threads: 1)
+        let expected = small.map { ($0 - 50) * 0.8 }
+        var error: Float = 0
+        for i in 0..<(w * h) { error += abs(a[i] - expected[i]) }
+        XCTAssertLessThan(error / Float(w * h), 0.5)
+    }
+}
