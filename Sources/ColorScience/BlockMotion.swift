@@ -186,19 +186,4 @@ public struct BlockMotion: Sendable {
         }
         return sum / Float(bw * bh)
     }
-
-    /// The block field at a point of level 0 (pixel coordinates, centres at +0.5), bilinear
-    /// between block centres: displacement and cost.
-    @inline(__always)
-    public func sample(x: Float, y: Float) -> (dx: Float, dy: Float, cost: Float) {
-        let b = Float(Self.block)
-        let fx = min(max(x / b - 0.5, 0), Float(columns - 1)), fy = min(max(y / b - 0.5, 0), Float(rows - 1))
-        let x0 = Int(fx), y0 = Int(fy), x1 = min(x0 + 1, columns - 1), y1 = min(y0 + 1, rows - 1)
-        let tx = fx - Float(x0), ty = fy - Float(y0)
-        let i00 = y0 * columns + x0, i01 = y0 * columns + x1, i10 = y1 * columns + x0, i11 = y1 * columns + x1
-        @inline(__always) func mix(_ v: [Float]) -> Float {
-            (v[i00] * (1 - tx) + v[i01] * tx) * (1 - ty) + (v[i10] * (1 - tx) + v[i11] * tx) * ty
-        }
-        return (mix(dx), mix(dy), mix(cost))
-    }
 }

@@ -420,16 +420,12 @@ package final class ColourGuide {
     /// (`KeyframeCarry`).
     func carry(l: [Float], a: inout [Float], b: inout [Float], width w: Int, height h: Int) {
         guard KeyframeCarry.enabled, !carrySources.isEmpty else { return }
-        var sources: [(keyframe: KeyframeCarry.Prepared, weight: Float)] = []
-        for (index, weight) in carrySources {
+        let sources = carrySources.map { index, weight -> (keyframe: KeyframeCarry.Prepared, weight: Float) in
+            if let p = carryPrepared[index], p.width == w, p.height == h { return (p, weight) }
             let k = keyframes[index]
-            if let p = carryPrepared[index], p.width == w, p.height == h {
-                sources.append((p, weight))
-            } else {
-                let p = KeyframeCarry.Prepared(l: k.l, a: k.a, b: k.b, width: k.width, height: k.height, frameWidth: w, frameHeight: h)
-                carryPrepared[index] = p
-                sources.append((p, weight))
-            }
+            let p = KeyframeCarry.Prepared(l: k.l, a: k.a, b: k.b, width: k.width, height: k.height, frameWidth: w, frameHeight: h)
+            carryPrepared[index] = p
+            return (p, weight)
         }
         let frame = KeyframeCarry.pyramid(l: l, width: w, height: h)
         KeyframeCarry.apply(sources, frame: frame, l: l, a: &a, b: &b, width: w, height: h, threads: settings.threads)
