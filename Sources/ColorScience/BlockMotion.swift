@@ -26,7 +26,8 @@ public struct LightnessPyramid: Sendable {
 /// carried to the other frames of its shot at full resolution, where the two show the same
 /// content). Hierarchical block matching:
 ///
-///     coarsest level ─▶ every displacement within `coarseRadius`, per block
+///     coarsest level ─▶ every displacement within `coarseRadius` (nil: every one that keeps
+///                       the block inside the other plane, and standing still), per block
 ///     each finer level ─▶ the block's parent vector and its parents' neighbours' (doubled) and
 ///                         zero, the best refined within `refineRadius`
 ///     level 0 ─▶ each block also tries its four neighbours' vectors (one pass), which mends
@@ -58,7 +59,7 @@ public struct BlockMotion: Sendable {
     static let zeroBias: Float = 0.3
 
     /// Matches every block of `frame` (level by level) in `key`; both pyramids of the same sizes.
-    public init(frame: LightnessPyramid, key: LightnessPyramid, coarseRadius: Int = 6, refineRadius: Int = 2, threads: Int = 1) {
+    public init(frame: LightnessPyramid, key: LightnessPyramid, coarseRadius: Int? = nil, refineRadius: Int = 2, threads: Int = 1) {
         precondition(frame.levels.count == key.levels.count && frame.width == key.width && frame.height == key.height,
                      "block matching needs pyramids of the same sizes")
         let b = Self.block
@@ -106,8 +107,18 @@ public struct BlockMotion: Sendable {
                                     for vx in (cx - refineRadius)...(cx + refineRadius) where vx != cx || vy != cy { consider(vx, vy) }
                                 }
                             } else {
-                                for vy in -coarseRadius...coarseRadius {
-                                    for vx in -coarseRadius...coarseRadius { consider(vx, vy) }
+                                if let r = coarseRadius {
+                                    for vy in -r...r {
+                                        for vx in -r...r { consider(vx, vy) }
+                                    }
+                                } else {
+                                    // The whole plane: a reference photographed from elsewhere,
+                                    // a keyframe far along a pan (the coarsest plane is at most
+                                    // a few dozen pixels a side, so this is cheap).
+                                    consider(0, 0)
+                                    for vy in (-y0)...max(-y0, k.h - bh - y0) {
+                                        for vx in (-x0)...max(-x0, k.w - bw - x0) where vx != 0 || vy != 0 { consider(vx, vy) }
+                                    }
                                 }
                             }
                             // Standing still unless moving fits clearly better: a static block

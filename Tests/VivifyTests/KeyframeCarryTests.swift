@@ -39,7 +39,8 @@ final class KeyframeCarryTests: XCTestCase {
         let w = 320, h = 192
         let key = Self.texture(width: w, height: h)
         let frame = Self.shifted(key, w, h, dx: 9, dy: -5)
-        let motion = BlockMotion(frame: LightnessPyramid(l: frame, width: w, height: h), key: LightnessPyramid(l: key, width: w, height: h), threads: 2)
+        let motion = BlockMotion(frame: LightnessPyramid(l: frame, width: w, height: h), key: LightnessPyramid(l: key, width: w, height: h),
+                                 coarseRadius: KeyframeCarry.keyframeRadius, threads: 2)
         var right = 0, interior = 0
         for by in 2..<(motion.rows - 2) {
             for bx in 3..<(motion.columns - 3) {
@@ -63,7 +64,8 @@ final class KeyframeCarryTests: XCTestCase {
             rng = rng &* 6364136223846793005 &+ 1442695040888963407
             return v + 1.6 * (Float(rng >> 40) / Float(1 << 24) - 0.5)
         }
-        let motion = BlockMotion(frame: LightnessPyramid(l: frame, width: w, height: h), key: LightnessPyramid(l: key, width: w, height: h), threads: 2)
+        let motion = BlockMotion(frame: LightnessPyramid(l: frame, width: w, height: h), key: LightnessPyramid(l: key, width: w, height: h),
+                                 coarseRadius: KeyframeCarry.keyframeRadius, threads: 2)
         XCTAssertEqual(motion.dx.filter { $0 != 0 }.count + motion.dy.filter { $0 != 0 }.count, 0)
     }
 
@@ -79,7 +81,7 @@ final class KeyframeCarryTests: XCTestCase {
         let truthA = Self.shifted(ka, w, h, dx: dx, dy: dy), truthB = Self.shifted(kb, w, h, dx: dx, dy: dy)
         var a = [Float](repeating: 0, count: w * h), b = a
         let prepared = KeyframeCarry.Prepared(l: kl, a: ka, b: kb, width: w, height: h, frameWidth: w, frameHeight: h)
-        KeyframeCarry.apply([(prepared, 1)], frame: KeyframeCarry.pyramid(l: l, width: w, height: h), l: l, a: &a, b: &b, width: w, height: h, threads: 2)
+        KeyframeCarry.apply([.init(keyframe: prepared, weight: 1)], frame: KeyframeCarry.pyramid(l: l, width: w, height: h), l: l, a: &a, b: &b, width: w, height: h, threads: 2)
         var error: Float = 0, count = 0
         for y in 12..<(h - 12) { for x in 12..<(w - 12) { error += abs(a[y * w + x] - truthA[y * w + x]) + abs(b[y * w + x] - truthB[y * w + x]); count += 2 } }
         XCTAssertLessThan(error / Float(count), 0.5, "the keyframe's stripes, moved with the content")
@@ -94,7 +96,7 @@ final class KeyframeCarryTests: XCTestCase {
         let ka = [Float](repeating: 40, count: w * h), kb = ka
         var a = [Float](repeating: -10, count: w * h), b = a
         let prepared = KeyframeCarry.Prepared(l: kl, a: ka, b: kb, width: w, height: h, frameWidth: w, frameHeight: h)
-        KeyframeCarry.apply([(prepared, 1)], frame: KeyframeCarry.pyramid(l: l, width: w, height: h), l: l, a: &a, b: &b, width: w, height: h, threads: 2)
+        KeyframeCarry.apply([.init(keyframe: prepared, weight: 1)], frame: KeyframeCarry.pyramid(l: l, width: w, height: h), l: l, a: &a, b: &b, width: w, height: h, threads: 2)
         let moved = a.map { abs($0 + 10) }.reduce(0, +) / Float(a.count)
         XCTAssertLessThan(moved, 10, "mostly the guide's colour (a = -10), not the keyframe's (40): moved \(moved) of 50")
     }
@@ -109,10 +111,66 @@ final class KeyframeCarryTests: XCTestCase {
         var a = [Float](repeating: 0, count: w * h), b = a
         let prepared = KeyframeCarry.Prepared(l: big, a: bigA, b: bigB, width: 2 * w, height: 2 * h, frameWidth: w, frameHeight: h)
         XCTAssertEqual(prepared.l.count, w * h)
-        KeyframeCarry.apply([(prepared, 1)], frame: KeyframeCarry.pyramid(l: small, width: w, height: h), l: small, a: &a, b: &b, width: w, height: h, threads: 1)
+        KeyframeCarry.apply([.init(keyframe: prepared, weight: 1)], frame: KeyframeCarry.pyramid(l: small, width: w, height: h), l: small, a: &a, b: &b, width: w, height: h, threads: 1)
         let expected = small.map { ($0 - 50) * 0.8 }
         var error: Float = 0
         for i in 0..<(w * h) { error += abs(a[i] - expected[i]) }
         XCTAssertLessThan(error / Float(w * h), 0.5)
+    }
+
+    func testBlockMatchingFindsAShiftAcrossTheWholePicture() {
+        // 70 px left and 30 down at 320×192: beyond any fixed search radius of the coarsest
+        // level (its plane is 40×24 here), found by searching all of it.
+        let w = 320, h = 192
+        let key = Self.texture(width: w, height: h)
+        let frame = Self.shifted(key, w, h, dx: -70, dy: 30)
+        let motion = BlockMotion(frame: LightnessPyramid(l: frame, width: w, height: h), key: LightnessPyramid(l: key, width: w, height: h), threads: 2)
+        var right = 0, inside = 0
+        for by in 5..<(motion.rows - 1) {
+            for bx in 1..<(motion.columns - 10) {
+                inside += 1
+                let i = by * motion.columns + bx
+                if motion.dx[i] == 70 && motion.dy[i] == -30 && motion.cost[i] < 0.01 { right += 1 }
+            }
+        }
+        XCTAssertGreaterThanOrEqual(Double(right), 0.95 * Double(inside), "blocks whose content the keyframe shows find it")
+    }
+
+    func testAReferenceCarriesOnlyWhereItShowsTheFramesScene() {
+        // A reference photograph is carried like a keyframe where the frame shows its scene
+        // (here the same texture 60 px away), and not at all when it shows another scene (no
+        // flat part of the frame takes the colour of a flat part of an unrelated picture).
+        let w = 320, h = 192
+        let rl = Self.texture(width: w, height: h)
+        var ra = [Float](repeating: 0, count: w * h), rb = ra
+        for y in 0..<h { for x in 0..<w { ra[y * w + x] = x % 2 == 0 ? 25 : -25; rb[y * w + x] = Float(y % 40) - 10 } }
+        let prepared = KeyframeCarry.Prepared(l: rl, a: ra, b: rb, width: w, height: h, frameWidth: w, frameHeight: h)
+        // The same scene.
+        let (dx, dy) = (60, -20)
+        let l = Self.shifted(rl, w, h, dx: dx, dy: dy)
+        let truthA = Self.shifted(ra, w, h, dx: dx, dy: dy), truthB = Self.shifted(rb, w, h, dx: dx, dy: dy)
+        var a = [Float](repeating: 0, count: w * h), b = a
+        let frame = KeyframeCarry.pyramid(l: l, width: w, height: h)
+        let same = KeyframeCarry.sceneAgreement(BlockMotion(frame: frame, key: prepared.pyramid, threads: 2), frame: frame)
+        XCTAssertEqual(same, 1, "the same scene")
+        KeyframeCarry.apply([.init(keyframe: prepared, weight: 1, gated: true)], frame: frame, l: l, a: &a, b: &b, width: w, height: h, threads: 2)
+        var error: Float = 0, count = 0
+        for y in 12..<(h - 32) { for x in 72..<(w - 12) { error += abs(a[y * w + x] - truthA[y * w + x]) + abs(b[y * w + x] - truthB[y * w + x]); count += 2 } }
+        XCTAssertLessThan(error / Float(count), 0.5, "the reference's stripes, where the frame shows them")
+        // Another scene: blobs of another draw, with flat ground between them that alone would
+        // match the reference's flat ground.
+        let other = Self.texture(width: w, height: h, seed: 99, pixelsPerBlob: 60)
+        let otherFrame = KeyframeCarry.pyramid(l: other, width: w, height: h)
+        let agreement = KeyframeCarry.sceneAgreement(BlockMotion(frame: otherFrame, key: prepared.pyramid, threads: 2), frame: otherFrame)
+        XCTAssertEqual(agreement, 0, "another scene")
+        let guideA = [Float](repeating: -10, count: w * h), guideB = [Float](repeating: 7, count: w * h)
+        var oa = guideA, ob = guideB
+        KeyframeCarry.apply([.init(keyframe: prepared, weight: 1, gated: true)], frame: otherFrame, l: other, a: &oa, b: &ob, width: w, height: h, threads: 2)
+        func changed(_ x: [Float], _ y: [Float]) -> Int { zip(x, y).filter { $0 != $1 }.count }
+        XCTAssertEqual(changed(oa, guideA) + changed(ob, guideB), 0, "the guide's colour, untouched")
+        // The same picture as a keyframe (not gated) does carry into the flat ground: that is
+        // what the gate is for.
+        KeyframeCarry.apply([.init(keyframe: prepared, weight: 1)], frame: otherFrame, l: other, a: &oa, b: &ob, width: w, height: h, threads: 2)
+        XCTAssertGreaterThan(changed(oa, guideA), w * h / 4)
     }
 }

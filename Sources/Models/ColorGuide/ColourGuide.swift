@@ -26,6 +26,9 @@ package struct FramePosition: Sendable, Equatable {
 ///                                  ─▶ transferred ab where confident, else the model's
 ///     a frame that is a keyframe ─▶ the keyframe's own ab at the frame's L
 ///     first frame ─▶ hints, spread along edges; the result is then a keyframe of its shot
+///     at full resolution ─▶ the keyframes (and the hinted frame) of this shot, and references
+///                           of this frame's own scene, carried where the frame shows their
+///                           content (`KeyframeCarry`)
 ///
 /// With `anchorShots` (video, the stabilizer on) a shot with no keyframe anchors itself (issue
 /// 29, item 4): its first frame's final colour becomes an anchor, later frames take the
@@ -53,6 +56,9 @@ package final class ColourGuide {
     private let matcher: ReferenceMatcher
     private let lab: LabConverter
     private var references: [ColourReference] = []
+    /// Each reference's full-resolution L, a and b, for carrying its colour where the frame
+    /// shows the same scene (`KeyframeCarry`, gated by `sceneAgreement`).
+    private var referencePlanes: [(l: [Float], a: [Float], b: [Float], w: Int, h: Int)] = []
     private var keyframes: [LoadedKeyframe] = []
     private var hintSeeds: [HintSpreader.Seed] = []
     /// The colorizer's frames over the source's, per axis (`configure`): 1 unless an upscaler
@@ -97,11 +103,21 @@ package final class ColourGuide {
     private var anchorConfidence: Float?
     /// Whether the last frame's colour came from a keyframe (exact or matched).
     private var keyframeApplied = false
-    /// The keyframes (indices into `keyframes`) whose colour the last frame takes at full
-    /// resolution where it shows their content, with their weights in time (`carry`).
-    private var carrySources: [(index: Int, weight: Float)] = []
-    /// Keyframes prepared for carrying, by index (for one frame size).
-    private var carryPrepared: [Int: KeyframeCarry.Prepared] = [:]
+    /// What a frame's colour can be carried from at full resolution.
+    enum CarrySource: Hashable {
+        /// A keyframe, by index into `keyframes`.
+        case keyframe(Int)
+        /// The first frame with the hints spread on it.
+        case hinted
+        /// A reference photograph, by index into `references`: only where the frame shows the
+        /// reference's own scene (`KeyframeCarry.sceneAgreement`).
+        case reference(Int)
+    }
+    /// What the last frame takes its colour from at full resolution where it shows their
+    /// content, with their weights in time (`carry`).
+    private var carrySources: [(source: CarrySource, weight: Float)] = []
+    /// Keyframes, the hinted frame and references prepared for carrying (for one frame size).
+    private var carryPrepared: [CarrySource: KeyframeCarry.Prepared] = [:]
     // Per-frame buffers.
     private var l224 = [Float](repeating: 0, count: 224 * 224)
     private(set) var lFine = [Float](repeating: 0, count: ColourReference.fineSide * ColourReference.fineSide)
@@ -150,6 +166,7 @@ package final class ColourGuide {
         for path in spec.references {
             let (l, a, b, w, h) = try Self.readColour(path, option: "--reference", maxPixels: settings.maxPixels, lab: lab)
             references.append(try ColourReference(name: path, l: l, a: a, b: b, width: w, height: h, encoder: encoder()))
+            referencePlanes.append((l, a, b, w, h))
         }
         for k in spec.keyframes {
             var orientation: Int?
@@ -218,7 +235,7 @@ package final class ColourGuide {
         if frameRate.isFinite && frameRate > 0 { self.frameRate = frameRate }
         // The same aspect up to rounding a side of the smaller picture to whole pixels (half a
         // pixel each): a 2x2 keyframe passed for a 320x180 frame when this was max(width).
-        func sameAspect(_ w: Int, _ h: Int) -> Bool { 2 * abs(w * height - h * width) <= max(width + height, w + h) }
+        func sameAspect(_ w: Int, _ h: Int) -> Bool { KeyframeCarry.sameAspect(w, h, width, height) }
         for k in keyframes where !sameAspect(k.width, k.height) {
             // The frame turned a quarter (a video stored turned, extracted by a tool that stands
             // it upright): said so.
@@ -265,6 +282,7 @@ package final class ColourGuide {
         previousHistogram = []
         hintsDone = false
         hintedFrame = nil
+        carryPrepared[.hinted] = nil
         anchors = []
         anchorConfidence = nil
         keyframeApplied = false
@@ -335,7 +353,7 @@ package final class ColourGuide {
                 return .exact(a: k.a, b: k.b, width: k.width, height: k.height)
             }
             // The nearest keyframe before (no cut since it) and after (the same content).
-            // `index`: the keyframe's in `keyframes` (-1: the hinted frame, matched by meaning only).
+            // `index`: the keyframe's in `keyframes` (-1: the hinted frame).
             var shot = keyframes.enumerated().map { (t: seconds($0.element.position), ref: $0.element.reference, histogram: $0.element.histogram, index: $0.offset) }
             if let hinted = hintedFrame { shot.append((seconds(hinted.position), hinted.reference, hinted.histogram, -1)) }
             // Half a frame's slack: a keyframe by number is at n / rate, the frame at its own
@@ -358,16 +376,15 @@ package final class ColourGuide {
                 let db = position.seconds - b.t, da = a.t - position.seconds
                 weighted.append(.init(reference: b.ref, logWeight: Float(log(max(da / (da + db), 1e-3)))))
                 weighted.append(.init(reference: a.ref, logWeight: Float(log(max(db / (da + db), 1e-3)))))
-                carrySources = [(b.index, Float(da / (da + db))), (a.index, Float(db / (da + db)))]
+                carrySources = [(Self.carrySource(b.index), Float(da / (da + db))), (Self.carrySource(a.index), Float(db / (da + db)))]
             case let (b?, nil):
                 weighted.append(.init(reference: b.ref, logWeight: 0))
-                carrySources = [(b.index, 1)]
+                carrySources = [(Self.carrySource(b.index), 1)]
             case let (nil, a?):
                 weighted.append(.init(reference: a.ref, logWeight: 0))
-                carrySources = [(a.index, 1)]
+                carrySources = [(Self.carrySource(a.index), 1)]
             case (nil, nil): break
             }
-            carrySources.removeAll { $0.index < 0 }
             keyframeApplied = before != nil || after != nil
             // No keyframe in this shot: its own anchors, the latest weighing most.
             if anchorShots && !keyframeApplied {
@@ -376,6 +393,8 @@ package final class ColourGuide {
                 }
             }
         }
+        // References (photographs) carry where the frame shows their own scene, whatever its time.
+        carrySources += references.indices.map { (.reference($0), 1) }
         guard !weighted.isEmpty else { return .automatic }
         let features = try given ?? encoder().features(l224: l224)
         lastFeatures = features
@@ -420,16 +439,34 @@ package final class ColourGuide {
     /// (`KeyframeCarry`).
     func carry(l: [Float], a: inout [Float], b: inout [Float], width w: Int, height h: Int) {
         guard KeyframeCarry.enabled, !carrySources.isEmpty else { return }
-        let sources = carrySources.map { index, weight -> (keyframe: KeyframeCarry.Prepared, weight: Float) in
-            if let p = carryPrepared[index], p.width == w, p.height == h { return (p, weight) }
-            let k = keyframes[index]
-            let p = KeyframeCarry.Prepared(l: k.l, a: k.a, b: k.b, width: k.width, height: k.height, frameWidth: w, frameHeight: h)
-            carryPrepared[index] = p
-            return (p, weight)
+        let sources = carrySources.compactMap { source, weight -> KeyframeCarry.Source? in
+            let gated: Bool
+            if case .reference = source { gated = true } else { gated = false }
+            if let p = carryPrepared[source], p.width == w, p.height == h { return .init(keyframe: p, weight: weight, gated: gated) }
+            let planes: (l: [Float], a: [Float], b: [Float], w: Int, h: Int)
+            switch source {
+            case .keyframe(let i):
+                let k = keyframes[i]
+                planes = (k.l, k.a, k.b, k.width, k.height)
+            case .hinted:
+                guard let k = hintedFrame, k.l.count == k.width * k.height else { return nil }
+                planes = (k.l, k.a, k.b, k.width, k.height)
+            case .reference(let i):
+                planes = referencePlanes[i]
+                // A photograph of another shape is matched by meaning only.
+                guard KeyframeCarry.sameAspect(planes.w, planes.h, w, h) else { return nil }
+            }
+            let p = KeyframeCarry.Prepared(l: planes.l, a: planes.a, b: planes.b, width: planes.w, height: planes.h, frameWidth: w, frameHeight: h)
+            carryPrepared[source] = p
+            return .init(keyframe: p, weight: weight, gated: gated)
         }
+        guard !sources.isEmpty else { return }
         let frame = KeyframeCarry.pyramid(l: l, width: w, height: h)
         KeyframeCarry.apply(sources, frame: frame, l: l, a: &a, b: &b, width: w, height: h, threads: settings.threads)
     }
+
+    /// A keyframe's carry source by its index in the shot list (-1: the hinted frame).
+    private static func carrySource(_ index: Int) -> CarrySource { index < 0 ? .hinted : .keyframe(index) }
 
     /// Where each guided frame's fine-grid inputs are written (`VIVIFY_DUMP_GUIDE`, for
     /// training the fusion only; the last frame's overwrite the earlier ones').
@@ -499,7 +536,9 @@ package final class ColourGuide {
         Resample.area(b, w, h, into: &bf, f, f)
         let features = try lastFeatures ?? encoder().features(l224: l224)
         let r = ColourReference(name: "hints", features: features, lGrid: lGrid, lFine: lFine, abFine: af + bf)
-        hintedFrame = LoadedKeyframe(position: .time(position.seconds), file: "hints", reference: r, width: w, height: h, a: [], b: [],
+        // Its full-resolution colour too, carried to the frames of its shot (`carry`).
+        carryPrepared[.hinted] = nil
+        hintedFrame = LoadedKeyframe(position: .time(position.seconds), file: "hints", reference: r, width: w, height: h, a: a, b: b, l: l,
                                      histogram: TemporalStabilizer.histogram(lFine))
     }
 }
