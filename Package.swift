@@ -8,6 +8,14 @@ import PackageDescription
 // to the next stage as a race once those modules were optimised.
 let optimisedInDebug: [SwiftSetting] = ProcessInfo.processInfo.environment["VIVIFY_SANITIZE"] == nil ? [.unsafeFlags(["-O"])] : []
 
+// scripts/sanitize's AddressSanitizer build is also the fuzz build scripts/test runs: given the
+// toolchain's libFuzzer without its main() (VIVIFY_FUZZER_LIB, from scripts/fuzzer-lib), that
+// build passes -sanitize-coverage and -D VIVIFY_FUZZ to every module and vivify-fuzz links
+// libFuzzer, so the fuzzing needs no build of its own (a release one took 285 s of CI).
+let fuzzerLink: [LinkerSetting] = ProcessInfo.processInfo.environment["VIVIFY_FUZZER_LIB"].map {
+    [.unsafeFlags(["-Xlinker", $0, "-Xlinker", "-lstdc++"])]
+} ?? []
+
 // Layout (see ../shared/STYLE.md):
 //   C modules   CFFmpeg, CZip, CDNNL, CVulkan — system libraries from Debian, each with a shim header
 //   MediaIO     demux/decode/encode/mux, y4m and raw frame streams, frames and pixel formats
@@ -89,7 +97,7 @@ let package = Package(
         // FuzzTargets: every parser of untrusted bytes as one entry point; vivify-fuzz drives them
         // with libFuzzer (scripts/fuzz) or, in a plain build, replays inputs.
         .target(name: "FuzzTargets", dependencies: ["Compute", "MediaIO", "ModelFormats", "Engine", "EngineDNNL", "Models", "Vivify"]),
-        .executableTarget(name: "vivify-fuzz", dependencies: ["FuzzTargets"]),
+        .executableTarget(name: "vivify-fuzz", dependencies: ["FuzzTargets"], linkerSettings: fuzzerLink),
         // vivify-gpucheck: the Vulkan backend's parity and speed on a folder of models, with no
         // FFmpeg and no oneDNN, to carry to a GPU machine (scripts/gpucheck-bundle).
         .executableTarget(name: "vivify-gpucheck", dependencies: ["Engine", "EngineVulkan", "ModelFormats"]),

@@ -90,8 +90,7 @@ public enum OutputGuard {
         // The input, or another file the run reads, by device and inode (links and `..`
         // cannot hide it).
         for (file, isInput) in inputs.map({ ($0, true) }) + reads.map({ ($0, false) }) where file != "-" {
-            var other = stat()
-            guard stat(file, &other) == 0 && other.st_dev == info.st_dev && other.st_ino == info.st_ino else { continue }
+            guard isSameFile(file, target.path) else { continue }
             throw OutputProblem(kind: .sameAsInput, message: isInput
                 ? "The output '\(output)' is the input file '\(file)' (the same file on disk). Choose a different output path."
                 : "The output '\(output)' is '\(file)', which this run reads (a model, reference, keyframe or hints file; the same file on disk). Choose a different output path.")

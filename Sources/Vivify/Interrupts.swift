@@ -29,6 +29,10 @@ package enum ProcessSignals {
                     return
                 }
                 PartialFile.discardAllInFlight()
+                // Said, not only coded: a batch stopped part way looked like one that finished.
+                let name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP"
+                let text = "vivify: interrupted (\(name)): the output being written was not finished and is not written (temporary files removed); outputs already finished are kept (a batch run again with -n does only the rest).\n"
+                _ = text.withCString { write(2, $0, strlen($0)) }
                 _exit(Int32(VivifyExitCode.interrupted.rawValue))
             }
             source.resume()

@@ -3,7 +3,8 @@ import XCTest
 
 /// One signal policy for every command (issue 33): `image` (like `infer`, `join`, `models`)
 /// had no handler and died with 143/129. Now SIGINT and SIGTERM during the work exit 130, the
-/// documented code, and leave no temporary file and no output.
+/// documented code, and leave no temporary file and no output; they say so on stderr (a batch
+/// stopped part way used to end silently).
 final class SignalEveryCommandTests: XCTestCase {
     func testImageStoppedBySignalExits130AndLeavesNothing() throws {
         let dir = try CLI.tempDir()
@@ -14,12 +15,15 @@ final class SignalEveryCommandTests: XCTestCase {
             // The reference backend on a 1920x1080 picture makes the work last long enough to be
             // interrupted (a 640x480 one is done within 1.5 s since its convolutions use every core).
             p.arguments = ["image", dir + "/in.png", dir + "/out.png", "--upscale", "--backend", "reference"]
-            p.standardError = FileHandle.nullDevice
+            let stderr = Pipe()
+            p.standardError = stderr
             try p.run()
             Thread.sleep(forTimeInterval: 1.5)
             XCTAssertTrue(p.isRunning, "still working when the signal comes")
             kill(p.processIdentifier, sig)
+            let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             p.waitUntilExit()
+            XCTAssertTrue(said.contains("interrupted (\(sig == SIGINT ? "SIGINT" : "SIGTERM"))") && said.contains("not written"), "says so: \(said)")
             XCTAssertEqual(p.terminationReason, .exit, "exited, not killed by signal \(sig)")
             XCTAssertEqual(p.terminationStatus, 130, "signal \(sig)")
             XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/out.png"))
