@@ -17,6 +17,14 @@ public struct LightnessPyramid: Sendable {
         }
     }
 
+    private init(levels: [(w: Int, h: Int, l: [Float])]) { self.levels = levels }
+
+    /// The same pyramid without its finest level (level 1 becomes level 0); itself when it has
+    /// one level only.
+    public func droppingFinest() -> LightnessPyramid {
+        levels.count > 1 ? LightnessPyramid(levels: Array(levels.dropFirst())) : self
+    }
+
     /// Level 0's size.
     public var width: Int { levels[0].w }
     public var height: Int { levels[0].h }
