@@ -173,4 +173,26 @@ final class KeyframeCarryTests: XCTestCase {
         KeyframeCarry.apply([.init(keyframe: prepared, weight: 1)], frame: otherFrame, l: other, a: &oa, b: &ob, width: w, height: h, threads: 2)
         XCTAssertGreaterThan(changed(oa, guideA), w * h / 4)
     }
+
+    func testAKeyframeFarAlongAPanIsFoundBySearchingAllOver() {
+        // The frame shows the keyframe's content 70 px away at 320×192, beyond the keyframe's
+        // near search (6 pixels of the 40×24 coarsest plane, 48 here): few blocks match near,
+        // so the keyframe is searched all over, finds its scene, and its colour is carried.
+        let w = 320, h = 192
+        let kl = Self.texture(width: w, height: h)
+        var ka = [Float](repeating: 0, count: w * h), kb = ka
+        for y in 0..<h { for x in 0..<w { ka[y * w + x] = x % 2 == 0 ? 25 : -25; kb[y * w + x] = Float(y % 40) - 10 } }
+        let (dx, dy) = (-70, 10)
+        let l = Self.shifted(kl, w, h, dx: dx, dy: dy)
+        let truthA = Self.shifted(ka, w, h, dx: dx, dy: dy), truthB = Self.shifted(kb, w, h, dx: dx, dy: dy)
+        let frame = KeyframeCarry.pyramid(l: l, width: w, height: h)
+        let prepared = KeyframeCarry.Prepared(l: kl, a: ka, b: kb, width: w, height: h, frameWidth: w, frameHeight: h)
+        let near = KeyframeCarry.sceneShare(BlockMotion(frame: frame, key: prepared.pyramid, coarseRadius: KeyframeCarry.keyframeRadius, threads: 2), frame: frame) ?? 0
+        XCTAssertLessThan(near, KeyframeCarry.sceneShares.1, "the near search alone does not find it (the test sees the case)")
+        var a = [Float](repeating: 0, count: w * h), b = a
+        KeyframeCarry.apply([.init(keyframe: prepared, weight: 1)], frame: frame, l: l, a: &a, b: &b, width: w, height: h, threads: 2)
+        var error: Float = 0, count = 0
+        for y in 22..<(h - 12) { for x in 12..<(w - 82) { error += abs(a[y * w + x] - truthA[y * w + x]) + abs(b[y * w + x] - truthB[y * w + x]); count += 2 } }
+        XCTAssertLessThan(error / Float(count), 0.5, "the keyframe's stripes, where the frame shows them")
+    }
 }

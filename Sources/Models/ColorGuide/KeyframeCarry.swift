@@ -164,12 +164,23 @@ enum KeyframeCarry {
             if source.gated && clearlyAnotherScene(frame: frame, key: source.keyframe.pyramid, threads: threads) { continue }
             // A keyframe is of the frame's own shot: its content is near, within 6 pixels of the
             // coarsest plane (about 100 at 640 px). A photograph may show it anywhere: all of
-            // the coarsest plane is searched. (Searching all of it for keyframes too gained
-            // 0.6 points on the bedroom pan, but a keyframe coloured with its L* off the grey
-            // frame's, as hand colouring leaves it, then matched wrong places at a lower cost
-            // than its own.)
-            let motion = BlockMotion(frame: frame, key: source.keyframe.pyramid, coarseRadius: source.gated ? nil : keyframeRadius, threads: threads)
-            let gate = source.gated ? sceneAgreement(motion, frame: frame) : 1
+            // the coarsest plane is searched. (Searching all of it for every keyframe match
+            // gained 0.6 points on the bedroom pan, but a keyframe coloured with its L* off the
+            // grey frame's, as hand colouring leaves it, then matched wrong places at a lower
+            // cost than its own: so a keyframe searches far only when little matched near, and
+            // takes the far match only where it finds the keyframe's scene, below.)
+            var motion = BlockMotion(frame: frame, key: source.keyframe.pyramid, coarseRadius: source.gated ? nil : keyframeRadius, threads: threads)
+            var gate = source.gated ? sceneAgreement(motion, frame: frame) : 1
+            if !source.gated, let near = sceneShare(motion, frame: frame), near < sceneShares.1 {
+                // Few of the frame's blocks found the keyframe's content near (the camera has
+                // moved far along, or the keyframe's L* is off the frame's): searched all over
+                // and taken, gated as a photograph is, if that finds the keyframe's scene.
+                let far = BlockMotion(frame: frame, key: source.keyframe.pyramid, threads: threads)
+                if let share = sceneShare(far, frame: frame), share > max(sceneShares.1, 2 * near) {
+                    motion = far
+                    gate = sceneAgreement(far, frame: frame)
+                }
+            }
             guard gate > 0 else { continue }
             if sums.isEmpty { sums = [Float](repeating: 0, count: 4 * n) }
             accumulate(source.keyframe, weight: source.weight, gate: gate, motion: motion, frame: frame, l: l, into: &sums, width: w, height: h, chunks: chunks)
