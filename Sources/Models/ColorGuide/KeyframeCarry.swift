@@ -105,8 +105,13 @@ enum KeyframeCarry {
     /// of the frame's textured blocks whose match is good, 0 (another scene: a flat wall would
     /// otherwise take the colour of any flat region of its lightness) to 1.
     static func sceneAgreement(_ motion: BlockMotion, frame: LightnessPyramid) -> Float {
-        // A frame with hardly any texture tells nothing: no carry from a photograph.
-        guard let share = sceneShare(motion, frame: frame) else { return 0 }
+        gate(sceneShare(motion, frame: frame))
+    }
+
+    /// The gate for a share of textured blocks matched well (nil, a frame with hardly any
+    /// texture, tells nothing: no carry from a photograph).
+    static func gate(_ share: Float?) -> Float {
+        guard let share else { return 0 }
         return min(max((share - sceneShares.0) / (sceneShares.1 - sceneShares.0), 0), 1)
     }
 
@@ -178,7 +183,7 @@ enum KeyframeCarry {
                 let far = BlockMotion(frame: frame, key: source.keyframe.pyramid, threads: threads)
                 if let share = sceneShare(far, frame: frame), share > max(sceneShares.1, 2 * near) {
                     motion = far
-                    gate = sceneAgreement(far, frame: frame)
+                    gate = Self.gate(share)
                 }
             }
             guard gate > 0 else { continue }
