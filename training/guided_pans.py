@@ -31,7 +31,7 @@ import evaluate  # noqa: E402
 FRAMES, FPS = 48, 24
 
 
-def make_clip(photo, path, seed):
+def make_clip(photo, path, seed, zoom=0.25, pan=0.9):
     """A 2-second clip of `photo` through a panning, zooming, shaking camera (see the docstring)."""
     im = Image.open(photo).convert("RGB")
     w, h = im.size
@@ -46,15 +46,15 @@ def make_clip(photo, path, seed):
     frames = []
     for k in range(FRAMES):
         t = k / (FRAMES - 1)
-        scale = 1 - 0.25 * t
+        scale = 1 - zoom * t
         if landscape:
             wh, ww = side0 * scale, side0 * scale * out_w / out_h
         else:
             ww, wh = side0 * scale, side0 * scale * out_h / out_w
         # The centre travels from one end of the room the window leaves to the other.
         room_x, room_y = (w - ww) / 2, (h - wh) / 2
-        cx = w / 2 + direction * (2 * t - 1) * 0.9 * room_x + shake[k, 0]
-        cy = h / 2 + (2 * t - 1) * 0.4 * room_y + shake[k, 1]
+        cx = w / 2 + direction * (2 * t - 1) * pan * room_x + shake[k, 0]
+        cy = h / 2 + (2 * t - 1) * pan * 0.4 / 0.9 * room_y + shake[k, 1]
         box = (cx - ww / 2, cy - wh / 2, cx + ww / 2, cy + wh / 2)
         frame = im.transform((out_w, out_h), Image.EXTENT, box, resample=Image.BICUBIC)
         a = np.asarray(frame).astype(np.float32) + rng.normal(0, 2, size=(out_h, out_w, 3))
@@ -69,15 +69,21 @@ def main():
     ap.add_argument("--vivify", default=os.path.join(HERE, "..", ".build/release/vivify"))
     ap.add_argument("--shared", default=os.path.join(HERE, "..", "..", "shared"))
     ap.add_argument("--clips", type=int, default=20)
+    ap.add_argument("--photos", help="a glob of other photographs (to tune on: the default set is held out)")
+    ap.add_argument("--zoom", type=float, default=0.25, help="how much smaller the window gets by the last frame")
+    ap.add_argument("--pan", type=float, default=0.9, help="how far across the room the window leaves it travels")
     ap.add_argument("--json")
     ap.add_argument("--pictures", help="write side-by-side JPEGs into this folder")
     args = ap.parse_args()
     binary = os.path.abspath(args.vivify)
     if not os.access(binary, os.X_OK):
         sys.exit(f"No vivify binary at '{binary}'. Build it (swift build -c release --product vivify) or pass --vivify.")
-    photos = sorted(glob.glob(os.path.join(args.shared, "datasets/val/BSD100/*.jpg")))[2::5][:args.clips]
+    if args.photos:
+        photos = sorted(glob.glob(args.photos))[:args.clips]
+    else:
+        photos = sorted(glob.glob(os.path.join(args.shared, "datasets/val/BSD100/*.jpg")))[2::5][:args.clips]
     if not photos:
-        sys.exit(f"No BSD100 photographs under {args.shared}/datasets/val/BSD100: pass --shared.")
+        sys.exit(f"No photographs: {args.photos or args.shared + '/datasets/val/BSD100'}. Pass --shared or --photos.")
     if args.pictures:
         os.makedirs(args.pictures, exist_ok=True)
     results = {}
@@ -86,7 +92,7 @@ def main():
         names = []
         for i, photo in enumerate(photos):
             name = "pan_" + os.path.splitext(os.path.basename(photo))[0] + ".mp4"
-            make_clip(photo, os.path.join(made, "media/videos", name), seed=i)
+            make_clip(photo, os.path.join(made, "media/videos", name), seed=i, zoom=args.zoom, pan=args.pan)
             names.append(name)
         results = evaluate.evaluate_guided(binary, "vivify-color", work, made, args.pictures, names)
     rows = list(results.values())

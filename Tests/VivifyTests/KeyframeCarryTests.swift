@@ -195,4 +195,47 @@ final class KeyframeCarryTests: XCTestCase {
         for y in 22..<(h - 12) { for x in 12..<(w - 82) { error += abs(a[y * w + x] - truthA[y * w + x]) + abs(b[y * w + x] - truthB[y * w + x]); count += 2 } }
         XCTAssertLessThan(error / Float(count), 0.5, "the keyframe's stripes, where the frame shows them")
     }
+
+    func testAZoomedFrameIsMatchedToTheKeyframeZoomedAlike() {
+        // The camera zoomed in by a quarter since the keyframe: the frame's pixel p shows the
+        // keyframe's c + 0.8 (p − c). Blocks of fixed size match such a frame ever worse away
+        // from its centre; the zoom fitted to the blocks that did match is taken out of the
+        // keyframe, and its colour is carried over the whole frame.
+        let w = 320, h = 192
+        let kl = Self.texture(width: w, height: h)
+        var ka = [Float](repeating: 0, count: w * h), kb = ka
+        for y in 0..<h { for x in 0..<w { ka[y * w + x] = 30 * sin(Float(x) / 9); kb[y * w + x] = 30 * cos(Float(y) / 7) } }
+        let cx = Float(w - 1) / 2, cy = Float(h - 1) / 2, f: Float = 0.8
+        func zoomed(_ p: [Float]) -> [Float] {
+            var out = [Float](repeating: 0, count: w * h)
+            for y in 0..<h {
+                let sy = cy + f * (Float(y) - cy), y0 = Int(sy), ty = sy - Float(y0)
+                for x in 0..<w {
+                    let sx = cx + f * (Float(x) - cx), x0 = Int(sx), tx = sx - Float(x0)
+                    let top = p[y0 * w + x0] * (1 - tx) + p[y0 * w + x0 + 1] * tx
+                    let bottom = p[(y0 + 1) * w + x0] * (1 - tx) + p[(y0 + 1) * w + x0 + 1] * tx
+                    out[y * w + x] = top * (1 - ty) + bottom * ty
+                }
+            }
+            return out
+        }
+        let l = zoomed(kl), truthA = zoomed(ka), truthB = zoomed(kb)
+        let frame = KeyframeCarry.pyramid(l: l, width: w, height: h)
+        let prepared = KeyframeCarry.Prepared(l: kl, a: ka, b: kb, width: w, height: h, frameWidth: w, frameHeight: h)
+        let motion = BlockMotion(frame: frame, key: prepared.pyramid, coarseRadius: KeyframeCarry.keyframeRadius, threads: 2)
+        let z = KeyframeCarry.fittedZoom(motion, frame: frame)
+        XCTAssertNotNil(z)
+        XCTAssertEqual(z ?? 0, f - 1, accuracy: 0.04, "the zoom, from the blocks matched at the keyframe's own scale")
+        func error(zooms: Bool) -> Float {
+            var a = [Float](repeating: 0, count: w * h), b = a
+            KeyframeCarry.apply([.init(keyframe: prepared, weight: 1)], frame: frame, l: l, a: &a, b: &b, width: w, height: h, threads: 2, zooms: zooms)
+            var e: Float = 0, count = 0
+            for y in 8..<(h - 8) { for x in 8..<(w - 8) { e += abs(a[y * w + x] - truthA[y * w + x]) + abs(b[y * w + x] - truthB[y * w + x]); count += 2 } }
+            return e / Float(count)
+        }
+        let plain = error(zooms: false), zoomAware = error(zooms: true)
+        print("zoomed frame: mean ab error \(plain) matched at the keyframe's scale, \(zoomAware) with the zoom taken out")
+        XCTAssertLessThan(zoomAware, 1.5, "the keyframe's colour over the zoomed frame")
+        XCTAssertLessThan(zoomAware, 0.6 * plain, "taking the zoom out carries more of it")
+    }
 }
