@@ -122,16 +122,17 @@ enum KeyframeCarry {
     /// The zoom of the frame against the picture it was matched to, from the blocks matched
     /// well: their vectors fitted to d = z (p − c) + t by least squares (blocks more than
     /// 2 px or three times the median off the fit dropped, twice). nil: under 32 such blocks.
-    static func fittedZoom(_ motion: BlockMotion, frame: LightnessPyramid) -> Float? {
+    static func fittedZoom(_ motion: BlockMotion, frame: LightnessPyramid, textures given: [Float]? = nil) -> Float? {
         let level = frame.levels[0], bs = BlockMotion.block
+        let textures = given ?? blockTextures(frame)
         let cx = Float(level.w - 1) / 2, cy = Float(level.h - 1) / 2
         var points: [(u: Float, v: Float, dx: Float, dy: Float)] = []
         for by in 0..<motion.rows {
             for bx in 0..<motion.columns {
                 let x0 = bx * bs, y0 = by * bs, bw = min(bs, level.w - x0), bh = min(bs, level.h - y0)
                 guard bw == bs, bh == bs else { continue }
-                let texture = blockTexture(level, x0: x0, y0: y0, bw: bw, bh: bh)
                 let i = by * motion.columns + bx
+                let texture = textures[i]
                 guard texture >= texturedBlock, motion.cost[i] <= goodMatchShare * texture else { continue }
                 points.append((Float(x0) + Float(bw) / 2 - cx, Float(y0) + Float(bh) / 2 - cy, motion.dx[i], motion.dy[i]))
             }
@@ -159,14 +160,24 @@ enum KeyframeCarry {
         return z
     }
 
-    /// Mean |L − the block's mean L| (L* units).
-    static func blockTexture(_ level: (w: Int, h: Int, l: [Float]), x0: Int, y0: Int, bw: Int, bh: Int) -> Float {
-        var mean: Float = 0
-        for y in y0..<(y0 + bh) { for x in x0..<(x0 + bw) { mean += level.l[y * level.w + x] } }
-        mean /= Float(bw * bh)
-        var texture: Float = 0
-        for y in y0..<(y0 + bh) { for x in x0..<(x0 + bw) { texture += abs(level.l[y * level.w + x] - mean) } }
-        return texture / Float(bw * bh)
+    /// Per block of `BlockMotion`'s grid on the frame's finest plane: mean |L − the block's
+    /// mean L| (L* units). The same for every match of the frame, so `apply` computes it once.
+    static func blockTextures(_ frame: LightnessPyramid) -> [Float] {
+        let level = frame.levels[0], bs = BlockMotion.block
+        let cols = (level.w + bs - 1) / bs, rows = (level.h + bs - 1) / bs
+        var out = [Float](repeating: 0, count: cols * rows)
+        for by in 0..<rows {
+            for bx in 0..<cols {
+                let x0 = bx * bs, y0 = by * bs, bw = min(bs, level.w - x0), bh = min(bs, level.h - y0)
+                var mean: Float = 0
+                for y in y0..<(y0 + bh) { for x in x0..<(x0 + bw) { mean += level.l[y * level.w + x] } }
+                mean /= Float(bw * bh)
+                var texture: Float = 0
+                for y in y0..<(y0 + bh) { for x in x0..<(x0 + bw) { texture += abs(level.l[y * level.w + x] - mean) } }
+                out[by * cols + bx] = texture / Float(bw * bh)
+            }
+        }
+        return out
     }
 
     /// One picture whose colour is carried: a keyframe (or the hinted frame, or a reference
@@ -210,14 +221,15 @@ enum KeyframeCarry {
     }
 
     /// The share of the frame's textured blocks matched well (nil: fewer than 16 textured blocks).
-    static func sceneShare(_ motion: BlockMotion, frame: LightnessPyramid) -> Float? {
+    static func sceneShare(_ motion: BlockMotion, frame: LightnessPyramid, textures given: [Float]? = nil) -> Float? {
         let level = frame.levels[0], bs = BlockMotion.block
+        let textures = given ?? blockTextures(frame)
         var textured = 0, good = 0
         for by in 0..<motion.rows {
             for bx in 0..<motion.columns {
                 let x0 = bx * bs, y0 = by * bs, bw = min(bs, level.w - x0), bh = min(bs, level.h - y0)
                 guard bw > 0, bh > 0 else { continue }
-                let texture = blockTexture(level, x0: x0, y0: y0, bw: bw, bh: bh)
+                let texture = textures[by * motion.columns + bx]
                 guard texture >= texturedBlock else { continue }
                 textured += 1
                 if motion.cost[by * motion.columns + bx] <= goodMatchShare * texture { good += 1 }
@@ -254,8 +266,13 @@ enum KeyframeCarry {
         // highest confidence (made when a first source applies).
         var sums: [Float] = []
         let chunks = max(1, min(threads, h))
+        // Which of the frame's blocks tell where they are: the same for every match below, made
+        // when a first source gets that far.
+        var frameTextures: [Float]?
         for source in usable {
             if source.gated && clearlyAnotherScene(frame: frame, key: source.keyframe.pyramid, threads: threads) { continue }
+            let textures = frameTextures ?? blockTextures(frame)
+            frameTextures = textures
             // A keyframe is of the frame's own shot: its content is near, within 6 pixels of the
             // coarsest plane (about 100 at 640 px). A photograph may show it anywhere: all of
             // the coarsest plane is searched. (Searching all of it for every keyframe match
@@ -264,16 +281,18 @@ enum KeyframeCarry {
             // cost than its own: so a keyframe searches far only when little matched near, and
             // takes the far match only where it finds the keyframe's scene, below.)
             var motion = BlockMotion(frame: frame, key: source.keyframe.pyramid, coarseRadius: source.gated ? nil : keyframeRadius, threads: threads)
-            var gate = source.gated ? sceneAgreement(motion, frame: frame) : 1
+            var share = sceneShare(motion, frame: frame, textures: textures)
+            var gate = source.gated ? Self.gate(share) : 1
             var searchAll = source.gated
-            if !source.gated, let near = sceneShare(motion, frame: frame), near < sceneShares.1 {
+            if !source.gated, let near = share, near < sceneShares.1 {
                 // Few of the frame's blocks found the keyframe's content near (the camera has
                 // moved far along, or the keyframe's L* is off the frame's): searched all over
                 // and taken, gated as a photograph is, if that finds the keyframe's scene.
                 let far = BlockMotion(frame: frame, key: source.keyframe.pyramid, threads: threads)
-                if let share = sceneShare(far, frame: frame), share > max(sceneShares.1, 2 * near) {
+                if let farShare = sceneShare(far, frame: frame, textures: textures), farShare > max(sceneShares.1, 2 * near) {
                     motion = far
-                    gate = Self.gate(share)
+                    gate = Self.gate(farShare)
+                    share = farShare
                     searchAll = true
                 }
             }
@@ -283,18 +302,18 @@ enum KeyframeCarry {
             // blocks that did match is taken out of the keyframe (matched again, zoomed), twice,
             // and kept where more of the frame's blocks then match well.
             var keyframe = source.keyframe
-            if zooms, var share = sceneShare(motion, frame: frame) {
+            if zooms, var share {
                 var factor: Float = 1
                 let unzoomed = share
                 for _ in 0..<2 {
-                    guard let z = fittedZoom(motion, frame: frame) else { break }
+                    guard let z = fittedZoom(motion, frame: frame, textures: textures) else { break }
                     // The frame's pixel p shows the keyframe's c + (1 + z)(p − c) (z < 0: zoomed
                     // in); the current zoomed keyframe already takes `factor` out.
                     let next = factor * (1 + z)
                     guard abs(next - factor) >= minimumZoom, abs(next - 1) <= 0.5 else { break }
                     let candidate = source.keyframe.zoomed(next)
                     let m = BlockMotion(frame: frame, key: candidate.pyramid, coarseRadius: searchAll ? nil : keyframeRadius, threads: threads)
-                    guard let s = sceneShare(m, frame: frame), s - share >= zoomGain * (1 - share) else { break }
+                    guard let s = sceneShare(m, frame: frame, textures: textures), s - share >= zoomGain * (1 - share) else { break }
                     (factor, share, motion, keyframe) = (next, s, m, candidate)
                     if searchAll { gate = Self.gate(s) }
                 }
