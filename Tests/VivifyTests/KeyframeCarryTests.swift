@@ -223,7 +223,7 @@ final class KeyframeCarryTests: XCTestCase {
         let frame = KeyframeCarry.pyramid(l: l, width: w, height: h)
         let prepared = KeyframeCarry.Prepared(l: kl, a: ka, b: kb, width: w, height: h, frameWidth: w, frameHeight: h)
         let motion = BlockMotion(frame: frame, key: prepared.pyramid, coarseRadius: KeyframeCarry.keyframeRadius, threads: 2)
-        let z = KeyframeCarry.fittedZoom(motion, frame: frame)
+        let z = KeyframeCarry.fittedZoom(motion, frame: frame)?.z
         XCTAssertNotNil(z)
         XCTAssertEqual(z ?? 0, f - 1, accuracy: 0.04, "the zoom, from the blocks matched at the keyframe's own scale")
         func error(zooms: Bool) -> Float {
@@ -237,5 +237,50 @@ final class KeyframeCarryTests: XCTestCase {
         print("zoomed frame: mean ab error \(plain) matched at the keyframe's scale, \(zoomAware) with the zoom taken out")
         XCTAssertLessThan(zoomAware, 1.5, "the keyframe's colour over the zoomed frame")
         XCTAssertLessThan(zoomAware, 0.6 * plain, "taking the zoom out carries more of it")
+    }
+
+    func testAFrameZoomedTooFarForAFitIsFoundByTheZoomScan() {
+        // The camera zoomed in by 45% and moved 40 px right since the keyframe: the frame's pixel
+        // p shows the keyframe's c + 0.55 (p − c) + (40, 0). Matched at the keyframe's scale too
+        // few blocks match for a zoom to be fitted; the zooms scanned on the coarser planes find
+        // one close enough to fit from.
+        let w = 320, h = 192
+        let kl = Self.texture(width: w, height: h)
+        var ka = [Float](repeating: 0, count: w * h), kb = ka
+        for y in 0..<h { for x in 0..<w { ka[y * w + x] = 30 * sin(Float(x) / 9); kb[y * w + x] = 30 * cos(Float(y) / 7) } }
+        let cx = Float(w - 1) / 2, cy = Float(h - 1) / 2, f: Float = 0.55, shift: Float = 40
+        func zoomedAndMoved(_ p: [Float], zoom f: Float, shift: Float) -> [Float] {
+            var out = [Float](repeating: 0, count: w * h)
+            for y in 0..<h {
+                let sy = min(cy + f * (Float(y) - cy), Float(h - 2)), y0 = Int(sy), ty = sy - Float(y0)
+                for x in 0..<w {
+                    let sx = min(cx + f * (Float(x) - cx) + shift, Float(w - 2)), x0 = Int(sx), tx = sx - Float(x0)
+                    let top = p[y0 * w + x0] * (1 - tx) + p[y0 * w + x0 + 1] * tx
+                    let bottom = p[(y0 + 1) * w + x0] * (1 - tx) + p[(y0 + 1) * w + x0 + 1] * tx
+                    out[y * w + x] = top * (1 - ty) + bottom * ty
+                }
+            }
+            return out
+        }
+        func zoomed(_ p: [Float]) -> [Float] { zoomedAndMoved(p, zoom: f, shift: shift) }
+        let l = zoomed(kl), truthA = zoomed(ka), truthB = zoomed(kb)
+        let frame = KeyframeCarry.pyramid(l: l, width: w, height: h)
+        let prepared = KeyframeCarry.Prepared(l: kl, a: ka, b: kb, width: w, height: h, frameWidth: w, frameHeight: h)
+        XCTAssertEqual(KeyframeCarry.scanZooms(prepared, frame: frame, threads: 2) ?? 0, f, accuracy: 0.07,
+                       "the scanned zoom nearest the camera's")
+        XCTAssertNil(KeyframeCarry.scanZooms(prepared, frame: KeyframeCarry.pyramid(l: zoomedAndMoved(kl, zoom: 1, shift: 12), width: w, height: h),
+                                             threads: 2), "a camera that only moved: no zoom")
+        func error(scan: Bool) -> Float {
+            var a = [Float](repeating: 0, count: w * h), b = a
+            KeyframeCarry.apply([.init(keyframe: prepared, weight: 1)], frame: frame, l: l, a: &a, b: &b, width: w, height: h, threads: 2,
+                                zooms: true, zoomScan: scan)
+            var e: Float = 0, count = 0
+            for y in 8..<(h - 8) { for x in 8..<(w - 8) { e += abs(a[y * w + x] - truthA[y * w + x]) + abs(b[y * w + x] - truthB[y * w + x]); count += 2 } }
+            return e / Float(count)
+        }
+        let fitted = error(scan: false), scanned = error(scan: true)
+        print("zoomed 45% and moved: mean ab error \(fitted) fitting only, \(scanned) with the zoom scan")
+        XCTAssertLessThan(scanned, 1.5, "the keyframe's colour over the frame")
+        XCTAssertLessThan(scanned, 0.5 * fitted, "the scan carries more of it than fitting alone")
     }
 }

@@ -83,28 +83,47 @@ enum KeyframeCarry {
             pyramid = KeyframeCarry.pyramid(l: l, width: w, height: h)
         }
 
-        /// This keyframe as a camera zoomed by `factor` sees it: pixel y shows the keyframe's
-        /// c + factor × (y − c), c the centre (edges clamped).
-        func zoomed(_ factor: Float) -> Prepared {
-            let cx = Float(width - 1) / 2, cy = Float(height - 1) / 2
-            let w = width, h = height
-            func warp(_ p: [Float]) -> [Float] {
-                var out = [Float](repeating: 0, count: w * h)
-                for y in 0..<h {
-                    let sy = min(max(cy + factor * (Float(y) - cy), 0), Float(h - 1))
+        /// This keyframe as a camera zoomed by `factor` and moved by `shift` (pixels) sees it:
+        /// pixel y shows the keyframe's c + factor × (y − c) + shift, c the centre (edges clamped).
+        func zoomed(_ factor: Float, shift: (x: Float, y: Float) = (0, 0), threads: Int = 1) -> Prepared {
+            let (w, h) = (width, height)
+            func warped(_ p: [Float]) -> [Float] { KeyframeCarry.warp(p, w, h, factor, shift: shift, threads: threads) }
+            return Prepared(l: warped(l), a: warped(a), b: warped(b), width: w, height: h)
+        }
+
+        /// The matching planes without their finest level (as `LightnessPyramid.droppingFinest`)
+        /// of this keyframe zoomed by `factor`: a zoom tried for a quarter of a full match.
+        func zoomedCoarsePlanes(_ factor: Float) -> LightnessPyramid {
+            guard pyramid.levels.count > 1 else { return pyramid }
+            let level = pyramid.levels[1]
+            return LightnessPyramid(l: KeyframeCarry.warp(level.l, level.w, level.h, factor, shift: (0, 0), threads: 1), width: level.w, height: level.h,
+                                    maxLevels: pyramid.levels.count - 1)
+        }
+    }
+
+    /// A `w`×`h` plane as a camera zoomed by `factor` about its centre and moved by `shift`
+    /// sees it (bilinear, edges clamped), rows split over `threads`.
+    static func warp(_ p: [Float], _ w: Int, _ h: Int, _ factor: Float, shift: (x: Float, y: Float), threads: Int) -> [Float] {
+        let cx = Float(w - 1) / 2, cy = Float(h - 1) / 2, (ox, oy) = shift
+        var out = [Float](repeating: 0, count: w * h)
+        let chunks = max(1, min(threads, h / 16))
+        p.withUnsafeBufferPointer { src in out.withUnsafeMutableBufferPointer { dst in
+            nonisolated(unsafe) let (p, o) = (src.baseAddress!, dst.baseAddress!)
+            DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+                for y in (h * chunk / chunks)..<(h * (chunk + 1) / chunks) {
+                    let sy = min(max(cy + factor * (Float(y) - cy) + oy, 0), Float(h - 1))
                     let y0 = Int(sy), y1 = min(y0 + 1, h - 1), ty = sy - Float(y0)
                     for x in 0..<w {
-                        let sx = min(max(cx + factor * (Float(x) - cx), 0), Float(w - 1))
+                        let sx = min(max(cx + factor * (Float(x) - cx) + ox, 0), Float(w - 1))
                         let x0 = Int(sx), x1 = min(x0 + 1, w - 1), tx = sx - Float(x0)
                         let top = p[y0 * w + x0] * (1 - tx) + p[y0 * w + x1] * tx
                         let bottom = p[y1 * w + x0] * (1 - tx) + p[y1 * w + x1] * tx
-                        out[y * w + x] = top * (1 - ty) + bottom * ty
+                        o[y * w + x] = top * (1 - ty) + bottom * ty
                     }
                 }
-                return out
             }
-            return Prepared(l: warp(l), a: warp(a), b: warp(b), width: w, height: h)
-        }
+        }}
+        return out
     }
 
     /// A fitted zoom smaller than this is not tried: blocks follow it well enough. (On ten
@@ -118,11 +137,53 @@ enum KeyframeCarry {
     static let zoomGain: Float = 0.2
     /// Off only to measure what it adds (`VIVIFY_NO_ZOOM=1`).
     static let zoomEnabled = ProcessInfo.processInfo.environment["VIVIFY_NO_ZOOM"] != "1"
+    /// Below this share of blocks matched well at the keyframe's scale, zooms are scanned for.
+    static let zoomScanBelow: Float = 0.4
+    /// Off only to measure what it adds (`VIVIFY_NO_ZOOM_SCAN=1`).
+    static let zoomScanEnabled = ProcessInfo.processInfo.environment["VIVIFY_NO_ZOOM_SCAN"] != "1"
+    /// The zooms scanned, outwards from none: steps of 0.87 in, and out, within the half either
+    /// way a fit may reach.
+    static let zoomSteps: (in: [Float], out: [Float]) = ([0.87, 0.76, 0.66, 0.57], [1.15, 1.32, 1.5])
 
-    /// The zoom of the frame against the picture it was matched to, from the blocks matched
-    /// well: their vectors fitted to d = z (p − c) + t by least squares (blocks more than
-    /// 2 px or three times the median off the fit dropped, twice). nil: under 32 such blocks.
-    static func fittedZoom(_ motion: BlockMotion, frame: LightnessPyramid, textures given: [Float]? = nil) -> Float? {
+    /// The zoom of `zoomSteps` under which the frame's textured blocks match the keyframe best,
+    /// on the planes without their finest level (a quarter of a full match each), searched all
+    /// over. Best: the lowest mean of each block's match cost over its texture (at most 1), as
+    /// the share matched well saturates on these smoother planes. The first step in and out
+    /// are tried against no zoom, and steps go on the way that fits better while each fits
+    /// better than the one before (a still camera pays three such matches). nil: no zoom fits
+    /// better than none, or too few textured blocks.
+    static func scanZooms(_ key: Prepared, frame: LightnessPyramid, threads: Int) -> Float? {
+        guard frame.levels.count > 1 else { return nil }
+        let coarse = frame.droppingFinest()
+        let textures = blockTextures(coarse)
+        func misfit(_ factor: Float) -> Float? {
+            let planes = factor == 1 ? key.pyramid.droppingFinest() : key.zoomedCoarsePlanes(factor)
+            let m = BlockMotion(frame: coarse, key: planes, threads: threads)
+            var sum: Float = 0, count = 0
+            for (i, t) in textures.enumerated() where t >= texturedBlock {
+                sum += min(m.cost[i] / t, 1)
+                count += 1
+            }
+            guard count >= 16 else { return nil }
+            if debug { FileHandle.standardError.write(Data("carry: zoom \(factor) scanned, misfit \(sum / Float(count))\n".utf8)) }
+            return sum / Float(count)
+        }
+        guard let none = misfit(1), let zoomIn = misfit(zoomSteps.in[0]), let zoomOut = misfit(zoomSteps.out[0]) else { return nil }
+        guard min(zoomIn, zoomOut) < none else { return nil }
+        let steps = zoomIn <= zoomOut ? zoomSteps.in : zoomSteps.out
+        var best = (factor: steps[0], misfit: min(zoomIn, zoomOut))
+        for factor in steps.dropFirst() {
+            guard let m = misfit(factor), m < best.misfit else { break }
+            best = (factor, m)
+        }
+        return best.factor
+    }
+
+    /// The zoom and move of the frame against the picture it was matched to, from the blocks
+    /// matched well: their vectors fitted to d = z (p − c) + t by least squares (blocks more
+    /// than 2 px or three times the median off the fit dropped, twice); t in pixels of the
+    /// matching planes. nil: under 32 such blocks.
+    static func fittedZoom(_ motion: BlockMotion, frame: LightnessPyramid, textures given: [Float]? = nil) -> (z: Float, t: (x: Float, y: Float))? {
         let level = frame.levels[0], bs = BlockMotion.block
         let textures = given ?? blockTextures(frame)
         let cx = Float(level.w - 1) / 2, cy = Float(level.h - 1) / 2
@@ -137,7 +198,7 @@ enum KeyframeCarry {
                 points.append((Float(x0) + Float(bw) / 2 - cx, Float(y0) + Float(bh) / 2 - cy, motion.dx[i], motion.dy[i]))
             }
         }
-        var z: Float = 0
+        var z: Float = 0, t: (x: Float, y: Float) = (0, 0)
         for round in 0..<3 {
             guard points.count >= 32 else { return nil }
             let n = Float(points.count)
@@ -150,14 +211,15 @@ enum KeyframeCarry {
             }
             guard den > 0 else { return nil }
             z = num / den
-            if round == 2 { break }
             let tx = mdx - z * mu, ty = mdy - z * mv
+            t = (tx, ty)
+            if round == 2 { break }
             let residuals = points.map { p in hypot(p.dx - z * p.u - tx, p.dy - z * p.v - ty) }
             let median = residuals.sorted()[residuals.count / 2]
             let limit = max(2, 3 * median)
             points = zip(points, residuals).filter { $0.1 <= limit }.map(\.0)
         }
-        return z
+        return (z, t)
     }
 
     /// Per block of `BlockMotion`'s grid on the frame's finest plane: mean |L − the block's
@@ -258,7 +320,8 @@ enum KeyframeCarry {
     /// matching planes `frame`), each keyframe weighted by `weight` (nearness in time), a
     /// gated one also by how far the frame shows its scene.
     static func apply(_ sources: [Source], frame: LightnessPyramid, l: [Float],
-                      a: inout [Float], b: inout [Float], width w: Int, height h: Int, threads: Int, zooms: Bool = zoomEnabled) {
+                      a: inout [Float], b: inout [Float], width w: Int, height h: Int, threads: Int, zooms: Bool = zoomEnabled,
+                      zoomScan: Bool = zoomScanEnabled) {
         let usable = sources.filter { $0.keyframe.width == w && $0.keyframe.height == h && $0.weight > 0 }
         guard !usable.isEmpty, l.count == w * h, a.count == w * h, b.count == w * h else { return }
         let n = w * h
@@ -303,19 +366,45 @@ enum KeyframeCarry {
             // and kept where more of the frame's blocks then match well.
             var keyframe = source.keyframe
             if zooms, var share {
-                var factor: Float = 1
+                // The frame's pixel p shows the matched keyframe's c + factor (p − c) + shift (on
+                // the matching planes).
+                var factor: Float = 1, shift: (x: Float, y: Float) = (0, 0)
                 let unzoomed = share
-                for _ in 0..<2 {
-                    guard let z = fittedZoom(motion, frame: frame, textures: textures) else { break }
-                    // The frame's pixel p shows the keyframe's c + (1 + z)(p − c) (z < 0: zoomed
-                    // in); the current zoomed keyframe already takes `factor` out.
-                    let next = factor * (1 + z)
-                    guard abs(next - factor) >= minimumZoom, abs(next - 1) <= 0.5 else { break }
-                    let candidate = source.keyframe.zoomed(next)
-                    let m = BlockMotion(frame: frame, key: candidate.pyramid, coarseRadius: searchAll ? nil : keyframeRadius, threads: threads)
-                    guard let s = sceneShare(m, frame: frame, textures: textures), s - share >= zoomGain * (1 - share) else { break }
-                    (factor, share, motion, keyframe) = (next, s, m, candidate)
-                    if searchAll { gate = Self.gate(s) }
+                let toFull = (x: Float(w) / Float(frame.width), y: Float(h) / Float(frame.height))
+                func refine(gain: Float, anyZoom: Bool) {
+                    for round in 0..<2 {
+                        guard let fit = fittedZoom(motion, frame: frame, textures: textures) else { break }
+                        // The zoomed keyframe's pixel p + z (p − c) + t shows the keyframe's
+                        // c + factor (1 + z)(p − c) + shift + factor t: both taken out, the
+                        // blocks are left what the fit missed, near where they are.
+                        let next = factor * (1 + fit.z)
+                        let moved = (x: shift.x + factor * fit.t.x, y: shift.y + factor * fit.t.y)
+                        if debug { FileHandle.standardError.write(Data("carry: fitted zoom \(next), shift \(moved) from \(factor)\n".utf8)) }
+                        guard abs(next - factor) >= minimumZoom || (anyZoom && round == 0), abs(next - 1) <= 0.5 else { break }
+                        let candidate = source.keyframe.zoomed(next, shift: (moved.x * toFull.x, moved.y * toFull.y), threads: threads)
+                        let m = BlockMotion(frame: frame, key: candidate.pyramid, coarseRadius: keyframeRadius, threads: threads)
+                        guard let s = sceneShare(m, frame: frame, textures: textures), s - share >= gain * (1 - share) else { break }
+                        (factor, shift, share, motion, keyframe) = (next, moved, s, m, candidate)
+                        if searchAll { gate = Self.gate(s) }
+                    }
+                }
+                refine(gain: zoomGain, anyZoom: false)
+                // Zoomed so far since the keyframe that few blocks matched at its scale (too few
+                // for a fit, or for a good one): the zooms of `zoomSteps` tried on the
+                // coarser planes, searched all over, and the one that matches best taken as
+                // above (against what the fit found), then fitted from there (its move too, so
+                // that the zoomed keyframe keeps what the frame shows in view).
+                if zoomScan, unzoomed < zoomScanBelow, let tried = scanZooms(source.keyframe, frame: frame, threads: threads),
+                   abs(tried - factor) >= minimumZoom {
+                    let candidate = source.keyframe.zoomed(tried, threads: threads)
+                    let m = BlockMotion(frame: frame, key: candidate.pyramid, threads: threads)
+                    if let s = sceneShare(m, frame: frame, textures: textures), s - share >= zoomGain * (1 - share) {
+                        (factor, shift, share, motion, keyframe) = (tried, (0, 0), s, m, candidate)
+                        searchAll = true
+                        gate = Self.gate(s)
+                        // Any gain: the scan's steps are coarse.
+                        refine(gain: 0.01, anyZoom: true)
+                    }
                 }
                 if debug && factor != 1 { FileHandle.standardError.write(Data("carry: zoom \(factor), share \(unzoomed) -> \(share)\n".utf8)) }
             }
