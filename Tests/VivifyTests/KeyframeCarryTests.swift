@@ -283,4 +283,44 @@ final class KeyframeCarryTests: XCTestCase {
         XCTAssertLessThan(scanned, 1.5, "the keyframe's colour over the frame")
         XCTAssertLessThan(scanned, 0.5 * fitted, "the scan carries more of it than fitting alone")
     }
+
+    func testAZoomedAndMovedFrameLargerThanTheMatchingPlanesIsMatched() {
+        // An 800×480 frame (matched on 640×384 planes): the camera zoomed in by 30% and moved
+        // 30 px left and 12 px up (full-resolution pixels) since the keyframe. The zoom and move
+        // are fitted on the matching planes and warped out of the full-resolution keyframe.
+        let sw = 320, sh = 192, w = 800, h = 480
+        var kl = [Float](repeating: 0, count: w * h)
+        Resample.bilinear(Self.texture(width: sw, height: sh), sw, sh, into: &kl, w, h)
+        var ka = [Float](repeating: 0, count: w * h), kb = ka
+        for y in 0..<h { for x in 0..<w { ka[y * w + x] = 30 * sin(Float(x) / 20); kb[y * w + x] = 30 * cos(Float(y) / 16) } }
+        let cx = Float(w - 1) / 2, cy = Float(h - 1) / 2, f: Float = 0.7, move: (x: Float, y: Float) = (-30, -12)
+        func zoomed(_ p: [Float]) -> [Float] {
+            var out = [Float](repeating: 0, count: w * h)
+            for y in 0..<h {
+                let sy = min(cy + f * (Float(y) - cy) + move.y, Float(h - 2)), y0 = Int(sy), ty = sy - Float(y0)
+                for x in 0..<w {
+                    let sx = min(cx + f * (Float(x) - cx) + move.x, Float(w - 2)), x0 = Int(sx), tx = sx - Float(x0)
+                    let top = p[y0 * w + x0] * (1 - tx) + p[y0 * w + x0 + 1] * tx
+                    let bottom = p[(y0 + 1) * w + x0] * (1 - tx) + p[(y0 + 1) * w + x0 + 1] * tx
+                    out[y * w + x] = top * (1 - ty) + bottom * ty
+                }
+            }
+            return out
+        }
+        let l = zoomed(kl), truthA = zoomed(ka), truthB = zoomed(kb)
+        let frame = KeyframeCarry.pyramid(l: l, width: w, height: h)
+        XCTAssertEqual(frame.width, 640, "matched on smaller planes than the frame")
+        let prepared = KeyframeCarry.Prepared(l: kl, a: ka, b: kb, width: w, height: h, frameWidth: w, frameHeight: h)
+        func error(zooms: Bool) -> Float {
+            var a = [Float](repeating: 0, count: w * h), b = a
+            KeyframeCarry.apply([.init(keyframe: prepared, weight: 1)], frame: frame, l: l, a: &a, b: &b, width: w, height: h, threads: 2, zooms: zooms)
+            var e: Float = 0, count = 0
+            for y in 16..<(h - 16) { for x in 16..<(w - 16) { e += abs(a[y * w + x] - truthA[y * w + x]) + abs(b[y * w + x] - truthB[y * w + x]); count += 2 } }
+            return e / Float(count)
+        }
+        let plain = error(zooms: false), zoomAware = error(zooms: true)
+        print("800x480 frame zoomed 30% and moved: mean ab error \(plain) at the keyframe's scale, \(zoomAware) with the zoom and move taken out")
+        XCTAssertLessThan(zoomAware, 1.0, "the keyframe's colour over the frame")
+        XCTAssertLessThan(zoomAware, 0.5 * plain, "taking the zoom and move out carries more of it")
+    }
 }

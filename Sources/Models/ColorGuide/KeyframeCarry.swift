@@ -74,21 +74,32 @@ enum KeyframeCarry {
             pyramid = KeyframeCarry.pyramid(l: l, width: w, height: h)
         }
 
-        private init(l: [Float], a: [Float], b: [Float], width w: Int, height h: Int) {
+        private init(l: [Float], a: [Float], b: [Float], width w: Int, height h: Int, pyramid: LightnessPyramid) {
             width = w
             height = h
             self.l = l
             self.a = a
             self.b = b
-            pyramid = KeyframeCarry.pyramid(l: l, width: w, height: h)
+            self.pyramid = pyramid
         }
 
-        /// This keyframe as a camera zoomed by `factor` and moved by `shift` (pixels) sees it:
-        /// pixel y shows the keyframe's c + factor × (y − c) + shift, c the centre (edges clamped).
-        func zoomed(_ factor: Float, shift: (x: Float, y: Float) = (0, 0), threads: Int = 1) -> Prepared {
+        /// This keyframe as a camera zoomed by `factor` and moved by `shift` (pixels of the
+        /// matching planes) sees it: pixel y shows the keyframe's c + factor × (y − c) + shift,
+        /// c the centre (edges clamped). `planes`: its matching planes, as `zoomedPlanes` made them.
+        func zoomed(_ factor: Float, shift: (x: Float, y: Float) = (0, 0), planes: LightnessPyramid? = nil, threads: Int = 1) -> Prepared {
             let (w, h) = (width, height)
-            func warped(_ p: [Float]) -> [Float] { KeyframeCarry.warp(p, w, h, factor, shift: shift, threads: threads) }
-            return Prepared(l: warped(l), a: warped(a), b: warped(b), width: w, height: h)
+            // Area resampling keeps the centres where they are, so only the move scales.
+            let full = (x: shift.x * Float(w) / Float(pyramid.width), y: shift.y * Float(h) / Float(pyramid.height))
+            func warped(_ p: [Float]) -> [Float] { KeyframeCarry.warp(p, w, h, factor, shift: full, threads: threads) }
+            return Prepared(l: warped(l), a: warped(a), b: warped(b), width: w, height: h,
+                            pyramid: planes ?? zoomedPlanes(factor, shift: shift, threads: threads))
+        }
+
+        /// Only the matching planes of `zoomed(factor, shift:)`, warped at their own size: what a
+        /// zoom is tried on (the full-resolution planes are warped once one is taken).
+        func zoomedPlanes(_ factor: Float, shift: (x: Float, y: Float), threads: Int) -> LightnessPyramid {
+            let level = pyramid.levels[0]
+            return LightnessPyramid(l: KeyframeCarry.warp(level.l, level.w, level.h, factor, shift: shift, threads: threads), width: level.w, height: level.h)
         }
 
         /// The matching planes without their finest level (as `LightnessPyramid.droppingFinest`)
@@ -137,7 +148,8 @@ enum KeyframeCarry {
     static let zoomGain: Float = 0.2
     /// Off only to measure what it adds (`VIVIFY_NO_ZOOM=1`).
     static let zoomEnabled = ProcessInfo.processInfo.environment["VIVIFY_NO_ZOOM"] != "1"
-    /// Below this share of blocks matched well at the keyframe's scale, zooms are scanned for.
+    /// Below this share of blocks matched well at the keyframe's scale and after any fitted
+    /// zoom, zooms are scanned for.
     static let zoomScanBelow: Float = 0.4
     /// Off only to measure what it adds (`VIVIFY_NO_ZOOM_SCAN=1`).
     static let zoomScanEnabled = ProcessInfo.processInfo.environment["VIVIFY_NO_ZOOM_SCAN"] != "1"
@@ -195,7 +207,7 @@ enum KeyframeCarry {
                 let i = by * motion.columns + bx
                 let texture = textures[i]
                 guard texture >= texturedBlock, motion.cost[i] <= goodMatchShare * texture else { continue }
-                points.append((Float(x0) + Float(bw) / 2 - cx, Float(y0) + Float(bh) / 2 - cy, motion.dx[i], motion.dy[i]))
+                points.append((Float(x0) + Float(bw - 1) / 2 - cx, Float(y0) + Float(bh - 1) / 2 - cy, motion.dx[i], motion.dy[i]))
             }
         }
         var z: Float = 0, t: (x: Float, y: Float) = (0, 0)
@@ -369,8 +381,8 @@ enum KeyframeCarry {
                 // The frame's pixel p shows the matched keyframe's c + factor (p − c) + shift (on
                 // the matching planes).
                 var factor: Float = 1, shift: (x: Float, y: Float) = (0, 0)
+                var planes: LightnessPyramid?
                 let unzoomed = share
-                let toFull = (x: Float(w) / Float(frame.width), y: Float(h) / Float(frame.height))
                 func refine(gain: Float, anyZoom: Bool) {
                     for round in 0..<2 {
                         guard let fit = fittedZoom(motion, frame: frame, textures: textures) else { break }
@@ -381,31 +393,31 @@ enum KeyframeCarry {
                         let moved = (x: shift.x + factor * fit.t.x, y: shift.y + factor * fit.t.y)
                         if debug { FileHandle.standardError.write(Data("carry: fitted zoom \(next), shift \(moved) from \(factor)\n".utf8)) }
                         guard abs(next - factor) >= minimumZoom || (anyZoom && round == 0), abs(next - 1) <= 0.5 else { break }
-                        let candidate = source.keyframe.zoomed(next, shift: (moved.x * toFull.x, moved.y * toFull.y), threads: threads)
-                        let m = BlockMotion(frame: frame, key: candidate.pyramid, coarseRadius: keyframeRadius, threads: threads)
+                        let candidate = source.keyframe.zoomedPlanes(next, shift: moved, threads: threads)
+                        let m = BlockMotion(frame: frame, key: candidate, coarseRadius: keyframeRadius, threads: threads)
                         guard let s = sceneShare(m, frame: frame, textures: textures), s - share >= gain * (1 - share) else { break }
-                        (factor, shift, share, motion, keyframe) = (next, moved, s, m, candidate)
+                        (factor, shift, share, motion, planes) = (next, moved, s, m, candidate)
                         if searchAll { gate = Self.gate(s) }
                     }
                 }
                 refine(gain: zoomGain, anyZoom: false)
-                // Zoomed so far since the keyframe that few blocks matched at its scale (too few
-                // for a fit, or for a good one): the zooms of `zoomSteps` tried on the
-                // coarser planes, searched all over, and the one that matches best taken as
-                // above (against what the fit found), then fitted from there (its move too, so
-                // that the zoomed keyframe keeps what the frame shows in view).
-                if zoomScan, unzoomed < zoomScanBelow, let tried = scanZooms(source.keyframe, frame: frame, threads: threads),
+                // Zoomed so far since the keyframe that few blocks match, at its scale and at
+                // any fitted zoom: the zooms of `zoomSteps` tried on the coarser planes,
+                // searched all over, and the best taken as above, then fitted from there (its
+                // move too, so that the zoomed keyframe keeps what the frame shows in view).
+                if zoomScan, unzoomed < zoomScanBelow, share < zoomScanBelow, let tried = scanZooms(source.keyframe, frame: frame, threads: threads),
                    abs(tried - factor) >= minimumZoom {
-                    let candidate = source.keyframe.zoomed(tried, threads: threads)
-                    let m = BlockMotion(frame: frame, key: candidate.pyramid, threads: threads)
+                    let candidate = source.keyframe.zoomedPlanes(tried, shift: (0, 0), threads: threads)
+                    let m = BlockMotion(frame: frame, key: candidate, threads: threads)
                     if let s = sceneShare(m, frame: frame, textures: textures), s - share >= zoomGain * (1 - share) {
-                        (factor, shift, share, motion, keyframe) = (tried, (0, 0), s, m, candidate)
+                        (factor, shift, share, motion, planes) = (tried, (0, 0), s, m, candidate)
                         searchAll = true
                         gate = Self.gate(s)
                         // Any gain: the scan's steps are coarse.
                         refine(gain: 0.01, anyZoom: true)
                     }
                 }
+                if let planes { keyframe = source.keyframe.zoomed(factor, shift: shift, planes: planes, threads: threads) }
                 if debug && factor != 1 { FileHandle.standardError.write(Data("carry: zoom \(factor), share \(unzoomed) -> \(share)\n".utf8)) }
             }
             if sums.isEmpty { sums = [Float](repeating: 0, count: 4 * n) }
