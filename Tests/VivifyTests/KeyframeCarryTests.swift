@@ -26,6 +26,37 @@ final class KeyframeCarryTests: XCTestCase {
         return l
     }
 
+    /// `p` (`w`×`h`) as a camera zoomed by `zoom` about the centre and moved by `move` sees it:
+    /// pixel y shows p's c + zoom (y − c) + move (bilinear, clamped a pixel inside the edges).
+    static func zoomedAndMoved(_ p: [Float], _ w: Int, _ h: Int, zoom f: Float, move: (x: Float, y: Float)) -> [Float] {
+        let cx = Float(w - 1) / 2, cy = Float(h - 1) / 2
+        var out = [Float](repeating: 0, count: w * h)
+        for y in 0..<h {
+            let sy = min(max(cy + f * (Float(y) - cy) + move.y, 0), Float(h - 2)), y0 = Int(sy), ty = sy - Float(y0)
+            for x in 0..<w {
+                let sx = min(max(cx + f * (Float(x) - cx) + move.x, 0), Float(w - 2)), x0 = Int(sx), tx = sx - Float(x0)
+                let top = p[y0 * w + x0] * (1 - tx) + p[y0 * w + x0 + 1] * tx
+                let bottom = p[(y0 + 1) * w + x0] * (1 - tx) + p[(y0 + 1) * w + x0 + 1] * tx
+                out[y * w + x] = top * (1 - ty) + bottom * ty
+            }
+        }
+        return out
+    }
+
+    /// Mean |Δa| and |Δb| of one keyframe carried onto a frame against the truth, `margin`
+    /// pixels from the edges left out.
+    static func carryError(_ keyframe: KeyframeCarry.Prepared, frame: LightnessPyramid, l: [Float], truth: (a: [Float], b: [Float]),
+                           width w: Int, height h: Int, margin: Int, zooms: Bool, zoomScan: Bool = true) -> Float {
+        var a = [Float](repeating: 0, count: w * h), b = a
+        KeyframeCarry.apply([.init(keyframe: keyframe, weight: 1)], frame: frame, l: l, a: &a, b: &b, width: w, height: h, threads: 2,
+                            zooms: zooms, zoomScan: zoomScan)
+        var e: Float = 0, count = 0
+        for y in margin..<(h - margin) {
+            for x in margin..<(w - margin) { e += abs(a[y * w + x] - truth.a[y * w + x]) + abs(b[y * w + x] - truth.b[y * w + x]); count += 2 }
+        }
+        return e / Float(count)
+    }
+
     /// `p` moved by (`dx`, `dy`): out(x, y) = p(x − dx, y − dy), edges clamped.
     static func shifted(_ p: [Float], _ w: Int, _ h: Int, dx: Int, dy: Int) -> [Float] {
         var out = p
@@ -205,20 +236,8 @@ final class KeyframeCarryTests: XCTestCase {
         let kl = Self.texture(width: w, height: h)
         var ka = [Float](repeating: 0, count: w * h), kb = ka
         for y in 0..<h { for x in 0..<w { ka[y * w + x] = 30 * sin(Float(x) / 9); kb[y * w + x] = 30 * cos(Float(y) / 7) } }
-        let cx = Float(w - 1) / 2, cy = Float(h - 1) / 2, f: Float = 0.8
-        func zoomed(_ p: [Float]) -> [Float] {
-            var out = [Float](repeating: 0, count: w * h)
-            for y in 0..<h {
-                let sy = cy + f * (Float(y) - cy), y0 = Int(sy), ty = sy - Float(y0)
-                for x in 0..<w {
-                    let sx = cx + f * (Float(x) - cx), x0 = Int(sx), tx = sx - Float(x0)
-                    let top = p[y0 * w + x0] * (1 - tx) + p[y0 * w + x0 + 1] * tx
-                    let bottom = p[(y0 + 1) * w + x0] * (1 - tx) + p[(y0 + 1) * w + x0 + 1] * tx
-                    out[y * w + x] = top * (1 - ty) + bottom * ty
-                }
-            }
-            return out
-        }
+        let f: Float = 0.8
+        func zoomed(_ p: [Float]) -> [Float] { Self.zoomedAndMoved(p, w, h, zoom: f, move: (0, 0)) }
         let l = zoomed(kl), truthA = zoomed(ka), truthB = zoomed(kb)
         let frame = KeyframeCarry.pyramid(l: l, width: w, height: h)
         let prepared = KeyframeCarry.Prepared(l: kl, a: ka, b: kb, width: w, height: h, frameWidth: w, frameHeight: h)
@@ -227,11 +246,7 @@ final class KeyframeCarryTests: XCTestCase {
         XCTAssertNotNil(z)
         XCTAssertEqual(z ?? 0, f - 1, accuracy: 0.04, "the zoom, from the blocks matched at the keyframe's own scale")
         func error(zooms: Bool) -> Float {
-            var a = [Float](repeating: 0, count: w * h), b = a
-            KeyframeCarry.apply([.init(keyframe: prepared, weight: 1)], frame: frame, l: l, a: &a, b: &b, width: w, height: h, threads: 2, zooms: zooms)
-            var e: Float = 0, count = 0
-            for y in 8..<(h - 8) { for x in 8..<(w - 8) { e += abs(a[y * w + x] - truthA[y * w + x]) + abs(b[y * w + x] - truthB[y * w + x]); count += 2 } }
-            return e / Float(count)
+            Self.carryError(prepared, frame: frame, l: l, truth: (truthA, truthB), width: w, height: h, margin: 8, zooms: zooms)
         }
         let plain = error(zooms: false), zoomAware = error(zooms: true)
         print("zoomed frame: mean ab error \(plain) matched at the keyframe's scale, \(zoomAware) with the zoom taken out")
@@ -248,20 +263,8 @@ final class KeyframeCarryTests: XCTestCase {
         let kl = Self.texture(width: w, height: h)
         var ka = [Float](repeating: 0, count: w * h), kb = ka
         for y in 0..<h { for x in 0..<w { ka[y * w + x] = 30 * sin(Float(x) / 9); kb[y * w + x] = 30 * cos(Float(y) / 7) } }
-        let cx = Float(w - 1) / 2, cy = Float(h - 1) / 2, f: Float = 0.55, shift: Float = 40
-        func zoomedAndMoved(_ p: [Float], zoom f: Float, shift: Float) -> [Float] {
-            var out = [Float](repeating: 0, count: w * h)
-            for y in 0..<h {
-                let sy = min(cy + f * (Float(y) - cy), Float(h - 2)), y0 = Int(sy), ty = sy - Float(y0)
-                for x in 0..<w {
-                    let sx = min(cx + f * (Float(x) - cx) + shift, Float(w - 2)), x0 = Int(sx), tx = sx - Float(x0)
-                    let top = p[y0 * w + x0] * (1 - tx) + p[y0 * w + x0 + 1] * tx
-                    let bottom = p[(y0 + 1) * w + x0] * (1 - tx) + p[(y0 + 1) * w + x0 + 1] * tx
-                    out[y * w + x] = top * (1 - ty) + bottom * ty
-                }
-            }
-            return out
-        }
+        let f: Float = 0.55, shift: Float = 40
+        func zoomedAndMoved(_ p: [Float], zoom: Float, shift: Float) -> [Float] { Self.zoomedAndMoved(p, w, h, zoom: zoom, move: (shift, 0)) }
         func zoomed(_ p: [Float]) -> [Float] { zoomedAndMoved(p, zoom: f, shift: shift) }
         let l = zoomed(kl), truthA = zoomed(ka), truthB = zoomed(kb)
         let frame = KeyframeCarry.pyramid(l: l, width: w, height: h)
@@ -271,12 +274,7 @@ final class KeyframeCarryTests: XCTestCase {
         XCTAssertNil(KeyframeCarry.scanZooms(prepared, frame: KeyframeCarry.pyramid(l: zoomedAndMoved(kl, zoom: 1, shift: 12), width: w, height: h),
                                              threads: 2), "a camera that only moved: no zoom")
         func error(scan: Bool) -> Float {
-            var a = [Float](repeating: 0, count: w * h), b = a
-            KeyframeCarry.apply([.init(keyframe: prepared, weight: 1)], frame: frame, l: l, a: &a, b: &b, width: w, height: h, threads: 2,
-                                zooms: true, zoomScan: scan)
-            var e: Float = 0, count = 0
-            for y in 8..<(h - 8) { for x in 8..<(w - 8) { e += abs(a[y * w + x] - truthA[y * w + x]) + abs(b[y * w + x] - truthB[y * w + x]); count += 2 } }
-            return e / Float(count)
+            Self.carryError(prepared, frame: frame, l: l, truth: (truthA, truthB), width: w, height: h, margin: 8, zooms: true, zoomScan: scan)
         }
         let fitted = error(scan: false), scanned = error(scan: true)
         print("zoomed 45% and moved: mean ab error \(fitted) fitting only, \(scanned) with the zoom scan")
@@ -293,30 +291,13 @@ final class KeyframeCarryTests: XCTestCase {
         Resample.bilinear(Self.texture(width: sw, height: sh), sw, sh, into: &kl, w, h)
         var ka = [Float](repeating: 0, count: w * h), kb = ka
         for y in 0..<h { for x in 0..<w { ka[y * w + x] = 30 * sin(Float(x) / 20); kb[y * w + x] = 30 * cos(Float(y) / 16) } }
-        let cx = Float(w - 1) / 2, cy = Float(h - 1) / 2, f: Float = 0.7, move: (x: Float, y: Float) = (-30, -12)
-        func zoomed(_ p: [Float]) -> [Float] {
-            var out = [Float](repeating: 0, count: w * h)
-            for y in 0..<h {
-                let sy = min(cy + f * (Float(y) - cy) + move.y, Float(h - 2)), y0 = Int(sy), ty = sy - Float(y0)
-                for x in 0..<w {
-                    let sx = min(cx + f * (Float(x) - cx) + move.x, Float(w - 2)), x0 = Int(sx), tx = sx - Float(x0)
-                    let top = p[y0 * w + x0] * (1 - tx) + p[y0 * w + x0 + 1] * tx
-                    let bottom = p[(y0 + 1) * w + x0] * (1 - tx) + p[(y0 + 1) * w + x0 + 1] * tx
-                    out[y * w + x] = top * (1 - ty) + bottom * ty
-                }
-            }
-            return out
-        }
+        func zoomed(_ p: [Float]) -> [Float] { Self.zoomedAndMoved(p, w, h, zoom: 0.7, move: (-30, -12)) }
         let l = zoomed(kl), truthA = zoomed(ka), truthB = zoomed(kb)
         let frame = KeyframeCarry.pyramid(l: l, width: w, height: h)
         XCTAssertEqual(frame.width, 640, "matched on smaller planes than the frame")
         let prepared = KeyframeCarry.Prepared(l: kl, a: ka, b: kb, width: w, height: h, frameWidth: w, frameHeight: h)
         func error(zooms: Bool) -> Float {
-            var a = [Float](repeating: 0, count: w * h), b = a
-            KeyframeCarry.apply([.init(keyframe: prepared, weight: 1)], frame: frame, l: l, a: &a, b: &b, width: w, height: h, threads: 2, zooms: zooms)
-            var e: Float = 0, count = 0
-            for y in 16..<(h - 16) { for x in 16..<(w - 16) { e += abs(a[y * w + x] - truthA[y * w + x]) + abs(b[y * w + x] - truthB[y * w + x]); count += 2 } }
-            return e / Float(count)
+            Self.carryError(prepared, frame: frame, l: l, truth: (truthA, truthB), width: w, height: h, margin: 16, zooms: zooms)
         }
         let plain = error(zooms: false), zoomAware = error(zooms: true)
         print("800x480 frame zoomed 30% and moved: mean ab error \(plain) at the keyframe's scale, \(zoomAware) with the zoom and move taken out")
