@@ -86,29 +86,22 @@ enum KeyframeCarry {
         /// This keyframe as a camera zoomed by `factor` and moved by `shift` (pixels of the
         /// matching planes) sees it: pixel y shows the keyframe's c + factor × (y − c) + shift,
         /// c the centre (edges clamped). `planes`: its matching planes, as `zoomedPlanes` made them.
-        func zoomed(_ factor: Float, shift: (x: Float, y: Float) = (0, 0), planes: LightnessPyramid? = nil, threads: Int = 1) -> Prepared {
+        func zoomed(_ factor: Float, shift: (x: Float, y: Float), planes: LightnessPyramid, threads: Int) -> Prepared {
             let (w, h) = (width, height)
             // Area resampling keeps the centres where they are, so only the move scales.
             let full = (x: shift.x * Float(w) / Float(pyramid.width), y: shift.y * Float(h) / Float(pyramid.height))
             func warped(_ p: [Float]) -> [Float] { KeyframeCarry.warp(p, w, h, factor, shift: full, threads: threads) }
-            return Prepared(l: warped(l), a: warped(a), b: warped(b), width: w, height: h,
-                            pyramid: planes ?? zoomedPlanes(factor, shift: shift, threads: threads))
+            return Prepared(l: warped(l), a: warped(a), b: warped(b), width: w, height: h, pyramid: planes)
         }
 
         /// Only the matching planes of `zoomed(factor, shift:)`, warped at their own size: what a
-        /// zoom is tried on (the full-resolution planes are warped once one is taken).
-        func zoomedPlanes(_ factor: Float, shift: (x: Float, y: Float), threads: Int) -> LightnessPyramid {
-            let level = pyramid.levels[0]
-            return LightnessPyramid(l: KeyframeCarry.warp(level.l, level.w, level.h, factor, shift: shift, threads: threads), width: level.w, height: level.h)
-        }
-
-        /// The matching planes without their finest level (as `LightnessPyramid.droppingFinest`)
-        /// of this keyframe zoomed by `factor`: a zoom tried for a quarter of a full match.
-        func zoomedCoarsePlanes(_ factor: Float) -> LightnessPyramid {
-            guard pyramid.levels.count > 1 else { return pyramid }
-            let level = pyramid.levels[1]
-            return LightnessPyramid(l: KeyframeCarry.warp(level.l, level.w, level.h, factor, shift: (0, 0), threads: 1), width: level.w, height: level.h,
-                                    maxLevels: pyramid.levels.count - 1)
+        /// zoom is tried on (the full-resolution planes are warped once one is taken). From
+        /// `level` 1: the planes without their finest level (as `droppingFinest`), a quarter of
+        /// the work, with `shift` in that level's pixels.
+        func zoomedPlanes(_ factor: Float, shift: (x: Float, y: Float), from level: Int = 0, threads: Int) -> LightnessPyramid {
+            let plane = pyramid.levels[level]
+            return LightnessPyramid(l: KeyframeCarry.warp(plane.l, plane.w, plane.h, factor, shift: shift, threads: threads), width: plane.w, height: plane.h,
+                                    maxLevels: pyramid.levels.count - level)
         }
     }
 
@@ -148,8 +141,8 @@ enum KeyframeCarry {
     static let zoomGain: Float = 0.2
     /// Off only to measure what it adds (`VIVIFY_NO_ZOOM=1`).
     static let zoomEnabled = ProcessInfo.processInfo.environment["VIVIFY_NO_ZOOM"] != "1"
-    /// Below this share of blocks matched well at the keyframe's scale and after any fitted
-    /// zoom, zooms are scanned for.
+    /// Below this share of blocks matched well (at the keyframe's scale, or at a fitted zoom
+    /// if one was taken: it only ever rises), zooms are scanned for.
     static let zoomScanBelow: Float = 0.4
     /// Off only to measure what it adds (`VIVIFY_NO_ZOOM_SCAN=1`).
     static let zoomScanEnabled = ProcessInfo.processInfo.environment["VIVIFY_NO_ZOOM_SCAN"] != "1"
@@ -169,7 +162,7 @@ enum KeyframeCarry {
         let coarse = frame.droppingFinest()
         let textures = blockTextures(coarse)
         func misfit(_ factor: Float) -> Float? {
-            let planes = factor == 1 ? key.pyramid.droppingFinest() : key.zoomedCoarsePlanes(factor)
+            let planes = factor == 1 ? key.pyramid.droppingFinest() : key.zoomedPlanes(factor, shift: (0, 0), from: 1, threads: 1)
             let m = BlockMotion(frame: coarse, key: planes, threads: threads)
             var sum: Float = 0, count = 0
             for (i, t) in textures.enumerated() where t >= texturedBlock {
@@ -405,7 +398,7 @@ enum KeyframeCarry {
                 // any fitted zoom: the zooms of `zoomSteps` tried on the coarser planes,
                 // searched all over, and the best taken as above, then fitted from there (its
                 // move too, so that the zoomed keyframe keeps what the frame shows in view).
-                if zoomScan, unzoomed < zoomScanBelow, share < zoomScanBelow, let tried = scanZooms(source.keyframe, frame: frame, threads: threads),
+                if zoomScan, share < zoomScanBelow, let tried = scanZooms(source.keyframe, frame: frame, threads: threads),
                    abs(tried - factor) >= minimumZoom {
                     let candidate = source.keyframe.zoomedPlanes(tried, shift: (0, 0), threads: threads)
                     let m = BlockMotion(frame: frame, key: candidate, threads: threads)
