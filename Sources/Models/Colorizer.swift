@@ -264,6 +264,7 @@ package final class Colorizer {
             case .fine(var fine, let detail):
                 let f = ColourReference.fineSide
                 stabilizer?.apply(l: guide.lFine, ab: &fine, width: f, height: f)
+                guide.stabilizedFine = fine
                 Resample.bilinearModel(fine, f, f, into: &coefficients)
                 Resample.linearModelAB(coefficients, f, f, fittedTo: fullL, saturation: saturation, a: &a, b: &b, w, h, threads: threads)
                 detail?.apply(l: fullL, a: &a, b: &b, width: w, height: h)

@@ -99,6 +99,11 @@ package final class ColourGuide {
     package var startsMidVideo = false
     /// This shot's anchors, oldest first.
     private var anchors: [ColourReference] = []
+    /// The shot's previous frame, carried onto the next (`PreviousFrameCarry`).
+    private var previousFrame: PreviousFrameCarry?
+    /// This frame's colour on the fine grid as the stabilizer left it (set by the colorizer;
+    /// nil when the frame took an exact keyframe or the model's colour alone).
+    var stabilizedFine: [Float]?
     /// The last frame's mean match confidence to the anchors (nil: no anchor was used).
     private var anchorConfidence: Float?
     /// Whether the last frame's colour came from a keyframe (exact or matched).
@@ -283,9 +288,15 @@ package final class ColourGuide {
         hintsDone = false
         hintedFrame = nil
         carryPrepared[.hinted] = nil
-        anchors = []
+        dropAnchors()
         anchorConfidence = nil
         keyframeApplied = false
+    }
+
+    /// A new shot (or a reset): no anchors, no previous frame to carry.
+    private func dropAnchors() {
+        anchors = []
+        previousFrame = nil
     }
 
     private func seconds(_ p: Keyframe.Position) -> Double {
@@ -322,11 +333,12 @@ package final class ColourGuide {
         anchorConfidence = nil
         keyframeApplied = false
         carrySources = []
+        stabilizedFine = nil
         if let position {
             lastSeenSeconds = max(lastSeenSeconds ?? position.seconds, position.seconds)
             lastSeenIndex = max(lastSeenIndex ?? position.index, position.index)
             if previousHistogram.isEmpty {
-                anchors = []
+                dropAnchors()
                 if let known = knownShotStart, known <= position.seconds + halfFrame {
                     // A segment's plan found where this shot began: its keyframes apply.
                     lastCutSeconds = known
@@ -342,7 +354,7 @@ package final class ColourGuide {
             } else if TemporalStabilizer.distance(histogram, previousHistogram) > TemporalStabilizer.defaultCutThreshold {
                 lastCutSeconds = position.seconds
                 carriedKeyframes = []
-                anchors = []
+                dropAnchors()
             }
             previousHistogram = histogram
         }
@@ -428,6 +440,10 @@ package final class ColourGuide {
         if keyframeApplied || !references.isEmpty, let fusion = try fusion() {
             try fusion.correct(&ab, l: lFine, transferred: t.ab, weight: t.weight, automatic: autoFine)
         }
+        // A shot anchored to its own colour: the previous frame's too, where its content went.
+        if anchorShots && !keyframeApplied, let previousFrame {
+            previousFrame.apply(lFine: lFine, ab: &ab, threads: settings.threads)
+        }
         let detail = DetailTransfer.enabled ? DetailTransfer(match: t.match, weight: t.weight, details: weighted.map(\.reference.detail), threads: settings.threads) : nil
         return .fine(ab: ab, detail: detail)
     }
@@ -499,13 +515,21 @@ package final class ColourGuide {
     func finish(position: FramePosition?, l: [Float], a: inout [Float], b: inout [Float], width w: Int, height h: Int) throws {
         try hint(position: position, l: l, a: &a, b: &b, width: w, height: h)
         guard anchorShots, position != nil, !keyframeApplied, hintedFrame == nil else { return }
-        if anchors.isEmpty || (anchorConfidence ?? 0) < anchorRefresh {
-            let f = ColourReference.fineSide
+        let f = ColourReference.fineSide
+        let refresh = anchors.isEmpty || (anchorConfidence ?? 0) < anchorRefresh
+        // The frame's final colour on the fine grid: as the stabilizer left it where there is
+        // one (what the output was fitted from), else from the output.
+        var abFine = stabilizedFine ?? []
+        if refresh || abFine.count != 2 * f * f {
             var af = [Float](repeating: 0, count: f * f), bf = af
             Resample.area(a, w, h, into: &af, f, f)
             Resample.area(b, w, h, into: &bf, f, f)
+            abFine = af + bf
+        }
+        if PreviousFrameCarry.enabled { previousFrame = PreviousFrameCarry(lFine: lFine, ab: abFine) }
+        if refresh {
             let features = try lastFeatures ?? encoder().features(l224: l224)
-            anchors.append(ColourReference(name: "anchor", features: features, lGrid: lGrid, lFine: lFine, abFine: af + bf))
+            anchors.append(ColourReference(name: "anchor", features: features, lGrid: lGrid, lFine: lFine, abFine: abFine))
             if anchors.count > anchorLimit { anchors.removeFirst() }
         }
     }
