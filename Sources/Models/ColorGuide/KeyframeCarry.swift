@@ -282,9 +282,9 @@ enum KeyframeCarry {
 
     /// The gate for a share of textured blocks matched well (nil, a frame with hardly any
     /// texture, tells nothing: no carry from a photograph).
-    static func gate(_ share: Float?) -> Float {
+    static func gate(_ share: Float?, between shares: (Float, Float) = sceneShares) -> Float {
         guard let share else { return 0 }
-        return min(max((share - sceneShares.0) / (sceneShares.1 - sceneShares.0), 0), 1)
+        return min(max((share - shares.0) / (shares.1 - shares.0), 0), 1)
     }
 
     /// The share of the frame's textured blocks matched well (nil: fewer than 16 textured blocks).
@@ -433,24 +433,28 @@ enum KeyframeCarry {
         }}}}
     }
 
+    /// Per column (or row) of `count` pixels whose matching plane is `toWork` times as wide:
+    /// the two `BlockMotion` blocks of the `blocks` across around it and the weight of the
+    /// second (what a pixel's displacement is interpolated from).
+    static func blockTaps(_ count: Int, _ toWork: Float, _ blocks: Int) -> [(Int32, Int32, Float)] {
+        let bs = Float(BlockMotion.block)
+        return (0..<count).map { x in
+            let f = min(max((Float(x) + 0.5) * toWork / bs - 0.5, 0), Float(blocks - 1))
+            let i0 = Int(f)
+            return (Int32(i0), Int32(min(i0 + 1, blocks - 1)), f - Float(i0))
+        }
+    }
+
     /// One keyframe's share: each frame pixel's displacement (bilinear between the blocks'),
     /// the keyframe's L, a and b there (bilinear), its confidence, added into `sums`.
     private static func accumulate(_ k: Prepared, weight: Float, gate: Float, motion: BlockMotion, frame: LightnessPyramid, l: [Float],
                                    into sums: inout [Float], width w: Int, height h: Int, chunks: Int) {
-        let n = w * h, bs = Float(BlockMotion.block)
+        let n = w * h
         let ww = Float(frame.width), wh = Float(frame.height)
         let toFullX = Float(w) / ww, toFullY = Float(h) / wh
         let ib = -1 / (2 * sigmaBlock * sigmaBlock), ip = -1 / (2 * sigmaPixel * sigmaPixel)
         let cols = motion.columns, rows = motion.rows
-        // Per column and per row: the two blocks around it and the weight of the second.
-        func taps(_ count: Int, _ toWork: Float, _ blocks: Int) -> [(Int32, Int32, Float)] {
-            (0..<count).map { x in
-                let f = min(max((Float(x) + 0.5) * toWork / bs - 0.5, 0), Float(blocks - 1))
-                let i0 = Int(f)
-                return (Int32(i0), Int32(min(i0 + 1, blocks - 1)), f - Float(i0))
-            }
-        }
-        let xt = taps(w, ww / Float(w), cols), yt = taps(h, wh / Float(h), rows)
+        let xt = blockTaps(w, ww / Float(w), cols), yt = blockTaps(h, wh / Float(h), rows)
         l.withUnsafeBufferPointer { lp in sums.withUnsafeMutableBufferPointer { sp in
         k.l.withUnsafeBufferPointer { kl in k.a.withUnsafeBufferPointer { ka in k.b.withUnsafeBufferPointer { kb in
         motion.dx.withUnsafeBufferPointer { mdx in motion.dy.withUnsafeBufferPointer { mdy in motion.cost.withUnsafeBufferPointer { mc in

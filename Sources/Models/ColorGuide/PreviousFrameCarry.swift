@@ -60,19 +60,11 @@ struct PreviousFrameCarry {
         // A cut the histograms missed (two shots of alike lightness): flat regions would match
         // any flat region of their lightness, so the carry applies only as far as the frame's
         // textured blocks find the previous frame's content (`sceneShares`).
-        let share = KeyframeCarry.sceneShare(motion, frame: frame) ?? 0
-        let hold = Self.hold * min(max((share - Self.sceneShares.0) / (Self.sceneShares.1 - Self.sceneShares.0), 0), 1)
+        let hold = Self.hold * KeyframeCarry.gate(KeyframeCarry.sceneShare(motion, frame: frame), between: Self.sceneShares)
         guard hold > 0 else { return 0 }
-        let bs = Float(BlockMotion.block)
         let cols = motion.columns, rows = motion.rows
         let ib = -1 / (2 * KeyframeCarry.sigmaBlock * KeyframeCarry.sigmaBlock)
         let ip = -1 / (2 * KeyframeCarry.sigmaPixel * KeyframeCarry.sigmaPixel)
-        // Each pixel's two blocks around it, and the weight of the second.
-        func tap(_ i: Int, _ blocks: Int) -> (Int, Int, Float) {
-            let p = min(max((Float(i) + 0.5) / bs - 0.5, 0), Float(blocks - 1))
-            let i0 = Int(p)
-            return (i0, min(i0 + 1, blocks - 1), p - Float(i0))
-        }
         func sample(_ plane: UnsafePointer<Float>, _ x: Float, _ y: Float) -> Float {
             let x0 = Int(x), y0 = Int(y), x1 = min(x0 + 1, f - 1), y1 = min(y0 + 1, f - 1)
             let tx = x - Float(x0), ty = y - Float(y0)
@@ -80,7 +72,7 @@ struct PreviousFrameCarry {
             let bottom = plane[y1 * f + x0] * (1 - tx) + plane[y1 * f + x1] * tx
             return top * (1 - ty) + bottom * ty
         }
-        let xt = (0..<f).map { tap($0, cols) }, yt = (0..<f).map { tap($0, rows) }
+        let xt = KeyframeCarry.blockTaps(f, 1, cols), yt = KeyframeCarry.blockTaps(f, 1, rows)
         var total: Float = 0
         self.lFine.withUnsafeBufferPointer { pl in self.ab.withUnsafeBufferPointer { pab in
         motion.dx.withUnsafeBufferPointer { mdx in motion.dy.withUnsafeBufferPointer { mdy in motion.cost.withUnsafeBufferPointer { mc in
@@ -88,9 +80,10 @@ struct PreviousFrameCarry {
             let pl = pl.baseAddress!, pa = pab.baseAddress!, pb = pab.baseAddress! + ff
             for y in 0..<f {
                 let (r0, r1, ty) = yt[y]
+                let row0 = Int(r0) * cols, row1 = Int(r1) * cols
                 for x in 0..<f {
                     let (c0, c1, tx) = xt[x]
-                    let i00 = r0 * cols + c0, i01 = r0 * cols + c1, i10 = r1 * cols + c0, i11 = r1 * cols + c1
+                    let i00 = row0 + Int(c0), i01 = row0 + Int(c1), i10 = row1 + Int(c0), i11 = row1 + Int(c1)
                     let w00 = (1 - tx) * (1 - ty), w01 = tx * (1 - ty), w10 = (1 - tx) * ty, w11 = tx * ty
                     func at(_ v: UnsafeBufferPointer<Float>) -> Float { v[i00] * w00 + v[i01] * w01 + v[i10] * w10 + v[i11] * w11 }
                     let sx = min(max(Float(x) + at(mdx), 0), Float(f - 1))
