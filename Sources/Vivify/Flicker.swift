@@ -36,6 +36,8 @@ package enum Flicker {
         let lab = LabConverter()
         var meter = FlickerMeter()
         var drift = DriftMeter()
+        // The whole-pixel tracker of the figures before 2026-12-01, for comparison.
+        if ProcessInfo.processInfo.environment["VIVIFY_DRIFT_TRACKING"] == "integer" { drift.tracking = .integer }
         var frame = VideoFrame(format: .rgb24, width: 1, height: 1)
         var truthFrame = VideoFrame(format: .rgb24, width: 1, height: 1)
         var frames = 0

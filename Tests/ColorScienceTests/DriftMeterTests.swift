@@ -7,7 +7,10 @@ final class DriftMeterTests: XCTestCase {
     let w = 160, h = 96
 
     /// Lightness texture (smooth noise, 20…80) shifted `shift` pixels to the left.
-    func texture(shift: Int, seed: UInt64) -> [Float] {
+    func texture(shift: Int, seed: UInt64) -> [Float] { texture(shift: Float(shift), seed: seed) }
+
+    /// The same texture shifted by any amount, whole pixels or not.
+    func texture(shift: Float, seed: UInt64) -> [Float] {
         var state = seed
         func next() -> Float {
             state = state &* 6364136223846793005 &+ 1442695040888963407
@@ -19,7 +22,7 @@ final class DriftMeterTests: XCTestCase {
         var l = [Float](repeating: 0, count: w * h)
         for y in 0..<h {
             for x in 0..<w {
-                let sx = Float(x + shift) / 8, sy = Float(y) / 8
+                let sx = (Float(x) + shift) / 8, sy = Float(y) / 8
                 let x0 = Int(sx), y0 = Int(sy), tx = sx - Float(x0), ty = sy - Float(y0)
                 let g = { (i: Int, j: Int) in grid[j * gw + i] }
                 l[y * w + x] = (g(x0, y0) * (1 - tx) + g(x0 + 1, y0) * tx) * (1 - ty) + (g(x0, y0 + 1) * (1 - tx) + g(x0 + 1, y0 + 1) * tx) * ty
@@ -81,6 +84,59 @@ final class DriftMeterTests: XCTestCase {
         XCTAssertEqual(meter.truthValue, meter.value, accuracy: 1e-3)
         // The difference moves along (+0.5, −0.5) a frame: √2 times as far.
         XCTAssertEqual(meter.differenceValue, meter.value * 2.squareRoot(), accuracy: 1e-2)
+    }
+
+    /// Colour that belongs to its content (a* follows the lightness texture) in a pan of 0.4 px
+    /// a frame: no drift when the regions follow the content. Matched at whole pixels, each
+    /// frame's 0.4 px rounded to 0, so the blocks stayed put and slid 16 px over their colour
+    /// in 40 frames.
+    func testColourThatMovesWithItsContentAtSubpixelSpeedHasLittleDrift() {
+        func run(_ tracking: DriftMeter.Tracking) -> Double {
+            var meter = DriftMeter()
+            meter.tracking = tracking
+            let b = [Float](repeating: 0, count: w * h)
+            for t in 0..<40 {
+                let l = texture(shift: 0.4 * Float(t), seed: 6)
+                meter.add(l: l, a: l.map { ($0 - 50) * 0.6 }, b: b, width: w, height: h)
+            }
+            meter.finish()
+            XCTAssertGreaterThan(meter.tracksCounted, 100)
+            return meter.value
+        }
+        let subpixel = run(.subpixel), integer = run(.integer)
+        print("0.4 px a frame: drift \(subpixel) sub-pixel, \(integer) at whole pixels")
+        XCTAssertLessThan(subpixel, 0.6)
+        XCTAssertLessThan(subpixel, 0.2 * integer)
+    }
+
+    /// Flat walls in a pan: lightness constant over bands 20 px wide (every 40 px), each band's
+    /// colour a gradient that moves with it (as a colorizer's colour on a wall does). A block
+    /// inside a band matches everywhere equally well; it moves as the textured window around it
+    /// does, instead of staying put and sliding along the gradient.
+    func testFlatWallsMoveWithTheTextureAroundThem() {
+        func run(_ tracking: DriftMeter.Tracking) -> Double {
+            var meter = DriftMeter()
+            meter.tracking = tracking
+            let b = [Float](repeating: 0, count: w * h)
+            for t in 0..<30 {
+                var l = texture(shift: t, seed: 7)
+                var a = [Float](repeating: 0, count: w * h)
+                for y in 0..<h {
+                    for x in 0..<w where (x + t) % 40 < 20 {
+                        l[y * w + x] = 50
+                        a[y * w + x] = Float((x + t) % 40)
+                    }
+                }
+                meter.add(l: l, a: a, b: b, width: w, height: h)
+            }
+            meter.finish()
+            XCTAssertGreaterThan(meter.tracksCounted, 50)
+            return meter.value
+        }
+        let subpixel = run(.subpixel), integer = run(.integer)
+        print("flat bands: drift \(subpixel) following the texture around them, \(integer) each block on its own")
+        XCTAssertLessThan(subpixel, 1.2)
+        XCTAssertLessThan(subpixel, 0.5 * integer)
     }
 
     /// Frames of another size, or planes shorter than their sides say, are not read past.
