@@ -209,7 +209,15 @@ public struct DriftMeter {
         for dy in 0..<side {
             for dx in 0..<side { template[dy * side + dx] = sample(previousL, ox0 + Float(dx), oy0 + Float(dy)) }
         }
-        // Whole pixels first (ties to the smaller move), as the integer tracker.
+        // Whole pixels first (ties to the smaller move), as the integer tracker. Every
+        // candidate's window lies on one grid (whole-pixel steps from the track's corner), so
+        // this frame is sampled onto it once.
+        let span = side + 2 * search
+        var patch = [Float](repeating: 0, count: span * span)
+        let px0 = ox0 - Float(search), py0 = oy0 - Float(search)
+        for j in 0..<span {
+            for i in 0..<span { patch[j * span + i] = sample(l, px0 + Float(i), py0 + Float(j)) }
+        }
         var best = Float.infinity, bx = 0, by = 0
         for oy in -search...search {
             let y = t.y + Float(oy)
@@ -219,7 +227,8 @@ public struct DriftMeter {
                 if x < 0 || x > Float(w - block) { continue }
                 var e: Float = 0
                 for dy in 0..<side {
-                    for dx in 0..<side { e += abs(sample(l, x - Float(pad) + Float(dx), y - Float(pad) + Float(dy)) - template[dy * side + dx]) }
+                    let row = (dy + oy + search) * span + ox + search
+                    for dx in 0..<side { e += abs(patch[row + dx] - template[dy * side + dx]) }
                 }
                 if e < best || (e == best && abs(ox) + abs(oy) < abs(bx) + abs(by)) { best = e; bx = ox; by = oy }
             }
