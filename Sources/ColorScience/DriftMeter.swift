@@ -6,10 +6,11 @@
 ///     frame ─▶ shrink ─▶ cut? (L* histograms) ─▶ yes: close every track, seed a grid of blocks
 ///                                  │ no
 ///                                  ▼
-///            each track: best match of its last block within ±search px (mean |ΔL*|),
-///              refined to sub-pixel (Lucas–Kanade) where it has texture, or where it is flat,
-///              the match of the window three blocks across around it
-///              ─▶ too different (occluded, left the frame): closed
+///            each track: best match of its last block within ±search px (mean |ΔL*| over
+///              the part in the frame; up to half a block out of it), refined to sub-pixel
+///              (Lucas–Kanade) where it has texture, or where it is flat, the match of the
+///              window three blocks across around it
+///              ─▶ matched out of the frame (left it), or too different (occluded): closed
 ///              ─▶ else moved there; distance of its mean ab from its first mean ab added
 ///            fewer than half the tracks left ─▶ new blocks seeded where none is
 ///
@@ -205,33 +206,54 @@ public struct DriftMeter {
         let (w, h) = size
         let side = block + 2 * pad
         let ox0 = t.x - Float(pad), oy0 = t.y - Float(pad)
+        // Pixels outside the frame are NaN: left out of the comparison.
+        let inside = { (px: Float, py: Float) in px > -0.5 && py > -0.5 && px < Float(w) - 0.5 && py < Float(h) - 0.5 }
         var template = [Float](repeating: 0, count: side * side)
         for dy in 0..<side {
-            for dx in 0..<side { template[dy * side + dx] = sample(previousL, ox0 + Float(dx), oy0 + Float(dy)) }
+            for dx in 0..<side {
+                let px = ox0 + Float(dx), py = oy0 + Float(dy)
+                template[dy * side + dx] = inside(px, py) ? sample(previousL, px, py) : .nan
+            }
         }
         // Whole pixels first (ties to the smaller move), as the integer tracker. Every
         // candidate's window lies on one grid (whole-pixel steps from the track's corner), so
-        // this frame is sampled onto it once.
+        // this frame is sampled onto it once. A block may be matched up to half its side out
+        // of the frame, on the part still in it (at least half the window): that is how a
+        // region that leaves the frame is found to have left, where a search kept inside
+        // held it at the border, measuring whatever passed there.
         let span = side + 2 * search
         var patch = [Float](repeating: 0, count: span * span)
         let px0 = ox0 - Float(search), py0 = oy0 - Float(search)
         for j in 0..<span {
-            for i in 0..<span { patch[j * span + i] = sample(l, px0 + Float(i), py0 + Float(j)) }
+            for i in 0..<span {
+                let px = px0 + Float(i), py = py0 + Float(j)
+                patch[j * span + i] = inside(px, py) ? sample(l, px, py) : .nan
+            }
         }
+        let out = Float(block / 2)
         var best = Float.infinity, bx = 0, by = 0
         for oy in -search...search {
             let y = t.y + Float(oy)
-            if y < 0 || y > Float(h - block) { continue }
+            if y < -out || y > Float(h - block) + out { continue }
             for ox in -search...search {
                 let x = t.x + Float(ox)
-                if x < 0 || x > Float(w - block) { continue }
-                var e: Float = 0
+                if x < -out || x > Float(w - block) + out { continue }
+                var e: Float = 0, n = 0
                 for dy in 0..<side {
                     let row = (dy + oy + search) * span + ox + search
-                    for dx in 0..<side { e += abs(patch[row + dx] - template[dy * side + dx]) }
+                    for dx in 0..<side {
+                        let d = abs(patch[row + dx] - template[dy * side + dx])
+                        if !d.isNaN { e += d; n += 1 }
+                    }
                 }
+                guard 2 * n >= side * side else { continue }
+                e = e / Float(n) * Float(side * side)
                 if e < best || (e == best && abs(ox) + abs(oy) < abs(bx) + abs(by)) { best = e; bx = ox; by = oy }
             }
+        }
+        // Matched out of the frame: it left (`followSubpixel` closes it).
+        if t.x + Float(bx) < 0 || t.y + Float(by) < 0 || t.x + Float(bx) > Float(w - block) || t.y + Float(by) > Float(h - block) {
+            return Match(x: t.x + Float(bx), y: t.y + Float(by), textured: true)
         }
         var x = t.x + Float(bx), y = t.y + Float(by)
         // Lucas–Kanade: solve G d = Σ g (T − I) at the current estimate, a few times.

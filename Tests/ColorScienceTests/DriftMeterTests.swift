@@ -109,6 +109,29 @@ final class DriftMeterTests: XCTestCase {
         XCTAssertLessThan(subpixel, 0.2 * integer)
     }
 
+    /// A pan of 2 px a frame to the left over smooth content (a ceiling's shading: L changes
+    /// little from pixel to pixel), colour moving with it: the regions on the left leave the
+    /// frame and are closed. Kept inside the frame by the search, they were held at its border,
+    /// where the content next to what left matched well enough, and measured the colour of
+    /// whatever passed there.
+    func testRegionsThatLeaveTheFrameAreClosed() {
+        var meter = DriftMeter()
+        let b = [Float](repeating: 0, count: w * h)
+        for t in 0..<40 {
+            var l = [Float](repeating: 0, count: w * h)
+            for y in 0..<h {
+                for x in 0..<w {
+                    l[y * w + x] = 50 + 20 * sin(2 * .pi * Float(x + 2 * t) / 64) + 12 * sin(2 * .pi * Float(y) / 40)
+                }
+            }
+            meter.add(l: l, a: l.map { ($0 - 50) * 0.6 }, b: b, width: w, height: h)
+        }
+        meter.finish()
+        print("2 px a frame out of the frame: drift \(meter.value) over \(meter.tracksCounted) regions")
+        XCTAssertGreaterThan(meter.tracksCounted, 150)
+        XCTAssertLessThan(meter.value, 0.1)
+    }
+
     /// Flat walls in a pan: lightness constant over bands 20 px wide (every 40 px), each band's
     /// colour a gradient that moves with it (as a colorizer's colour on a wall does). A block
     /// inside a band matches everywhere equally well; it moves as the textured window around it

@@ -28,7 +28,7 @@ struct PreviousFrameCarry {
     /// colour be dragged along by the matching's mistakes (the bedroom's drift 5.20 and its
     /// difference's 5.92, against 4.81 and 4.99 without the carry), 0.8 less so (4.56 / 5.11),
     /// 0.5 lowered both (4.50 / 4.88) and flicker by a sixth. With the sub-pixel drift meter
-    /// (2026-12-02) 0.3 / 0.5 / 0.75 / 1 gave the bedroom 2.75 / 2.87 / 3.28 / 4.69, the plane
+    /// (2026-12-02, before it closed regions leaving the frame) 0.3 / 0.5 / 0.75 / 1 gave the bedroom 2.75 / 2.87 / 3.28 / 4.69, the plane
     /// 2.25 / 2.22 / 2.28 / 3.25 and Big Buck Bunny 4.26 / 4.24 / 4.29 / 4.36; 0.5 kept.
     static let hold: Float = 0.5
     /// The share of the frame's textured blocks (`KeyframeCarry.sceneShare`) matched well in
