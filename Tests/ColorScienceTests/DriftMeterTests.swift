@@ -6,6 +6,13 @@ import XCTest
 final class DriftMeterTests: XCTestCase {
     let w = 160, h = 96
 
+    /// A w×h plane of `value(x, y)`.
+    func plane(_ value: (Int, Int) -> Float) -> [Float] {
+        var p = [Float](repeating: 0, count: w * h)
+        for y in 0..<h { for x in 0..<w { p[y * w + x] = value(x, y) } }
+        return p
+    }
+
     /// Lightness texture (smooth noise, 20…80) shifted `shift` pixels to the left.
     func texture(shift: Int, seed: UInt64) -> [Float] { texture(shift: Float(shift), seed: seed) }
 
@@ -118,12 +125,7 @@ final class DriftMeterTests: XCTestCase {
         var meter = DriftMeter()
         let b = [Float](repeating: 0, count: w * h)
         for t in 0..<40 {
-            var l = [Float](repeating: 0, count: w * h)
-            for y in 0..<h {
-                for x in 0..<w {
-                    l[y * w + x] = 50 + 20 * sin(2 * .pi * Float(x + 2 * t) / 64) + 12 * sin(2 * .pi * Float(y) / 40)
-                }
-            }
+            let l = plane { x, y in 50 + 20 * sin(2 * .pi * Float(x + 2 * t) / 64) + 12 * sin(2 * .pi * Float(y) / 40) }
             meter.add(l: l, a: l.map { ($0 - 50) * 0.6 }, b: b, width: w, height: h)
         }
         meter.finish()
@@ -142,14 +144,10 @@ final class DriftMeterTests: XCTestCase {
             meter.tracking = tracking
             let b = [Float](repeating: 0, count: w * h)
             for t in 0..<30 {
-                var l = texture(shift: t, seed: 7)
-                var a = [Float](repeating: 0, count: w * h)
-                for y in 0..<h {
-                    for x in 0..<w where (x + t) % 40 < 20 {
-                        l[y * w + x] = 50
-                        a[y * w + x] = Float((x + t) % 40)
-                    }
-                }
+                let band = { (x: Int) in (x + t) % 40 < 20 }
+                let textured = texture(shift: t, seed: 7)
+                let l = plane { x, y in band(x) ? 50 : textured[y * self.w + x] }
+                let a = plane { x, _ in band(x) ? Float((x + t) % 40) : 0 }
                 meter.add(l: l, a: a, b: b, width: w, height: h)
             }
             meter.finish()
