@@ -13,6 +13,21 @@ final class DriftMeterTests: XCTestCase {
         return p
     }
 
+    /// The drift over `frames` frames of L and a* from `frame(t)` (b* 0), followed with
+    /// `tracking`; at least `atLeast` regions must have been followed.
+    func drift(_ tracking: DriftMeter.Tracking, frames: Int, atLeast tracks: Int, _ frame: (Int) -> (l: [Float], a: [Float])) -> Double {
+        var meter = DriftMeter()
+        meter.tracking = tracking
+        let b = [Float](repeating: 0, count: w * h)
+        for t in 0..<frames {
+            let (l, a) = frame(t)
+            meter.add(l: l, a: a, b: b, width: w, height: h)
+        }
+        meter.finish()
+        XCTAssertGreaterThan(meter.tracksCounted, tracks)
+        return meter.value
+    }
+
     /// Lightness texture (smooth noise, 20…80) shifted `shift` pixels to the left.
     func texture(shift: Int, seed: UInt64) -> [Float] { texture(shift: Float(shift), seed: seed) }
 
@@ -98,17 +113,11 @@ final class DriftMeterTests: XCTestCase {
     /// frame's 0.4 px rounded to 0, so the blocks stayed put and slid 16 px over their colour
     /// in 40 frames.
     func testColourThatMovesWithItsContentAtSubpixelSpeedHasLittleDrift() {
-        func run(_ tracking: DriftMeter.Tracking) -> Double {
-            var meter = DriftMeter()
-            meter.tracking = tracking
-            let b = [Float](repeating: 0, count: w * h)
-            for t in 0..<40 {
-                let l = texture(shift: 0.4 * Float(t), seed: 6)
-                meter.add(l: l, a: l.map { ($0 - 50) * 0.6 }, b: b, width: w, height: h)
+        let run = { (tracking: DriftMeter.Tracking) in
+            self.drift(tracking, frames: 40, atLeast: 100) { t in
+                let l = self.texture(shift: 0.4 * Float(t), seed: 6)
+                return (l, l.map { ($0 - 50) * 0.6 })
             }
-            meter.finish()
-            XCTAssertGreaterThan(meter.tracksCounted, 100)
-            return meter.value
         }
         let subpixel = run(.subpixel), integer = run(.integer)
         print("0.4 px a frame: drift \(subpixel) sub-pixel, \(integer) at whole pixels")
@@ -122,16 +131,12 @@ final class DriftMeterTests: XCTestCase {
     /// where the content next to what left matched well enough, and measured the colour of
     /// whatever passed there.
     func testRegionsThatLeaveTheFrameAreClosed() {
-        var meter = DriftMeter()
-        let b = [Float](repeating: 0, count: w * h)
-        for t in 0..<40 {
-            let l = plane { x, y in 50 + 20 * sin(2 * .pi * Float(x + 2 * t) / 64) + 12 * sin(2 * .pi * Float(y) / 40) }
-            meter.add(l: l, a: l.map { ($0 - 50) * 0.6 }, b: b, width: w, height: h)
+        let value = drift(.subpixel, frames: 40, atLeast: 150) { t in
+            let l = self.plane { x, y in 50 + 20 * sin(2 * .pi * Float(x + 2 * t) / 64) + 12 * sin(2 * .pi * Float(y) / 40) }
+            return (l, l.map { ($0 - 50) * 0.6 })
         }
-        meter.finish()
-        print("2 px a frame out of the frame: drift \(meter.value) over \(meter.tracksCounted) regions")
-        XCTAssertGreaterThan(meter.tracksCounted, 150)
-        XCTAssertLessThan(meter.value, 0.1)
+        print("2 px a frame out of the frame: drift \(value)")
+        XCTAssertLessThan(value, 0.1)
     }
 
     /// Flat walls in a pan: lightness constant over bands 20 px wide (every 40 px), each band's
@@ -139,20 +144,12 @@ final class DriftMeterTests: XCTestCase {
     /// inside a band matches everywhere equally well; it moves as the textured window around it
     /// does, instead of staying put and sliding along the gradient.
     func testFlatWallsMoveWithTheTextureAroundThem() {
-        func run(_ tracking: DriftMeter.Tracking) -> Double {
-            var meter = DriftMeter()
-            meter.tracking = tracking
-            let b = [Float](repeating: 0, count: w * h)
-            for t in 0..<30 {
+        let run = { (tracking: DriftMeter.Tracking) in
+            self.drift(tracking, frames: 30, atLeast: 50) { t in
                 let band = { (x: Int) in (x + t) % 40 < 20 }
-                let textured = texture(shift: t, seed: 7)
-                let l = plane { x, y in band(x) ? 50 : textured[y * self.w + x] }
-                let a = plane { x, _ in band(x) ? Float((x + t) % 40) : 0 }
-                meter.add(l: l, a: a, b: b, width: w, height: h)
+                let textured = self.texture(shift: t, seed: 7)
+                return (self.plane { x, y in band(x) ? 50 : textured[y * self.w + x] }, self.plane { x, _ in band(x) ? Float((x + t) % 40) : 0 })
             }
-            meter.finish()
-            XCTAssertGreaterThan(meter.tracksCounted, 50)
-            return meter.value
         }
         let subpixel = run(.subpixel), integer = run(.integer)
         print("flat bands: drift \(subpixel) following the texture around them, \(integer) each block on its own")
