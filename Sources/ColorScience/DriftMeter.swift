@@ -27,7 +27,8 @@ public struct DriftMeter {
     public var workingWidth = 192
     /// The side of a block, in working pixels.
     public var block = 8
-    /// How far a block may move between two frames, in working pixels.
+    /// How far a block may move between two frames, in working pixels (sub-pixel tracking
+    /// refines that by up to one more).
     public var search = 3
     /// A block whose best match differs by more than this (mean |ΔL*|) is lost.
     public var maximumError: Float = 6
@@ -197,6 +198,8 @@ public struct DriftMeter {
     private struct Match {
         var x: Float, y: Float
         var textured: Bool
+        /// Matched out of the frame: the region left it.
+        var left = false
     }
 
     /// Where the block of `t` went in this frame: matched with the window around it (`pad`
@@ -217,8 +220,9 @@ public struct DriftMeter {
         }
         // Whole pixels first (ties to the smaller move), as the integer tracker. Every
         // candidate's window lies on one grid (whole-pixel steps from the track's corner), so
-        // this frame is sampled onto it once. A block may be matched up to half its side out
-        // of the frame, on the part still in it (at least half the window): that is how a
+        // this frame is sampled onto it once. A block may be matched up to half its side (and
+        // at most `search`) out of the frame, on the part still in it (at least half the
+        // window): that is how a
         // region that leaves the frame is found to have left, where a search kept inside
         // held it at the border, measuring whatever passed there.
         let span = side + 2 * search
@@ -251,33 +255,41 @@ public struct DriftMeter {
                 if e < best || (e == best && abs(ox) + abs(oy) < abs(bx) + abs(by)) { best = e; bx = ox; by = oy }
             }
         }
+        // No candidate had half its window in the frame (a wide window in a corner): no match.
+        guard best < .infinity else { return Match(x: t.x, y: t.y, textured: false) }
         // Matched out of the frame: it left (`followSubpixel` closes it).
         if t.x + Float(bx) < 0 || t.y + Float(by) < 0 || t.x + Float(bx) > Float(w - block) || t.y + Float(by) > Float(h - block) {
-            return Match(x: t.x + Float(bx), y: t.y + Float(by), textured: true)
+            return Match(x: t.x + Float(bx), y: t.y + Float(by), textured: true, left: true)
         }
         var x = t.x + Float(bx), y = t.y + Float(by)
-        // Lucas–Kanade: solve G d = Σ g (T − I) at the current estimate, a few times.
+        // Lucas–Kanade: solve G d = Σ g (T − I) at the current estimate, a few times, over the
+        // template's pixels in the frame.
         var textured = false
         for step in 0..<4 {
             var gxx: Float = 0, gxy: Float = 0, gyy: Float = 0, ex: Float = 0, ey: Float = 0
+            var counted = 0
             for dy in 0..<side {
                 for dx in 0..<side {
+                    let tv = template[dy * side + dx]
+                    if tv.isNaN { continue }
                     let px = x - Float(pad) + Float(dx), py = y - Float(pad) + Float(dy)
                     let gx = (sample(l, px + 0.5, py) - sample(l, px - 0.5, py))
                     let gy = (sample(l, px, py + 0.5) - sample(l, px, py - 0.5))
-                    let r = template[dy * side + dx] - sample(l, px, py)
+                    let r = tv - sample(l, px, py)
                     gxx += gx * gx; gxy += gx * gy; gyy += gy * gy
                     ex += gx * r; ey += gy * r
+                    counted += 1
                 }
             }
             if step == 0 {
                 let mean = (gxx + gyy) / 2, d = ((gxx - gyy) * (gxx - gyy) / 4 + gxy * gxy).squareRoot()
-                textured = (mean - d) / Float(side * side) >= minimumTexture
+                textured = counted > 0 && (mean - d) / Float(counted) >= minimumTexture
                 if !textured { break }
             }
             let det = gxx * gyy - gxy * gxy
             guard det > 0 else { break }
             let ux = (gyy * ex - gxy * ey) / det, uy = (gxx * ey - gxy * ex) / det
+            guard ux.isFinite && uy.isFinite else { break }
             // Within a pixel of the whole-pixel match: past it the whole-pixel search decides.
             x = min(max(x + ux, t.x + Float(bx) - 1), t.x + Float(bx) + 1)
             y = min(max(y + uy, t.y + Float(by) - 1), t.y + Float(by) + 1)
@@ -312,7 +324,7 @@ public struct DriftMeter {
         for (i, var t) in tracks.enumerated() {
             let m = matches[i]
             // Left the frame: closed.
-            guard m.x > -0.5, m.y > -0.5, m.x < Float(w - block) + 0.5, m.y < Float(h - block) + 0.5 else {
+            guard !m.left, m.x > -0.5, m.y > -0.5, m.x < Float(w - block) + 0.5, m.y < Float(h - block) + 0.5 else {
                 close(t)
                 continue
             }
