@@ -162,11 +162,14 @@ def print_colorizer(name, s):
 
 
 def frames_of(path, size=None):
-    """Every frame of a video as (N, H, W, 3) uint8, through the ffmpeg CLI."""
+    """Every frame of a video as (N, H, W, 3) uint8, through the ffmpeg CLI: the frames the file
+    holds, one for one (`-fps_mode passthrough`; a constant-rate read padded a stream that starts
+    late with copies of its first frame: 67 of "Big Buck Bunny"'s 301, whose video starts at 2.24 s)."""
     probe = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height",
                             "-of", "csv=p=0", path], capture_output=True, text=True, check=True).stdout.strip().split(",")
     w, h = int(probe[0]), int(probe[1])
-    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"], capture_output=True, check=True).stdout
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
+                         capture_output=True, check=True).stdout
     return np.frombuffer(raw, np.uint8).reshape(-1, h, w, 3)
 
 
