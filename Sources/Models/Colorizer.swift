@@ -260,7 +260,7 @@ package final class Colorizer {
                 var fa = [Float](repeating: 0, count: f * f), fb = fa
                 Resample.area(a, w, h, into: &fa, f, f)
                 Resample.area(b, w, h, into: &fb, f, f)
-                stabilizer?.restart(l: guide.lFine, ab: fa + fb)
+                stabilizer?.restart(l: guide.lFine, ab: fa + fb, final: (fullL, a, b))
             case .fine(var fine, let detail):
                 let f = ColourReference.fineSide
                 stabilizer?.apply(l: guide.lFine, ab: &fine, width: f, height: f)
@@ -269,6 +269,7 @@ package final class Colorizer {
                 Resample.linearModelAB(coefficients, f, f, fittedTo: fullL, saturation: saturation, a: &a, b: &b, w, h, threads: threads)
                 detail?.apply(l: fullL, a: &a, b: &b, width: w, height: h)
                 guide.carry(l: fullL, a: &a, b: &b, width: w, height: h)
+                if TemporalStabilizer.finalEnabled { stabilizer?.applyFinal(l: fullL, a: &a, b: &b, threads: threads) }
             }
             try guide.finish(position: position, l: fullL, a: &a, b: &b, width: w, height: h)
             return

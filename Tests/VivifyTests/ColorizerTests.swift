@@ -272,6 +272,52 @@ final class ColorizerTests: XCTestCase {
         XCTAssertGreaterThan(next[0], 10, "a static pixel stays close to its history")
     }
 
+    /// The full-resolution pass for guided frames: a static pixel keeps most of the previous
+    /// frame's final colour, a pixel whose L changed takes the new one, and nothing is blended
+    /// when the previous frame's final colour was not kept (an automatic frame), across a cut,
+    /// or after `reset`. An exact keyframe (`restart` with its final colour) is blended from.
+    func testFinalStabilizerBlendsOnlyGuidedNeighbours() {
+        let s = TemporalStabilizer()
+        let side = 8, n = side * side, full = 64 * 64
+        let grid = [Float](repeating: 50, count: n)
+        var fullL = [Float](repeating: 50, count: full)
+        // An exact keyframe: red at full resolution.
+        s.restart(l: grid, ab: [Float](repeating: 0, count: 2 * n), final: (fullL, [Float](repeating: 30, count: full), [Float](repeating: 10, count: full)))
+        // The next guided frame: the same L except one pixel, a new colour everywhere.
+        fullL[100] = 90
+        var gridAB = [Float](repeating: 0, count: 2 * n)
+        s.apply(l: grid, ab: &gridAB, width: side, height: side)
+        var a = [Float](repeating: -10, count: full), b = [Float](repeating: -10, count: full)
+        s.applyFinal(l: fullL, a: &a, b: &b, threads: 2)
+        let k = s.finalStrength
+        XCTAssertGreaterThanOrEqual(k, 0.5)
+        XCTAssertEqual(a[0], k * 30 + (1 - k) * -10, accuracy: 0.5, "a static pixel keeps most of the keyframe's colour")
+        XCTAssertEqual(b[0], k * 10 + (1 - k) * -10, accuracy: 0.5)
+        XCTAssertEqual(a[100], -10, accuracy: 0.5, "a pixel whose L changed by 40 takes the new colour")
+        // A frame coloured automatically (no applyFinal) breaks the chain: the next guided frame is its own.
+        s.apply(l: grid, ab: &gridAB, width: side, height: side)
+        s.apply(l: grid, ab: &gridAB, width: side, height: side)
+        var a2 = [Float](repeating: 5, count: full), b2 = [Float](repeating: 5, count: full)
+        s.applyFinal(l: fullL, a: &a2, b: &b2, threads: 2)
+        XCTAssertTrue(a2.allSatisfy { $0 == 5 } && b2.allSatisfy { $0 == 5 }, "no history across an automatic frame")
+        // Across a cut: nothing carried.
+        let cut = s.apply(l: [Float](repeating: 95, count: n), ab: &gridAB, width: side, height: side)
+        XCTAssertTrue(cut)
+        var a3 = [Float](repeating: -5, count: full), b3 = a3
+        s.applyFinal(l: fullL, a: &a3, b: &b3, threads: 2)
+        XCTAssertTrue(a3.allSatisfy { $0 == -5 }, "no colour carried across a cut")
+        // Consecutive guided frames do blend, and a reset forgets.
+        s.apply(l: [Float](repeating: 95, count: n), ab: &gridAB, width: side, height: side)
+        var a4 = [Float](repeating: 15, count: full), b4 = a4
+        s.applyFinal(l: fullL, a: &a4, b: &b4, threads: 2)
+        XCTAssertEqual(a4[0], k * -5 + (1 - k) * 15, accuracy: 0.5)
+        s.reset()
+        s.apply(l: grid, ab: &gridAB, width: side, height: side)
+        var a5 = [Float](repeating: 15, count: full), b5 = a5
+        s.applyFinal(l: fullL, a: &a5, b: &b5, threads: 2)
+        XCTAssertTrue(a5.allSatisfy { $0 == 15 }, "reset forgets the final colour")
+    }
+
     /// Real archival footage: stabilization cuts the flicker metric by at least half. The
     /// stabilizer alone: shot anchors off (with this toy model, whose colour is busy, the
     /// anchor's matched colour flickers more than the stabilizer leaves, 0.27 against 0.18;
