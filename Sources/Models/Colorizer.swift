@@ -269,7 +269,10 @@ package final class Colorizer {
                 Resample.linearModelAB(coefficients, f, f, fittedTo: fullL, saturation: saturation, a: &a, b: &b, w, h, threads: threads)
                 detail?.apply(l: fullL, a: &a, b: &b, width: w, height: h)
                 guide.carry(l: fullL, a: &a, b: &b, width: w, height: h)
-                if TemporalStabilizer.finalEnabled { stabilizer?.applyFinal(l: fullL, a: &a, b: &b, threads: threads) }
+                // Frames coloured from the user's keyframes or references only: an anchored
+                // automatic frame already flickers far below the truth (bedroom 0.17 against
+                // 0.71), and the pass raised its drift (2.65 -> 2.74).
+                if TemporalStabilizer.finalEnabled && guide.userGuided { stabilizer?.applyFinal(l: fullL, a: &a, b: &b, threads: threads) }
             }
             try guide.finish(position: position, l: fullL, a: &a, b: &b, width: w, height: h)
             return

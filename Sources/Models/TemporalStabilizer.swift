@@ -27,12 +27,17 @@ package final class TemporalStabilizer {
     private var finalFrame = -1
     /// Whether the latest `apply` found a cut.
     private var lastCut = false
-    /// Weight of the previous frame's final colour where L did not change (`applyFinal`).
-    /// Lighter than the grid's: measured on Big Buck Bunny and Vid4 calendar with frame 0 as
-    /// keyframe, 0.5 / 0.75 / 0.92 gave flicker 0.289 / 0.243 / 0.199 (truth 0.326) and
-    /// 0.609 / 0.512 / 0.436 (truth 0.969) at a calendar rebalanced margin of +22.71 / +22.52 /
-    /// +22.25 over grey (+22.85 without this pass). `VIVIFY_FINAL_STRENGTH` sets another to measure it.
+    /// Weight of the previous frame's final colour where L did not change (`applyFinal`), and
+    /// the L change at which it falls to 1/e of that: stricter than the grid's, so that only
+    /// content that stands still keeps its colour. Set on six clips made from BSD200 training
+    /// photographs as `training/guided_pans.py` makes its held-out ones, and on Big Buck Bunny
+    /// (frame 0 as keyframe): off, 0.6/6, 0.6/2, 0.8/2 gave a mean rebalanced margin over grey of
+    /// +18.05, +17.73, +17.96, +17.89 on the six at flicker 0.91, 0.66, 0.72, 0.65 × the truth's
+    /// (the highest 1.03, 0.79, 0.84, 0.78), and Big Buck Bunny's flicker 1.14, 0.83, 0.88,
+    /// 0.78 × the truth's at +5.20 … +5.21. `VIVIFY_FINAL_STRENGTH` and `VIVIFY_FINAL_SIGMA`
+    /// set others to measure them.
     package var finalStrength: Float = Float(ProcessInfo.processInfo.environment["VIVIFY_FINAL_STRENGTH"] ?? "") ?? 0.6
+    package var finalLSigma: Float = Float(ProcessInfo.processInfo.environment["VIVIFY_FINAL_SIGMA"] ?? "") ?? 2
 
     /// Makes a stabilizer.
     /// The histogram distance that counts as a cut unless told otherwise.
@@ -112,8 +117,8 @@ package final class TemporalStabilizer {
     /// matching grid: what is added after that grid (the colour's fit to the full-resolution
     /// L, the keyframes' detail and their colour carried pixel by pixel, `KeyframeCarry`) is
     /// matched afresh every frame and shimmers where the content moves fast. Each pixel's a
-    /// and b are blended with the previous frame's output at the same pixel as `apply` blends
-    /// the grid, weighted down by the change of the pixel's own L, and fitted into the gamut
+    /// and b are blended with the previous frame's output at the same pixel (`finalStrength`),
+    /// weighted down by the change of the pixel's own L (`finalLSigma`), and fitted into the gamut
     /// again. Only when the previous frame's final colour was kept here too (a guided frame or
     /// an exact keyframe) and no cut came between: a frame coloured automatically, a cut or a
     /// new size starts it afresh.
@@ -121,7 +126,7 @@ package final class TemporalStabilizer {
         let n = l.count
         guard a.count == n, b.count == n else { return }
         if finalFrame == frames - 1, !lastCut, finalL.count == n, finalStrength > 0 {
-            let k = -1 / lSigma, strength = finalStrength
+            let k = -1 / finalLSigma, strength = finalStrength
             let chunks = max(1, min(threads, n / 4096))
             l.withUnsafeBufferPointer { lp in a.withUnsafeMutableBufferPointer { ap in b.withUnsafeMutableBufferPointer { bp in
             finalL.withUnsafeBufferPointer { fl in finalA.withUnsafeBufferPointer { fa in finalB.withUnsafeBufferPointer { fb in

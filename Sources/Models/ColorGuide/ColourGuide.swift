@@ -108,6 +108,9 @@ package final class ColourGuide {
     private var anchorConfidence: Float?
     /// Whether the last frame's colour came from a keyframe (exact or matched).
     private var keyframeApplied = false
+    /// Whether the last frame was coloured from what the user gave (a keyframe, the hinted frame
+    /// or a reference photograph), not from the model and the shot's own anchors alone.
+    var userGuided: Bool { keyframeApplied || !references.isEmpty }
     /// What a frame's colour can be carried from at full resolution.
     enum CarrySource: Hashable {
         /// A keyframe, by index into `keyframes`.
