@@ -242,6 +242,9 @@ package final class Colorizer {
         if let guide {
             let outcome = try guide.colour(position: position, l: fullL, width: w, height: h, autoAB: ab, o.w, o.h, features: features,
                                          l224: mw == ReferenceEncoder.inputSide && mh == ReferenceEncoder.inputSide ? lowL : nil)
+            // An exact keyframe's colour on the fine grid, the stabilizer's history from it; or
+            // a frame matched on the fine grid.
+            var restart: [Float]?, matched = false
             switch outcome {
             case .automatic:
                 try finishAutomatic(o: o, w: w, h: h)
@@ -260,7 +263,7 @@ package final class Colorizer {
                 var fa = [Float](repeating: 0, count: f * f), fb = fa
                 Resample.area(a, w, h, into: &fa, f, f)
                 Resample.area(b, w, h, into: &fb, f, f)
-                stabilizer?.restart(l: guide.lFine, ab: fa + fb, final: (fullL, a, b))
+                restart = fa + fb
             case .fine(var fine, let detail):
                 let f = ColourReference.fineSide
                 stabilizer?.apply(l: guide.lFine, ab: &fine, width: f, height: f)
@@ -269,12 +272,18 @@ package final class Colorizer {
                 Resample.linearModelAB(coefficients, f, f, fittedTo: fullL, saturation: saturation, a: &a, b: &b, w, h, threads: threads)
                 detail?.apply(l: fullL, a: &a, b: &b, width: w, height: h)
                 guide.carry(l: fullL, a: &a, b: &b, width: w, height: h)
+                matched = true
+            }
+            try guide.finish(position: position, l: fullL, a: &a, b: &b, width: w, height: h)
+            // After `finish` (the first frame's hints): the history is the frame as output.
+            if let restart {
+                stabilizer?.restart(l: guide.lFine, ab: restart, final: (fullL, a, b))
+            } else if matched && TemporalStabilizer.finalEnabled && guide.userGuided {
                 // Frames coloured from the user's keyframes or references only: an anchored
                 // automatic frame already flickers far below the truth (bedroom 0.17 against
                 // 0.71), and the pass raised its drift (2.65 -> 2.74).
-                if TemporalStabilizer.finalEnabled && guide.userGuided { stabilizer?.applyFinal(l: fullL, a: &a, b: &b, threads: threads) }
+                stabilizer?.applyFinal(l: fullL, a: &a, b: &b, threads: threads)
             }
-            try guide.finish(position: position, l: fullL, a: &a, b: &b, width: w, height: h)
             return
         }
         try finishAutomatic(o: o, w: w, h: h)
