@@ -59,6 +59,15 @@ def crop_files(files, crops):
     return [f for f in files for _ in range(crops)]
 
 
+def caltech_files(root):
+    """Caltech 101's colour photographs as training/data.py keeps them, sorted."""
+    from data import CALTECH_COMMIT, caltech_files as listed, check_snapshot
+    commit = check_snapshot(root)
+    if commit is not None and commit != CALTECH_COMMIT:
+        sys.exit(f"'{root}' is at {commit}, not {CALTECH_COMMIT}: check out that commit (training/data.py names it).")
+    return listed(root)
+
+
 def imagenette_files(root, train_root):
     """Imagenette's colour photographs as training/data.py keeps them, sorted."""
     from data import IMAGENETTE_COMMIT, check_snapshot, entries
@@ -110,12 +119,25 @@ def train_fold(k, folds, imagenet, args, encoder):
             paths.append(path)
         owners += crop_files(extra, args.imagenette_crops) * args.imagenette_sets
         first.append(4)
+    if args.caltech:
+        # Issue 29: Caltech 101's colour photographs (training/data.py's list: 101 object
+        # categories that ImageNet-sample900's held-out classes are not drawn from) in every fold.
+        caltech = caltech_files(args.caltech)
+        first.append(len(paths))
+        for seed, name in enumerate(["caltech1", "caltech2"][:args.caltech_sets]):
+            path = os.path.join(args.cache, name)
+            if not os.path.exists(os.path.join(path, "ab.npy")):
+                build_cache(encoder, caltech, args.caltech_crops, args.seed + seed, path)
+            paths.append(path)
+        owners += crop_files(caltech, args.caltech_crops) * args.caltech_sets
     keep = np.array([i for i, f in enumerate(owners) if f not in held])
     data = Caches(paths, keep)
     first_set = np.concatenate([np.asarray(data.parts[j][5]) for j in first])
     first_owners = crop_files(train_files, args.crops) + crop_files(kept_out, args.crops)
     if args.imagenette:
         first_owners += crop_files(extra, args.imagenette_crops)
+    if args.caltech:
+        first_owners += crop_files(caltech, args.caltech_crops)
     bins, weights = quantize_prior(first_set[[f not in held for f in first_owners]], args.rebalance)
     print(f"fold {k}/{folds}: {len(held)} photographs held out, {len(data)} training crops, {len(bins)} ab bins", flush=True)
     torch.manual_seed(args.seed)
@@ -235,6 +257,9 @@ def main():
     ap.add_argument("--imagenette-crops", type=int, default=2, help="cached crops per Imagenette photograph in each of its two cache sets")
     ap.add_argument("--imagenette-sets", type=int, choices=[1, 2], default=2,
                     help="Imagenette cache sets used (1: half the features, which then fit in the page cache of a 24 GB machine)")
+    ap.add_argument("--caltech", help="a checkout of MachineLearning2020/Homework2-Caltech101 at training/data.py's commit: Caltech 101's colour photographs join every fold's training set (issue 29)")
+    ap.add_argument("--caltech-crops", type=int, default=2, help="cached crops per Caltech 101 photograph in each of its cache sets")
+    ap.add_argument("--caltech-sets", type=int, choices=[1, 2], default=2, help="Caltech 101 cache sets (each with its own seed)")
     ap.add_argument("--save-every", type=int, default=100, help="steps between the checkpoints an interrupted fold resumes from")
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--schedule", type=int, default=2700)
@@ -266,7 +291,7 @@ def main():
     imagenet = image_files(os.path.join(args.train, "ImageNet-sample900"))
     judge = Judge(args.shared)
     folds = args.only or list(range(args.folds))
-    rows, results = [], {"folds": {}, "recipe": {k: getattr(args, k) for k in ["steps", "schedule", "batch", "lr", "dropout", "rebalance", "seed", "imagenette", "imagenette_crops", "imagenette_sets"]}}
+    rows, results = [], {"folds": {}, "recipe": {k: getattr(args, k) for k in ["steps", "schedule", "batch", "lr", "dropout", "rebalance", "seed", "imagenette", "imagenette_crops", "imagenette_sets", "caltech", "caltech_crops", "caltech_sets"]}}
     decoding = dict(SHIPPED_DECODING, alpha=args.alpha, t=args.t, scale=args.scale)
     if args.checkpoints:
         meta = torch.load(args.checkpoints, map_location="cpu", weights_only=False)["meta"]

@@ -9,6 +9,11 @@ Sources (training only; nothing here is committed):
     colorizer must not learn that things are grey. So are the 10 Imagenette files that are the
     very photographs of ImageNet-sample900 for Imagenette's classes (found by thumbnails: RMS
     0.5 of 255 apart), so that no cross-validation fold trains on a photograph it holds out.
+  - with --caltech, Caltech 101 (101 object categories and Google background pictures, about
+    300x200; Creative Commons Attribution 4.0 by its CaltechDATA record), from the public
+    repository CALTECH_REPO @ CALTECH_COMMIT (a course's copy of 101_ObjectCategories: 9,144 of the original 9,146
+    files): 7,682 colour photographs once the one-channel JPEGs and the grey ones stored as RGB
+    (whole categories, e.g. car_side) are dropped by mean chroma.
   - every photograph of ../shared/datasets/train (ImageNet-sample900, T91, BSD200, Urban100,
     SunHays80: see ../shared/datasets/README.md for their sources and terms).
 Never train or tune on the 100 photographs of EliSchwartz/imagenet-sample-images that are not
@@ -29,7 +34,7 @@ in several calls that each resume from the last one's checkpoint on their own pa
 
 Get the snapshot first, at the commit named here, e.g. with git:
     git clone <thunderInfy/imagenette on GitHub> /tmp/imagenette && git -C /tmp/imagenette checkout b850f030
-Usage: python3 training/data.py --imagenette /tmp/imagenette --out .gpu-data [--parts 2]
+Usage: python3 training/data.py --imagenette /tmp/imagenette [--caltech /tmp/caltech] --out .gpu-data [--parts 2]
        python3 training/data.py --imagenette /tmp/imagenette --overlap   (which ImageNet-sample900
        photographs of Imagenette's classes are also in Imagenette, by 32x32 thumbnails)
 Numpy and Pillow (with WebP) only.
@@ -44,6 +49,14 @@ IMAGENETTE_TERMS = "ImageNet terms of access: non-commercial research and educat
 IMAGENETTE_CLASSES = ["n01440764", "n02102040", "n02979186", "n03000684", "n03028079", "n03394916", "n03417042", "n03425413",
                       "n03445777", "n03888257"]
 SHARED_SETS = ["ImageNet-sample900", "T91", "BSD200", "Urban100", "SunHays80"]
+# Caltech 101 (Fei-Fei, Fergus and Perona, 2004; 101 object categories and a background set of
+# Google images, about 300x200), as the Politecnico di Torino course repository holds it
+# (101_ObjectCategories/CATEGORY/image_NNNN.jpg). Its terms: Creative Commons Attribution 4.0,
+# as its CaltechDATA record (doi:10.22002/D1.20086) and Hugging Face's copy
+# (HuggingFaceM4/Caltech-101) list it; the pictures were gathered from the web by its authors.
+CALTECH_REPO = "MachineLearning2020/Homework2-Caltech101"
+CALTECH_COMMIT = "836044dd000296b2bb74d0aa4b4e462e459b01d7"
+CALTECH_TERMS = "Caltech 101, CaltechDATA doi:10.22002/D1.20086: Creative Commons Attribution 4.0 (attribution: Li, Andreeto, Ranzato, Perona)"
 
 
 def image_files(folder):
@@ -80,8 +93,9 @@ def split_parts(sizes, parts):
     return out
 
 
-def entries(imagenette_root, train_root):
-    """(source path, entry) for every photograph: Imagenette's colour ones, then ../shared's."""
+def entries(imagenette_root, train_root, caltech_root=None):
+    """(source path, entry) for every photograph: Imagenette's colour ones, then ../shared's,
+    then (with `caltech_root`) Caltech 101's colour ones."""
     from PIL import Image
     out, dropped, same = [], 0, []
     imagenet = image_files(os.path.join(train_root, "ImageNet-sample900"))
@@ -105,7 +119,42 @@ def entries(imagenette_root, train_root):
         for f in image_files(os.path.join(train_root, s)):
             rel = os.path.relpath(f, os.path.join(train_root, s))
             out.append((f, {"file": f"shared/{s}/" + os.path.splitext(rel)[0] + ".webp", "source": s, "group": s}))
+    if caltech_root:
+        for f in caltech_files(caltech_root):
+            rel = os.path.relpath(f, os.path.join(caltech_root, "101_ObjectCategories"))
+            out.append((f, {"file": "caltech101/" + os.path.splitext(rel)[0] + ".webp", "source": "caltech101", "group": rel.split(os.sep)[0]}))
     return out
+
+
+def chroma(path, side=64):
+    """Mean CIE chroma sqrt(a*^2 + b*^2) of a photograph shrunk to side x side: about 0 for a
+    grey picture stored as RGB (Caltech 101 has whole categories of them), 10-30 for colour."""
+    from PIL import Image
+    rgb = np.asarray(Image.open(path).convert("RGB").resize((side, side), Image.BILINEAR), dtype=np.float64) / 255
+    # sRGB to CIE L*a*b* (D65), as skimage.color.rgb2lab, in numpy alone.
+    lin = np.where(rgb > 0.04045, ((rgb + 0.055) / 1.055) ** 2.4, rgb / 12.92)
+    xyz = lin @ np.array([[0.412453, 0.357580, 0.180423], [0.212671, 0.715160, 0.072169], [0.019334, 0.119193, 0.950227]]).T
+    xyz /= np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    a, b = 500 * (f[..., 0] - f[..., 1]), 200 * (f[..., 1] - f[..., 2])
+    return float(np.sqrt(a ** 2 + b ** 2).mean())
+
+
+def caltech_files(root, min_chroma=4.0):
+    """Caltech 101's colour photographs in a checkout of CALTECH_REPO, sorted: one-channel JPEGs
+    and grey ones stored as RGB (mean chroma under `min_chroma`) are dropped, as Imagenette's
+    one-channel ones are (a colorizer must not learn that things are grey)."""
+    from PIL import Image
+    kept, grey = [], 0
+    for f in sorted(glob.glob(os.path.join(root, "101_ObjectCategories", "*", "*.jpg"))):
+        with Image.open(f) as im:
+            mode = im.mode
+        if mode != "RGB" or chroma(f) < min_chroma:
+            grey += 1
+            continue
+        kept.append(f)
+    print(f"Caltech 101: {len(kept)} colour photographs, {grey} grey ones dropped", flush=True)
+    return kept
 
 
 def is_duplicate(a, b, tolerance=2.0):
@@ -155,6 +204,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--imagenette", required=True, help="a checkout (or bare mirror, extracted) of thunderInfy/imagenette at IMAGENETTE_COMMIT")
     ap.add_argument("--train", default="../shared/datasets/train")
+    ap.add_argument("--caltech", help="also a checkout of CALTECH_REPO at CALTECH_COMMIT: Caltech 101's colour photographs")
     ap.add_argument("--out", default=".gpu-data")
     ap.add_argument("--size", type=int, default=192, help="side of the stored square photographs")
     ap.add_argument("--quality", type=int, default=60, help="WebP quality")
@@ -167,7 +217,11 @@ def main():
     commit = check_snapshot(args.imagenette)
     if commit is not None and commit != IMAGENETTE_COMMIT:
         sys.exit(f"'{args.imagenette}' is at {commit}, not {IMAGENETTE_COMMIT}: check out that commit, so the set is the one named in Models/vivify-color.info.md.")
-    items = entries(args.imagenette, args.train)
+    if args.caltech:
+        commit = check_snapshot(args.caltech)
+        if commit is not None and commit != CALTECH_COMMIT:
+            sys.exit(f"'{args.caltech}' is at {commit}, not {CALTECH_COMMIT}: check out that commit.")
+    items = entries(args.imagenette, args.train, args.caltech)
     data = []
     for k, (f, e) in enumerate(items):
         data.append(encode(f, args.size, args.quality))
@@ -180,7 +234,8 @@ def main():
         path = os.path.join(args.out, f"part{p + 1}.tar")
         chosen = [i for i in range(len(items)) if part[i] == p]
         with tarfile.open(path + ".tmp", "w") as tar:
-            index = json.dumps({"size": args.size, "imagenette_commit": IMAGENETTE_COMMIT, "entries": [items[i][1] for i in chosen]}).encode()
+            index = json.dumps({"size": args.size, "imagenette_commit": IMAGENETTE_COMMIT, "caltech_commit": CALTECH_COMMIT if args.caltech else None,
+                                "entries": [items[i][1] for i in chosen]}).encode()
             for name, blob in [("index.json", index)] + [(items[i][1]["file"], data[i]) for i in chosen]:
                 info = tarfile.TarInfo(f"part{p + 1}/{name}")
                 info.size = len(blob)

@@ -3,7 +3,7 @@
 photo (../shared/datasets/val), the left 60% is the colour reference and the right 60% (turned
 grey) the target; `vivify image --colorize` with and without `--reference`, pooled AuC and
 rebalanced AuC against the truth, per-photo margins, and a contact sheet (grey, automatic,
-with the reference, truth, reference). Usage: python3 training/guided_crops.py [--sheet OUT.jpg]"""
+with the reference, truth, reference). Usage: python3 training/guided_crops.py [--sheet OUT.jpg] [--photos GLOB]"""
 import os
 os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import tempfile
@@ -14,7 +14,8 @@ sys.path.insert(0, "training")
 from skimage import color
 from common import ab_error_histogram, pooled_auc, ab_prior, rebalance_weights, colourfulness
 V=os.path.abspath(".build/release/vivify")
-files=sorted(glob.glob("../shared/datasets/val/BSD100/*.jpg"))[::5]
+# --photos GLOB: other photographs (to tune on: the default set is held out), every 5th of them.
+files=sorted(glob.glob(sys.argv[sys.argv.index("--photos") + 1] if "--photos" in sys.argv else "../shared/datasets/val/BSD100/*.jpg"))[::5]
 trues=[]; outs={"auto":[],"guided":[]}; pics=[]
 for k,f in enumerate(files):
     im=np.asarray(Image.open(f).convert("RGB")); h,w,_=im.shape

@@ -2,13 +2,13 @@
 
 Run: python3 -m unittest discover -s training -p 'test_*.py'
 """
-import os, sys, unittest
+import importlib.util, os, sys, unittest
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ab_entropy, rebalance_from_counts
-from data import IMAGENETTE_CLASSES, fold_of, is_duplicate, overlap_classes, split_parts, wnid
+from data import IMAGENETTE_CLASSES, caltech_files, chroma, fold_of, is_duplicate, overlap_classes, split_parts, wnid
 
 
 class DataTests(unittest.TestCase):
@@ -33,6 +33,28 @@ class DataTests(unittest.TestCase):
         self.assertEqual(sorted(set(part)), [0, 1, 2])
         loads = [sum(s for s, p in zip(sizes, part) if p == k) for k in range(3)]
         self.assertLess(max(loads) - min(loads), max(sizes))
+
+    @unittest.skipUnless(importlib.util.find_spec("PIL"), "Pillow reads the photographs")
+    def test_caltech_keeps_colour_photographs_and_drops_grey_ones(self):
+        import tempfile
+        from PIL import Image
+        rng = np.random.default_rng(2)
+        with tempfile.TemporaryDirectory() as root:
+            folder = os.path.join(root, "101_ObjectCategories", "ketch")
+            os.makedirs(folder)
+            # A colour photograph (a red boat on blue water), the same turned grey but stored as
+            # RGB, and a one-channel JPEG: only the first is a colour photograph.
+            colour = np.zeros((60, 80, 3), np.uint8)
+            colour[:30] = (40, 90, 200)
+            colour[30:] = (200, 40, 30)
+            colour = np.clip(colour + rng.normal(0, 6, colour.shape), 0, 255).astype(np.uint8)
+            grey = np.repeat(colour.mean(-1, keepdims=True).astype(np.uint8), 3, -1)
+            Image.fromarray(colour).save(os.path.join(folder, "image_0001.jpg"), quality=95)
+            Image.fromarray(grey).save(os.path.join(folder, "image_0002.jpg"), quality=95)
+            Image.fromarray(grey[..., 0]).save(os.path.join(folder, "image_0003.jpg"), quality=95)
+            self.assertGreater(chroma(os.path.join(folder, "image_0001.jpg")), 20)
+            self.assertLess(chroma(os.path.join(folder, "image_0002.jpg")), 2)
+            self.assertEqual([os.path.basename(f) for f in caltech_files(root)], ["image_0001.jpg"])
 
     def test_duplicates_by_thumbnail(self):
         rng = np.random.default_rng(1)
