@@ -107,37 +107,29 @@ def train_fold(k, folds, imagenet, args, encoder):
             build_cache(encoder, files, args.crops, args.seed + seed % 2, path)
     owners = crop_files(train_files, args.crops) * 2 + crop_files(kept_out, args.crops) * 2
     first = [0, 2]  # the cache sets of the first seed, whose ab fix the bins and the rebalancing
+    first_owners = crop_files(train_files, args.crops) + crop_files(kept_out, args.crops)
+    # Issue 29: more colour photographs in every fold, `crops` degraded crops a photograph in
+    # each of `sets` cache sets (their first set counts in the colour-bin prior): Imagenette's
+    # (training/data.py's list: no one-channel JPEGs, none of ImageNet-sample900's own
+    # photographs) and Caltech 101's (no grey pictures). Some of their classes are ImageNet
+    # classes too; the held-out photographs themselves never are in them.
+    extras = []
     if args.imagenette:
-        # Issue 29: Imagenette's colour photographs (training/data.py's list: no one-channel
-        # JPEGs, none of ImageNet-sample900's own photographs) in every fold, --imagenette-crops
-        # a photograph in each of two cache sets.
-        extra = imagenette_files(args.imagenette, args.train)
-        for seed, name in enumerate(["imagenette1", "imagenette2"][:args.imagenette_sets]):
-            path = os.path.join(args.cache, name)
-            if not os.path.exists(os.path.join(path, "ab.npy")):
-                build_cache(encoder, extra, args.imagenette_crops, args.seed + seed, path)
-            paths.append(path)
-        owners += crop_files(extra, args.imagenette_crops) * args.imagenette_sets
-        first.append(4)
+        extras.append(("imagenette", imagenette_files(args.imagenette, args.train), args.imagenette_crops, args.imagenette_sets))
     if args.caltech:
-        # Issue 29: Caltech 101's colour photographs (training/data.py's list: 101 object
-        # categories that ImageNet-sample900's held-out classes are not drawn from) in every fold.
-        caltech = caltech_files(args.caltech)
+        extras.append(("caltech", caltech_files(args.caltech), args.caltech_crops, args.caltech_sets))
+    for name, files, crops, sets in extras:
         first.append(len(paths))
-        for seed, name in enumerate(["caltech1", "caltech2"][:args.caltech_sets]):
-            path = os.path.join(args.cache, name)
+        for seed in range(sets):
+            path = os.path.join(args.cache, f"{name}{seed + 1}")
             if not os.path.exists(os.path.join(path, "ab.npy")):
-                build_cache(encoder, caltech, args.caltech_crops, args.seed + seed, path)
+                build_cache(encoder, files, crops, args.seed + seed, path)
             paths.append(path)
-        owners += crop_files(caltech, args.caltech_crops) * args.caltech_sets
+        owners += crop_files(files, crops) * sets
+        first_owners += crop_files(files, crops)
     keep = np.array([i for i, f in enumerate(owners) if f not in held])
     data = Caches(paths, keep)
     first_set = np.concatenate([np.asarray(data.parts[j][5]) for j in first])
-    first_owners = crop_files(train_files, args.crops) + crop_files(kept_out, args.crops)
-    if args.imagenette:
-        first_owners += crop_files(extra, args.imagenette_crops)
-    if args.caltech:
-        first_owners += crop_files(caltech, args.caltech_crops)
     bins, weights = quantize_prior(first_set[[f not in held for f in first_owners]], args.rebalance)
     print(f"fold {k}/{folds}: {len(held)} photographs held out, {len(data)} training crops, {len(bins)} ab bins", flush=True)
     torch.manual_seed(args.seed)
