@@ -61,19 +61,15 @@ def crop_files(files, crops):
 
 def caltech_files(root):
     """Caltech 101's colour photographs as training/data.py keeps them, sorted."""
-    from data import CALTECH_COMMIT, caltech_files as listed, check_snapshot
-    commit = check_snapshot(root)
-    if commit is not None and commit != CALTECH_COMMIT:
-        sys.exit(f"'{root}' is at {commit}, not {CALTECH_COMMIT}: check out that commit (training/data.py names it).")
+    from data import CALTECH_COMMIT, caltech_files as listed, require_snapshot
+    require_snapshot(root, CALTECH_COMMIT)
     return listed(root)
 
 
 def imagenette_files(root, train_root):
     """Imagenette's colour photographs as training/data.py keeps them, sorted."""
-    from data import IMAGENETTE_COMMIT, check_snapshot, entries
-    commit = check_snapshot(root)
-    if commit is not None and commit != IMAGENETTE_COMMIT:
-        sys.exit(f"'{root}' is at {commit}, not {IMAGENETTE_COMMIT}: check out that commit (training/data.py names it).")
+    from data import IMAGENETTE_COMMIT, entries, require_snapshot
+    require_snapshot(root, IMAGENETTE_COMMIT)
     return sorted(f for f, e in entries(root, train_root) if e["source"] == "imagenette")
 
 

@@ -180,6 +180,14 @@ def check_snapshot(root):
     return None
 
 
+def require_snapshot(root, commit):
+    """Exits naming the commit to check out when `root` is a git snapshot at another commit (a
+    plain folder is taken as it is)."""
+    found = check_snapshot(root)
+    if found is not None and found != commit:
+        sys.exit(f"'{root}' is at {found}, not {commit}: check out that commit, so the set is the one named in Models/vivify-color.info.md.")
+
+
 def thumbs(files):
     from PIL import Image
     return np.stack([np.asarray(Image.open(f).convert("L").resize((32, 32), Image.BILINEAR), dtype=np.float32) for f in files])
@@ -214,13 +222,9 @@ def main():
     if args.overlap:
         overlap(args.imagenette, args.train)
         return
-    commit = check_snapshot(args.imagenette)
-    if commit is not None and commit != IMAGENETTE_COMMIT:
-        sys.exit(f"'{args.imagenette}' is at {commit}, not {IMAGENETTE_COMMIT}: check out that commit, so the set is the one named in Models/vivify-color.info.md.")
+    require_snapshot(args.imagenette, IMAGENETTE_COMMIT)
     if args.caltech:
-        commit = check_snapshot(args.caltech)
-        if commit is not None and commit != CALTECH_COMMIT:
-            sys.exit(f"'{args.caltech}' is at {commit}, not {CALTECH_COMMIT}: check out that commit.")
+        require_snapshot(args.caltech, CALTECH_COMMIT)
     items = entries(args.imagenette, args.train, args.caltech)
     data = []
     for k, (f, e) in enumerate(items):
@@ -235,6 +239,7 @@ def main():
         chosen = [i for i in range(len(items)) if part[i] == p]
         with tarfile.open(path + ".tmp", "w") as tar:
             index = json.dumps({"size": args.size, "imagenette_commit": IMAGENETTE_COMMIT, "caltech_commit": CALTECH_COMMIT if args.caltech else None,
+                                "terms": {"imagenette": IMAGENETTE_TERMS, **({"caltech101": CALTECH_TERMS} if args.caltech else {})},
                                 "entries": [items[i][1] for i in chosen]}).encode()
             for name, blob in [("index.json", index)] + [(items[i][1]["file"], data[i]) for i in chosen]:
                 info = tarfile.TarInfo(f"part{p + 1}/{name}")
