@@ -5,12 +5,17 @@
 # same regions, and of the difference; flicker). Figures in the README ("Shot anchors").
 #
 #   swift build -c release --product vivify && Benchmarks/drift.sh [CLIP ...]
+#
+# MODEL=path/to/vivify-color.param (or .wifm) measures another colorizer than the built-in one,
+# e.g. a cross-validation fold's decoder from training/crossval.py.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 vivify=${VIVIFY:-$root/.build/release/vivify}
 videos=$root/../shared/media/videos
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+colorize=(--colorize)
+[ -n "${MODEL:-}" ] && colorize=(--colorize "$MODEL")
 clips=("$@")
 [ ${#clips[@]} -gt 0 ] || clips=(color_davis_bedroom_123f color_pexels_plane_clouds cartoon_big_buck_bunny_10s_360p vid4_walk_gt vid4_calendar_gt)
 printf '%-34s %-9s %8s %8s %10s %8s\n' clip anchors drift truth difference flicker
@@ -21,7 +26,7 @@ for c in "${clips[@]}"; do
   for mode in on off; do
     extra=()
     [ $mode = off ] && extra=(--no-anchor)
-    "$vivify" run "$work/grey.mp4" "$work/out.mkv" --colorize --codec ffv1 --quiet -y "${extra[@]}"
+    "$vivify" run "$work/grey.mp4" "$work/out.mkv" "${colorize[@]}" --codec ffv1 --quiet -y "${extra[@]}"
     m=$("$vivify" flicker "$work/out.mkv" --truth "$truth")
     flicker=$(sed -n 's/^flicker \([0-9.]*\).*/\1/p' <<<"$m")
     drift=$(sed -n 's/.*; drift \([0-9.]*\).*/\1/p' <<<"$m")
