@@ -7,7 +7,9 @@
 #   swift build -c release --product vivify && Benchmarks/drift.sh [CLIP ...]
 #
 # MODEL=path/to/vivify-color.param (or .wifm) measures another colorizer than the built-in one,
-# e.g. a cross-validation fold's decoder from training/crossval.py.
+# e.g. a cross-validation fold's decoder from training/crossval.py. Less drift can be less
+# colour: `python3 training/clip_colour.py --model M` gives the same clip's rebalanced AuC over
+# grey and colourfulness against the truth's.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 vivify=${VIVIFY:-$root/.build/release/vivify}
