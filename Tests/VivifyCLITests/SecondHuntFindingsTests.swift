@@ -230,6 +230,25 @@ final class SecondHuntFindingsTests: XCTestCase {
         XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir)), ["key.png", "tiny.png", "pictures"])
     }
 
+    /// A 2x1 keyframe passed the aspect check for 64x36 frames (within the rounding of a
+    /// pixel): refused now as too small, before any work; a half-size keyframe still colours.
+    func testAKeyframeOfAPixelOrTwoIsRefused() throws {
+        let dir = try CLI.tempDir()
+        let clip = dir + "/in.mp4"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=10", "-frames:v", "3", "-pix_fmt", "yuv420p", clip])
+        let tiny = dir + "/tiny.png", half = dir + "/half.png"
+        try CLI.ffmpeg(["-f", "lavfi", "-i", "color=c=red:size=2x2,format=rgb24,crop=2:1:0:0", "-frames:v", "1", tiny])
+        try CLI.ffmpeg(["-i", clip, "-frames:v", "1", "-vf", "scale=32:18", half])
+        let small = try CLI.vivify(["run", clip, dir + "/a.mp4", "--colorize", "--keyframe", "0=" + tiny])
+        XCTAssertEqual(small.code, 64, small.stderr)
+        XCTAssertTrue(small.stderr.contains("'\(tiny)' is 2x1: too small"), small.stderr)
+        XCTAssertTrue(small.stderr.contains("from 29x16 up"), small.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/a.mp4"))
+        let ok = try CLI.vivify(["run", clip, dir + "/b.mkv", "--colorize", "--keyframe", "0=" + half, "--codec", "ffv1", "--quiet"])
+        XCTAssertEqual(ok.code, 0, ok.stderr)
+        XCTAssertEqual(CLI.decodedFrames(try CLI.probe(dir + "/b.mkv")), 3)
+    }
+
     /// A worker whose stop signal came once every frame of its segment was written said
     /// "stopped after 30 frames; run it again to redo it", left the finished file unrecorded,
     /// and the next run redid it. The segment is recorded as done now.

@@ -232,7 +232,11 @@ package final class ColourGuide {
         return (l, a, b, w, h)
     }
 
-    /// Checks the guide against the frames it will get: keyframes of the same aspect, hints
+    /// The fewest pixels a keyframe may have on a side (fewer only where the frame has fewer).
+    package static let smallestKeyframeSide = 16
+
+    /// Checks the guide against the frames it will get: keyframes of the same aspect and a
+    /// usable size, hints
     /// inside the picture. `sourceWidth`×`sourceHeight`: the first frame as given, before any
     /// stage (default: this size), whose pixel coordinates `--hint` takes; an upscaler before
     /// the colorizer (`--colorize-after`) scales them to the frames it gets.
@@ -254,6 +258,15 @@ package final class ColourGuide {
                 ? " It is the frame turned a quarter by the picture's own EXIF orientation (\(k.orientation!), which vivify applies as viewers do): save it without the orientation tag, so that it stands as the frame does (`exiftool -Orientation= -n FILE` removes it, keeping the pixels)."
                 : " It is the frame turned a quarter: the video is stored turned and was stood upright when the frame was taken out; take it as stored (`vivify run IN frame.png --max-frames 1`, or ffmpeg with -noautorotate)."
             throw MediaError(.invalidOptions, "The keyframe '\(k.file)' is \(k.width)x\(k.height), but the frames are \(width)x\(height): a keyframe must have the frame's aspect.\(turned) Colour the frame itself (extract it with `vivify run IN frame.png --max-frames 1`, or take it at any size with the same aspect).")
+        }
+        // The aspect's rounding lets a picture of a pixel or two pass (2x1 for 64x36 frames):
+        // too little to carry any frame's colour, and surely not the picture meant.
+        let side = (min(Self.smallestKeyframeSide, width), min(Self.smallestKeyframeSide, height))
+        for k in keyframes where k.width < side.0 || k.height < side.1 {
+            // The smallest size of the frame's aspect with both sides that long.
+            let scale = max(Double(side.0) / Double(width), Double(side.1) / Double(height))
+            let least = (Int((Double(width) * scale).rounded(.up)), Int((Double(height) * scale).rounded(.up)))
+            throw MediaError(.invalidOptions, "The keyframe '\(k.file)' is \(k.width)x\(k.height): too small to carry the colour of \(width)x\(height) frames (each side at least \(Self.smallestKeyframeSide) pixels, or the frame's own). Colour the frame at its own size (extract it with `vivify run IN frame.png --max-frames 1`), or at any size of the same aspect from \(least.0)x\(least.1) up.")
         }
         for s in hintSeeds where !s.fromImage && (s.x >= sw || s.y >= sh) {
             throw MediaError(.invalidOptions, "The hint at \(s.x),\(s.y) is outside the \(sw)x\(sh) picture. Give pixel coordinates from 0,0 to \(sw - 1),\(sh - 1) of the first frame as stored, as `vivify run IN frame.png --max-frames 1` writes it (players stand a phone video stored turned upright, which swaps the coordinates).")
