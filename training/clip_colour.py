@@ -14,21 +14,13 @@ Usage: python3 training/clip_colour.py [--clip ../shared/media/videos/color_davi
        (no --model: the built-in vivify-color; each --model is scored in turn)
 Needs numpy, Pillow and scikit-image (training/requirements.txt).
 """
-import argparse, os, subprocess, sys, tempfile
+import argparse, os, sys, tempfile
 
 import numpy as np
 from skimage import color
 
 from common import ab_error_histogram, ab_prior, colourfulness, pooled_auc, rebalance_weights
-from evaluate import frames_of, grey_of, vivify
-
-
-def grey_clip(truth, rate, path):
-    """The clip's frames with a* = b* = 0 (L kept), lossless, at the clip's own rate."""
-    n, h, w, _ = truth.shape
-    grey = np.stack([grey_of(f) for f in truth])
-    subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w}x{h}", "-r", rate, "-i", "-",
-                    "-c:v", "ffv1", "-pix_fmt", "bgr0", path], input=grey.tobytes(), check=True)
+from evaluate import frame_rate, frames_of, vivify, write_grey_clip
 
 
 def score(frames, truth):
@@ -56,11 +48,9 @@ def main():
     if not os.access(args.vivify, os.X_OK):
         sys.exit(f"No vivify binary at '{args.vivify}'. Build it (swift build -c release --product vivify) or pass --vivify.")
     truth = frames_of(args.clip)
-    rate = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=r_frame_rate", "-of", "csv=p=0",
-                           args.clip], capture_output=True, text=True, check=True).stdout.strip()
     with tempfile.TemporaryDirectory() as work:
         grey = os.path.join(work, "grey.mkv")
-        grey_clip(truth, rate, grey)
+        write_grey_clip(truth, frame_rate(args.clip), grey)
         for model in args.model or [None]:
             out = os.path.join(work, "out.mkv")
             vivify(args.vivify, [grey, out, "--colorize"] + ([model] if model else []) + ["--codec", "ffv1", "--pix-fmt", "yuv420p", "--quiet"],

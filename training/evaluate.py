@@ -173,16 +173,30 @@ def frames_of(path, size=None):
     return np.frombuffer(raw, np.uint8).reshape(-1, h, w, 3)
 
 
+def frame_rate(path):
+    """The first video stream's frame rate as ffprobe writes it ("24/1", "30000/1001")."""
+    return subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=r_frame_rate", "-of", "csv=p=0", path],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def write_grey_clip(truth, rate, path):
+    """A colour clip's frames turned grey (CIE L kept, a* = b* = 0: grey_of), written lossless
+    (ffv1, RGB) at `rate`; returns the grey frames."""
+    n, h, w, _ = truth.shape
+    grey = np.stack([grey_of(f) for f in truth])
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w}x{h}", "-r", rate, "-i", "-",
+                    "-c:v", "ffv1", "-pix_fmt", "bgr0", path], input=grey.tobytes(), check=True)
+    return grey
+
+
 def evaluate_video(binary, model, work, shared):
     """The DAVIS colour clip turned grey and colorized; flicker of the real grey clips."""
     out = {}
     src = os.path.join(shared, "media/videos/color_davis_bedroom_123f.mp4")
     truth = frames_of(src)
     n, h, w, _ = truth.shape
-    grey = np.stack([grey_of(f) for f in truth])
     grey_path, ours_path = os.path.join(work, "grey.mkv"), os.path.join(work, "ours.mkv")
-    subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w}x{h}", "-r", "24", "-i", "-",
-                    "-c:v", "ffv1", "-pix_fmt", "bgr0", grey_path], input=grey.tobytes(), check=True)
+    write_grey_clip(truth, "24", grey_path)
     vivify(binary, [grey_path, ours_path, "--colorize", model, "--codec", "ffv1", "--pix-fmt", "yuv420p", "--quiet"], command="run")
     ours = frames_of(ours_path)
     assert len(ours) == n, f"{len(ours)} frames colorized of {n}"
@@ -232,12 +246,9 @@ def evaluate_guided(binary, model, work, shared, pictures=None, clips=GUIDED_CLI
             continue
         truth = frames_of(src)
         n, h, w, _ = truth.shape
-        rate = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=r_frame_rate", "-of", "csv=p=0", src],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        grey = np.stack([grey_of(f) for f in truth])
+        rate = frame_rate(src)
         grey_path, key = os.path.join(work, "g-grey.mkv"), os.path.join(work, "g-key.png")
-        subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w}x{h}", "-r", rate, "-i", "-",
-                        "-c:v", "ffv1", "-pix_fmt", "bgr0", grey_path], input=grey.tobytes(), check=True)
+        grey = write_grey_clip(truth, rate, grey_path)
         Image.fromarray(truth[0]).save(key)
         # A keyframe in the middle too: it colours the frames of its shot before it as well as after.
         mid = n // 2

@@ -23,7 +23,7 @@ from skimage import color
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ab_error_histogram, ab_prior, pooled_auc, rebalance_weights
-from evaluate import GUIDED_CLIPS, frames_of, grey_of
+from evaluate import GUIDED_CLIPS, frame_rate, frames_of, write_grey_clip
 
 
 def main():
@@ -38,12 +38,8 @@ def main():
         src = os.path.join(args.shared, "media/videos", clip)
         truth = frames_of(src)
         n, h, w, _ = truth.shape
-        rate = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=r_frame_rate", "-of", "csv=p=0", src],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        grey = np.stack([grey_of(f) for f in truth])
         gp, key, out = os.path.join(work, "grey.mkv"), os.path.join(work, "key.png"), os.path.join(work, "key.mkv")
-        subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w}x{h}", "-r", rate, "-i", "-",
-                        "-c:v", "ffv1", "-pix_fmt", "bgr0", gp], input=grey.tobytes(), check=True)
+        write_grey_clip(truth, frame_rate(src), gp)
         Image.fromarray(truth[0]).save(key)
         subprocess.run([args.vivify, "run", gp, out, "--colorize", "--codec", "ffv1", "--pix-fmt", "yuv420p", "--quiet", "-y", "--keyframe", "0=" + key], check=True)
         ours = [color.rgb2lab(f)[..., 1:] for f in frames_of(out)]
