@@ -54,8 +54,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from color import (AB_SCALE, BACKBONE, GRID, LAMBDA, SIZE, Colorizer, Decoder, Encoder, Upper, export, lab_to_rgb, reference_pair,
-                   rgb_to_lab, soft_targets, write_sidecar)
+from color import (AB_SCALE, BACKBONE, GRID, LAMBDA, SIZE, Colorizer, Decoder, Encoder, Upper, evenness_loss, export, lab_to_rgb,
+                   reference_pair, rgb_to_lab, soft_targets, write_sidecar)
 from common import rebalance_from_counts
 from tflite import TFLiteNet, run_layers
 
@@ -286,6 +286,9 @@ def main(argv=None):
     ap.add_argument("--rebalance", type=float, default=LAMBDA)
     ap.add_argument("--kl", type=float, default=1.0, help="weight of the critic's KL term")
     ap.add_argument("--feat", type=float, default=1.0, help="weight of the critic's feature-matching term")
+    ap.add_argument("--even", type=float, default=0.0, help="weight of color.py's evenness loss (a decoded colour less even than the truth's costs; "
+                    "issue 29, item 4); on the CPU it traded colour for evenness at every weight tried (Models/training-logs/README.md)")
+    ap.add_argument("--even-relative", action="store_true", help="the evenness loss over each picture's mean chroma (colouring less gains nothing)")
     ap.add_argument("--sem-t", type=float, default=0.5, help="temperature of the annealed mean the critic sees")
     ap.add_argument("--sem-alpha", type=float, default=0.5, help="share of the rebalancing undone in what the critic sees")
     ap.add_argument("--ema", type=float, default=0.995)
@@ -433,6 +436,10 @@ def train(args, backbone):
             w = d["weights"][target.argmax(1)]
             ce = (-(target * F.log_softmax(logits, 1)).sum(1) * w).mean((1, 2))
             loss = ce
+            if args.even:
+                # color.py's evenness loss (issue 29, item 4) on the decoded 56x56 colour.
+                loss = loss + args.even * evenness_loss(model.ab(logits, args.sem_t, 1.0, args.sem_alpha), true_ab, per_picture=True,
+                                                        relative=args.even_relative)
             kl = fm = torch.zeros(())
             if d["semantic"]:
                 ab = model.ab(logits, args.sem_t, 1.0, args.sem_alpha)

@@ -134,7 +134,8 @@ def train_fold(k, folds, imagenet, args, encoder):
     opt = torch.optim.Adam([{"params": list(model.decoder.parameters()), "lr": args.lr, "base_lr": args.lr}], weight_decay=args.weight_decay)
     val = prepare_eval(encoder, sorted(held)[::6])  # logged once at the end; nothing is chosen by it
     targs = types.SimpleNamespace(out=out, seed=args.seed, minutes=0, steps=args.steps, schedule_steps=args.schedule, batch=args.batch,
-                                  eval_every=args.steps, save_every=args.save_every)
+                                  eval_every=args.steps, save_every=args.save_every, even_weight=args.even_weight,
+                                  even_relative=args.even_relative)
     ckpt = os.path.join(out, "checkpoint.pt")
     step, spent = resume(ckpt, model, opt)
     if step:
@@ -257,6 +258,9 @@ def main():
     ap.add_argument("--dropout", type=float, default=0.1)
     ap.add_argument("--rebalance", type=float, default=0.5)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--even-weight", type=float, default=0.0,
+                    help="weight of color.py's evenness loss (the decoded colour's gradients against the truth's; issue 29, item 4); 0: the shipped recipe")
+    ap.add_argument("--even-relative", action="store_true", help="the evenness loss over each picture's mean chroma (colouring less gains nothing)")
     ap.add_argument("--threads", type=int, default=max(1, os.cpu_count() or 1))
     ap.add_argument("--json", help="write the pooled and per-fold figures here")
     ap.add_argument("--checkpoints", help="a decoders.pt of training/color_gpu.py: evaluate its fold decoders instead of training them")

@@ -116,6 +116,16 @@ class ResumeTests(unittest.TestCase):
             self.assertEqual(a["meta"]["step"], b["meta"]["step"])
             self.assert_states_equal(a["decoders"], b["decoders"])
 
+    def test_the_evenness_loss_reaches_the_decoders_and_is_kept_on_resume(self):
+        self.run_gpu("plain", "--call-steps", "1")
+        self.run_gpu("even", "--call-steps", "1", "--even", "1")
+        plain, even = self.state("plain"), self.state("even")
+        with self.assertRaises(AssertionError):
+            self.assert_states_equal(plain["decoders"], even["decoders"])
+        log = self.run_gpu("even", "--resume", "--call-steps", "1")
+        self.assertEqual(self.state("even")["step"], 2)
+        self.assertIn("--even 1.0 as the run was started", log)
+
     def test_resume_without_a_state_says_what_to_do(self):
         with self.assertRaises(SystemExit) as e:
             self.run_gpu("nothing", "--resume")
