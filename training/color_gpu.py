@@ -19,6 +19,8 @@ the decoder is trained:
     truth, --feat a feature-matching loss (mean squared difference over the truth's mean square)
     on its block outputs at 28x28, 14x14 and 7x7. Gradients flow through the critic into the
     decoder; the critic never changes. MobileNetV1 (evaluate.py's judge) is never used here.
+    --even adds color.py's evenness loss on the decoded 56x56 colour (issue 29, item 4; on the
+    CPU it traded colour for evenness: Models/training-logs/README.md).
   - several decoders train in one run and share each step's crops, degradations, encoder
     features and critic pass on the truth: five cross-validation folds (fold k never sees the
     ImageNet-sample900 photographs of index % 5 == k, exactly as training/crossval.py holds them

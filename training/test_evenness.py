@@ -16,7 +16,7 @@ from color import evenness_loss
 
 
 def wall(b=12.0):
-    """A 56x56 picture: a flat cream wall (a 2, b `b`) with a red frame on it (rows 20-35)."""
+    """A 56x56 picture: a flat cream wall (a 2, b `b`) with a red square on it (rows and columns 20-35)."""
     ab = torch.zeros(1, 2, 56, 56)
     ab[:, 0], ab[:, 1] = 2.0, b
     ab[:, 0, 20:36, 20:36] = 40.0
@@ -24,6 +24,9 @@ def wall(b=12.0):
 
 
 class EvennessLossTests(unittest.TestCase):
+    def setUp(self):
+        torch.manual_seed(0)
+
     def test_the_truth_itself_costs_nothing(self):
         self.assertEqual(evenness_loss(wall(), wall()).item(), 0.0)
 
