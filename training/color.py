@@ -632,8 +632,9 @@ def main():
 SELECTION_GRID = [(0.5, 0.38, 1.0), (0.5, 0.5, 1.1), (0.25, 0.5, 1.0), (0.75, 0.38, 1.2), (0.5, 0.38, 1.2), (0.25, 0.38, 0.9)]
 
 
-# The decoding the evenness loss reads the colour with (the shipped one's alpha and T).
-EVEN_DECODING = dict(t=0.5, alpha=0.5)
+# The shipped decoder's decoding (training/crossval.py exports every fold with it); the evenness
+# loss reads the colour with its alpha and T.
+SHIPPED_DECODING = dict(alpha=0.5, t=0.5, scale=1.155)
 
 
 def evenness_loss(ab, truth, scales=(1, 2, 4), per_picture=False, relative=False):
@@ -689,7 +690,7 @@ def train(model, ema, opt, data, weights, val, tune, args, ckpt, step, spent):
         logits = model(*batch[:5])
         loss = (-(target * F.log_softmax(logits, 1)).sum(1) * w).mean()
         if getattr(args, "even_weight", 0):
-            ab = model.ab(logits, EVEN_DECODING["t"], alpha=EVEN_DECODING["alpha"])
+            ab = model.ab(logits, SHIPPED_DECODING["t"], alpha=SHIPPED_DECODING["alpha"])
             loss = loss + args.even_weight * evenness_loss(ab, batch[5], relative=getattr(args, "even_relative", False))
         opt.zero_grad(); loss.backward(); opt.step()
         if ema is not None:

@@ -438,14 +438,14 @@ def train(args, backbone):
             w = d["weights"][target.argmax(1)]
             ce = (-(target * F.log_softmax(logits, 1)).sum(1) * w).mean((1, 2))
             loss = ce
+            # The decoded 56x56 colour, for the evenness loss and the critic alike.
+            ab56 = model.ab(logits, args.sem_t, 1.0, args.sem_alpha) if args.even or d["semantic"] else None
             if args.even:
-                # color.py's evenness loss (issue 29, item 4) on the decoded 56x56 colour.
-                loss = loss + args.even * evenness_loss(model.ab(logits, args.sem_t, 1.0, args.sem_alpha), true_ab, per_picture=True,
-                                                        relative=args.even_relative)
+                # color.py's evenness loss (issue 29, item 4).
+                loss = loss + args.even * evenness_loss(ab56, true_ab, per_picture=True, relative=args.even_relative)
             kl = fm = torch.zeros(())
             if d["semantic"]:
-                ab = model.ab(logits, args.sem_t, 1.0, args.sem_alpha)
-                ab = F.interpolate(ab, size=(SIZE, SIZE), mode="bilinear", align_corners=False)
+                ab = F.interpolate(ab56, size=(SIZE, SIZE), mode="bilinear", align_corners=False)
                 with torch.autocast(**amp):
                     sem, kl, fm = critic_loss(critic, lab[:, :1], ab, truth_logits, truth_feats, args.kl, args.feat)
                 loss = loss + sem.float()

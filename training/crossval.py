@@ -46,13 +46,11 @@ import argparse, json, os, sys, tempfile, types
 import numpy as np
 import torch
 
-from color import (BACKBONE, Caches, Colorizer, Decoder, Encoder, build_cache, export, image_files, prepare_eval, quantize_prior,
-                   reference_pair, split_files, train, write_sidecar)
+from color import (BACKBONE, SHIPPED_DECODING, Caches, Colorizer, Decoder, Encoder, build_cache, export, image_files, prepare_eval,
+                   quantize_prior, reference_pair, split_files, train, write_sidecar)
 from common import summarize
 from data import IMAGENETTE_CLASSES, wnid
 from evaluate import Judge, evaluate_colorizer, print_colorizer, public
-
-SHIPPED_DECODING = dict(alpha=0.5, t=0.5, scale=1.155)
 
 
 def crop_files(files, crops):
