@@ -309,6 +309,37 @@ def build_cache(encoder, files, crops, seed, path, batch=32):
         os.replace(os.path.join(path, name + ".tmp.npy"), os.path.join(path, name + ".npy"))
 
 
+def replay_clean_l(files, crops, seed, path, batch=32):
+    """Issue 29, the semantic loss on the CPU: the clean L* (before the degradations) at 224x224
+    of every crop that build_cache(files, crops, seed) cached, as uint8 (L* x 2.55) in
+    PATH/l.npy. It replays build_cache's random draws in the same order (each batch's crops,
+    then their degradations), so crop i here is crop i there; it runs no encoder, and checks
+    each batch's true ab against the cache's own ab.npy so that a replay that went astray stops."""
+    rng = random.Random(seed)
+    n = len(files) * crops
+    cached_ab = np.load(os.path.join(path, "ab.npy"), mmap_mode="r")
+    if len(cached_ab) != n:
+        raise SystemExit(f"'{path}' holds {len(cached_ab)} crops, not the {n} of these files: it was built from other files.")
+    out = np.lib.format.open_memmap(os.path.join(path, "l.tmp.npy"), "w+", np.uint8, (n, SIZE, SIZE))
+    jobs = [(f, j) for f in files for j in range(crops)]
+    start, k = time.time(), 0
+    while k < n:
+        part = jobs[k:k + batch]
+        rgb = torch.from_numpy(np.stack([random_crop(Image.open(f).convert("RGB"), rng) for f, _ in part])).permute(0, 3, 1, 2)
+        lab = rgb_to_lab(rgb)
+        for i in range(len(part)):
+            degrade(lab[i, 0].numpy().copy(), rng)  # only to draw what build_cache drew
+        ab = F.avg_pool2d(lab[:, 1:], 4).numpy().astype(np.float16)
+        if not np.allclose(ab.astype(np.float32), np.asarray(cached_ab[k:k + len(part)], dtype=np.float32), atol=0.05):
+            raise SystemExit(f"replaying '{path}' went astray at crop {k}: its true ab differs from the cache's.")
+        out[k:k + len(part)] = np.clip(np.round(lab[:, 0].numpy() * 2.55), 0, 255).astype(np.uint8)
+        k += len(part)
+        print(f"\r  clean L {k}/{n} crops, {time.time() - start:.0f} s", end="", flush=True)
+    print(flush=True)
+    out.flush(); del out
+    os.replace(os.path.join(path, "l.tmp.npy"), os.path.join(path, "l.npy"))
+
+
 def load_cache(path):
     return [np.load(os.path.join(path, k + ".npy"), mmap_mode="r") for k in ["f56", "f28", "f14", "f7", "g", "ab"]]
 
@@ -317,8 +348,15 @@ class Caches:
     """Several caches (each --crops crops per photograph, its own seed) read as one; `keep`, a
     sorted array of global crop indices, restricts it to those crops (training/crossval.py)."""
 
-    def __init__(self, paths, keep=None):
+    def __init__(self, paths, keep=None, clean_l=False):
         self.parts = [load_cache(p) for p in paths]
+        if clean_l:
+            # a 7th array: the crops' clean L* at 224x224 (replay_clean_l), for the semantic loss
+            for p, part in zip(paths, self.parts):
+                if not os.path.exists(os.path.join(p, "l.npy")):
+                    raise SystemExit(f"'{p}' has no l.npy: the semantic loss needs the crops' clean L (color.replay_clean_l).")
+                part.append(np.load(os.path.join(p, "l.npy"), mmap_mode="r"))
+        self.arrays = 7 if clean_l else 6
         self.starts = np.cumsum([0] + [len(p[5]) for p in self.parts])
         self.keep = keep
 
@@ -326,16 +364,20 @@ class Caches:
         return int(self.starts[-1]) if self.keep is None else len(self.keep)
 
     def batch(self, idx):
-        """Six float tensors (f56, f28, f14, f7, g, ab) for the sorted indices `idx` (into `keep`)."""
+        """Six float tensors (f56, f28, f14, f7, g, ab) for the sorted indices `idx` (into `keep`),
+        and with clean_l a seventh, the clean L* (B, 1, 224, 224) in 0..100."""
         if self.keep is not None:
             idx = self.keep[idx]
-        out = [[] for _ in range(6)]
+        out = [[] for _ in range(self.arrays)]
         for k, part in enumerate(self.parts):
             local = idx[(idx >= self.starts[k]) & (idx < self.starts[k + 1])] - self.starts[k]
             if len(local):
-                for j in range(6):
+                for j in range(self.arrays):
                     out[j].append(np.asarray(part[j][local], dtype=np.float32))
-        return [torch.from_numpy(np.concatenate(o)) for o in out]
+        tensors = [torch.from_numpy(np.concatenate(o)) for o in out]
+        if self.arrays == 7:
+            tensors[6] = tensors[6][:, None] / 2.55
+        return tensors
 
 
 def quantize_prior(ab, lam=LAMBDA):
@@ -660,6 +702,22 @@ def evenness_loss(ab, truth, scales=(1, 2, 4), per_picture=False, relative=False
     return total if per_picture else total.mean()
 
 
+def semantic_loss(critic, model, logits, clean_l, true_ab, kl_weight, feat_weight):
+    """Issue 29's semantic loss on the CPU, as training/color_gpu.py computes it on a GPU: the
+    frozen MobileNetV2 classifier (`critic`, color_gpu.Critic) reads the colorized picture (the
+    clean L* at 224x224 with the decoded ab, annealed mean T 0.5, alpha 0.5, brought up from
+    56x56) and the true one (the same L* with the true ab at 56x56 brought up alike, so that
+    the two differ only in colour); KL of its classes and feature matching at 28, 14 and 7
+    across, weighed by kl_weight and feat_weight; mean over the batch."""
+    from color_gpu import critic_loss
+    up = lambda ab: F.interpolate(ab, size=(SIZE, SIZE), mode="bilinear", align_corners=False)
+    with torch.no_grad():
+        truth_logits, truth_feats = critic(lab_to_rgb(torch.cat([clean_l, up(true_ab)], 1)))
+    ab = up(model.ab(logits, SHIPPED_DECODING["t"], alpha=SHIPPED_DECODING["alpha"]))
+    sem, _, _ = critic_loss(critic, clean_l, ab, truth_logits, truth_feats, kl_weight, feat_weight)
+    return sem.mean()
+
+
 def train(model, ema, opt, data, weights, val, tune, args, ckpt, step, spent):
     n = len(data)
     best_path = os.path.join(args.out, "checkpoint-best.pt")
@@ -692,6 +750,8 @@ def train(model, ema, opt, data, weights, val, tune, args, ckpt, step, spent):
         if getattr(args, "even_weight", 0):
             ab = model.ab(logits, SHIPPED_DECODING["t"], alpha=SHIPPED_DECODING["alpha"])
             loss = loss + args.even_weight * evenness_loss(ab, batch[5], relative=getattr(args, "even_relative", False))
+        if getattr(args, "critic", None) is not None:
+            loss = loss + semantic_loss(args.critic, model, logits, batch[6], batch[5], args.critic_kl, args.critic_feat)
         opt.zero_grad(); loss.backward(); opt.step()
         if ema is not None:
             ema.update(model)

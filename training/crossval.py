@@ -46,7 +46,7 @@ import argparse, json, os, sys, tempfile, types
 import numpy as np
 import torch
 
-from color import (BACKBONE, SHIPPED_DECODING, Caches, Colorizer, Decoder, Encoder, build_cache, export, image_files, prepare_eval,
+from color import (BACKBONE, SHIPPED_DECODING, Caches, Colorizer, Decoder, Encoder, build_cache, export, image_files, prepare_eval, replay_clean_l,
                    quantize_prior, reference_pair, split_files, train, write_sidecar)
 from common import summarize
 from data import IMAGENETTE_CLASSES, wnid
@@ -122,7 +122,13 @@ def train_fold(k, folds, imagenet, args, encoder):
         owners += crop_files(files, crops) * sets
         first_owners += crop_files(files, crops)
     keep = np.array([i for i, f in enumerate(owners) if f not in held])
-    data = Caches(paths, keep)
+    semantic = args.critic_kl > 0 or args.critic_feat > 0
+    if semantic:
+        # The crops' clean L*, replayed from the caches' own random draws (once; about 70 s a set).
+        for path, files, seed in zip(paths, [train_files, train_files, kept_out, kept_out], [0, 1, 0, 1]):
+            if not os.path.exists(os.path.join(path, "l.npy")):
+                replay_clean_l(files, args.crops, args.seed + seed, path)
+    data = Caches(paths, keep, clean_l=semantic)
     first_set = np.concatenate([np.asarray(data.parts[j][5]) for j in first])
     bins, weights = quantize_prior(first_set[[f not in held for f in first_owners]], args.rebalance)
     print(f"fold {k}/{folds}: {len(held)} photographs held out, {len(data)} training crops, {len(bins)} ab bins", flush=True)
@@ -133,7 +139,10 @@ def train_fold(k, folds, imagenet, args, encoder):
     val = prepare_eval(encoder, sorted(held)[::6])  # logged once at the end; nothing is chosen by it
     targs = types.SimpleNamespace(out=out, seed=args.seed, minutes=0, steps=args.steps, schedule_steps=args.schedule, batch=args.batch,
                                   eval_every=args.steps, save_every=args.save_every, even_weight=args.even_weight,
-                                  even_relative=args.even_relative)
+                                  even_relative=args.even_relative, critic=None, critic_kl=args.critic_kl, critic_feat=args.critic_feat)
+    if semantic:
+        from color_gpu import Critic
+        targs.critic = Critic(BACKBONE, torch.device("cpu"))
     ckpt = os.path.join(out, "checkpoint.pt")
     step, spent = resume(ckpt, model, opt)
     if step:
@@ -259,6 +268,9 @@ def main():
     ap.add_argument("--even-weight", type=float, default=0.0,
                     help="weight of color.py's evenness loss (the decoded colour's gradients against the truth's; issue 29, item 4); 0: the shipped recipe")
     ap.add_argument("--even-relative", action="store_true", help="the evenness loss over each picture's mean chroma (colouring less gains nothing)")
+    ap.add_argument("--critic-kl", type=float, default=0.0,
+                    help="issue 29's semantic loss: weight of the KL of the frozen MobileNetV2 classifier's classes on the colorized crop from those on the true one (color_gpu.py's --kl; 0: off)")
+    ap.add_argument("--critic-feat", type=float, default=0.0, help="the semantic loss's feature matching at 28, 14 and 7 across (color_gpu.py's --feat; 0: off)")
     ap.add_argument("--threads", type=int, default=max(1, os.cpu_count() or 1))
     ap.add_argument("--json", help="write the pooled and per-fold figures here")
     ap.add_argument("--checkpoints", help="a decoders.pt of training/color_gpu.py: evaluate its fold decoders instead of training them")
@@ -281,7 +293,7 @@ def main():
     imagenet = image_files(os.path.join(args.train, "ImageNet-sample900"))
     judge = Judge(args.shared)
     folds = args.only or list(range(args.folds))
-    rows, results = [], {"folds": {}, "recipe": {k: getattr(args, k) for k in ["steps", "schedule", "batch", "lr", "dropout", "rebalance", "seed", "imagenette", "imagenette_crops", "imagenette_sets", "caltech", "caltech_crops", "caltech_sets"]}}
+    rows, results = [], {"folds": {}, "recipe": {k: getattr(args, k) for k in ["steps", "schedule", "batch", "lr", "dropout", "rebalance", "seed", "imagenette", "imagenette_crops", "imagenette_sets", "caltech", "caltech_crops", "caltech_sets", "even_weight", "even_relative", "critic_kl", "critic_feat"]}}
     decoding = dict(SHIPPED_DECODING, alpha=args.alpha, t=args.t, scale=args.scale)
     if args.checkpoints:
         meta = torch.load(args.checkpoints, map_location="cpu", weights_only=False)["meta"]
