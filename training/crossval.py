@@ -31,9 +31,17 @@ reported for all held-out photographs
 and again without those of Imagenette's 10 classes (training/data.py), which a decoder trained
 on Imagenette has seen, though not in these photographs.
 
+With --critic-kl/--critic-feat (issue 29), each fold's decoder also learns from the semantic
+loss of training/color_gpu.py, on the CPU: the frozen MobileNetV2 classifier reads each cached
+crop's clean L* (color.replay_clean_l replays the caches' random draws once to get it, about
+70 s a set; the shipped recipe's four cache sets only) with the decoded colour and with the true
+colour at 56x56, brought up to 224x224 alike; about twice the time a step.
+
 Usage: python3 training/crossval.py --out training/runs/cv [--folds 5] [--threads 2] [--json cv.json]
        (about 14 minutes a fold on 2 cores once the caches exist; a finished fold is reused)
        python3 training/crossval.py --checkpoints runs/gpu/decoders.pt --choose-decoding --out training/runs/cv29 --json cv29.json
+       python3 training/crossval.py --out training/runs/cv-sem --critic-kl 1 --critic-feat 1 --only 0 --only 2 [--choose-decoding]
+           (about 22 minutes of training a fold on 2 cores)
        python3 training/crossval.py --model Models/vivify-color.param --only 0   (one exported model on fold 0's photographs)
        python3 training/crossval.py --out training/runs/cv-inette --ship training/runs/color-inette
            (fold 0's decoder trained here, which saw exactly the shipped decoder's photographs plus
