@@ -9,7 +9,8 @@ against the truth, the rebalanced AuC margin over grey (as `evaluate.py --guided
     does not match the frame's (weight exp(-|dL| / 6)): what perfect keyframe colour, moved
     as the content moves, gives;
   - per frame at distances 1, 2, 5, 10: the keyframe's true colour unmoved and warped
-    directly onto the frame.
+    directly onto the frame;
+  - the colourfulness of ours and of the moved colour against the truth's (issue 28's 85% bar).
 Needs numpy, Pillow, scikit-image and opencv-python-headless (analysis only, not CI).
 
 Usage: python3 training/keyframe_oracle.py [--vivify .build/release/vivify] [clip.mp4 ...]
@@ -22,7 +23,7 @@ from PIL import Image
 from skimage import color
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ab_error_histogram, ab_prior, pooled_auc, rebalance_weights
+from common import ab_error_histogram, ab_prior, colourfulness, pooled_auc, rebalance_weights
 from evaluate import GUIDED_CLIPS, frame_rate, frames_of, write_grey_clip
 
 
@@ -69,6 +70,15 @@ def main():
             return 100 * (pooled_auc(hr) - pooled_auc(hg))
         print(f"{clip} ({n} frames): margin over grey, frames 1..N: ours +{pooled(ours[1:]):.2f}; keyframe truth moved by flow +{pooled(moved):.2f}; "
               f"ceiling +{pooled(true_abs):.2f}", flush=True)
+
+        def colourful(abs_):
+            """Mean colourfulness over frames 1..N (each frame's L with `abs_`, in sRGB) against
+            the truth's, as evaluate.py's --guided counts it."""
+            rgb = lambda l, ab: 255 * color.lab2rgb(np.concatenate([l[..., None], ab], 2))
+            return (np.mean([colourfulness(rgb(L[t + 1], ab)) for t, ab in enumerate(abs_)])
+                    / np.mean([colourfulness(f.astype(float)) for f in truth[1:]]))
+        print(f"  colourfulness against the truth's, frames 1..N: ours {100 * colourful(ours[1:]):.0f}%; "
+              f"keyframe truth moved by flow {100 * colourful(moved):.0f}%", flush=True)
         po = margins(ours[1:])
         for k in [1, 2, 5, 10, 40]:
             if k >= n:
