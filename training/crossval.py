@@ -290,6 +290,8 @@ def main():
     ap.add_argument("--ship", metavar="DIR", help="export fold 0's decoder trained under --out (the shipped decoder's photographs) to DIR for Models/make-builtin.sh, with the decoding of --alpha/--t/--scale; nothing is trained or evaluated")
     ap.add_argument("--choose-decoding", action="store_true", help="choose alpha, T and scale on the tune split with fold 0's decoder (from --checkpoints, or trained here) and export every fold with it")
     args = ap.parse_args()
+    if (args.critic_kl > 0 or args.critic_feat > 0) and (args.imagenette or args.caltech):
+        ap.error("--critic-kl/--critic-feat read the clean L* replayed for the shipped recipe's four cache sets only: leave out --imagenette/--caltech (or train with color_gpu.py, which has every photograph)")
     if args.ship:
         torch.set_num_threads(args.threads)
         ship(args)

@@ -72,8 +72,10 @@ def main():
               f"ceiling +{pooled(true_abs):.2f}", flush=True)
 
         def colourful(abs_):
-            """Mean colourfulness over frames 1..N (each frame's L with `abs_`, in sRGB) against
-            the truth's, as evaluate.py's --guided counts it."""
+            """Mean colourfulness over frames 1..N against the truth's, as evaluate.py's --guided
+            averages it, but of the truth's own L with `abs_` (through sRGB), so that ours and the
+            oracle are read alike (evaluate.py reads our output frames as they are; on the walk
+            clip both give 76% for ours)."""
             rgb = lambda l, ab: 255 * color.lab2rgb(np.concatenate([l[..., None], ab], 2))
             return (np.mean([colourfulness(rgb(L[t + 1], ab)) for t, ab in enumerate(abs_)])
                     / np.mean([colourfulness(f.astype(float)) for f in truth[1:]]))

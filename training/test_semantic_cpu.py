@@ -71,6 +71,15 @@ class ReplayTests(unittest.TestCase):
             self.assertFalse(os.path.exists(os.path.join(cache, "l.npy")))
             with self.assertRaises(SystemExit):  # other files: another number of crops
                 color.replay_clean_l(files[:2], 3, 11, cache, batch=4)
+            with self.assertRaises(SystemExit):  # another batch size draws in another order
+                color.replay_clean_l(files, 3, 11, cache, batch=3)
+            # A stale l.npy (of another number of crops) is refused, not paired with the cache.
+            np.save(os.path.join(cache, "l.npy"), np.zeros((4, color.SIZE, color.SIZE), np.uint8))
+            with self.assertRaises(SystemExit):
+                color.Caches([cache], clean_l=True)
+            # Rebuilding the cache removes the clean L* of the crops it held before.
+            color.build_cache(NoEncoder(), files, 3, 11, cache, batch=4)
+            self.assertFalse(os.path.exists(os.path.join(cache, "l.npy")))
 
 
 class FixedColour(torch.nn.Module):
