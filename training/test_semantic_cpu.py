@@ -17,8 +17,7 @@ from PIL import Image
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import color
 
-BACKBONE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "models", "backbones",
-                        "mobilenet_v2_1.0_224_quant.tflite")
+BACKBONE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", color.BACKBONE)  # color's is from the checkout's root
 
 
 class NoEncoder:
