@@ -280,9 +280,21 @@ def degrade(l, rng):
     return l
 
 
+def _drawn_crops(files, crops, seed, batch):
+    """The crops build_cache caches, batch by batch, in the order its random draws make them:
+    (first crop index, Lab of the clean crops (B, 3, 224, 224), their degraded L* (B, 224, 224)).
+    replay_clean_l draws through the same generator, so its crop i is the cache's crop i."""
+    rng = random.Random(seed)
+    jobs = [(f, j) for f in files for j in range(crops)]
+    for k in range(0, len(jobs), batch):
+        part = jobs[k:k + batch]
+        rgb = torch.from_numpy(np.stack([random_crop(Image.open(f).convert("RGB"), rng) for f, _ in part])).permute(0, 3, 1, 2)
+        lab = rgb_to_lab(rgb)
+        yield k, lab, np.stack([degrade(lab[i, 0].numpy().copy(), rng) for i in range(len(part))])
+
+
 def build_cache(encoder, files, crops, seed, path, batch=32):
     """Encoder features of `crops` degraded crops per file, and their true ab at 56x56 (fp16)."""
-    rng = random.Random(seed)
     n = len(files) * crops
     c = encoder.channels
     shapes = [(n, c[0], 56, 56), (n, c[1], 28, 28), (n, c[2], 14, 14), (n, c[3], 7, 7), (n, c[4]), (n, 2, 56, 56)]
@@ -291,20 +303,14 @@ def build_cache(encoder, files, crops, seed, path, batch=32):
     if os.path.exists(os.path.join(path, "l.npy")):
         os.remove(os.path.join(path, "l.npy"))  # the clean L* of the crops this cache held before
     arrays = [np.lib.format.open_memmap(os.path.join(path, k + ".tmp.npy"), "w+", np.float16, s) for k, s in zip(names, shapes)]
-    start, k = time.time(), 0
-    jobs = [(f, j) for f in files for j in range(crops)]
-    while k < n:
-        part = jobs[k:k + batch]
-        rgb = torch.from_numpy(np.stack([random_crop(Image.open(f).convert("RGB"), rng) for f, _ in part])).permute(0, 3, 1, 2)
-        lab = rgb_to_lab(rgb)
-        ls = np.stack([degrade(lab[i, 0].numpy().copy(), rng) for i in range(len(part))])
+    start = time.time()
+    for k, lab, ls in _drawn_crops(files, crops, seed, batch):
         with torch.no_grad():
             feats = encoder(torch.from_numpy((ls[:, None] - 50) / 50).float())
         feats.append(F.avg_pool2d(lab[:, 1:], 4))
         for a, t in zip(arrays, feats):
-            a[k:k + len(part)] = t.numpy().astype(np.float16)
-        k += len(part)
-        print(f"\r  cache {k}/{n} crops, {time.time() - start:.0f} s", end="", flush=True)
+            a[k:k + len(ls)] = t.numpy().astype(np.float16)
+        print(f"\r  cache {k + len(ls)}/{n} crops, {time.time() - start:.0f} s", end="", flush=True)
     print(flush=True)
     for a, name in zip(arrays, names):
         a.flush(); del a
@@ -313,32 +319,25 @@ def build_cache(encoder, files, crops, seed, path, batch=32):
 
 def replay_clean_l(files, crops, seed, path, batch=32):
     """Issue 29, the semantic loss on the CPU: the clean L* (before the degradations) at 224x224
-    of every crop that build_cache(files, crops, seed) cached, as uint8 (L* x 2.55) in
-    PATH/l.npy. It replays build_cache's random draws in the same order (each batch's crops,
-    then their degradations), so crop i here is crop i there; it runs no encoder, and checks
-    each batch's true ab against the cache's own ab.npy so that a replay that went astray stops."""
-    rng = random.Random(seed)
+    of every crop that build_cache(files, crops, seed, batch) cached, as uint8 (L* x 2.55) in
+    PATH/l.npy. It draws the crops again through build_cache's own generator (no encoder), and
+    checks each batch's true ab against the cache's ab.npy so that a replay that went astray
+    (other files, seed or batch size) stops."""
     n = len(files) * crops
     cached_ab = np.load(os.path.join(path, "ab.npy"), mmap_mode="r")
     if len(cached_ab) != n:
         raise SystemExit(f"'{path}' holds {len(cached_ab)} crops, not the {n} of these files: it was built from other files.")
     out = np.lib.format.open_memmap(os.path.join(path, "l.tmp.npy"), "w+", np.uint8, (n, SIZE, SIZE))
-    jobs = [(f, j) for f in files for j in range(crops)]
-    start, k = time.time(), 0
-    while k < n:
-        part = jobs[k:k + batch]
-        rgb = torch.from_numpy(np.stack([random_crop(Image.open(f).convert("RGB"), rng) for f, _ in part])).permute(0, 3, 1, 2)
-        lab = rgb_to_lab(rgb)
-        for i in range(len(part)):
-            degrade(lab[i, 0].numpy().copy(), rng)  # only to draw what build_cache drew
+    start = time.time()
+    for k, lab, _ in _drawn_crops(files, crops, seed, batch):
+        b = len(lab)
         ab = F.avg_pool2d(lab[:, 1:], 4).numpy().astype(np.float16)
         # A crop drawn out of step differs by whole units; 0.2 leaves room for an fp16 step
         # (0.0625 above 64) flipped by another torch or instruction set.
-        if not np.allclose(ab.astype(np.float32), np.asarray(cached_ab[k:k + len(part)], dtype=np.float32), atol=0.2):
+        if not np.allclose(ab.astype(np.float32), np.asarray(cached_ab[k:k + b], dtype=np.float32), atol=0.2):
             raise SystemExit(f"replaying '{path}' went astray at crop {k}: its true ab differs from the cache's.")
-        out[k:k + len(part)] = np.clip(np.round(lab[:, 0].numpy() * 2.55), 0, 255).astype(np.uint8)
-        k += len(part)
-        print(f"\r  clean L {k}/{n} crops, {time.time() - start:.0f} s", end="", flush=True)
+        out[k:k + b] = np.clip(np.round(lab[:, 0].numpy() * 2.55), 0, 255).astype(np.uint8)
+        print(f"\r  clean L {k + b}/{n} crops, {time.time() - start:.0f} s", end="", flush=True)
     print(flush=True)
     out.flush(); del out
     os.replace(os.path.join(path, "l.tmp.npy"), os.path.join(path, "l.npy"))
@@ -708,19 +707,18 @@ def evenness_loss(ab, truth, scales=(1, 2, 4), per_picture=False, relative=False
     return total if per_picture else total.mean()
 
 
-def semantic_loss(critic, model, logits, clean_l, true_ab, kl_weight, feat_weight):
+def semantic_loss(critic, ab, clean_l, true_ab, kl_weight, feat_weight):
     """Issue 29's semantic loss on the CPU, as training/color_gpu.py computes it on a GPU: the
     frozen MobileNetV2 classifier (`critic`, color_gpu.Critic) reads the colorized picture (the
-    clean L* at 224x224 with the decoded ab, annealed mean T 0.5, alpha 0.5, brought up from
-    56x56) and the true one (the same L* with the true ab at 56x56 brought up alike, so that
+    clean L* at 224x224 with `ab`, the decoder's annealed mean at 56x56 (T 0.5, alpha 0.5),
+    brought up) and the true one (the same L* with the true ab at 56x56 brought up alike, so that
     the two differ only in colour); KL of its classes and feature matching at 28, 14 and 7
     across, weighed by kl_weight and feat_weight; mean over the batch."""
     from color_gpu import critic_loss
     up = lambda ab: F.interpolate(ab, size=(SIZE, SIZE), mode="bilinear", align_corners=False)
     with torch.no_grad():
         truth_logits, truth_feats = critic(lab_to_rgb(torch.cat([clean_l, up(true_ab)], 1)))
-    ab = up(model.ab(logits, SHIPPED_DECODING["t"], alpha=SHIPPED_DECODING["alpha"]))
-    sem, _, _ = critic_loss(critic, clean_l, ab, truth_logits, truth_feats, kl_weight, feat_weight)
+    sem, _, _ = critic_loss(critic, clean_l, up(ab), truth_logits, truth_feats, kl_weight, feat_weight)
     return sem.mean()
 
 
@@ -753,11 +751,13 @@ def train(model, ema, opt, data, weights, val, tune, args, ckpt, step, spent):
         w = weights[target.argmax(1)]
         logits = model(*batch[:5])
         loss = (-(target * F.log_softmax(logits, 1)).sum(1) * w).mean()
+        critic = getattr(args, "critic", None)
+        # The decoded 56x56 colour, once, for the evenness and semantic losses alike.
+        ab = model.ab(logits, SHIPPED_DECODING["t"], alpha=SHIPPED_DECODING["alpha"]) if getattr(args, "even_weight", 0) or critic else None
         if getattr(args, "even_weight", 0):
-            ab = model.ab(logits, SHIPPED_DECODING["t"], alpha=SHIPPED_DECODING["alpha"])
             loss = loss + args.even_weight * evenness_loss(ab, batch[5], relative=getattr(args, "even_relative", False))
-        if getattr(args, "critic", None) is not None:
-            loss = loss + semantic_loss(args.critic, model, logits, batch[6], batch[5], args.critic_kl, args.critic_feat)
+        if critic is not None:
+            loss = loss + semantic_loss(critic, ab, batch[6], batch[5], args.critic_kl, args.critic_feat)
         opt.zero_grad(); loss.backward(); opt.step()
         if ema is not None:
             ema.update(model)
