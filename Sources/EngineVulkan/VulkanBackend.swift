@@ -52,6 +52,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         denseRows = convolutionRows || Self.denseRows(environment: ProcessInfo.processInfo.environment)
         implicitGEMM = Self.implicitGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         cropViews = Self.cropViews(environment: ProcessInfo.processInfo.environment)
+        packed = Self.packed(environment: ProcessInfo.processInfo.environment)
         cooperativeGEMM = context.hasCooperativeMatrix
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
@@ -66,7 +67,8 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// matrix products or not (`implicitGEMM`; nil: as `init(precision:)` does for each).
     init(memoryPlan: VulkanMemoryPlan, precision: VulkanPrecision = .fp32, arenaBlockLimit: Int? = nil, pointwiseGEMM: Bool? = nil,
          winograd: VulkanWinograd? = nil, winogradBlocked: Bool? = nil, deconvolutionPhases: Bool? = nil, convolutionRows: Bool? = nil,
-         implicitGEMM: Bool? = nil, cooperativeGEMM: Bool? = nil, subpixelDeconvolutions: Bool? = nil, cropViews: Bool? = nil) throws {
+         implicitGEMM: Bool? = nil, cooperativeGEMM: Bool? = nil, subpixelDeconvolutions: Bool? = nil, cropViews: Bool? = nil,
+         packed: Bool? = nil) throws {
         context = try VulkanContext.shared.get()
         self.memoryPlan = memoryPlan
         self.arenaBlockLimit = arenaBlockLimit
@@ -81,6 +83,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         self.denseRows = convolutionRows ?? (self.convolutionRows || Self.denseRows(environment: ProcessInfo.processInfo.environment))
         self.implicitGEMM = implicitGEMM ?? Self.implicitGEMM(environment: ProcessInfo.processInfo.environment, isCPU: context.isCPU)
         self.cropViews = cropViews ?? Self.cropViews(environment: ProcessInfo.processInfo.environment)
+        self.packed = packed ?? Self.packed(environment: ProcessInfo.processInfo.environment)
         self.cooperativeGEMM = cooperativeGEMM ?? context.hasCooperativeMatrix
         (self.precision, precisionNote) = Self.precision(precision, on: context)
     }
@@ -221,6 +224,21 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         switched("VIVIFY_VULKAN_CROP_VIEWS", environment: environment, default: true)
     }
 
+    /// Whether values between the operations that read and write the packed 4-channel layout
+    /// (ncnn's pack4: [C/4][H][W][4], one vec4 load per four channels of a pixel) are stored
+    /// so (`VulkanPrepared.packedValues`): dense convolutions that Winograd does not take,
+    /// depthwise ones, activations and binaries of same-shape operands
+    /// (convolution_pack4.comp, convolution_depthwise_pack4.comp, activation_pack4.comp,
+    /// binary_pack4.comp, each reading and writing either layout). Off by default until a GPU
+    /// has timed it (`scripts/gpu-session` times both ways); on lavapipe the row, 1×1 and
+    /// Winograd shaders are faster (README, *The Vulkan backend*). VIVIFY_VULKAN_PACK4=1 turns
+    /// it on, on any device.
+    let packed: Bool
+
+    static func packed(environment: [String: String]) -> Bool {
+        environment["VIVIFY_VULKAN_PACK4"] == "1"
+    }
+
     /// Whether dense convolutions (not 1×1 ones of more than 4 output channels, not Winograd's)
     /// run in runs of a row (convolution_rows4/16.comp), on every device: on an H200
     /// (2026-11-30, medians of 9 frames) realcugan-2x took 28.8 against 29.8 ms at 640×360 and
@@ -263,7 +281,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
     /// The kernel switches (for comparisons; README, *The Vulkan backend*): each takes 1 or 0.
     static let switches = ["VIVIFY_VULKAN_GEMM", "VIVIFY_VULKAN_WINOGRAD", "VIVIFY_VULKAN_WINOGRAD_BLOCKED", "VIVIFY_VULKAN_DECONV_PHASES",
                            "VIVIFY_VULKAN_ROWS", "VIVIFY_VULKAN_IMPLICIT_GEMM", "VIVIFY_VULKAN_COOPMAT", "VIVIFY_VULKAN_SUBPIXEL",
-                           "VIVIFY_VULKAN_AUTO_FP16", "VIVIFY_VULKAN_CROP_VIEWS"]
+                           "VIVIFY_VULKAN_AUTO_FP16", "VIVIFY_VULKAN_CROP_VIEWS", "VIVIFY_VULKAN_PACK4"]
 
     /// Refuses a kernel switch set to anything but 1, 0 or nothing: `true` or `on` was the
     /// default, silently, and a comparison made with it compared nothing.
@@ -359,7 +377,7 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
         let prepared = try VulkanPrepared(context: context, graph: specialized, input: inputShape, plan: memoryPlan, storage: precision == .fp16 ? .fp16 : .fp32,
                                          blockLimit: arenaBlockLimit, pointwiseGEMM: pointwiseGEMM, winograd: winograd,
                                          winogradBlocked: winogradBlocked, deconvolutionPhases: deconvolutionPhases, convolutionRows: convolutionRows, denseRows: denseRows,
-                                         implicitGEMM: implicitGEMM, cooperativeGEMM: cooperativeGEMM, cropsInPlace: cropViews, profiling: profiling)
+                                         implicitGEMM: implicitGEMM, cooperativeGEMM: cooperativeGEMM, cropsInPlace: cropViews, packed: packed, profiling: profiling)
         // The shaders this graph needed, compiled, for the next process (VulkanPipelineCache).
         context.savePipelineCache()
         return prepared

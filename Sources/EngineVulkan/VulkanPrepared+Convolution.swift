@@ -23,8 +23,9 @@ extension VulkanPrepared {
     func convolution(_ p: ConvolutionParameters, _ node: Node) throws {
         let (x, s, y, o) = operands(node)
         let (bias, slopes) = try biasAndSlopes(p)
-        if Self.isWinograd(p, winograd), winograd == .always || !winogradBlocked || o.h * o.w >= Self.blockedWinogradMinimumPlane,
-           try winogradConvolution(p, x, s, y, o, bias, slopes) {
+        if runsPacked(p, o) {
+            try packedConvolution(p, x, s, y, o, bias, slopes, packedIn: layoutFlag(node.inputs[0]), packedOut: layoutFlag(node.output))
+        } else if takesWinograd(p, o), try winogradConvolution(p, x, s, y, o, bias, slopes) {
             return
         } else if cooperativeGEMM && storage == .fp16 && p.groups == 1 && p.outChannels > 16 {
             try gemmConvolution(p, x, s, y, o, bias, slopes, cooperative: true)
@@ -70,6 +71,45 @@ extension VulkanPrepared {
             try dispatch(four ? "convolution4" : "convolution", count: four ? o.count / 4 : o.count, [x, try constant(p.weights), y, bias, slopes],
                          parameters(p, s, o))
         }
+    }
+
+    /// Whether Winograd's method is tried first for `p` with output `o` (it may still decline:
+    /// `winogradConvolution`).
+    func takesWinograd(_ p: ConvolutionParameters, _ o: Shape) -> Bool {
+        Self.isWinograd(p, winograd) && (winograd == .always || !winogradBlocked || o.h * o.w >= Self.blockedWinogradMinimumPlane)
+    }
+
+    /// Whether, with `pack4`, `p` runs by a pack4 shader: a dense convolution that Winograd
+    /// does not take (convolution_pack4.comp), or a depthwise one, one output channel per
+    /// input channel (convolution_depthwise_pack4.comp); any kernel, stride, dilation, padding.
+    func runsPacked(_ p: ConvolutionParameters, _ o: Shape) -> Bool {
+        pack4 && ((p.groups == 1 && !takesWinograd(p, o)) || (p.groups > 1 && p.groups == p.inChannels && p.groups == p.outChannels))
+    }
+
+    /// A convolution by a pack4 shader (`runsPacked`), its input and output each in the layout
+    /// the flags say (1 packed, 0 plain): 4 pixels of a row × 4 output channels an invocation,
+    /// the quads of output channels in workgroups y. Weights rearranged once: dense
+    /// [OC/4][C/4][KH][KW][4 input channels] vec4s of 4 output channels, depthwise [C/4][KH][KW]
+    /// vec4s; zero past the last channel.
+    private func packedConvolution(_ p: ConvolutionParameters, _ x: VulkanSlice, _ s: Shape, _ y: VulkanSlice, _ o: Shape,
+                                   _ bias: VulkanSlice?, _ slopes: VulkanSlice?, packedIn: Int32, packedOut: Int32) throws {
+        let k = p.kernelH * p.kernelW, oc4 = (p.outChannels + 3) / 4, c4 = (p.inChannels + 3) / 4
+        let depthwise = p.groups > 1
+        var t: [Float]
+        if depthwise {
+            t = [Float](repeating: 0, count: oc4 * k * 4)
+            for c in 0..<p.outChannels { for i in 0..<k { t[((c / 4) * k + i) * 4 + c % 4] = p.weights[c * k + i] } }
+        } else {
+            t = [Float](repeating: 0, count: oc4 * c4 * k * 16)
+            for oc in 0..<p.outChannels {
+                for ic in 0..<p.inChannels {
+                    for i in 0..<k { t[(((oc / 4 * c4 + ic / 4) * k + i) * 4 + ic % 4) * 4 + oc % 4] = p.weights[(oc * p.inChannels + ic) * k + i] }
+                }
+            }
+        }
+        let runs = (o.w + 3) / 4, groups = (o.h * runs + 63) / 64, gx = min(groups, Int(context.maxGroupsX))
+        try dispatch(depthwise ? "convolution_depthwise_pack4" : "convolution_pack4", groups: (gx, oc4, (groups + gx - 1) / gx),
+                     [x, try constant(t), y, bias, slopes], parameters(p, s, o) + [packedIn, packedOut, Int32(runs)])
     }
 
     /// A layer's fp32 weights, `chunks` equal chunks (blocks of output channels, or Winograd's

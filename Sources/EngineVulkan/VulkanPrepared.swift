@@ -49,6 +49,12 @@ final class VulkanPrepared: VulkanProfiledGraph {
     /// lives until the last of them. On an H200 the copies took 2.3 ms of realcugan-2x's
     /// 29 ms at 640×360.
     private(set) var cropViews: [Int: (source: Int, top: Int, left: Int)] = [:]
+    /// Whether the operations that can read and write the packed 4-channel layout run by
+    /// their pack4 shaders (`VulkanBackend.packed`).
+    let pack4: Bool
+    /// The values stored in the packed 4-channel layout ([C/4][H][W][4], zero past the last
+    /// channel; pack4.glsl): those `packedValues` chooses. Every other value is plain, [C][H][W].
+    private(set) var packed: Set<Int> = []
     /// The shader of every dispatch recorded, in order (what tests check the choices by).
     private(set) var shaders: [String] = []
     /// Each value's place: a slice of an arena block.
@@ -100,8 +106,9 @@ final class VulkanPrepared: VulkanProfiledGraph {
     init(context: VulkanContext, graph: Graph, input: Shape, plan: VulkanMemoryPlan, storage: VulkanStorage = .fp32,
          blockLimit: Int? = nil, pointwiseGEMM: Bool = false, winograd: VulkanWinograd = .never,
          winogradBlocked: Bool = false, deconvolutionPhases: Bool = false, convolutionRows: Bool = false, denseRows: Bool = false, implicitGEMM: Bool = false,
-         cooperativeGEMM: Bool = false, cropsInPlace: Bool = true, profiling: Bool = false) throws {
+         cooperativeGEMM: Bool = false, cropsInPlace: Bool = true, packed pack4: Bool = false, profiling: Bool = false) throws {
         self.context = context
+        self.pack4 = pack4
         self.convolutionRows = convolutionRows
         self.denseRows = denseRows
         self.implicitGEMM = implicitGEMM
@@ -151,6 +158,7 @@ final class VulkanPrepared: VulkanProfiledGraph {
             onHost.insert(node.output)
         }
         if cropsInPlace { cropViews = Self.cropViews(graph, onHost: onHost) }
+        if pack4 { packed = packedValues(onHost: onHost) }
         let placements = shapes.indices.map { v -> VulkanBuffer.Placement in
             plan == .mapped ? .shared : onHost.contains(v) ? .staging : .device
         }
@@ -208,7 +216,7 @@ final class VulkanPrepared: VulkanProfiledGraph {
         for (v, view) in cropViews {
             lifetimes[view.source].last = max(lifetimes[view.source].last, lifetimes[v].last)
         }
-        let bytes = { (v: Int) in self.cropViews[v] == nil ? Int(VulkanBuffer.bytes(self.shapes[v].count, self.storage)) : self.storage.stride }
+        let bytes = { (v: Int) in self.cropViews[v] == nil ? Int(VulkanBuffer.bytes(self.storedCount(v), self.storage)) : self.storage.stride }
         var slices = [VulkanSlice?](repeating: nil, count: shapes.count)
         for placement in [VulkanBuffer.Placement.device, .staging, .shared] {
             let values = shapes.indices.filter { placements[$0] == placement }
@@ -226,13 +234,54 @@ final class VulkanPrepared: VulkanProfiledGraph {
                 try VulkanBuffer(context, count: (bytes + storage.stride - 1) / storage.stride, placement: placement, storage: storage)
             }
             for (v, place) in zip(values, placed.places) {
-                slices[v] = VulkanSlice(block: blocks[place.block], offset: place.offset, count: cropViews[v] == nil ? shapes[v].count : 1)
+                slices[v] = VulkanSlice(block: blocks[place.block], offset: place.offset, count: cropViews[v] == nil ? storedCount(v) : 1)
             }
             arenas += blocks
             activationBytes.planned += placed.total
             activationBytes.separate += requests.reduce(0) { $0 + $1.bytes }
         }
         return slices.map { $0! }
+    }
+
+    /// The values a value `v` takes in memory: its shape's, or with its channels rounded up to
+    /// a multiple of 4 where it is packed.
+    func storedCount(_ v: Int) -> Int {
+        let s = shapes[v]
+        return packed.contains(v) ? (s.c + 3) / 4 * 4 * s.h * s.w : s.count
+    }
+
+    /// Which values are stored packed: of at least 4 channels, written by an operation that
+    /// runs by a pack4 shader (`runsPacked`) and read only by such operations; never the
+    /// graph's input or output (the host's), a value a host step touches, or a crop's source
+    /// or window. A value between two plain operations stays plain, so with no pack4 operation
+    /// next to another nothing changes but the shaders.
+    private func packedValues(onHost: Set<Int>) -> Set<Int> {
+        var readers: [Int: [Node]] = [:]
+        for node in graph.nodes { for v in Set(node.inputs) { readers[v, default: []].append(node) } }
+        var chosen = Set<Int>()
+        for node in graph.nodes where runsPacked(node) {
+            let v = node.output
+            guard v != graph.output, v != graph.input, !onHost.contains(v), shapes[v].c >= 4,
+                  let r = readers[v], r.allSatisfy(runsPacked) else { continue }
+            chosen.insert(v)
+        }
+        return chosen
+    }
+
+    /// Whether `node` runs by a pack4 shader, which reads and writes either layout: with
+    /// `pack4`, a dense convolution that Winograd does not take or a depthwise one
+    /// (`runsPacked(_:_:)`), an activation, or a binary of two whole operands of the output's
+    /// shape.
+    func runsPacked(_ node: Node) -> Bool {
+        guard pack4 else { return false }
+        switch node.op {
+        case .convolution(let p): return runsPacked(p, shapes[node.output])
+        case .activation: return true
+        case .binary:
+            let o = shapes[node.output]
+            return node.inputs.count == 2 && node.inputs.allSatisfy { shapes[$0] == o && cropViews[$0] == nil }
+        default: return false
+        }
     }
 
     deinit {

@@ -910,6 +910,109 @@ class VulkanParityTests: ValidatedVulkanTestCase {
     /// Real upscalers from ../shared/models, whole graphs on small pictures (values in [0, 1]:
     /// on values in [−1, 1] realcugan's output reaches about 220 and rounding differences grow
     /// with it: 2.4e-4 relative there, 3.0e-5 even with only its convolutions as shaders).
+    /// The packed 4-channel layout (VIVIFY_VULKAN_PACK4=1; pack4.glsl), forced: every dense
+    /// convolution Winograd does not take and every depthwise one by its pack4 shader, alone
+    /// (plain input and output: the graph's are always plain) on channels 3, 4, 5 and 64 in
+    /// and out, kernels 1×1 to 5×3 with strides, dilation and unequal pads, pictures 1×1, 7×5
+    /// and 21×37 (runs of 4 cut by the row's end, more than one workgroup), fused activations
+    /// (sigmoid too, which is not 0 at 0: the pad lanes must still be stored as 0); then chains
+    /// whose values between pack4 shaders are packed, read by convolutions, depthwise ones,
+    /// activations (PReLU per channel) and binaries (division of two 5-channel packed values,
+    /// whose pad lanes would be 0 / 0), beside values that must stay plain (read by a pixel
+    /// shuffle too, Winograd's input); the choice of values and shaders checked; and the
+    /// catalog models and the colorizer whole with it.
+    func testPackedLayout() throws {
+        XCTAssertFalse(VulkanBackend.packed(environment: [:]), "off until a GPU has timed it")
+        XCTAssertTrue(VulkanBackend.packed(environment: ["VIVIFY_VULKAN_PACK4": "1"]))
+        XCTAssertFalse(VulkanBackend.packed(environment: ["VIVIFY_VULKAN_PACK4": "0"]))
+        XCTAssertThrowsError(try VulkanBackend.checkSwitches(["VIVIFY_VULKAN_PACK4": "on"]))
+        let automatic = try backend()
+        XCTAssertFalse(automatic.packed)
+        let b = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, winograd: .wide, packed: true)
+        let cases: [ConvolutionCase] = [(1, 1, 1, 1, (0, 0, 0, 0)), (3, 3, 1, 1, (1, 1, 1, 1)), (3, 3, 2, 1, (1, 0, 1, 2)),
+                                        (5, 3, 1, 2, (4, 2, 3, 1)), (2, 2, 2, 1, (0, 0, 0, 0))]
+        try checkConvolutions(on: b, "pack4", channels: [(3, 5), (4, 4), (5, 3), (64, 64), (3, 64)],
+                              sizes: { _ in [(1, 1), (7, 5), (21, 37)] }, cases: cases) { ic, oc, c, shaders, what in
+            // Winograd's layers stay with it (blocked, the CPU's, from 400 output pixels: the
+            // size ends `what`).
+            let size = what.split(separator: " ").last!.split(separator: "x").map { Int($0)! }
+            let winograd = c.k == 3 && c.kw == 3 && c.stride == 1 && c.dilation == 1 && ic >= 16 && oc >= 16
+                && (!b.winogradBlocked || size[0] * size[1] >= VulkanPrepared.blockedWinogradMinimumPlane)
+            XCTAssertEqual(shaders.count == 1 ? shaders[0] : "Winograd", winograd ? "Winograd" : "convolution_pack4", what)
+        }
+        for c in [3, 5, 64] {
+            for (k, stride, dilation, pads) in [(3, 1, 1, (1, 1, 1, 1)), (3, 2, 1, (0, 1, 1, 0)), (5, 1, 2, (4, 4, 4, 4))] {
+                let g = chain([(conv(c, c, k: k, stride: stride, dilation: dilation, pads: pads, groups: c, activation: .sigmoid), [1])])
+                for (h, w) in [(1, 1), (7, 5), (21, 37)] where (try? g.inferShapes(input: Shape(c: c, h: h, w: w))) != nil {
+                    let s = Shape(c: c, h: h, w: w)
+                    try compare(g, s, "pack4 depthwise \(c), \(k)x\(k) stride \(stride) dilation \(dilation), \(w)x\(h)", on: b)
+                    XCTAssertEqual(try XCTUnwrap(b.prepare(g, input: s) as? VulkanPrepared).shaders, ["convolution_depthwise_pack4"])
+                }
+            }
+        }
+        // Values between pack4 shaders packed: v1 (5 channels, sigmoid: 0.5 where a pad lane
+        // were not stored as 0), v2 (5, at least 2: its pad lanes 0 either way), v3 = v1 / v2
+        // (its pad lanes 0 / 0 or 0.5 / 0 unless stored as 0, and the next convolution's
+        // 0 · NaN or 0 · ∞ would reach the output), v4 … v7 (7 channels); v8 is the output.
+        let denominator = Engine.Operation.convolution(ConvolutionParameters(
+            outChannels: 5, inChannels: 5, kernelH: 1, kernelW: 1, strideH: 1, strideW: 1, dilationH: 1, dilationW: 1, padTop: 0, padLeft: 0,
+            padBottom: 0, padRight: 0, groups: 1, weights: rng.array(25).map { $0 / 10 }, bias: [3, 2.5, 3, 3.5, 3], activation: .identity))
+        let packedChain = chain([
+            (conv(5, 3, k: 3, pads: (1, 1, 1, 1), activation: .sigmoid), [1]),
+            (denominator, [1]),
+            (.binary(.div, coefficients: nil), [2, 1]),
+            (conv(7, 5, k: 3, stride: 2, pads: (1, 1, 1, 1), activation: .relu), [1]),
+            (conv(7, 7, k: 3, pads: (1, 1, 1, 1), groups: 7), [1]),
+            (.activation(.prelu(slopes: rng.array(7))), [1]),
+            (.binary(.add, coefficients: [0.5, 2]), [1, 2]),
+            (conv(3, 7, k: 3, pads: (1, 1, 1, 1)), [1]),
+        ])
+        for (h, w) in [(7, 5), (21, 37)] {
+            try compare(packedChain, Shape(c: 3, h: h, w: w), "pack4 chain, \(w)x\(h)", on: b, runs: 2)
+        }
+        let prepared = try XCTUnwrap(b.prepare(packedChain, input: Shape(c: 3, h: 21, w: 37)) as? VulkanPrepared)
+        XCTAssertEqual(prepared.packed, [1, 2, 3, 4, 5, 6, 7])
+        XCTAssertEqual(prepared.shaders, ["convolution_pack4", "convolution_pack4", "binary_pack4", "convolution_pack4",
+                                          "convolution_depthwise_pack4", "activation_pack4", "binary_pack4", "convolution_pack4"])
+        XCTAssertEqual(prepared.storedCount(4), 8 * 11 * 19)
+        // v1 is read by a pixel shuffle too and by a Winograd convolution, v3 and v4 written by
+        // one: all plain. v5, written by a 1×1 convolution and read by an add whose other operand
+        // (v6, a space-to-depth's) is plain, is packed.
+        let mixed = chain([
+            (conv(16, 4, k: 1, activation: .relu), [1]),
+            (.pixelShuffle(factor: 2, order: .crd), [1]),
+            (conv(16, 16, k: 3, pads: (1, 1, 1, 1)), [2]),
+            (conv(16, 16, k: 3, pads: (1, 1, 1, 1)), [1]),
+            (conv(16, 16, k: 1), [1]),
+            (.spaceToDepth(factor: 2), [4]),
+            (.binary(.add, coefficients: nil), [2, 1]),
+        ])
+        let mixedShape = Shape(c: 4, h: 21, w: 23)
+        try compare(mixed, mixedShape, "pack4 beside plain values", on: b, runs: 2)
+        let mixedPrepared = try XCTUnwrap(b.prepare(mixed, input: mixedShape) as? VulkanPrepared)
+        XCTAssertEqual(mixedPrepared.packed, [5])
+        XCTAssertEqual(mixedPrepared.shaders.filter { $0.hasPrefix("winograd") }.count, 6, "n2 and n3 by Winograd")
+        // Whole models: the catalog's upscalers and the colorizer.
+        let models = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../shared/models/ncnn").standardized.path
+        for (param, shape) in [("realesr-animevideov3/realesr-animevideov3-x2.param", Shape(c: 3, h: 24, w: 32)),
+                               ("waifu2x-upconv7-photo/scale2.0x_model.param", Shape(c: 3, h: 24, w: 32)),
+                               ("realcugan-se/up2x-conservative.param", Shape(c: 3, h: 44, w: 40))] {
+            let path = "\(models)/\(param)"
+            guard FileManager.default.fileExists(atPath: path) else { throw XCTSkip("\(path) is not here: ../shared/models is needed") }
+            let graph = try NCNNImporter.load(paramPath: path)
+            try compare(graph, shape, "pack4 \(param)", on: b, picture: true, tolerance: modelTolerance)
+            let p = try XCTUnwrap(b.prepare(graph, input: shape) as? VulkanPrepared)
+            XCTAssertTrue(p.shaders.contains("convolution_pack4"), param)
+        }
+        let colorizer = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Models/vivify-color.param").standardized.path
+        let graph = try NCNNImporter.load(paramPath: colorizer, inputName: "in0", outputName: "out0")
+        let shape = Shape(c: 1, h: 64, w: 64)
+        try compare(graph, shape, "pack4 vivify-color", on: b, picture: true, tolerance: modelTolerance)
+        let p = try XCTUnwrap(b.prepare(graph, input: shape) as? VulkanPrepared)
+        XCTAssertGreaterThan(p.packed.count, 40, "most of the colorizer's values are between pack4 shaders")
+        XCTAssertTrue(p.shaders.contains("convolution_depthwise_pack4"))
+    }
+
     func testRealModels() throws {
         let models = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../shared/models/ncnn").standardized.path
         // realcugan-2x: global means, fully connected layers and transposed convolutions, all
