@@ -226,8 +226,8 @@ public final class VulkanBackend: InferenceBackend, @unchecked Sendable {
 
     /// Whether values between the operations that read and write the packed 4-channel layout
     /// (ncnn's pack4: [C/4][H][W][4], one vec4 load per four channels of a pixel) are stored
-    /// so (`VulkanPrepared.packedValues`): dense convolutions that Winograd does not take,
-    /// depthwise ones, activations and binaries of same-shape operands
+    /// so (`VulkanPrepared.packedValues`): dense convolutions (Winograd's transforms read and
+    /// write it too), depthwise ones, activations and binaries of same-shape operands
     /// (convolution_pack4.comp, convolution_depthwise_pack4.comp, activation_pack4.comp,
     /// binary_pack4.comp, each reading and writing either layout). Off by default until a GPU
     /// has timed it (`scripts/gpu-session` times both ways); on lavapipe the row, 1×1 and

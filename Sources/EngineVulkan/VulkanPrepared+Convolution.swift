@@ -24,7 +24,9 @@ extension VulkanPrepared {
         let (x, s, y, o) = operands(node)
         let (bias, slopes) = try biasAndSlopes(p)
         if runsPacked(p, o) {
-            try packedConvolution(p, x, s, y, o, bias, slopes, packedIn: layoutFlag(node.inputs[0]), packedOut: layoutFlag(node.output))
+            let packedIn = layoutFlag(node.inputs[0]), packedOut = layoutFlag(node.output)
+            if takesWinograd(p, o), try winogradConvolution(p, x, s, y, o, bias, slopes, packedIn: packedIn, packedOut: packedOut) { return }
+            try packedConvolution(p, x, s, y, o, bias, slopes, packedIn: packedIn, packedOut: packedOut)
         } else if takesWinograd(p, o), try winogradConvolution(p, x, s, y, o, bias, slopes) {
             return
         } else if cooperativeGEMM && storage == .fp16 && p.groups == 1 && p.outChannels > 16 {
@@ -79,11 +81,13 @@ extension VulkanPrepared {
         Self.isWinograd(p, winograd) && (winograd == .always || !winogradBlocked || o.h * o.w >= Self.blockedWinogradMinimumPlane)
     }
 
-    /// Whether, with `pack4`, `p` runs by a pack4 shader: a dense convolution that Winograd
-    /// does not take (convolution_pack4.comp), or a depthwise one, one output channel per
-    /// input channel (convolution_depthwise_pack4.comp); any kernel, stride, dilation, padding.
+    /// Whether, with `pack4`, `p` reads and writes either layout: a dense convolution, by
+    /// Winograd's method where it takes it (its input and output transforms read and write
+    /// the packed layout a value at a time), else by convolution_pack4.comp; or a depthwise
+    /// one, one output channel per input channel (convolution_depthwise_pack4.comp). Any
+    /// kernel, stride, dilation, padding.
     func runsPacked(_ p: ConvolutionParameters, _ o: Shape) -> Bool {
-        pack4 && ((p.groups == 1 && !takesWinograd(p, o)) || (p.groups > 1 && p.groups == p.inChannels && p.groups == p.outChannels))
+        pack4 && (p.groups == 1 || (p.groups == p.inChannels && p.groups == p.outChannels))
     }
 
     /// A convolution by a pack4 shader (`runsPacked`), its input and output each in the layout
@@ -252,7 +256,7 @@ extension VulkanPrepared {
     /// (nothing recorded) where a scratch buffer would
     /// pass the most one descriptor binds.
     private func winogradConvolution(_ p: ConvolutionParameters, _ x: VulkanSlice, _ s: Shape, _ y: VulkanSlice, _ o: Shape,
-                                     _ bias: VulkanSlice?, _ slopes: VulkanSlice?) throws -> Bool {
+                                     _ bias: VulkanSlice?, _ slopes: VulkanSlice?, packedIn: Int32 = 0, packedOut: Int32 = 0) throws -> Bool {
         // Tiles along rows padded to a multiple of 4: the transforms take them four at a time,
         // never across a row's end.
         let th = (o.h + 1) / 2, tw = ((o.w + 1) / 2 + 3) / 4 * 4, tiles = th * tw
@@ -285,7 +289,7 @@ extension VulkanPrepared {
         }
         let v = try scratch(0, count: inputCount), m = try scratch(1, count: productCount)
         let constants = parameters(p, s, o) + [Int32(tiles), Int32(tw), Int32(blocks)]
-        try dispatch("winograd_input", count: ic * tiles / 4, [x, v], constants)
+        try dispatch("winograd_input", count: ic * tiles / 4, [x, v], constants + [packedIn])
         // The blocked multiply's fp32 weights through a uniform buffer where one binding takes
         // the weights of a position at least (`uniformChunks`; 64 KiB at most:
         // winograd_multiply_uniform.comp's block).
@@ -298,7 +302,9 @@ extension VulkanPrepared {
         } else {
             try dispatch("winograd_multiply", groups: ((tiles / 4 + 63) / 64, blocks, 16), [v, try constant(u), m], constants)
         }
-        try dispatch("winograd_output", count: p.outChannels * tiles / 4, [m, nil, y, bias, slopes], constants)
+        // A packed output's pad channels (to a multiple of 4) are stored as zeros.
+        let outChannels = packedOut != 0 ? (p.outChannels + 3) / 4 * 4 : p.outChannels
+        try dispatch("winograd_output", count: outChannels * tiles / 4, [m, nil, y, bias, slopes], constants + [packedIn, packedOut])
         return true
     }
 

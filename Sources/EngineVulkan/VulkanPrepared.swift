@@ -269,7 +269,7 @@ final class VulkanPrepared: VulkanProfiledGraph {
     }
 
     /// Whether `node` runs by a pack4 shader, which reads and writes either layout: with
-    /// `pack4`, a dense convolution that Winograd does not take or a depthwise one
+    /// `pack4`, a dense convolution (Winograd's too) or a depthwise one
     /// (`runsPacked(_:_:)`), an activation, or a binary of two whole operands of the output's
     /// shape.
     func runsPacked(_ node: Node) -> Bool {

@@ -975,9 +975,9 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         XCTAssertEqual(prepared.shaders, ["convolution_pack4", "convolution_pack4", "binary_pack4", "convolution_pack4",
                                           "convolution_depthwise_pack4", "activation_pack4", "binary_pack4", "convolution_pack4"])
         XCTAssertEqual(prepared.storedCount(4), 8 * 11 * 19)
-        // v1 is read by a pixel shuffle too and by a Winograd convolution, v3 and v4 written by
-        // one: all plain. v5, written by a 1×1 convolution and read by an add whose other operand
-        // (v6, a space-to-depth's) is plain, is packed.
+        // v1 is read by a pixel shuffle too: plain. v3 and v4, written by Winograd's convolutions
+        // (and v3 read by one), and v5, written by a 1×1 convolution and read by an add whose
+        // other operand (v6, a space-to-depth's) is plain, are packed.
         let mixed = chain([
             (conv(16, 4, k: 1, activation: .relu), [1]),
             (.pixelShuffle(factor: 2, order: .crd), [1]),
@@ -990,8 +990,36 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         let mixedShape = Shape(c: 4, h: 21, w: 23)
         try compare(mixed, mixedShape, "pack4 beside plain values", on: b, runs: 2)
         let mixedPrepared = try XCTUnwrap(b.prepare(mixed, input: mixedShape) as? VulkanPrepared)
-        XCTAssertEqual(mixedPrepared.packed, [5])
+        XCTAssertEqual(mixedPrepared.packed, [3, 4, 5])
         XCTAssertEqual(mixedPrepared.shaders.filter { $0.hasPrefix("winograd") }.count, 6, "n2 and n3 by Winograd")
+        // Winograd's transforms on packed values of 5 and 6 channels (forced on layers of few
+        // channels), the direct shader's 7×7 and 1×1 layers before and after. The pad lanes of
+        // v2 (channels 6 and 7), filled with NaN before the run, must come out as zeros: its
+        // transform stores them (sigmoid(0) would be 0.5).
+        let w = try VulkanBackend(memoryPlan: .mapped, precision: precision, winograd: .always, packed: true)
+        let winogradChain = chain([
+            (conv(5, 3, k: 7, pads: (3, 3, 3, 3)), [1]),
+            (conv(6, 5, k: 3, pads: (1, 1, 1, 1), activation: .sigmoid), [1]),
+            (conv(3, 6, k: 1), [1]),
+        ])
+        for (h, wd) in [(7, 5), (1, 1), (21, 37)] {
+            try compare(winogradChain, Shape(c: 3, h: h, w: wd), "pack4 Winograd, \(wd)x\(h)", on: w, runs: 2)
+        }
+        let wp = try XCTUnwrap(w.prepare(winogradChain, input: Shape(c: 3, h: 9, w: 11)) as? VulkanPrepared)
+        XCTAssertEqual(wp.packed, [1, 2])
+        XCTAssertEqual(wp.shaders.first, "convolution_pack4")
+        XCTAssertEqual(wp.shaders.last, "convolution_pack4")
+        XCTAssertEqual(wp.shaders.filter { $0.hasPrefix("winograd") }.count, 3)
+        let v2 = wp.buffers[2]
+        XCTAssertEqual(v2.count, 8 * 9 * 11)
+        [Float](repeating: .nan, count: v2.count).withUnsafeBufferPointer { v2.write($0) }
+        _ = try wp.run(Tensor(shape: Shape(c: 3, h: 9, w: 11), data: rng.array(3 * 9 * 11)))
+        var stored = [Float](repeating: 0, count: v2.count)
+        stored.withUnsafeMutableBufferPointer { v2.read(into: $0) }
+        let quad1 = stored[(9 * 11 * 4)...]
+        XCTAssertEqual(quad1.enumerated().filter { $0.offset % 4 >= 2 }.map(\.element), [Float](repeating: 0, count: 2 * 9 * 11), "pad lanes")
+        XCTAssertTrue(stored.enumerated().allSatisfy { $0.offset >= 9 * 11 * 4 && $0.offset % 4 >= 2 || ($0.element >= 0 && $0.element <= 1) },
+                      "every channel's value written (a sigmoid's, not NaN)")
         // Whole models: the catalog's upscalers and the colorizer.
         let models = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../shared/models/ncnn").standardized.path
         for (param, shape) in [("realesr-animevideov3/realesr-animevideov3-x2.param", Shape(c: 3, h: 24, w: 32)),

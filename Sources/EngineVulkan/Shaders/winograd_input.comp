@@ -10,7 +10,8 @@
 // values is stored for the four tiles as one vec4 (on lavapipe every load and store is a loop
 // over the SIMD lanes, so their number is what counts). V is [16][C][TP] in fp32 (TP: the
 // tile count, a multiple of 4 as the rows are). Parameters as convolution.comp's, then
-// p[20] = TP, p[21] = tiles per padded row.
+// p[20] = TP, p[21] = tiles per padded row, p[22] the multiply's, p[23] = 1 where the input is
+// in the packed 4-channel layout (pack4.glsl; read a value at a time at its packed index).
 layout(std430, binding = 0) readonly buffer X { DATA x[]; };
 layout(std430, binding = 1) writeonly buffer V { vec4 v[]; };
 void main() {
@@ -28,7 +29,8 @@ void main() {
         float d[4];
         [[unroll]] for (int r = 0; r < 4; r++) {
             int iy = iy0 + r;
-            d[r] = (colIn && iy >= 0 && iy < H) ? float(x[(ic * H + iy) * W + ix]) : 0.0;
+            int at = p[23] != 0 ? (((ic >> 2) * H + iy) * W + ix) * 4 + (ic & 3) : (ic * H + iy) * W + ix;
+            d[r] = (colIn && iy >= 0 && iy < H) ? float(x[at]) : 0.0;
         }
         e[c] = d[0] - d[2];
         e[10 + c] = d[1] + d[2];
