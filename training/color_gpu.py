@@ -52,11 +52,10 @@ import argparse, copy, glob, io, json, math, os, sys, tarfile, time
 
 import numpy as np
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from color import (AB_SCALE, BACKBONE, GRID, LAMBDA, SIZE, Colorizer, Decoder, Encoder, Upper, evenness_loss, export, lab_to_rgb,
+from color import (BACKBONE, GRID, LAMBDA, SIZE, Colorizer, Decoder, Encoder, Upper, evenness_loss, export, lab_to_rgb,
                    reference_pair, rgb_to_lab, soft_targets, write_sidecar)
 from common import rebalance_from_counts
 from tflite import TFLiteNet, run_layers
