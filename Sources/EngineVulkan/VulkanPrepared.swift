@@ -158,7 +158,7 @@ final class VulkanPrepared: VulkanProfiledGraph {
             onHost.insert(node.output)
         }
         if cropsInPlace { cropViews = Self.cropViews(graph, onHost: onHost) }
-        if pack4 { packed = packedValues(onHost: onHost) }
+        if pack4 { packed = packedValues(onHost: onHost, blockLimit: blockLimit ?? context.arenaBlockLimit) }
         let placements = shapes.indices.map { v -> VulkanBuffer.Placement in
             plan == .mapped ? .shared : onHost.contains(v) ? .staging : .device
         }
@@ -253,15 +253,18 @@ final class VulkanPrepared: VulkanProfiledGraph {
     /// Which values are stored packed: of at least 4 channels, written by an operation that
     /// runs by a pack4 shader (`runsPacked`) and read only by such operations; never the
     /// graph's input or output (the host's), a value a host step touches, or a crop's source
-    /// or window. A value between two plain operations stays plain, so with no pack4 operation
-    /// next to another nothing changes but the shaders.
-    private func packedValues(onHost: Set<Int>) -> Set<Int> {
+    /// or window; nor one whose channels rounded up to 4 would pass what one arena block holds
+    /// (the tiler sizes tiles by the plain values' bytes). A value between two plain operations
+    /// stays plain, so with no pack4 operation next to another nothing changes but the shaders.
+    private func packedValues(onHost: Set<Int>, blockLimit: Int) -> Set<Int> {
         var readers: [Int: [Node]] = [:]
         for node in graph.nodes { for v in Set(node.inputs) { readers[v, default: []].append(node) } }
         var chosen = Set<Int>()
         for node in graph.nodes where runsPacked(node) {
             let v = node.output
-            guard v != graph.output, v != graph.input, !onHost.contains(v), shapes[v].c >= 4,
+            let s = shapes[v]
+            guard v != graph.output, v != graph.input, !onHost.contains(v), s.c >= 4,
+                  Int(VulkanBuffer.bytes((s.c + 3) / 4 * 4 * s.h * s.w, storage)) <= blockLimit,
                   let r = readers[v], r.allSatisfy(runsPacked) else { continue }
             chosen.insert(v)
         }

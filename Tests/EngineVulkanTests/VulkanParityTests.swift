@@ -1020,6 +1020,15 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         XCTAssertEqual(quad1.enumerated().filter { $0.offset % 4 >= 2 }.map(\.element), [Float](repeating: 0, count: 2 * 9 * 11), "pad lanes")
         XCTAssertTrue(stored.enumerated().allSatisfy { $0.offset >= 9 * 11 * 4 && $0.offset % 4 >= 2 || ($0.element >= 0 && $0.element <= 1) },
                       "every channel's value written (a sigmoid's, not NaN)")
+        // A 5-channel value whose 8 packed channels would pass what one arena block holds stays
+        // plain (the tiler sizes tiles by plain values); with room for them it is packed.
+        let stride = precision == .fp16 ? 2 : 4
+        let narrow = chain([(conv(5, 3, k: 1), [1]), (conv(3, 5, k: 1), [1])])
+        for (limit, want) in [(6 * 256 * stride, Set<Int>()), (8 * 256 * stride, Set([1]))] {
+            let small = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, arenaBlockLimit: limit, packed: true)
+            try compare(narrow, Shape(c: 3, h: 16, w: 16), "pack4, arena blocks of \(limit) bytes", on: small)
+            XCTAssertEqual(try XCTUnwrap(small.prepare(narrow, input: Shape(c: 3, h: 16, w: 16)) as? VulkanPrepared).packed, want, "\(limit)")
+        }
         // Whole models: the catalog's upscalers and the colorizer.
         let models = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../shared/models/ncnn").standardized.path
         for (param, shape) in [("realesr-animevideov3/realesr-animevideov3-x2.param", Shape(c: 3, h: 24, w: 32)),
