@@ -23,8 +23,10 @@ extension VulkanPrepared {
     func convolution(_ p: ConvolutionParameters, _ node: Node) throws {
         let (x, s, y, o) = operands(node)
         let (bias, slopes) = try biasAndSlopes(p)
-        if runsPacked(p, o) {
-            let packedIn = layoutFlag(node.inputs[0]), packedOut = layoutFlag(node.output)
+        let packedIn = layoutFlag(node.inputs[0]), packedOut = layoutFlag(node.output)
+        if runsPacked(p, o) && (packedIn != 0 || packedOut != 0) {
+            // A layer with a packed operand; one whose input and output are both plain (a
+            // model's first and last, a layer beside a host step) keeps the shaders below.
             if takesWinograd(p, o), try winogradConvolution(p, x, s, y, o, bias, slopes, packedIn: packedIn, packedOut: packedOut) { return }
             try packedConvolution(p, x, s, y, o, bias, slopes, packedIn: packedIn, packedOut: packedOut)
         } else if takesWinograd(p, o), try winogradConvolution(p, x, s, y, o, bias, slopes) {

@@ -271,10 +271,10 @@ final class VulkanPrepared: VulkanProfiledGraph {
         return chosen
     }
 
-    /// Whether `node` runs by a pack4 shader, which reads and writes either layout: with
-    /// `pack4`, a dense convolution (Winograd's too) or a depthwise one
-    /// (`runsPacked(_:_:)`), an activation, or a binary of two whole operands of the output's
-    /// shape.
+    /// Whether `node` can read and write the packed layout: with `pack4`, a dense convolution
+    /// (Winograd's too) or a depthwise one (`runsPacked(_:_:)`; such a layer whose operands
+    /// are both plain keeps its plain shaders), an activation, or a binary of two whole
+    /// operands of the output's shape.
     func runsPacked(_ node: Node) -> Bool {
         guard pack4 else { return false }
         switch node.op {

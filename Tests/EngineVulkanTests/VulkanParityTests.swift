@@ -907,20 +907,19 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         try compare(chain([(external, [1]), (conv(3, 4, k: 1), [1]), (external, [1])]), s, "staged, external layers first and last", on: staged, runs: 2)
     }
 
-    /// Real upscalers from ../shared/models, whole graphs on small pictures (values in [0, 1]:
-    /// on values in [−1, 1] realcugan's output reaches about 220 and rounding differences grow
-    /// with it: 2.4e-4 relative there, 3.0e-5 even with only its convolutions as shaders).
-    /// The packed 4-channel layout (VIVIFY_VULKAN_PACK4=1; pack4.glsl), forced: every dense
-    /// convolution Winograd does not take and every depthwise one by its pack4 shader, alone
-    /// (plain input and output: the graph's are always plain) on channels 3, 4, 5 and 64 in
-    /// and out, kernels 1×1 to 5×3 with strides, dilation and unequal pads, pictures 1×1, 7×5
-    /// and 21×37 (runs of 4 cut by the row's end, more than one workgroup), fused activations
-    /// (sigmoid too, which is not 0 at 0: the pad lanes must still be stored as 0); then chains
-    /// whose values between pack4 shaders are packed, read by convolutions, depthwise ones,
-    /// activations (PReLU per channel) and binaries (division of two 5-channel packed values,
-    /// whose pad lanes would be 0 / 0), beside values that must stay plain (read by a pixel
-    /// shuffle too, Winograd's input); the choice of values and shaders checked; and the
-    /// catalog models and the colorizer whole with it.
+    /// The packed 4-channel layout (VIVIFY_VULKAN_PACK4=1; pack4.glsl), forced. Every dense
+    /// and depthwise case with a packed operand: between two 1×1 layers (so its input is packed
+    /// where it has 4 channels or more, and its output likewise), channels 3, 4, 5 and 64 in and
+    /// out, kernels 1×1 to 5×3 with strides, dilation and unequal pads, pictures 1×1, 7×5 and
+    /// 21×37 (runs of 4 cut by the row's end, more than one workgroup), fused activations
+    /// (sigmoid too, which is not 0 at 0: the pad lanes must still be stored as 0); a layer with
+    /// both operands plain keeps its plain shader. Then chains whose values between pack4
+    /// shaders are packed, read by convolutions, depthwise ones, activations (PReLU per
+    /// channel) and binaries (division of two 5-channel packed values, whose pad lanes would be
+    /// 0 / 0 or 0.5 / 0), beside values that must stay plain (read by a pixel shuffle too); the
+    /// pad lanes of values written by each writer, filled with NaN before the run, read back as
+    /// zeros; Winograd on packed values; the arena-block rule; the choice of values and shaders
+    /// checked; and the catalog models and the colorizer whole with it.
     func testPackedLayout() throws {
         XCTAssertFalse(VulkanBackend.packed(environment: [:]), "off until a GPU has timed it")
         XCTAssertTrue(VulkanBackend.packed(environment: ["VIVIFY_VULKAN_PACK4": "1"]))
@@ -931,24 +930,71 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         let b = try VulkanBackend(memoryPlan: automatic.memoryPlan, precision: precision, winograd: .wide, packed: true)
         let cases: [ConvolutionCase] = [(1, 1, 1, 1, (0, 0, 0, 0)), (3, 3, 1, 1, (1, 1, 1, 1)), (3, 3, 2, 1, (1, 0, 1, 2)),
                                         (5, 3, 1, 2, (4, 2, 3, 1)), (2, 2, 2, 1, (0, 0, 0, 0))]
-        try checkConvolutions(on: b, "pack4", channels: [(3, 5), (4, 4), (5, 3), (64, 64), (3, 64)],
-                              sizes: { _ in [(1, 1), (7, 5), (21, 37)] }, cases: cases) { ic, oc, c, shaders, what in
-            // Winograd's layers stay with it (blocked, the CPU's, from 400 output pixels: the
-            // size ends `what`).
-            let size = what.split(separator: " ").last!.split(separator: "x").map { Int($0)! }
-            let winograd = c.k == 3 && c.kw == 3 && c.stride == 1 && c.dilation == 1 && ic >= 16 && oc >= 16
-                && (!b.winogradBlocked || size[0] * size[1] >= VulkanPrepared.blockedWinogradMinimumPlane)
-            XCTAssertEqual(shaders.count == 1 ? shaders[0] : "Winograd", winograd ? "Winograd" : "convolution_pack4", what)
+        for (ic, oc) in [(3, 5), (4, 4), (5, 3), (64, 64), (3, 64)] {
+            for (h, w) in [(1, 1), (7, 5), (21, 37)] {
+                for (i, c) in cases.enumerated() {
+                    let act: Activation = i % 3 == 0 ? .sigmoid : i % 3 == 1 ? .leakyRelu(slope: 0.1) : .prelu(slopes: rng.array(oc))
+                    let layer = conv(oc, ic, k: c.k, kw: c.kw, stride: c.stride, dilation: c.dilation, pads: c.pads, bias: i != 1, activation: act)
+                    let g = chain([(conv(ic, ic, k: 1), [1]), (layer, [1]), (conv(oc, oc, k: 1), [1])])
+                    let s = Shape(c: ic, h: h, w: w)
+                    guard (try? g.inferShapes(input: s)) != nil else { continue }
+                    let what = "pack4: \(ic)→\(oc), \(c.k)x\(c.kw) stride \(c.stride) dilation \(c.dilation) pads \(c.pads), \(w)x\(h)"
+                    try compare(g, s, what, on: b)
+                    let p = try XCTUnwrap(b.prepare(g, input: s) as? VulkanPrepared)
+                    XCTAssertEqual(p.packed, Set([1, 2].filter { $0 == 1 ? ic >= 4 : oc >= 4 }), what)
+                    // The middle layer's dispatches: Winograd's (blocked, the CPU's, from 400 output
+                    // pixels) or the pack4 shader.
+                    let o = try XCTUnwrap(g.inferShapes(input: s)[2])
+                    let winograd = c.k == 3 && c.kw == 3 && c.stride == 1 && c.dilation == 1 && ic >= 16 && oc >= 16
+                        && (!b.winogradBlocked || o.h * o.w >= VulkanPrepared.blockedWinogradMinimumPlane)
+                    let middle = Array(p.shaders.dropFirst().dropLast())
+                    if winograd {
+                        XCTAssertEqual([middle.first, middle.last], ["winograd_input", "winograd_output"], what)
+                        XCTAssertTrue(middle.allSatisfy { $0.hasPrefix("winograd") }, "\(what): \(middle)")
+                    } else {
+                        XCTAssertEqual(middle, ["convolution_pack4"], what)
+                    }
+                }
+            }
+        }
+        // Both operands plain: the plain shaders, as without pack4.
+        for (op, want) in [(conv(8, 4, k: 3, pads: (1, 1, 1, 1), groups: 4), "convolution_depthwise_s1"), (conv(3, 4, k: 3), "convolution_rows4")] {
+            let plain = try XCTUnwrap(b.prepare(chain([(op, [1])]), input: Shape(c: 4, h: 9, w: 11)) as? VulkanPrepared)
+            XCTAssertEqual(plain.packed, [])
+            if b.convolutionRows { XCTAssertEqual(plain.shaders, [want]) }
         }
         for c in [3, 5, 64] {
             for (k, stride, dilation, pads) in [(3, 1, 1, (1, 1, 1, 1)), (3, 2, 1, (0, 1, 1, 0)), (5, 1, 2, (4, 4, 4, 4))] {
-                let g = chain([(conv(c, c, k: k, stride: stride, dilation: dilation, pads: pads, groups: c, activation: .sigmoid), [1])])
+                let g = chain([(conv(c, c, k: 1), [1]),
+                               (conv(c, c, k: k, stride: stride, dilation: dilation, pads: pads, groups: c, activation: .sigmoid), [1]),
+                               (conv(c, c, k: 1), [1])])
                 for (h, w) in [(1, 1), (7, 5), (21, 37)] where (try? g.inferShapes(input: Shape(c: c, h: h, w: w))) != nil {
                     let s = Shape(c: c, h: h, w: w)
-                    try compare(g, s, "pack4 depthwise \(c), \(k)x\(k) stride \(stride) dilation \(dilation), \(w)x\(h)", on: b)
-                    XCTAssertEqual(try XCTUnwrap(b.prepare(g, input: s) as? VulkanPrepared).shaders, ["convolution_depthwise_pack4"])
+                    let what = "pack4 depthwise \(c), \(k)x\(k) stride \(stride) dilation \(dilation), \(w)x\(h)"
+                    try compare(g, s, what, on: b)
+                    let p = try XCTUnwrap(b.prepare(g, input: s) as? VulkanPrepared)
+                    XCTAssertEqual(p.packed, c >= 4 ? [1, 2] : [], what)
+                    if c >= 4 { XCTAssertEqual(p.shaders, ["convolution_pack4", "convolution_depthwise_pack4", "convolution_pack4"], what) }
                 }
             }
+        }
+        // The pad lanes of values written by convolution_pack4 (v1) and activation_pack4 (v2),
+        // both alive to the last layer (so the output never reuses their bytes), filled with NaN
+        // before the run: zeros after it, every other lane written.
+        let writers = chain([(conv(5, 3, k: 3, pads: (1, 1, 1, 1)), [1]), (.activation(.sigmoid), [1]), (.binary(.add, coefficients: nil), [1, 2])])
+        let mapped = try VulkanBackend(memoryPlan: .mapped, precision: precision, packed: true)
+        let wr = try XCTUnwrap(mapped.prepare(writers, input: Shape(c: 3, h: 7, w: 9)) as? VulkanPrepared)
+        XCTAssertEqual(wr.packed, [1, 2])
+        XCTAssertEqual(wr.shaders, ["convolution_pack4", "activation_pack4", "binary_pack4"])
+        for v in [1, 2] { [Float](repeating: .nan, count: wr.buffers[v].count).withUnsafeBufferPointer { wr.buffers[v].write($0) } }
+        _ = try wr.run(Tensor(shape: Shape(c: 3, h: 7, w: 9), data: rng.array(3 * 7 * 9)))
+        for v in [1, 2] {
+            var stored = [Float](repeating: 0, count: wr.buffers[v].count)
+            stored.withUnsafeMutableBufferPointer { wr.buffers[v].read(into: $0) }
+            XCTAssertEqual(stored.count, 8 * 7 * 9)
+            let pads = stored.enumerated().filter { $0.offset >= 7 * 9 * 4 && $0.offset % 4 >= 1 }.map(\.element)
+            XCTAssertEqual(pads, [Float](repeating: 0, count: 3 * 7 * 9), "v\(v)'s pad lanes")
+            XCTAssertFalse(stored.contains { $0.isNaN }, "v\(v): every lane written")
         }
         // Values between pack4 shaders packed: v1 (5 channels, sigmoid: 0.5 where a pad lane
         // were not stored as 0), v2 (5, at least 2: its pad lanes 0 either way), v3 = v1 / v2
@@ -1009,7 +1055,9 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         XCTAssertEqual(wp.packed, [1, 2])
         XCTAssertEqual(wp.shaders.first, "convolution_pack4")
         XCTAssertEqual(wp.shaders.last, "convolution_pack4")
-        XCTAssertEqual(wp.shaders.filter { $0.hasPrefix("winograd") }.count, 3)
+        let transforms = Array(wp.shaders.dropFirst().dropLast())
+        XCTAssertEqual([transforms.first, transforms.last], ["winograd_input", "winograd_output"])
+        XCTAssertTrue(transforms.allSatisfy { $0.hasPrefix("winograd") }, "\(transforms)")
         let v2 = wp.buffers[2]
         XCTAssertEqual(v2.count, 8 * 9 * 11)
         [Float](repeating: .nan, count: v2.count).withUnsafeBufferPointer { v2.write($0) }
@@ -1050,6 +1098,9 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         XCTAssertTrue(p.shaders.contains("convolution_depthwise_pack4"))
     }
 
+    /// Real upscalers from ../shared/models, whole graphs on small pictures (values in [0, 1]:
+    /// on values in [−1, 1] realcugan's output reaches about 220 and rounding differences grow
+    /// with it: 2.4e-4 relative there, 3.0e-5 even with only its convolutions as shaders).
     func testRealModels() throws {
         let models = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../shared/models/ncnn").standardized.path
         // realcugan-2x: global means, fully connected layers and transposed convolutions, all
