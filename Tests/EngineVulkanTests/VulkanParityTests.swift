@@ -1078,13 +1078,7 @@ class VulkanParityTests: ValidatedVulkanTestCase {
             XCTAssertEqual(try XCTUnwrap(small.prepare(narrow, input: Shape(c: 3, h: 16, w: 16)) as? VulkanPrepared).packed, want, "\(limit)")
         }
         // Whole models: the catalog's upscalers and the colorizer.
-        let models = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../shared/models/ncnn").standardized.path
-        for (param, shape) in [("realesr-animevideov3/realesr-animevideov3-x2.param", Shape(c: 3, h: 24, w: 32)),
-                               ("waifu2x-upconv7-photo/scale2.0x_model.param", Shape(c: 3, h: 24, w: 32)),
-                               ("realcugan-se/up2x-conservative.param", Shape(c: 3, h: 44, w: 40))] {
-            let path = "\(models)/\(param)"
-            guard FileManager.default.fileExists(atPath: path) else { throw XCTSkip("\(path) is not here: ../shared/models is needed") }
-            let graph = try NCNNImporter.load(paramPath: path)
+        for (param, graph, shape) in try catalogUpscalers() {
             try compare(graph, shape, "pack4 \(param)", on: b, picture: true, tolerance: modelTolerance)
             let p = try XCTUnwrap(b.prepare(graph, input: shape) as? VulkanPrepared)
             XCTAssertTrue(p.shaders.contains("convolution_pack4"), param)
@@ -1098,19 +1092,27 @@ class VulkanParityTests: ValidatedVulkanTestCase {
         XCTAssertTrue(p.shaders.contains("convolution_depthwise_pack4"))
     }
 
+    /// Three catalog upscalers from ../shared/models (realesr-animevideov3-x2, waifu2x-upconv7
+    /// photo 2x, realcugan-2x conservative) with the small picture each is checked on; a skip
+    /// where ../shared/models is not beside the checkout.
+    func catalogUpscalers() throws -> [(param: String, graph: Graph, shape: Shape)] {
+        let models = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../shared/models/ncnn").standardized.path
+        return try [("realesr-animevideov3/realesr-animevideov3-x2.param", Shape(c: 3, h: 24, w: 32)),
+                    ("waifu2x-upconv7-photo/scale2.0x_model.param", Shape(c: 3, h: 24, w: 32)),
+                    ("realcugan-se/up2x-conservative.param", Shape(c: 3, h: 44, w: 40))].map { param, shape in
+            let path = "\(models)/\(param)"
+            guard FileManager.default.fileExists(atPath: path) else { throw XCTSkip("\(path) is not here: ../shared/models is needed") }
+            return (param, try NCNNImporter.load(paramPath: path), shape)
+        }
+    }
+
     /// Real upscalers from ../shared/models, whole graphs on small pictures (values in [0, 1]:
     /// on values in [−1, 1] realcugan's output reaches about 220 and rounding differences grow
     /// with it: 2.4e-4 relative there, 3.0e-5 even with only its convolutions as shaders).
     func testRealModels() throws {
-        let models = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../shared/models/ncnn").standardized.path
         // realcugan-2x: global means, fully connected layers and transposed convolutions, all
         // on the device now.
-        for (param, shape) in [("realesr-animevideov3/realesr-animevideov3-x2.param", Shape(c: 3, h: 24, w: 32)),
-                               ("waifu2x-upconv7-photo/scale2.0x_model.param", Shape(c: 3, h: 24, w: 32)),
-                               ("realcugan-se/up2x-conservative.param", Shape(c: 3, h: 44, w: 40))] {
-            let path = "\(models)/\(param)"
-            guard FileManager.default.fileExists(atPath: path) else { throw XCTSkip("\(path) is not here: ../shared/models is needed") }
-            let graph = try NCNNImporter.load(paramPath: path)
+        for (param, graph, shape) in try catalogUpscalers() {
             try compare(graph, shape, param, picture: true, tolerance: modelTolerance)
             if param.hasPrefix("realcugan") {
                 // Its four skip connections, cropped and added, are read in place.
