@@ -24,9 +24,7 @@ extension VulkanPrepared {
         let (x, s, y, o) = operands(node)
         let (bias, slopes) = try biasAndSlopes(p)
         let packedIn = layoutFlag(node.inputs[0]), packedOut = layoutFlag(node.output)
-        if runsPacked(p, o) && (packedIn != 0 || packedOut != 0) {
-            // A layer with a packed operand; one whose input and output are both plain (a
-            // model's first and last, a layer beside a host step) keeps the shaders below.
+        if usesPacked(node) {
             if takesWinograd(p, o), try winogradConvolution(p, x, s, y, o, bias, slopes, packedIn: packedIn, packedOut: packedOut) { return }
             try packedConvolution(p, x, s, y, o, bias, slopes, packedIn: packedIn, packedOut: packedOut)
         } else if takesWinograd(p, o), try winogradConvolution(p, x, s, y, o, bias, slopes) {
@@ -88,7 +86,7 @@ extension VulkanPrepared {
     /// the packed layout a value at a time), else by convolution_pack4.comp; or a depthwise
     /// one, one output channel per input channel (convolution_depthwise_pack4.comp). Any
     /// kernel, stride, dilation, padding.
-    func runsPacked(_ p: ConvolutionParameters, _ o: Shape) -> Bool {
+    func runsPacked(_ p: ConvolutionParameters) -> Bool {
         pack4 && (p.groups == 1 || (p.groups == p.inChannels && p.groups == p.outChannels))
     }
 

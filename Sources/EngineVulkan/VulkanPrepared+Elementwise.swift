@@ -6,7 +6,7 @@ extension VulkanPrepared {
         let (x, _, y, o) = operands(node)
         let act = VulkanActivation.encode(a)
         let slopes = act.slopes.isEmpty ? nil : try constant(act.slopes)
-        if runsPacked(node) {
+        if usesPacked(node) {
             try dispatch("activation_pack4", count: (o.c + 3) / 4 * o.h * o.w, [x, nil, y, nil, slopes], [
                 Int32(o.c), Int32(o.h * o.w), act.code, Self.bits(act.a), Self.bits(act.b), Int32(act.slopes.count),
                 layoutFlag(node.inputs[0]), layoutFlag(node.output),
@@ -21,7 +21,7 @@ extension VulkanPrepared {
     func binary(_ kind: BinaryKind, _ coefficients: [Float]?, _ node: Node) throws {
         let o = shapes[node.output], y = buffers[node.output]
         let operands = node.inputs.prefix(2).map(readLayout)
-        if runsPacked(node) {
+        if usesPacked(node) {
             try dispatch("binary_pack4", count: (o.c + 3) / 4 * o.h * o.w, [operands[0].slice, operands[1].slice, y], [
                 kind.vulkanCode, Self.bits(coefficients?[0] ?? 1), Self.bits(coefficients?[1] ?? 1), Int32(o.c), Int32(o.h * o.w),
                 layoutFlag(node.inputs[0]), layoutFlag(node.inputs[1]), layoutFlag(node.output),

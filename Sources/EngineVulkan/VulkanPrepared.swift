@@ -246,9 +246,11 @@ final class VulkanPrepared: VulkanProfiledGraph {
     /// The values a value `v` takes in memory: its shape's, or with its channels rounded up to
     /// a multiple of 4 where it is packed.
     func storedCount(_ v: Int) -> Int {
-        let s = shapes[v]
-        return packed.contains(v) ? (s.c + 3) / 4 * 4 * s.h * s.w : s.count
+        packed.contains(v) ? Self.packedCount(shapes[v]) : shapes[v].count
     }
+
+    /// The values a packed value of shape `s` takes: its channels rounded up to a multiple of 4.
+    static func packedCount(_ s: Shape) -> Int { (s.c + 3) / 4 * 4 * s.h * s.w }
 
     /// Which values are stored packed: of at least 4 channels, written by an operation that
     /// runs by a pack4 shader (`runsPacked`) and read only by such operations; never the
@@ -262,9 +264,8 @@ final class VulkanPrepared: VulkanProfiledGraph {
         var chosen = Set<Int>()
         for node in graph.nodes where runsPacked(node) {
             let v = node.output
-            let s = shapes[v]
-            guard v != graph.output, v != graph.input, !onHost.contains(v), s.c >= 4,
-                  Int(VulkanBuffer.bytes((s.c + 3) / 4 * 4 * s.h * s.w, storage)) <= blockLimit,
+            guard v != graph.output, v != graph.input, !onHost.contains(v), shapes[v].c >= 4,
+                  Int(VulkanBuffer.bytes(Self.packedCount(shapes[v]), storage)) <= blockLimit,
                   let r = readers[v], r.allSatisfy(runsPacked) else { continue }
             chosen.insert(v)
         }
@@ -272,19 +273,25 @@ final class VulkanPrepared: VulkanProfiledGraph {
     }
 
     /// Whether `node` can read and write the packed layout: with `pack4`, a dense convolution
-    /// (Winograd's too) or a depthwise one (`runsPacked(_:_:)`; such a layer whose operands
-    /// are both plain keeps its plain shaders), an activation, or a binary of two whole
-    /// operands of the output's shape.
+    /// (Winograd's too) or a depthwise one (`runsPacked(_:)`), an activation, or a binary of
+    /// two whole operands of the output's shape.
     func runsPacked(_ node: Node) -> Bool {
         guard pack4 else { return false }
         switch node.op {
-        case .convolution(let p): return runsPacked(p, shapes[node.output])
+        case .convolution(let p): return runsPacked(p)
         case .activation: return true
         case .binary:
             let o = shapes[node.output]
             return node.inputs.count == 2 && node.inputs.allSatisfy { shapes[$0] == o && cropViews[$0] == nil }
         default: return false
         }
+    }
+
+    /// Whether `node` runs by its pack4 shader: it can (`runsPacked`) and one of its operands
+    /// is packed. One whose operands are all plain (a model's first and last layers, a layer
+    /// beside a host step) keeps its plain shader, the faster where both layouts are plain.
+    func usesPacked(_ node: Node) -> Bool {
+        runsPacked(node) && (packed.contains(node.output) || node.inputs.contains(where: packed.contains))
     }
 
     deinit {

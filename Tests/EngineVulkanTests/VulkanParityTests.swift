@@ -957,11 +957,14 @@ class VulkanParityTests: ValidatedVulkanTestCase {
                 }
             }
         }
-        // Both operands plain: the plain shaders, as without pack4.
-        for (op, want) in [(conv(8, 4, k: 3, pads: (1, 1, 1, 1), groups: 4), "convolution_depthwise_s1"), (conv(3, 4, k: 3), "convolution_rows4")] {
-            let plain = try XCTUnwrap(b.prepare(chain([(op, [1])]), input: Shape(c: 4, h: 9, w: 11)) as? VulkanPrepared)
+        // Every operand plain: the plain shaders, as without pack4 (convolutions, activations
+        // and binaries alike).
+        for (op, want) in [(conv(8, 4, k: 3, pads: (1, 1, 1, 1), groups: 4), "convolution_depthwise_s1"), (conv(3, 4, k: 3), "convolution_rows4"),
+                           (.activation(.sigmoid), "activation"), (.binary(.add, coefficients: nil), "binary4")] {
+            let g = chain([(op, op.kindName.hasPrefix("binary") ? [1, 1] : [1])])
+            let plain = try XCTUnwrap(b.prepare(g, input: Shape(c: 4, h: 9, w: 11)) as? VulkanPrepared)
             XCTAssertEqual(plain.packed, [])
-            if b.convolutionRows { XCTAssertEqual(plain.shaders, [want]) }
+            if b.convolutionRows || op.kindName != "convolution" { XCTAssertEqual(plain.shaders, [want], op.kindName) }
         }
         for c in [3, 5, 64] {
             for (k, stride, dilation, pads) in [(3, 1, 1, (1, 1, 1, 1)), (3, 2, 1, (0, 1, 1, 0)), (5, 1, 2, (4, 4, 4, 4))] {
